@@ -1,0 +1,78 @@
+//! One module per command. Each takes a [`Context`] and plain options and returns an [`ExitStatus`].
+
+pub(crate) mod verify;
+
+use std::fmt;
+use std::io::Write;
+
+use crate::exit::ExitStatus;
+use crate::settings::{Env, Global};
+
+/// What every command gets: its output streams, the environment read at start-up, the shared options.
+pub struct Context<'a> {
+    pub out: &'a mut dyn Write,
+    pub err: &'a mut dyn Write,
+    pub env: &'a Env,
+    pub global: &'a Global,
+}
+
+/// A command that could not do its work: what failed, why, and how to fix it.
+#[derive(Debug)]
+pub struct Failure {
+    pub status: ExitStatus,
+    pub message: String,
+    pub causes: Vec<String>,
+    pub hint: Option<String>,
+}
+
+impl Failure {
+    pub fn new(status: ExitStatus, message: impl Into<String>) -> Failure {
+        Failure {
+            status,
+            message: message.into(),
+            causes: Vec::new(),
+            hint: None,
+        }
+    }
+
+    /// A usage or contract error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(ExitStatus::Usage, message)
+    }
+
+    /// An unexpected failure: I/O, the network (exit 1).
+    pub fn unexpected(message: impl Into<String>) -> Failure {
+        Failure::new(ExitStatus::Failure, message)
+    }
+
+    /// Adds the chain of an underlying error as `caused by:` lines.
+    pub fn caused_by(mut self, error: impl std::error::Error) -> Failure {
+        self.causes.push(error.to_string());
+        let mut source = error.source();
+        while let Some(e) = source {
+            self.causes.push(e.to_string());
+            source = e.source();
+        }
+        self
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Failure {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Writes to stdout; a closed pipe (`aayu … | head`) ends the command quietly with success.
+pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<bool, Failure> {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(Failure::unexpected("cannot write to standard output").caused_by(e)),
+    }
+}

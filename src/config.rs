@@ -1,0 +1,406 @@
+//! `.aayudha/config.toml`, laid over the defaults embedded from `defaults.toml`.
+//!
+//! Every key has a default; a key the defaults do not have is an error naming the key, file and line, and
+//! so is a value of the wrong type. The user's file is checked against the defaults' own table (keys and
+//! value types) before the merged table is deserialized into [`Config`], so the messages point at the
+//! user's line rather than at a merged document nobody wrote.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use time::Date;
+use time::macros::format_description;
+
+/// The embedded defaults: `defaults.toml` at the repository root.
+pub const DEFAULTS: &str = include_str!("../defaults.toml");
+
+/// Where a repository keeps its configuration, relative to its root.
+pub const CONFIG_PATH: &str = ".aayudha/config.toml";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub verify: Verify,
+    pub proof: Proof,
+    pub ledger: Ledger,
+    pub gate: Gate,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verify {
+    pub seed: Vec<String>,
+    pub base_url: String,
+    pub production: Vec<String>,
+    pub targets: Vec<String>,
+    pub check_timeout_s: u64,
+    pub drift_blocking_from: BlockingDate,
+    pub red_on_base_blocking_from: BlockingDate,
+    pub maintainer: String,
+    pub env: Vec<String>,
+    pub require_isolation: bool,
+    pub sandbox_uids: [u32; 2],
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Proof {
+    pub retention_days: u32,
+    pub media: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ledger {
+    pub branch: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    pub workflow: String,
+}
+
+/// A dated rule: advisory before the date, blocking from 00:00 UTC on it; empty keeps it advisory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockingDate(pub Option<Date>);
+
+impl BlockingDate {
+    /// Whether the rule blocks at `now`: from 00:00:00 UTC of the date on.
+    pub fn blocks_at(self, now: time::OffsetDateTime) -> bool {
+        match self.0 {
+            Some(date) => now.to_offset(time::UtcOffset::UTC).date() >= date,
+            None => false,
+        }
+    }
+
+    /// The detail of an advisory result: `advisory until 2026-11-13`, or `advisory (no blocking date set)`.
+    pub fn advisory_detail(self) -> String {
+        match self.0 {
+            Some(date) => format!("advisory until {date}"),
+            None => "advisory (no blocking date set)".to_string(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BlockingDate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.trim().is_empty() {
+            return Ok(BlockingDate(None));
+        }
+        Date::parse(text.trim(), format_description!("[year]-[month]-[day]"))
+            .map(|date| BlockingDate(Some(date)))
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "`{text}` is not a date: write YYYY-MM-DD (a UTC day), or \"\" to stay advisory"
+                ))
+            })
+    }
+}
+
+/// Why the configuration could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read `{file}`")]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}: {message}")]
+    Invalid {
+        file: String,
+        line: usize,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ConfigError::Read { .. } => None,
+            ConfigError::Invalid { .. } => Some(
+                "every key and its default is listed in defaults.toml (see docs/configuration.md)"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+impl Config {
+    /// The embedded defaults alone.
+    pub fn defaults() -> Config {
+        // The defaults are checked by a unit test and by every test run of the binary; a failure here is a
+        // bug in this build, not something a user can cause.
+        match toml::from_str(DEFAULTS) {
+            Ok(config) => config,
+            Err(e) => panic!("the embedded defaults.toml does not parse: {e}"),
+        }
+    }
+
+    /// Reads `.aayudha/config.toml` under `root` when it exists, or `explicit` when given.
+    pub fn load(root: &Path, explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        let (path, label, required) = match explicit {
+            Some(path) => (path.to_path_buf(), path.display().to_string(), true),
+            None => (root.join(CONFIG_PATH), CONFIG_PATH.to_string(), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::from_text(&text, &label),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                Ok(Config::defaults())
+            }
+            Err(source) => Err(ConfigError::Read { file: path, source }),
+        }
+    }
+
+    /// Parses a configuration file's text (named `file` in errors) over the defaults.
+    pub fn from_text(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let invalid =
+            |span: Option<std::ops::Range<usize>>, message: String| ConfigError::Invalid {
+                file: file.to_string(),
+                line: span.map_or(1, |s| line_of(text, s.start)),
+                message,
+            };
+        let user = toml::de::DeTable::parse(text)
+            .map_err(|e| invalid(e.span(), e.message().to_string()))?;
+        let mut merged: toml::Table = match toml::from_str(DEFAULTS) {
+            Ok(table) => table,
+            Err(e) => panic!("the embedded defaults.toml does not parse: {e}"),
+        };
+        for (section_key, section_value) in user.get_ref() {
+            let section_name = section_key.get_ref().as_ref();
+            let section_span = Some(section_key.span());
+            let Some(toml::Value::Table(defaults)) = merged.get_mut(section_name) else {
+                return Err(invalid(
+                    section_span,
+                    format!(
+                        "unknown section `[{section_name}]` (known: {})",
+                        known_sections()
+                    ),
+                ));
+            };
+            let toml::de::DeValue::Table(entries) = section_value.get_ref() else {
+                return Err(invalid(
+                    section_span,
+                    format!("`{section_name}` must be a section (`[{section_name}]`), not a value"),
+                ));
+            };
+            for (key, value) in entries {
+                let key_name = key.get_ref().as_ref();
+                let span = Some(key.span());
+                let Some(default) = defaults.get(key_name) else {
+                    return Err(invalid(
+                        span,
+                        format!(
+                            "unknown key `{section_name}.{key_name}` (known in [{section_name}]: {})",
+                            defaults
+                                .keys()
+                                .map(String::as_str)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                };
+                let value = to_value(value.get_ref());
+                if value.type_str() != default.type_str() || !same_item_types(&value, default) {
+                    return Err(invalid(
+                        Some(value_span(value_span_of(entries, key_name), span)),
+                        format!(
+                            "`{section_name}.{key_name}` must be {}, not {}",
+                            describe(default),
+                            describe(&value)
+                        ),
+                    ));
+                }
+                defaults.insert(key_name.to_string(), value);
+            }
+        }
+        toml::Value::Table(merged)
+            .try_into::<Config>()
+            .map_err(|e| invalid(None, e.message().to_string()))
+            .and_then(|config| config.validate(file, text))
+    }
+
+    /// Checks what types alone cannot: the uid range.
+    fn validate(self, file: &str, text: &str) -> Result<Config, ConfigError> {
+        let [first, last] = self.verify.sandbox_uids;
+        if first == 0 || first > last {
+            return Err(ConfigError::Invalid {
+                file: file.to_string(),
+                line: text
+                    .lines()
+                    .position(|l| l.trim_start().starts_with("sandbox_uids"))
+                    .map_or(1, |i| i + 1),
+                message: format!(
+                    "`verify.sandbox_uids` must be [first, last] with 0 < first <= last, not [{first}, {last}]"
+                ),
+            });
+        }
+        Ok(self)
+    }
+}
+
+fn known_sections() -> String {
+    match toml::from_str::<toml::Table>(DEFAULTS) {
+        Ok(t) => t
+            .keys()
+            .map(|k| format!("[{k}]"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => String::new(),
+    }
+}
+
+fn value_span_of(entries: &toml::de::DeTable<'_>, key: &str) -> Option<std::ops::Range<usize>> {
+    entries
+        .iter()
+        .find(|(k, _)| k.get_ref().as_ref() == key)
+        .map(|(_, v)| v.span())
+}
+
+fn value_span(
+    value: Option<std::ops::Range<usize>>,
+    key: Option<std::ops::Range<usize>>,
+) -> std::ops::Range<usize> {
+    value.or(key).unwrap_or(0..0)
+}
+
+/// Converts a spanned table value into a plain one (spans are only needed for the keys' lines).
+fn to_value(value: &toml::de::DeValue<'_>) -> toml::Value {
+    use toml::de::DeValue;
+    match value {
+        DeValue::String(s) => toml::Value::String(s.to_string()),
+        DeValue::Integer(i) => i
+            .to_string()
+            .parse::<i64>()
+            .map(toml::Value::Integer)
+            .unwrap_or_else(|_| toml::Value::String(i.to_string())),
+        DeValue::Float(f) => f
+            .to_string()
+            .parse::<f64>()
+            .map(toml::Value::Float)
+            .unwrap_or(toml::Value::Float(f64::NAN)),
+        DeValue::Boolean(b) => toml::Value::Boolean(*b),
+        DeValue::Datetime(d) => toml::Value::Datetime(*d),
+        DeValue::Array(items) => {
+            toml::Value::Array(items.iter().map(|v| to_value(v.get_ref())).collect())
+        }
+        DeValue::Table(t) => toml::Value::Table(
+            t.iter()
+                .map(|(k, v)| (k.get_ref().to_string(), to_value(v.get_ref())))
+                .collect(),
+        ),
+    }
+}
+
+/// For arrays: every item has the type of the default's items (when the default has any).
+fn same_item_types(value: &toml::Value, default: &toml::Value) -> bool {
+    match (value, default) {
+        (toml::Value::Array(items), toml::Value::Array(defaults)) => match defaults.first() {
+            Some(first) => items.iter().all(|i| i.type_str() == first.type_str()),
+            None => items.iter().all(|i| i.type_str() == "string"),
+        },
+        _ => true,
+    }
+}
+
+fn describe(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(_) => "a string".to_string(),
+        toml::Value::Integer(_) => "an integer".to_string(),
+        toml::Value::Float(_) => "a number".to_string(),
+        toml::Value::Boolean(_) => "true or false".to_string(),
+        toml::Value::Datetime(_) => "a date-time".to_string(),
+        toml::Value::Table(_) => "a table".to_string(),
+        toml::Value::Array(items) => match items.first() {
+            Some(first) => format!("a list of {}s", first.type_str()),
+            None => "a list of strings".to_string(),
+        },
+    }
+}
+
+/// The 1-based line of a byte offset.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse_strictly_and_are_advisory() {
+        let config = Config::defaults();
+        assert_eq!(config.verify.check_timeout_s, 180);
+        assert_eq!(config.verify.drift_blocking_from, BlockingDate(None));
+        assert_eq!(config.verify.red_on_base_blocking_from, BlockingDate(None));
+        assert_eq!(config.ledger.branch, "ledger");
+    }
+
+    #[test]
+    fn a_user_key_overrides_its_default_only() {
+        let config = Config::from_text(
+            "[verify]\ncheck_timeout_s = 30\ndrift_blocking_from = \"2026-11-13\"\n",
+            "c.toml",
+        )
+        .expect("valid");
+        assert_eq!(config.verify.check_timeout_s, 30);
+        assert!(config.verify.drift_blocking_from.0.is_some());
+        assert_eq!(config.proof.retention_days, 30);
+    }
+
+    #[test]
+    fn an_unknown_key_names_key_file_and_line() {
+        let err = Config::from_text("[verify]\nseed = []\nsede = [\"x\"]\n", "cfg.toml")
+            .expect_err("unknown key");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("cfg.toml:3: unknown key `verify.sede`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_section_and_a_wrong_type_are_errors() {
+        let err = Config::from_text("[verfy]\n", "c.toml").expect_err("section");
+        assert!(
+            err.to_string().contains("unknown section `[verfy]`"),
+            "{err}"
+        );
+        let err =
+            Config::from_text("[verify]\n\ncheck_timeout_s = \"3\"\n", "c.toml").expect_err("type");
+        assert_eq!(
+            err.to_string(),
+            "c.toml:3: `verify.check_timeout_s` must be an integer, not a string"
+        );
+        let err = Config::from_text("[verify]\nseed = [1]\n", "c.toml").expect_err("items");
+        assert!(
+            err.to_string().contains("must be a list of strings"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_date_is_an_error() {
+        let err = Config::from_text("[verify]\ndrift_blocking_from = \"13/11/2026\"\n", "c.toml")
+            .expect_err("date");
+        assert!(err.to_string().contains("is not a date"), "{err}");
+    }
+
+    #[test]
+    fn a_date_blocks_from_midnight_utc() {
+        use time::macros::datetime;
+        let date = BlockingDate(Some(time::macros::date!(2026 - 11 - 13)));
+        assert!(!date.blocks_at(datetime!(2026-11-12 23:59:59 UTC)));
+        assert!(date.blocks_at(datetime!(2026-11-13 00:00:00 UTC)));
+        // 23:30 on the 12th in UTC-1 is 00:30 on the 13th in UTC.
+        assert!(date.blocks_at(datetime!(2026-11-12 23:30:00 -1)));
+        assert!(!BlockingDate(None).blocks_at(datetime!(2100-01-01 00:00:00 UTC)));
+    }
+}

@@ -1,0 +1,454 @@
+//! The feature-map check (SPEC §3): drift between each map and the source, and stale features. No
+//! product code runs and the control tool is neither run nor checked.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use git2::{Oid, Tree};
+use serde::Serialize;
+
+use crate::floors::scan::{self, Found};
+use crate::git::{GitError, Repo};
+use crate::maps::{self, ContractError, Map, Warning};
+
+/// The kinds of drift, exactly as reports and annotations name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftKind {
+    UnmappedSurface,
+    MissingSurface,
+    MissingHandle,
+    MissingSource,
+    Index,
+}
+
+impl DriftKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftKind::UnmappedSurface => "unmapped-surface",
+            DriftKind::MissingSurface => "missing-surface",
+            DriftKind::MissingHandle => "missing-handle",
+            DriftKind::MissingSource => "missing-source",
+            DriftKind::Index => "index",
+        }
+    }
+}
+
+/// One disagreement between a map and the source.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Drift {
+    pub product: String,
+    /// The feature concerned; `null` for what belongs to no feature (an unmapped surface, an index link).
+    pub feature: Option<String>,
+    pub file: String,
+    pub line: usize,
+    pub kind: DriftKind,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StaleReason {
+    Changed,
+    NeverVerified,
+    MissingCommit,
+}
+
+impl StaleReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StaleReason::Changed => "changed",
+            StaleReason::NeverVerified => "never-verified",
+            StaleReason::MissingCommit => "missing-commit",
+        }
+    }
+}
+
+/// A feature whose sources may have moved on since it was last verified: reported, never drift.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Stale {
+    pub product: String,
+    pub feature: String,
+    pub reason: StaleReason,
+    pub detail: String,
+    /// Where the feature's `verified_at` is written (not part of the JSON shape).
+    #[serde(skip)]
+    pub file: String,
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// Everything `verify --map` found: the `--json` document (SPEC §3, schema_version 1).
+#[derive(Debug, Clone, Serialize)]
+pub struct MapReport {
+    pub schema_version: u32,
+    pub maps: usize,
+    pub features: usize,
+    pub drift: Vec<Drift>,
+    pub stale: Vec<Stale>,
+    pub errors: Vec<ContractError>,
+    /// Said but not judged: a glob that matches nothing, a binary or unreadable source, a feature without
+    /// checks. An addition to the documented shape; scripts may ignore it.
+    pub warnings: Vec<Warning>,
+}
+
+impl MapReport {
+    /// Products in report order, with their map file.
+    pub fn products(&self) -> BTreeSet<&str> {
+        self.drift
+            .iter()
+            .map(|d| d.product.as_str())
+            .chain(self.stale.iter().map(|s| s.product.as_str()))
+            .collect()
+    }
+}
+
+/// Reads every map in the repository and compares it with the working tree.
+pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
+    let listed = repo.worktree_files()?;
+    let files = listed.files;
+    let mut errors = Vec::new();
+    let mut warnings: Vec<Warning> = listed
+        .not_utf8
+        .iter()
+        .map(|path| Warning {
+            file: path.clone(),
+            line: 1,
+            message: "the path is not UTF-8: no map can name it, so it is not read".to_string(),
+        })
+        .collect();
+    let maps = maps::load_all(repo.root(), &files, &mut errors, &mut warnings);
+    let scanned = scan::scan(repo.root(), &files, &maps);
+    warnings.extend(scanned.warnings.iter().cloned());
+
+    let mut drift = Vec::new();
+    let mut stale = Vec::new();
+    let mut trees: HashMap<String, Option<(Oid, Tree)>> = HashMap::new();
+    for (m, map) in maps.iter().enumerate() {
+        if map.broken {
+            continue;
+        }
+        drift.extend(map_drift(
+            map,
+            &files,
+            &scanned.surfaces[m],
+            &scanned.handles[m],
+        ));
+        for feature in &map.features {
+            let tree = if feature.verified_at.value.is_empty() {
+                None
+            } else {
+                trees
+                    .entry(feature.verified_at.value.clone())
+                    .or_insert_with(|| repo.commit_tree(&feature.verified_at.value))
+                    .as_ref()
+            };
+            if let Some(s) = stale_of(repo, map, feature, &files, &scanned.blobs, tree) {
+                stale.push(s);
+            }
+        }
+    }
+    drift.sort();
+    stale.sort();
+    errors.sort();
+    warnings.sort();
+    warnings.dedup();
+    Ok(MapReport {
+        schema_version: 1,
+        maps: maps.len(),
+        features: maps.iter().map(|m| m.features.len()).sum(),
+        drift,
+        stale,
+        errors,
+        warnings,
+    })
+}
+
+fn map_drift(
+    map: &Map,
+    files: &[String],
+    surfaces: &[Vec<Found>],
+    handles: &[Vec<bool>],
+) -> Vec<Drift> {
+    let mut drift = Vec::new();
+    let mut push =
+        |feature: Option<&str>, file: &str, line: usize, kind: DriftKind, detail: String| {
+            drift.push(Drift {
+                product: map.product.clone(),
+                feature: feature.map(str::to_string),
+                file: file.to_string(),
+                line,
+                kind,
+                detail,
+            })
+        };
+
+    // Surfaces: found by rules (first place each is found) against claimed by features.
+    let mut found: BTreeMap<(&str, &str), &Found> = BTreeMap::new();
+    for (r, hits) in surfaces.iter().enumerate() {
+        let kind = map.rules[r].kind.as_str();
+        for hit in hits {
+            found
+                .entry((kind, hit.name.as_str()))
+                .and_modify(|first| {
+                    if (hit.file.as_str(), hit.line) < (first.file.as_str(), first.line) {
+                        *first = hit;
+                    }
+                })
+                .or_insert(hit);
+        }
+    }
+    let claimed: BTreeSet<(&str, &str)> = map
+        .features
+        .iter()
+        .flat_map(|f| {
+            f.surfaces
+                .iter()
+                .map(|(kind, name)| (kind.as_str(), name.value.as_str()))
+        })
+        .collect();
+    for ((kind, name), hit) in &found {
+        if !claimed.contains(&(*kind, *name)) {
+            push(
+                None,
+                &hit.file,
+                hit.line,
+                DriftKind::UnmappedSurface,
+                format!(
+                    "{kind} `{name}` is found in source but no feature claims it: add it to a feature's `surfaces.{kind}`"
+                ),
+            );
+        }
+    }
+    for (f, feature) in map.features.iter().enumerate() {
+        let id = Some(feature.id.value.as_str());
+        for (kind, name) in &feature.surfaces {
+            if !found.contains_key(&(kind.as_str(), name.value.as_str())) {
+                let why = if map.rules.iter().any(|r| r.kind == *kind) {
+                    format!("no `{kind}` rule of the map finds it in source")
+                } else {
+                    format!("the map has no `{kind}` surface rule")
+                };
+                push(
+                    id,
+                    &feature.file,
+                    name.line,
+                    DriftKind::MissingSurface,
+                    format!("{kind} `{}` is claimed, but {why}", name.value),
+                );
+            }
+        }
+        let mut existing = Vec::new();
+        for source in &feature.sources {
+            let under = scan::files_of_source(files, &source.value);
+            if under.is_empty() {
+                push(
+                    id,
+                    &feature.file,
+                    source.line,
+                    DriftKind::MissingSource,
+                    format!("source `{}` does not exist", source.value),
+                );
+            }
+            existing.extend(under.iter().map(String::as_str));
+        }
+        let all_handles = feature
+            .checks
+            .iter()
+            .flat_map(|c| c.handles.iter().map(move |h| (c, h)));
+        for (h, (check, handle)) in all_handles.enumerate() {
+            if handles
+                .get(f)
+                .and_then(|found| found.get(h))
+                .copied()
+                .unwrap_or(false)
+            {
+                continue;
+            }
+            let how = if handle.whole_word() {
+                "as a whole word"
+            } else {
+                "quoted or as element text"
+            };
+            let sources = if existing.is_empty() {
+                "the feature has no existing sources".to_string()
+            } else {
+                format!("not in {}", short_list(&existing))
+            };
+            push(
+                id,
+                &feature.file,
+                handle.line,
+                DriftKind::MissingHandle,
+                format!(
+                    "check `{}`: {}.{} `{}` is not found {how} in the feature's sources ({sources})",
+                    check.id.value, handle.action, handle.field, handle.value
+                ),
+            );
+        }
+        let mut seen_checks: BTreeMap<&str, usize> = BTreeMap::new();
+        for check in &feature.checks {
+            if let Some(first) = seen_checks.insert(&check.id.value, check.id.line) {
+                push(
+                    id,
+                    &feature.file,
+                    check.id.line,
+                    DriftKind::Index,
+                    format!(
+                        "check id `{}` appears twice in the feature (first on line {first})",
+                        check.id.value
+                    ),
+                );
+            }
+        }
+    }
+
+    // The index: every feature file listed once, every link to a file that exists, unique feature ids.
+    let names: BTreeSet<&str> = map.features.iter().map(|f| f.name.as_str()).collect();
+    let present: BTreeSet<&str> = files
+        .iter()
+        .filter_map(|f| f.strip_prefix(&map.dir)?.strip_prefix('/'))
+        .filter(|n| !n.contains('/') && n.ends_with(".md") && *n != "README.md")
+        .collect();
+    let mut listed: BTreeMap<&str, usize> = BTreeMap::new();
+    for link in &map.index {
+        if let Some(first) = listed.insert(&link.name, link.line) {
+            push(
+                None,
+                &map.file,
+                link.line,
+                DriftKind::Index,
+                format!(
+                    "`{}` is listed twice in the index (first on line {first})",
+                    link.name
+                ),
+            );
+        }
+        if !present.contains(link.name.as_str()) {
+            push(
+                None,
+                &map.file,
+                link.line,
+                DriftKind::Index,
+                format!(
+                    "the index links `{}`, which is not a file in `{}`",
+                    link.name, map.dir
+                ),
+            );
+        }
+    }
+    let add_at = map.index.last().map_or(map.block_line, |l| l.line);
+    for name in &names {
+        if !listed.contains_key(name) {
+            let feature = map
+                .features
+                .iter()
+                .find(|f| f.name == *name)
+                .map(|f| f.id.value.as_str());
+            push(
+                feature,
+                &map.file,
+                add_at,
+                DriftKind::Index,
+                format!("feature file `{name}` is not in the index: link it from the README"),
+            );
+        }
+    }
+    let mut ids: BTreeMap<&str, &str> = BTreeMap::new();
+    for feature in &map.features {
+        if let Some(first) = ids.insert(&feature.id.value, &feature.name) {
+            push(
+                Some(&feature.id.value),
+                &feature.file,
+                feature.id.line,
+                DriftKind::Index,
+                format!(
+                    "feature id `{}` is also the id of `{first}`; ids are unique in a map",
+                    feature.id.value
+                ),
+            );
+        }
+    }
+    drift
+}
+
+fn stale_of(
+    repo: &Repo,
+    map: &Map,
+    feature: &maps::Feature,
+    files: &[String],
+    blobs: &HashMap<String, Oid>,
+    tree: Option<&(Oid, Tree)>,
+) -> Option<Stale> {
+    let verified = &feature.verified_at.value;
+    let stale = |reason: StaleReason, detail: String| Stale {
+        product: map.product.clone(),
+        feature: feature.id.value.clone(),
+        reason,
+        detail,
+        file: feature.file.clone(),
+        line: feature.verified_at.line,
+    };
+    if verified.is_empty() {
+        return Some(stale(
+            StaleReason::NeverVerified,
+            "`verified_at` is empty: the feature was never verified".to_string(),
+        ));
+    }
+    let Some((commit, tree)) = tree else {
+        let why = if repo.is_shallow() {
+            "this is a shallow clone; fetch the full history (`fetch-depth: 0` in actions/checkout)"
+        } else {
+            "check the SHA, or fetch the history that has it"
+        };
+        return Some(stale(
+            StaleReason::MissingCommit,
+            format!("commit `{verified}` is not in this repository: {why}"),
+        ));
+    };
+    let mut changed: Vec<String> = Vec::new();
+    for source in &feature.sources {
+        let then: BTreeMap<String, Oid> =
+            repo.blobs_under(tree, &source.value).into_iter().collect();
+        let now = scan::files_of_source(files, &source.value);
+        for path in now {
+            match (then.get(path), blobs.get(path)) {
+                (Some(old), Some(new)) if old == new => {}
+                (None, _) => changed.push(format!("{path} (added)")),
+                _ => changed.push(path.clone()),
+            }
+        }
+        for path in then.keys() {
+            if now.binary_search(path).is_err() {
+                changed.push(format!("{path} (deleted)"));
+            }
+        }
+    }
+    if changed.is_empty() {
+        return None;
+    }
+    changed.sort();
+    changed.dedup();
+    let short = &commit.to_string()[..12];
+    Some(stale(
+        StaleReason::Changed,
+        format!(
+            "changed since {short}: {}",
+            short_list(&changed.iter().map(String::as_str).collect::<Vec<_>>())
+        ),
+    ))
+}
+
+/// `a, b, c and 4 more`.
+fn short_list(items: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = items
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        text.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    text
+}

@@ -1,0 +1,768 @@
+//! Feature maps (SPEC §2): finding them by git's rules, and reading each map and its feature files into
+//! plain data. Everything a map says that breaks the contract becomes a [`ContractError`] naming file,
+//! line and field; a map with any contract error is not judged for drift.
+
+pub(crate) mod blocks;
+pub(crate) mod markdown;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use blocks::{ArtifactKind, CheckBlock, CheckKind, FeatureBlock, MapBlock};
+use markdown::Block;
+
+/// The four H2s of a feature file, in order.
+pub const FEATURE_SECTIONS: [&str; 4] = [
+    "Sub-features",
+    "How to reach it",
+    "Behaviour checks",
+    "Gotchas",
+];
+
+/// Step fields whose string value (in a step's action object) is a handle.
+pub const HANDLE_FIELDS: [&str; 4] = ["name", "label", "within", "test"];
+
+/// A map or feature file that breaks the contract.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ContractError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Something worth saying that is neither drift nor a contract error.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Warning {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// One product's map: the README's map block and index, and its feature files.
+#[derive(Debug)]
+pub struct Map {
+    /// `…/.agents/skills/verify-<product>/features/README.md`, relative to the repository root.
+    pub file: String,
+    /// The `features/` folder.
+    pub dir: String,
+    pub product: String,
+    pub control: Vec<String>,
+    pub block_line: usize,
+    pub rules: Vec<Rule>,
+    pub index: Vec<IndexLink>,
+    pub features: Vec<Feature>,
+    /// Whether any contract error was found in the map or its features.
+    pub broken: bool,
+}
+
+#[derive(Debug)]
+pub struct Rule {
+    pub kind: String,
+    pub files: Vec<String>,
+    pub regex: regex::bytes::Regex,
+    /// The line of the rule's pattern in the README.
+    pub line: usize,
+}
+
+#[derive(Debug)]
+pub struct IndexLink {
+    /// The linked file name, as it sits in `features/`.
+    pub name: String,
+    pub line: usize,
+}
+
+/// A value and the line it was written on.
+#[derive(Debug, Clone)]
+pub struct Located<T> {
+    pub value: T,
+    pub line: usize,
+}
+
+#[derive(Debug)]
+pub struct Feature {
+    pub file: String,
+    /// The file's name in `features/`.
+    pub name: String,
+    pub id: Located<String>,
+    #[expect(
+        dead_code,
+        reason = "read by the pack's footprint, which lands with the proof pack"
+    )]
+    pub layers: Vec<String>,
+    pub sources: Vec<Located<String>>,
+    /// Claimed surfaces: kind, name, line.
+    pub surfaces: Vec<(String, Located<String>)>,
+    pub verified_at: Located<String>,
+    pub checks: Vec<Check>,
+}
+
+#[derive(Debug)]
+pub struct Check {
+    pub id: Located<String>,
+    #[expect(dead_code, reason = "read by the behaviour floor")]
+    pub kind: CheckKind,
+    #[expect(dead_code, reason = "read by the behaviour floor")]
+    pub evidence: ArtifactKind,
+    pub handles: Vec<Handle>,
+}
+
+/// A handle of a step: `{"click": {"name": "Ask"}}` gives action `click`, field `name`, value `Ask`.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    pub action: String,
+    pub field: &'static str,
+    pub value: String,
+    pub line: usize,
+}
+
+impl Handle {
+    /// A `test` handle matches as a whole word; the others quoted or as element text.
+    pub fn whole_word(&self) -> bool {
+        self.field == "test"
+    }
+}
+
+/// Whether a repository path is a map: `<any>/.agents/skills/verify-<product>/features/README.md`.
+pub fn is_map_path(path: &str) -> bool {
+    let Some(rest) = path.strip_suffix("/features/README.md") else {
+        return false;
+    };
+    let (parent, skill) = match rest.rsplit_once('/') {
+        Some((parent, skill)) => (parent, skill),
+        None => return false,
+    };
+    let skills_dir = parent == ".agents/skills" || parent.ends_with("/.agents/skills");
+    skills_dir && skill.len() > "verify-".len() && skill.starts_with("verify-")
+}
+
+/// Reads every map among `files` (sorted repository paths). Contract errors go to `errors`.
+pub fn load_all(
+    root: &Path,
+    files: &[String],
+    errors: &mut Vec<ContractError>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Map> {
+    let mut maps: Vec<Map> = files
+        .iter()
+        .filter(|f| is_map_path(f))
+        .map(|file| load_map(root, files, file, errors, warnings))
+        .collect();
+    // Products are how results are keyed: two maps may not share one.
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for map in &mut maps {
+        if map.product.is_empty() {
+            continue;
+        }
+        if let Some((_, first)) = seen.iter().find(|(p, _)| *p == map.product) {
+            errors.push(ContractError {
+                file: map.file.clone(),
+                line: map.block_line,
+                message: format!(
+                    "map block: `product`: `{}` is also the product of {first}; each product has one map",
+                    map.product
+                ),
+            });
+            map.broken = true;
+        } else {
+            seen.push((map.product.clone(), map.file.clone()));
+        }
+    }
+    maps
+}
+
+fn read_text(root: &Path, file: &str) -> Result<String, String> {
+    let bytes = std::fs::read(root.join(file)).map_err(|e| format!("cannot read the file: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "the file is not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+fn load_map(
+    root: &Path,
+    files: &[String],
+    file: &str,
+    errors: &mut Vec<ContractError>,
+    warnings: &mut Vec<Warning>,
+) -> Map {
+    let dir = file.trim_end_matches("/README.md").to_string();
+    let before = errors.len();
+    let mut map = Map {
+        file: file.to_string(),
+        dir: dir.clone(),
+        product: String::new(),
+        control: Vec::new(),
+        block_line: 1,
+        rules: Vec::new(),
+        index: Vec::new(),
+        features: Vec::new(),
+        broken: false,
+    };
+    let mut error = |line: usize, message: String| {
+        errors.push(ContractError {
+            file: file.to_string(),
+            line,
+            message,
+        })
+    };
+    match read_text(root, file) {
+        Err(message) => error(1, message),
+        Ok(text) => {
+            let doc = markdown::parse(&text);
+            let json_blocks: Vec<(&str, usize)> = doc
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Code { lang, text, line } if lang == "json" => {
+                        Some((text.as_str(), *line))
+                    }
+                    _ => None,
+                })
+                .collect();
+            match json_blocks.as_slice() {
+                [] => error(1, "no map block: the README needs one fenced ```json block with `product`, `control` and `surfaces`".to_string()),
+                [(block, line)] => {
+                    map.block_line = *line;
+                    read_map_block(&mut map, block, *line, &mut error);
+                }
+                [(_, first), (_, second), ..] => error(
+                    *second,
+                    format!("a second map block (the first is on line {first}); a map has exactly one fenced ```json block"),
+                ),
+            }
+            map.index = doc
+                .links
+                .iter()
+                .filter_map(|link| {
+                    index_target(&link.dest).map(|name| IndexLink {
+                        name,
+                        line: link.line,
+                    })
+                })
+                .collect();
+        }
+    }
+    // Every Markdown file directly in features/ other than the README is a feature file.
+    let prefix = format!("{dir}/");
+    let start = files.partition_point(|f| f.as_str() < prefix.as_str());
+    for path in files[start..].iter().take_while(|f| f.starts_with(&prefix)) {
+        let name = &path[prefix.len()..];
+        if name.contains('/') || !name.ends_with(".md") || name == "README.md" {
+            continue;
+        }
+        if let Some(feature) = load_feature(root, path, name, errors, warnings) {
+            map.features.push(feature);
+        }
+    }
+    map.broken = errors.len() > before;
+    map
+}
+
+/// The feature file an index link names, or `None` for a link that is not one (a URL, another folder).
+fn index_target(dest: &str) -> Option<String> {
+    let dest = dest.split(['#', '?']).next().unwrap_or("");
+    let dest = dest.strip_prefix("./").unwrap_or(dest);
+    if dest.is_empty() || dest.contains(':') || dest.contains('/') || dest.contains('\\') {
+        return None;
+    }
+    if !dest.ends_with(".md") || dest == "README.md" {
+        return None;
+    }
+    Some(dest.to_string())
+}
+
+fn read_map_block(map: &mut Map, block: &str, fence: usize, error: &mut impl FnMut(usize, String)) {
+    let parsed: MapBlock = match blocks::parse(block, "map block") {
+        Ok(parsed) => parsed,
+        Err(e) => return error(fence + e.line, e.message),
+    };
+    let mut cursor = Cursor::new(block, fence);
+    if !is_id(&parsed.product) {
+        error(
+            cursor.line_of_string(&parsed.product),
+            format!(
+                "map block: `product`: `{}` is not a product name (letters, digits, `-` and `_`)",
+                parsed.product
+            ),
+        );
+    }
+    map.product = parsed.product;
+    map.control = parsed.control;
+    for (i, rule) in parsed.surfaces.into_iter().enumerate() {
+        let kind_line = cursor.line_of_string(&rule.kind);
+        if rule.kind.trim().is_empty() {
+            error(
+                kind_line,
+                format!("map block: `surfaces[{i}].kind` is empty"),
+            );
+        }
+        if rule.files.is_empty() {
+            error(
+                kind_line,
+                format!("map block: `surfaces[{i}].files` is empty: name the files to look in"),
+            );
+        }
+        for (j, glob) in rule.files.iter().enumerate() {
+            let line = cursor.line_of_string(glob);
+            if let Err(e) = crate::floors::scan::compile_glob(glob) {
+                error(
+                    line,
+                    format!(
+                        "map block: `surfaces[{i}].files[{j}]`: `{glob}` is not a valid glob: {e}"
+                    ),
+                );
+            } else if glob.starts_with('/') || glob.split('/').any(|c| c == "..") {
+                error(
+                    line,
+                    format!(
+                        "map block: `surfaces[{i}].files[{j}]`: `{glob}` must be relative to the repository root, without `..`"
+                    ),
+                );
+            }
+        }
+        let line = cursor.line_of_string(&rule.pattern);
+        match regex::bytes::Regex::new(&rule.pattern) {
+            Err(e) => error(
+                line,
+                format!(
+                    "map block: `surfaces[{i}].pattern` is not a valid regular expression: {}",
+                    one_line(&e.to_string())
+                ),
+            ),
+            Ok(regex) => {
+                let groups = regex.captures_len() - 1;
+                if groups != 1 {
+                    error(
+                        line,
+                        format!(
+                            "map block: `surfaces[{i}].pattern` has {groups} capture groups; it needs exactly one, the surface (use `(?:…)` for other groups)"
+                        ),
+                    );
+                } else {
+                    map.rules.push(Rule {
+                        kind: rule.kind,
+                        files: rule.files,
+                        regex,
+                        line,
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn load_feature(
+    root: &Path,
+    file: &str,
+    name: &str,
+    errors: &mut Vec<ContractError>,
+    warnings: &mut Vec<Warning>,
+) -> Option<Feature> {
+    let mut error = |line: usize, message: String| {
+        errors.push(ContractError {
+            file: file.to_string(),
+            line,
+            message,
+        })
+    };
+    let text = match read_text(root, file) {
+        Ok(text) => text,
+        Err(message) => {
+            error(1, message);
+            return None;
+        }
+    };
+    let doc = markdown::parse(&text);
+    let mut h1: Option<usize> = None;
+    let mut h2s: Vec<(String, usize)> = Vec::new();
+    let mut feature_blocks: Vec<(&str, usize)> = Vec::new();
+    let mut check_blocks: Vec<(&str, usize)> = Vec::new();
+    for block in &doc.blocks {
+        match block {
+            Block::Heading { level: 1, line, .. } => {
+                if let Some(first) = h1 {
+                    error(
+                        *line,
+                        format!(
+                            "a second H1 (the first is on line {first}); a feature file has one"
+                        ),
+                    );
+                } else if let Some(first) = doc.blocks.first() {
+                    if !matches!(first, Block::Heading { level: 1, .. }) {
+                        error(
+                            *line,
+                            "the H1 must come first in a feature file".to_string(),
+                        );
+                    }
+                }
+                h1.get_or_insert(*line);
+            }
+            Block::Heading {
+                level: 2,
+                text,
+                line,
+            } => h2s.push((text.clone(), *line)),
+            Block::Code { lang, text, line } if lang == "json" => {
+                if h2s.is_empty() {
+                    feature_blocks.push((text, *line));
+                } else if h2s.last().is_some_and(|(t, _)| t == FEATURE_SECTIONS[2]) {
+                    check_blocks.push((text, *line));
+                }
+            }
+            _ => {}
+        }
+    }
+    if h1.is_none() {
+        error(
+            1,
+            "no H1: a feature file starts with `# <title>`".to_string(),
+        );
+    }
+    check_sections(&h2s, &mut error);
+
+    let (block, fence) = match feature_blocks.as_slice() {
+        [] => {
+            error(h1.unwrap_or(1), "no feature block: a fenced ```json block with `id`, `layers`, `sources`, `surfaces` and `verified_at` must come before the first H2".to_string());
+            return None;
+        }
+        [(block, fence)] => (*block, *fence),
+        [(_, first), (_, second), ..] => {
+            error(
+                *second,
+                format!(
+                    "a second feature block (the first is on line {first}); put check blocks under `## Behaviour checks`"
+                ),
+            );
+            return None;
+        }
+    };
+    let parsed: FeatureBlock = match blocks::parse(block, "feature block") {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            error(fence + e.line, e.message);
+            return None;
+        }
+    };
+    let mut cursor = Cursor::new(block, fence);
+    let id = Located {
+        line: cursor.line_of_key_value("id", &parsed.id),
+        value: parsed.id,
+    };
+    if !is_id(&id.value) {
+        error(
+            id.line,
+            format!(
+                "feature block: `id`: `{}` is not a feature id (letters, digits, `-` and `_`)",
+                id.value
+            ),
+        );
+    }
+    for (i, layer) in parsed.layers.iter().enumerate() {
+        if !is_layer(layer) {
+            error(
+                cursor.line_of_string(layer),
+                format!("feature block: `layers[{i}]`: `{layer}` is not a layer (L01 to L09)"),
+            );
+        }
+    }
+    let mut sources = Vec::new();
+    for (i, source) in parsed.sources.iter().enumerate() {
+        let line = cursor.line_of_string(source);
+        let clean = source.trim_end_matches('/');
+        if clean.is_empty()
+            || clean.starts_with('/')
+            || clean.contains('\\')
+            || clean
+                .split('/')
+                .any(|c| c == ".." || c == "." || c.is_empty())
+        {
+            error(
+                line,
+                format!(
+                    "feature block: `sources[{i}]`: `{source}` must be a plain path relative to the repository root"
+                ),
+            );
+        } else {
+            sources.push(Located {
+                value: clean.to_string(),
+                line,
+            });
+        }
+    }
+    let mut surfaces = Vec::new();
+    for (kind, names) in &parsed.surfaces {
+        for name in names {
+            surfaces.push((
+                kind.clone(),
+                Located {
+                    line: cursor.line_of_string(name),
+                    value: name.clone(),
+                },
+            ));
+        }
+    }
+    let verified_at = Located {
+        line: cursor.line_of_key_value("verified_at", &parsed.verified_at),
+        value: parsed.verified_at.trim().to_string(),
+    };
+    let v = &verified_at.value;
+    if !v.is_empty() && !(v.len() >= 7 && v.len() <= 40 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        error(
+            verified_at.line,
+            format!(
+                "feature block: `verified_at`: `{v}` is not a commit SHA (7 to 40 hex digits), nor empty for never verified"
+            ),
+        );
+    }
+
+    let mut checks = Vec::new();
+    for (block, fence) in check_blocks {
+        match blocks::parse::<CheckBlock>(block, "check block") {
+            Err(e) => error(fence + e.line, e.message),
+            Ok(parsed) => {
+                let mut cursor = Cursor::new(block, fence);
+                let id = Located {
+                    line: cursor.line_of_key_value("id", &parsed.id),
+                    value: parsed.id,
+                };
+                if !is_id(&id.value) {
+                    error(
+                        id.line,
+                        format!(
+                            "check block: `id`: `{}` is not a check id (letters, digits, `-` and `_`)",
+                            id.value
+                        ),
+                    );
+                }
+                let handles = handles_of(&parsed.steps, &mut cursor);
+                checks.push(Check {
+                    id,
+                    kind: parsed.kind,
+                    evidence: parsed.evidence,
+                    handles,
+                });
+            }
+        }
+    }
+    if checks.is_empty() && !h2s.is_empty() {
+        warnings.push(Warning {
+            file: file.to_string(),
+            line: h2s
+                .iter()
+                .find(|(t, _)| t == FEATURE_SECTIONS[2])
+                .map_or(1, |(_, l)| *l),
+            message: "the feature has no behaviour checks".to_string(),
+        });
+    }
+    Some(Feature {
+        file: file.to_string(),
+        name: name.to_string(),
+        id,
+        layers: parsed.layers,
+        sources,
+        surfaces,
+        verified_at,
+        checks,
+    })
+}
+
+/// The four H2s, exactly, in order.
+fn check_sections(h2s: &[(String, usize)], error: &mut impl FnMut(usize, String)) {
+    let expected = FEATURE_SECTIONS.map(|s| format!("`{s}`")).join(", ");
+    for (i, (text, line)) in h2s.iter().enumerate() {
+        match FEATURE_SECTIONS.get(i) {
+            Some(want) if text == want => {}
+            Some(want) => {
+                let hint = if FEATURE_SECTIONS.contains(&text.as_str()) {
+                    " (out of order)".to_string()
+                } else {
+                    String::new()
+                };
+                error(
+                    *line,
+                    format!(
+                        "H2 {} is `{text}`{hint}, expected `{want}`: the H2s of a feature file are exactly {expected}, in this order",
+                        i + 1
+                    ),
+                );
+                return;
+            }
+            None => {
+                error(
+                    *line,
+                    format!(
+                        "an extra H2 `{text}`: the H2s of a feature file are exactly {expected}; use H3 inside a section"
+                    ),
+                );
+                return;
+            }
+        }
+    }
+    if h2s.len() < FEATURE_SECTIONS.len() {
+        let missing: Vec<String> = FEATURE_SECTIONS[h2s.len()..]
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect();
+        let line = h2s.last().map_or(1, |(_, l)| *l);
+        error(
+            line,
+            format!(
+                "missing H2 {}: the H2s of a feature file are exactly {expected}, in this order",
+                missing.join(", ")
+            ),
+        );
+    }
+}
+
+/// The handles of a check's steps: `name`, `label`, `within` and `test` strings of each action object.
+/// Anything deeper (a request body's `"name"`) is data.
+fn handles_of(
+    steps: &[serde_json::Map<String, serde_json::Value>],
+    cursor: &mut Cursor,
+) -> Vec<Handle> {
+    let mut handles = Vec::new();
+    for step in steps {
+        for (action, value) in step {
+            let serde_json::Value::Object(object) = value else {
+                continue;
+            };
+            for field in HANDLE_FIELDS {
+                if let Some(serde_json::Value::String(text)) = object.get(field) {
+                    handles.push(Handle {
+                        action: action.clone(),
+                        field,
+                        value: text.clone(),
+                        line: cursor.line_of_key_value(field, text),
+                    });
+                }
+            }
+        }
+    }
+    handles
+}
+
+fn is_id(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn is_layer(text: &str) -> bool {
+    matches!(text.as_bytes(), [b'L', b'0', b'1'..=b'9'])
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Finds the line of a value inside a JSON block, walking forward so that repeated values in a list are
+/// placed on successive occurrences. serde_json keeps no positions, so the block's text is searched for
+/// the value's JSON encoding.
+struct Cursor<'a> {
+    text: &'a str,
+    fence: usize,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str, fence: usize) -> Cursor<'a> {
+        Cursor {
+            text,
+            fence,
+            pos: 0,
+        }
+    }
+
+    fn line_at(&self, offset: usize) -> usize {
+        self.fence + crate::config::line_of(self.text, offset)
+    }
+
+    fn find(&mut self, needle: &str) -> usize {
+        let found = self.text[self.pos..]
+            .find(needle)
+            .map(|i| self.pos + i)
+            .or_else(|| self.text.find(needle));
+        match found {
+            Some(at) => {
+                self.pos = at + needle.len();
+                self.line_at(at)
+            }
+            None => self.line_at(0),
+        }
+    }
+
+    fn line_of_string(&mut self, value: &str) -> usize {
+        let encoded = serde_json::Value::String(value.to_string()).to_string();
+        self.find(&encoded)
+    }
+
+    /// The line of `"key": "value"`: the value's own occurrence after the key.
+    fn line_of_key_value(&mut self, key: &str, value: &str) -> usize {
+        let key = format!("\"{key}\"");
+        self.find(&key);
+        self.line_of_string(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_paths_sit_in_a_verify_skill_at_any_depth() {
+        assert!(is_map_path(
+            ".agents/skills/verify-notes/features/README.md"
+        ));
+        assert!(is_map_path(
+            "a/b/.agents/skills/verify-x/features/README.md"
+        ));
+        assert!(!is_map_path(".agents/skills/verify-/features/README.md"));
+        assert!(!is_map_path(".agents/skills/notes/features/README.md"));
+        assert!(!is_map_path("x.agents/skills/verify-n/features/README.md"));
+        assert!(!is_map_path(
+            ".agents/skills/verify-n/features/sub/README.md"
+        ));
+    }
+
+    #[test]
+    fn index_links_are_sibling_markdown_files() {
+        assert_eq!(index_target("add.md"), Some("add.md".into()));
+        assert_eq!(index_target("./add.md#checks"), Some("add.md".into()));
+        assert_eq!(index_target("../SKILL.md"), None);
+        assert_eq!(index_target("https://example.com/a.md"), None);
+        assert_eq!(index_target("README.md"), None);
+        assert_eq!(index_target("notes.txt"), None);
+    }
+
+    #[test]
+    fn only_action_object_fields_are_handles() {
+        let steps: Vec<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(
+            r#"[{"click": {"name": "Ask", "nth": 2}},
+                {"request": {"method": "POST", "body": {"name": "data"}}},
+                {"fill": {"label": "Question", "within": "Form"}, "wait": 3},
+                {"test": "not-an-action-object"},
+                {"go": {"test": "TestAnswer"}}]"#,
+        )
+        .expect("json");
+        let text = "";
+        let mut cursor = Cursor::new(text, 0);
+        let handles: Vec<(String, &str, String)> = handles_of(&steps, &mut cursor)
+            .into_iter()
+            .map(|h| (h.action, h.field, h.value))
+            .collect();
+        assert_eq!(
+            handles,
+            vec![
+                ("click".into(), "name", "Ask".into()),
+                ("fill".into(), "label", "Question".into()),
+                ("fill".into(), "within", "Form".into()),
+                ("go".into(), "test", "TestAnswer".into()),
+            ]
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! The readable report of `verify --map`: drift grouped by product and feature, each line
+//! `file:line: kind: detail`; then stale features, contract errors, warnings and a one-line summary.
+//! Quiet when all is well: one line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::floors::feature_map::MapReport;
+
+pub fn map_report(report: &MapReport) -> String {
+    let mut text = String::new();
+    for product in report.products() {
+        let _ = writeln!(text, "{product}");
+        let mut by_feature: BTreeMap<Option<&str>, Vec<String>> = BTreeMap::new();
+        for d in report.drift.iter().filter(|d| d.product == product) {
+            by_feature
+                .entry(d.feature.as_deref())
+                .or_default()
+                .push(format!(
+                    "{}:{}: {}: {}",
+                    d.file,
+                    d.line,
+                    d.kind.as_str(),
+                    d.detail
+                ));
+        }
+        for (feature, lines) in by_feature {
+            let _ = writeln!(text, "  {}", feature.unwrap_or("(no feature)"));
+            for line in lines {
+                let _ = writeln!(text, "    {line}");
+            }
+        }
+        for s in report.stale.iter().filter(|s| s.product == product) {
+            let _ = writeln!(
+                text,
+                "  stale: {} ({}): {}",
+                s.feature,
+                s.reason.as_str(),
+                s.detail
+            );
+        }
+    }
+    if !report.errors.is_empty() {
+        let _ = writeln!(
+            text,
+            "contract errors (the maps below are not judged until they are fixed)"
+        );
+        for e in &report.errors {
+            let _ = writeln!(text, "  {}:{}: {}", e.file, e.line, e.message);
+        }
+    }
+    if !report.warnings.is_empty() {
+        let _ = writeln!(text, "warnings");
+        for w in &report.warnings {
+            let _ = writeln!(text, "  {}:{}: {}", w.file, w.line, w.message);
+        }
+    }
+    let _ = writeln!(text, "{}", summary(report));
+    text
+}
+
+/// `2 maps, 9 features: 3 drift, 1 stale` or `… : in sync`.
+pub fn summary(report: &MapReport) -> String {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let head = format!(
+        "{}, {}",
+        plural(report.maps, "map", "maps"),
+        plural(report.features, "feature", "features")
+    );
+    if report.maps == 0 {
+        return "no feature map found (looked for .agents/skills/verify-<product>/features/README.md): nothing to check".to_string();
+    }
+    let mut parts = Vec::new();
+    if !report.errors.is_empty() {
+        parts.push(plural(
+            report.errors.len(),
+            "contract error",
+            "contract errors",
+        ));
+    }
+    if !report.drift.is_empty() {
+        parts.push(format!("{} drift", report.drift.len()));
+    }
+    if parts.is_empty() {
+        parts.push("in sync".to_string());
+    }
+    if !report.stale.is_empty() {
+        parts.push(format!("{} stale", report.stale.len()));
+    }
+    format!("{head}: {}", parts.join(", "))
+}

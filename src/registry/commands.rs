@@ -1,0 +1,522 @@
+//! The command table itself: one entry per [`CommandId`].
+
+use super::{
+    Command, CommandId, Exposure, Gate, Identity, Input, InputType, Mode, Seat, Stage, Surface,
+};
+use crate::exit::ExitStatus;
+
+const fn flag(name: &'static str, ty: InputType, help: &'static str) -> Input {
+    Input {
+        name,
+        ty,
+        positional: false,
+        short: None,
+        required: false,
+        human_only: false,
+        help,
+        value_name: None,
+    }
+}
+
+const fn valued(
+    name: &'static str,
+    ty: InputType,
+    value_name: &'static str,
+    help: &'static str,
+) -> Input {
+    Input {
+        value_name: Some(value_name),
+        ..flag(name, ty, help)
+    }
+}
+
+const fn pos(name: &'static str, ty: InputType, help: &'static str) -> Input {
+    Input {
+        positional: true,
+        required: true,
+        ..flag(name, ty, help)
+    }
+}
+
+const fn human_only(input: Input) -> Input {
+    Input {
+        human_only: true,
+        ..input
+    }
+}
+
+const JSON: Input = flag(
+    "json",
+    InputType::Bool,
+    "Print one JSON object (schema_version 1) instead of the readable report.",
+);
+
+const CLI_SKILL: &[Surface] = &[Surface::Cli, Surface::Skill];
+const CLI_ONLY: &[Surface] = &[Surface::Cli];
+const EXITS_VERIFY: &[ExitStatus] = &[
+    ExitStatus::Ok,
+    ExitStatus::Failure,
+    ExitStatus::Usage,
+    ExitStatus::FloorFails,
+];
+const EXITS_PROOF: &[ExitStatus] = &[
+    ExitStatus::Ok,
+    ExitStatus::Failure,
+    ExitStatus::Usage,
+    ExitStatus::ProofFails,
+];
+const EXITS_PLAIN: &[ExitStatus] = &[ExitStatus::Ok, ExitStatus::Failure, ExitStatus::Usage];
+const EXITS_ALL: &[ExitStatus] = &ExitStatus::ALL;
+
+static VERIFY: Command = Command {
+    id: CommandId::Verify,
+    name: "verify",
+    summary: "Check each product's feature map against the source (--map), run the selected behaviour checks, or run every floor and write the proof pack (--ci).",
+    reader: "Checks that what the map says the product does matches the code, and that the product really does it.",
+    stage: Stage::Verify,
+    seat: Seat::AiNativeEngineer,
+    owns: Some(Seat::QualityArchitect),
+    inputs: &[
+        flag(
+            "map",
+            InputType::Bool,
+            "Check the feature maps against the source only: drift and stale features; no product code runs.",
+        ),
+        JSON,
+        valued(
+            "check",
+            InputType::String,
+            "FEATURE[.CHECK]|all",
+            "Run these behaviour checks instead of selecting them from a diff.",
+        ),
+        valued(
+            "base",
+            InputType::String,
+            "REV",
+            "The base commit of the change; checks are selected from the diff base..head.",
+        ),
+        valued(
+            "head",
+            InputType::String,
+            "REV",
+            "The head commit of the change.",
+        ),
+        valued(
+            "story",
+            InputType::Issue,
+            "N",
+            "The story (issue number) whose evidence map names tests and checks.",
+        ),
+        flag(
+            "ci",
+            InputType::Bool,
+            "Run the full floor set and write the proof pack, as the merge gate does.",
+        ),
+        flag(
+            "red-on-base",
+            InputType::Bool,
+            "Run the red-on-base check even when the story is not labelled type:bug.",
+        ),
+        valued(
+            "out",
+            InputType::Path,
+            "DIR",
+            "Write the run folder here instead of .aayudha/runs/<UTC timestamp>/.",
+        ),
+        valued(
+            "config",
+            InputType::Path,
+            "FILE",
+            "Read the configuration from FILE instead of .aayudha/config.toml.",
+        ),
+        valued(
+            "ready",
+            InputType::Path,
+            "FILE",
+            "Read the story's Ready snapshot from FILE instead of the ledger branch.",
+        ),
+        valued(
+            "jobs",
+            InputType::Int,
+            "N",
+            "Run at most N checks at once (default: the number of cores).",
+        ),
+    ],
+    outputs: &[
+        "report",
+        "reports/feature-map.json",
+        "reports/behaviour.json",
+        "pack.json",
+    ],
+    exits: EXITS_VERIFY,
+    gates: &[],
+    identity: Identity::Bot,
+    mode: Mode::None,
+    exposure: Exposure::Read,
+    read_only: true,
+    surfaces: &[Surface::Cli, Surface::Skill, Surface::Mcp, Surface::Action],
+    built: true,
+    lands_with: "",
+};
+
+static READY: Command = Command {
+    id: CommandId::Ready,
+    name: "ready",
+    summary: "Freeze a story's numbered Completion Goal into its Ready snapshot on the ledger branch (specs/<story>/ready.md) with its SHA-256.",
+    reader: "Freezes what \"done\" means for a story, so nobody can quietly change it later.",
+    stage: Stage::Define,
+    seat: Seat::ProductOwner,
+    owns: None,
+    inputs: &[
+        pos(
+            "story",
+            InputType::Issue,
+            "The story: a GitHub issue with a numbered ## Completion Goal.",
+        ),
+        human_only(flag(
+            "refreeze",
+            InputType::Bool,
+            "Replace an existing Ready snapshot (recorded in the snapshot).",
+        )),
+    ],
+    outputs: &["specs/<story>/ready.md"],
+    exits: EXITS_PLAIN,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Write,
+    read_only: false,
+    surfaces: CLI_SKILL,
+    built: false,
+    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+};
+
+static SHIP: Command = Command {
+    id: CommandId::Ship,
+    name: "ship",
+    summary: "Squash-merge a PR after its merge gate proved the exact head and a human approved, land the gate's pack on the ledger, and write the Complete section.",
+    reader: "Merges a proven pull request after your yes, and writes down who approved what, on which evidence.",
+    stage: Stage::Ship,
+    seat: Seat::EngineeringManager,
+    owns: None,
+    inputs: &[
+        pos("pr", InputType::Pr, "The pull request to ship."),
+        human_only(flag(
+            "solo-bypass",
+            InputType::Bool,
+            "Solo mode only: merge without a second person's approval, recorded in the ship record.",
+        )),
+    ],
+    outputs: &["merge-commit", "ship/<story>.json", "complete-section"],
+    exits: EXITS_PROOF,
+    gates: &[Gate::MergeGate, Gate::HumanPass],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: CLI_SKILL,
+    built: false,
+    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+};
+
+static INIT: Command = Command {
+    id: CommandId::Init,
+    name: "init",
+    summary: "Set up aayudha in a repository: .aayudha/config.toml, the merge-gate and nightly workflows, and with --verify-skill a starter verify skill.",
+    reader: "Sets up a repository for aayudha, with a starter feature map and the merge gate workflow.",
+    stage: Stage::Setup,
+    seat: Seat::PlatformEngineer,
+    owns: None,
+    inputs: &[flag(
+        "verify-skill",
+        InputType::Bool,
+        "Also write a starter verify skill for the repository's stack.",
+    )],
+    outputs: &[
+        ".aayudha/config.toml",
+        ".github/workflows/aayudha-merge-gate.yml",
+    ],
+    exits: EXITS_PLAIN,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: CLI_SKILL,
+    built: false,
+    lands_with: "a later issue (init and install)",
+};
+
+static INSTALL: Command = Command {
+    id: CommandId::Install,
+    name: "install",
+    summary: "Install the aayudha skills for the agent hosts found (Amp, Cursor, Claude Code, Codex), with a pointer command per verify skill for Claude Code.",
+    reader: "Makes the aayudha skills visible to the coding agents you use.",
+    stage: Stage::Setup,
+    seat: Seat::PlatformEngineer,
+    owns: None,
+    inputs: &[],
+    outputs: &[".claude/commands/aayudha/"],
+    exits: EXITS_PLAIN,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: CLI_ONLY,
+    built: false,
+    lands_with: "a later issue (init and install)",
+};
+
+static DOCTOR: Command = Command {
+    id: CommandId::Doctor,
+    name: "doctor",
+    summary: "Diagnose the local setup (git, toolchains, config, skills, workflows, sandbox support) and, with --fix, repair what can be repaired.",
+    reader: "Tells you what is missing or out of date in your setup, and how to fix it.",
+    stage: Stage::Setup,
+    seat: Seat::PlatformEngineer,
+    owns: None,
+    inputs: &[flag("fix", InputType::Bool, "Repair what can be repaired.")],
+    outputs: &["report"],
+    exits: EXITS_PLAIN,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Read,
+    read_only: true,
+    surfaces: CLI_SKILL,
+    built: false,
+    lands_with: "a later issue (doctor)",
+};
+
+static PROOF_VERIFY: Command = Command {
+    id: CommandId::ProofVerify,
+    name: "proof verify",
+    summary: "Verify a story's best pack on the ledger: every artifact hash and size, evidence for every Ready criterion, the Completion Goal hash and the PR head.",
+    reader: "Checks that a story's evidence is intact and really covers what was promised.",
+    stage: Stage::Plumbing,
+    seat: Seat::QualityArchitect,
+    owns: None,
+    inputs: &[
+        pos("story", InputType::Issue, "The story whose pack to verify."),
+        JSON,
+    ],
+    outputs: &["report"],
+    exits: EXITS_PROOF,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Read,
+    read_only: true,
+    surfaces: CLI_ONLY,
+    built: false,
+    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+};
+
+static PROOF_PUSH: Command = Command {
+    id: CommandId::ProofPush,
+    name: "proof push",
+    summary: "Land the local pack of a story on the ledger as advisory (data artifacts only) and leave an advisory comment; never from CI.",
+    reader: "Shares your local evidence as advisory, clearly apart from the merge gate's own.",
+    stage: Stage::Plumbing,
+    seat: Seat::AiNativeEngineer,
+    owns: None,
+    inputs: &[pos(
+        "story",
+        InputType::Issue,
+        "The story whose local pack to land.",
+    )],
+    outputs: &["proof/<story>/<head>/advisory/"],
+    exits: EXITS_PROOF,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: CLI_ONLY,
+    built: false,
+    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+};
+
+static PROOF_COMMENT: Command = Command {
+    id: CommandId::ProofComment,
+    name: "proof comment",
+    summary: "Verify this run's aayudha-pack artifact, keep one sticky comment on the pull request and set the aayudha/proof status on its head.",
+    reader: "Posts the gate's verdict on the pull request, in one comment that stays up to date.",
+    stage: Stage::Plumbing,
+    seat: Seat::QualityArchitect,
+    owns: None,
+    inputs: &[valued(
+        "bot-login",
+        InputType::String,
+        "LOGIN",
+        "The login the token comments as, when GET /user cannot tell.",
+    )],
+    outputs: &["pr-comment", "status:aayudha/proof"],
+    exits: EXITS_ALL,
+    gates: &[],
+    identity: Identity::Bot,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: &[Surface::Cli, Surface::Action],
+    built: false,
+    lands_with: "the GitHub plumbing (client, artifacts, sticky comment)",
+};
+
+static ACTION: Command = Command {
+    id: CommandId::Action,
+    name: "action",
+    summary: "The Docker action's entrypoint: read the event and INPUT_* variables, then run the merge gate, the comment job or the nightly sweep.",
+    reader: "What runs inside GitHub Actions; you never call it by hand.",
+    stage: Stage::Plumbing,
+    seat: Seat::PlatformEngineer,
+    owns: None,
+    inputs: &[
+        valued(
+            "mode",
+            InputType::Enum(&["gate", "comment", "sweep"]),
+            "MODE",
+            "What to run; by default chosen from the event.",
+        ),
+        valued(
+            "token",
+            InputType::String,
+            "TOKEN",
+            "The GitHub token (default: the workflow's token).",
+        ),
+        valued(
+            "story",
+            InputType::Issue,
+            "N",
+            "The story, when the pull request body does not name one.",
+        ),
+        valued(
+            "config",
+            InputType::Path,
+            "FILE",
+            "A configuration file to read instead of the base commit's .aayudha/config.toml.",
+        ),
+        valued(
+            "working-directory",
+            InputType::Path,
+            "DIR",
+            "The repository's folder inside the workspace.",
+        ),
+        valued(
+            "retention-days",
+            InputType::Int,
+            "DAYS",
+            "How long the aayudha-pack artifact is kept.",
+        ),
+    ],
+    outputs: &["result", "pack-sha256", "story", "drift"],
+    exits: EXITS_ALL,
+    gates: &[],
+    identity: Identity::Bot,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: &[Surface::Action],
+    built: false,
+    lands_with: "the Docker action and the workflows",
+};
+
+static CONTROL: Command = Command {
+    id: CommandId::Control,
+    name: "control",
+    summary: "The built-in control tool: run one behaviour check's steps (build, run, request, expect) from a JSON request on stdin and print one JSON result.",
+    reader: "Runs a behaviour check for products that have no control tool of their own.",
+    stage: Stage::Plumbing,
+    seat: Seat::QualityArchitect,
+    owns: None,
+    inputs: &[pos(
+        "op",
+        InputType::Enum(&["check"]),
+        "The operation; only `check` exists.",
+    )],
+    outputs: &["result-json", "api-trace"],
+    exits: EXITS_VERIFY,
+    gates: &[],
+    identity: Identity::Bot,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: CLI_ONLY,
+    built: false,
+    lands_with: "the behaviour floor (selection, sandbox, step runner)",
+};
+
+static GENERATE: Command = Command {
+    id: CommandId::Generate,
+    name: "generate",
+    summary: "Regenerate every file derived from the registry (docs tables, skill frontmatter, MCP schemas, action.yml inputs), writing only what changed.",
+    reader: "Keeps the docs and skills in step with the commands, for people working on aayudha itself.",
+    stage: Stage::Plumbing,
+    seat: Seat::PlatformEngineer,
+    owns: None,
+    inputs: &[flag(
+        "check",
+        InputType::Bool,
+        "Write nothing; exit 3 when a generated file is out of date.",
+    )],
+    outputs: &[
+        "docs/README.md",
+        "skills/*/SKILL.md",
+        "schemas/mcp/*.json",
+        "action.yml",
+    ],
+    exits: EXITS_VERIFY,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: CLI_ONLY,
+    built: false,
+    lands_with: "the registry renderings (generate and the drift test)",
+};
+
+static COMPLETIONS: Command = Command {
+    id: CommandId::Completions,
+    name: "completions",
+    summary: "Print the shell completion script for bash, zsh, fish, elvish or powershell, rendered from the registry.",
+    reader: "Lets your shell complete aayu's commands and flags.",
+    stage: Stage::Plumbing,
+    seat: Seat::PlatformEngineer,
+    owns: None,
+    inputs: &[pos(
+        "shell",
+        InputType::Enum(&["bash", "zsh", "fish", "elvish", "powershell"]),
+        "The shell.",
+    )],
+    outputs: &["completion-script"],
+    exits: EXITS_PLAIN,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: true,
+    surfaces: CLI_ONLY,
+    built: false,
+    lands_with: "the registry renderings (generate and the drift test)",
+};
+
+/// The data of one command. Exhaustive on purpose: a new [`CommandId`] does not compile without its entry.
+pub fn command(id: CommandId) -> &'static Command {
+    match id {
+        CommandId::Verify => &VERIFY,
+        CommandId::Ready => &READY,
+        CommandId::Ship => &SHIP,
+        CommandId::Init => &INIT,
+        CommandId::Install => &INSTALL,
+        CommandId::Doctor => &DOCTOR,
+        CommandId::ProofVerify => &PROOF_VERIFY,
+        CommandId::ProofPush => &PROOF_PUSH,
+        CommandId::ProofComment => &PROOF_COMMENT,
+        CommandId::Action => &ACTION,
+        CommandId::Control => &CONTROL,
+        CommandId::Generate => &GENERATE,
+        CommandId::Completions => &COMPLETIONS,
+    }
+}

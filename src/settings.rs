@@ -1,0 +1,105 @@
+//! Flags and environment, resolved once into plain options structs: commands never read the process
+//! environment or clap's matches themselves.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::ArgMatches;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::commands::Failure;
+
+/// What the process environment says, read once at start-up.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// `GITHUB_ACTIONS=true`: annotations are printed for the runner.
+    pub github_actions: bool,
+    /// `NO_COLOR` is set (to anything non-empty).
+    pub no_color: bool,
+    pub stdout_terminal: bool,
+    pub stderr_terminal: bool,
+    /// `AAYUDHA_NOW` (RFC 3339): the clock, fixed for tests and reproductions of a dated rule.
+    pub now_override: Option<String>,
+    /// The directory aayu was started in.
+    pub cwd: Option<PathBuf>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Env {
+            github_actions: var("GITHUB_ACTIONS").as_deref() == Some("true"),
+            no_color: var("NO_COLOR").is_some(),
+            stdout_terminal: std::io::stdout().is_terminal(),
+            stderr_terminal: std::io::stderr().is_terminal(),
+            now_override: var("AAYUDHA_NOW"),
+            cwd: std::env::current_dir().ok(),
+        }
+    }
+
+    pub fn color_stderr(&self) -> bool {
+        self.stderr_terminal && !self.no_color
+    }
+
+    /// The current time in UTC, or the fixed `AAYUDHA_NOW`.
+    pub fn now(&self) -> Result<OffsetDateTime, Failure> {
+        match &self.now_override {
+            None => Ok(OffsetDateTime::now_utc()),
+            Some(text) => OffsetDateTime::parse(text, &Rfc3339)
+                .map(|t| t.to_offset(time::UtcOffset::UTC))
+                .map_err(|e| {
+                    Failure::usage(format!("`AAYUDHA_NOW` is not an RFC 3339 time: `{text}`"))
+                        .caused_by(e)
+                        .with_hint("write it like 2026-11-13T00:00:00Z, or unset it")
+                }),
+        }
+    }
+}
+
+/// Options every command shares.
+#[derive(Debug, Clone, Default)]
+pub struct Global {
+    /// `-C DIR`: where to start looking for the repository.
+    pub directory: Option<PathBuf>,
+}
+
+impl Global {
+    pub fn from_matches(m: &ArgMatches) -> Global {
+        Global {
+            directory: m.get_one::<PathBuf>("directory").cloned(),
+        }
+    }
+}
+
+/// What `aayu verify` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    pub map: bool,
+    pub json: bool,
+    pub config: Option<PathBuf>,
+    /// Flags of parts of `verify` that are not built yet, as typed, so the command can say which.
+    pub unbuilt: Vec<&'static str>,
+}
+
+impl VerifyOptions {
+    pub fn from_matches(m: &ArgMatches) -> Result<VerifyOptions, Failure> {
+        let mut unbuilt = Vec::new();
+        for name in ["check", "base", "head", "story", "out", "ready", "jobs"] {
+            if m.contains_id(name) && m.value_source(name).is_some() {
+                unbuilt.push(name);
+            }
+        }
+        for name in ["ci", "red-on-base"] {
+            if m.get_flag(name) {
+                unbuilt.push(name);
+            }
+        }
+        Ok(VerifyOptions {
+            map: m.get_flag("map"),
+            json: m.get_flag("json"),
+            config: m.get_one::<PathBuf>("config").cloned(),
+            unbuilt,
+        })
+    }
+}
