@@ -509,8 +509,8 @@ fn load_feature(
         value: parsed.verified_at.trim().to_string(),
     };
     let v = &verified_at.value;
-    if !v.is_empty() && !(v.len() >= 7 && v.len() <= 40 && v.bytes().all(|b| b.is_ascii_hexdigit()))
-    {
+    let is_sha = (7..=40).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_hexdigit());
+    if !v.is_empty() && !is_sha {
         error(
             verified_at.line,
             format!(

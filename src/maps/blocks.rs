@@ -81,8 +81,15 @@ pub fn parse<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, BlockErro
     let mut de = serde_json::Deserializer::from_str(text);
     let result: Result<T, _> = serde_path_to_error::deserialize(&mut de);
     let value = result.map_err(|e| {
-        let path = e.path().to_string();
+        let mut path = e.path().to_string();
         let inner = e.into_inner();
+        if inner.classify() != serde_json::error::Category::Data {
+            // A syntax error has no field; its line says where.
+            path.clear();
+        } else if inner.to_string().starts_with("unknown field") {
+            // The path ends with the unknown field itself, which the message already names.
+            path = parent_path(&path);
+        }
         let line = inner.line().max(1);
         let mut message = inner.to_string();
         // serde_json appends " at line L column C"; the line is reported separately.
@@ -101,4 +108,13 @@ pub fn parse<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, BlockErro
         message: format!("{what}: text after the JSON object"),
     })?;
     Ok(value)
+}
+
+/// `surfaces[0].extra` → `surfaces[0]`; a top-level field → empty.
+fn parent_path(path: &str) -> String {
+    match path.rfind(['.', '[']) {
+        Some(i) if path[i..].starts_with('.') => path[..i].to_string(),
+        Some(i) => path[..i].to_string(),
+        None => String::new(),
+    }
 }

@@ -73,12 +73,10 @@ pub fn parse(text: &str) -> Doc {
                     });
                 }
             }
-            Event::Start(Tag::Paragraph) => {
-                if heading.is_none() {
-                    doc.blocks.push(Block::Paragraph {
-                        line: lines.line(range.start),
-                    });
-                }
+            Event::Start(Tag::Paragraph) if heading.is_none() => {
+                doc.blocks.push(Block::Paragraph {
+                    line: lines.line(range.start),
+                });
             }
             Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
                 let lang = info.split_whitespace().next().unwrap_or("").to_string();

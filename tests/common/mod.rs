@@ -1,0 +1,148 @@
+//! Shared test helpers: a git repository in a temp dir with a fixed author and dates and no access to
+//! the user's git config, and the real `aayu` binary run with a scrubbed environment.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use tempfile::TempDir;
+
+/// A git repository made in a temp dir.
+pub struct TestRepo {
+    dir: TempDir,
+}
+
+/// `git` with no global or system config and fixed identities and dates.
+pub fn git_command(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Test Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "Test Author")
+        .env("GIT_COMMITTER_EMAIL", "author@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+    cmd
+}
+
+impl TestRepo {
+    pub fn new() -> TestRepo {
+        let dir = tempfile::Builder::new()
+            .prefix("aayu-test-")
+            .tempdir()
+            .expect("temp dir");
+        let repo = TestRepo { dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Writes a file (creating folders).
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> &TestRepo {
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write");
+        self
+    }
+
+    pub fn remove(&self, rel: &str) -> &TestRepo {
+        std::fs::remove_file(self.path(rel)).expect("remove");
+        self
+    }
+
+    /// Runs git in the repository; panics with its output when it fails.
+    pub fn git(&self, args: &[&str]) -> String {
+        let output = git_command(self.root())
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            output.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// Stages everything and commits; returns the new commit's SHA.
+    pub fn commit(&self, message: &str) -> String {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// `aayu` started in the repository's root.
+    pub fn aayu(&self) -> Command {
+        aayu_in(self.root())
+    }
+}
+
+/// The real binary with a scrubbed environment: nothing of CI, GitHub or the runner leaks in.
+pub fn aayu_in(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("aayu").expect("the aayu binary is built");
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// stdout, stderr and the exit code of a finished command.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let output = cmd.output().expect("aayu runs");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The path of a map in a skill for `product` under `base` (`""` for the root).
+pub fn skill(base: &str, product: &str) -> String {
+    let prefix = if base.is_empty() {
+        String::new()
+    } else {
+        format!("{base}/")
+    };
+    format!("{prefix}.agents/skills/verify-{product}/features")
+}
+
+/// A map README with the given map block and index links.
+pub fn map_readme(block: &str, links: &[&str]) -> String {
+    let index: String = links.iter().map(|l| format!("- [{l}]({l})\n")).collect();
+    format!("# Map\n\nThe product.\n\n```json\n{block}\n```\n\n## Index\n\n{index}")
+}
+
+/// A feature file with the given feature block and check blocks, in the contract's shape.
+pub fn feature_md(block: &str, checks: &[&str]) -> String {
+    let checks: String = checks
+        .iter()
+        .map(|c| format!("```json\n{c}\n```\n\n"))
+        .collect();
+    format!(
+        "# Feature\n\nWhat it does.\n\n```json\n{block}\n```\n\n## Sub-features\n\n- one\n\n## How to reach it\n\nRun it.\n\n## Behaviour checks\n\n{checks}## Gotchas\n\nNone.\n"
+    )
+}
