@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{ObjectType, Oid, Repository, Status, StatusOptions, Tree};
+use std::os::unix::fs::MetadataExt;
+
+use git2::{ObjectType, Oid, Repository, Tree};
 
 /// Why a git operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -33,8 +35,29 @@ pub struct Repo {
 /// `/`-separated paths relative to the root, sorted.
 pub struct WorktreeFiles {
     pub files: Vec<String>,
+    /// For each file of `files` that is tracked: its blob id in the index and the stat the index keeps.
+    pub tracked: Vec<Option<(Oid, FileStat)>>,
+    /// When the index was written, for git's "racily clean" rule.
+    pub index_time: Option<(i64, i64)>,
     /// Paths git reported that are not UTF-8; they cannot be named in a map and are left out.
     pub not_utf8: Vec<String>,
+}
+
+impl WorktreeFiles {
+    /// The blob id of file `i` when its stat `now` shows it unchanged since the index was written, as git's
+    /// status decides without reading it; `None` when it may have changed (then its bytes are hashed).
+    pub fn clean_id(&self, i: usize, now: &FileStat) -> Option<Oid> {
+        let (id, then) = self.tracked.get(i).copied().flatten()?;
+        // A file modified in the same instant the index was written may differ with the same stat.
+        let racy = self.index_time.is_none_or(|t| now.mtime >= t);
+        let same_time =
+            then.mtime.0 == now.mtime.0 && (then.mtime.1 == 0 || then.mtime.1 == now.mtime.1);
+        // The index keeps the low 32 bits of size and inode.
+        let same = same_time
+            && then.size == now.size & 0xffff_ffff
+            && (then.ino == 0 || then.ino == now.ino & 0xffff_ffff);
+        (same && !racy).then_some(id)
+    }
 }
 
 impl Repo {
@@ -67,54 +90,96 @@ impl Repo {
 
     /// The equivalent of `git ls-files --cached --others --exclude-standard`, less the tracked files that
     /// were deleted from the working tree: what a person sees in the checkout, by git's ignore rules.
+    ///
+    /// Tracked files come from the index. Untracked ones come from a parallel walk of the working tree
+    /// that applies the repository's ignore files (`.gitignore` at every level, `.git/info/exclude`,
+    /// `core.excludesFile`) the way git does, skipping `.git` and nested repositories. A tracked file
+    /// whose size, inode and modification time match the index (and that is not "racily clean", i.e.
+    /// modified in the same instant the index was written) keeps its index blob id, so its content need
+    /// not be hashed again for the stale check. libgit2's own status walk gives the same list but is
+    /// single-threaded and was the slowest step on a large monorepo (see tests/bench/verify-map.sh).
     pub fn worktree_files(&self) -> Result<WorktreeFiles, GitError> {
         let list_err = |source| GitError::List {
             root: self.root.clone(),
             source,
         };
+        // The walk runs on its own threads while this one reads the index.
+        let root = self.root.clone();
+        let walker = std::thread::spawn(move || walk(&root));
         let index = self.repo.index().map_err(list_err)?;
-        let mut files: Vec<String> = Vec::with_capacity(index.len());
+        let index_time = std::fs::metadata(self.repo.path().join("index"))
+            .ok()
+            .map(|m| (m.mtime(), m.mtime_nsec()));
         let mut not_utf8 = Vec::new();
+        let mut tracked: Vec<(String, Oid, FileStat)> = Vec::with_capacity(index.len());
         for entry in index.iter() {
             // Stage 0 only (a conflicted file appears once), and no submodules (gitlinks).
             let stage = (entry.flags >> 12) & 0x3;
             if stage != 0 || entry.mode == 0o160000 {
                 continue;
             }
+            let stat = FileStat {
+                mtime: (
+                    i64::from(entry.mtime.seconds()),
+                    i64::from(entry.mtime.nanoseconds()),
+                ),
+                size: u64::from(entry.file_size),
+                ino: u64::from(entry.ino),
+            };
             match String::from_utf8(entry.path) {
-                Ok(path) => files.push(path),
+                Ok(path) => tracked.push((path, entry.id, stat)),
                 Err(e) => not_utf8.push(String::from_utf8_lossy(e.as_bytes()).into_owned()),
             }
         }
-        let mut options = StatusOptions::new();
-        options
-            .show(git2::StatusShow::Workdir)
-            .include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .exclude_submodules(true)
-            .include_unmodified(false);
-        let statuses = self.repo.statuses(Some(&mut options)).map_err(list_err)?;
-        let mut deleted = Vec::new();
-        for entry in statuses.iter() {
-            let status = entry.status();
-            let Ok(path) = entry.path() else {
-                not_utf8.push(String::from_utf8_lossy(entry.path_bytes()).into_owned());
-                continue;
+        tracked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        tracked.dedup_by(|a, b| a.0 == b.0);
+
+        let (mut walked, walk_not_utf8) = walker.join().unwrap_or_default();
+        not_utf8.extend(walk_not_utf8);
+        walked.sort_unstable();
+
+        let mut listed = WorktreeFiles {
+            files: Vec::with_capacity(tracked.len() + 16),
+            tracked: Vec::with_capacity(tracked.len() + 16),
+            index_time,
+            not_utf8,
+        };
+        let mut walked = walked.into_iter().peekable();
+        let mut tracked = tracked.into_iter().peekable();
+        loop {
+            let order = match (tracked.peek(), walked.peek()) {
+                (Some(t), Some(w)) => t.0.cmp(w),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => break,
             };
-            if status.contains(Status::WT_NEW) {
-                files.push(path.to_string());
-            } else if status.contains(Status::WT_DELETED) {
-                deleted.push(path.to_string());
+            match order {
+                std::cmp::Ordering::Equal => {
+                    walked.next();
+                    if let Some((path, id, stat)) = tracked.next() {
+                        listed.files.push(path);
+                        listed.tracked.push(Some((id, stat)));
+                    }
+                }
+                std::cmp::Ordering::Less => {
+                    // Tracked but not walked: tracked although ignored (still listed, as git lists it),
+                    // or deleted from the working tree (not listed).
+                    if let Some((path, id, stat)) = tracked.next() {
+                        if std::fs::symlink_metadata(self.root.join(&path)).is_ok() {
+                            listed.files.push(path);
+                            listed.tracked.push(Some((id, stat)));
+                        }
+                    }
+                }
+                std::cmp::Ordering::Greater => {
+                    if let Some(path) = walked.next() {
+                        listed.files.push(path);
+                        listed.tracked.push(None);
+                    }
+                }
             }
         }
-        files.sort_unstable();
-        files.dedup();
-        if !deleted.is_empty() {
-            deleted.sort_unstable();
-            files.retain(|f| deleted.binary_search(f).is_err());
-        }
-        Ok(WorktreeFiles { files, not_utf8 })
+        Ok(listed)
     }
 
     /// The tree of a commit named by `rev` (a SHA or an abbreviation), or `None` when the repository does
@@ -156,4 +221,71 @@ impl Repo {
 /// The id git gives a blob with these bytes (what `git hash-object` prints), without touching the disk.
 pub fn blob_id(bytes: &[u8]) -> Option<Oid> {
     Oid::hash_object(ObjectType::Blob, bytes).ok()
+}
+
+/// What the index records of a file's stat, to tell a clean file without reading it.
+#[derive(Debug, Clone, Copy)]
+pub struct FileStat {
+    mtime: (i64, i64),
+    size: u64,
+    ino: u64,
+}
+
+impl FileStat {
+    pub fn of(meta: &std::fs::Metadata) -> FileStat {
+        FileStat {
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            size: meta.size(),
+            ino: meta.ino(),
+        }
+    }
+}
+
+/// Every file of the working tree that git's ignore rules do not exclude, walked in parallel; `.git` and
+/// nested repositories are left out, as git leaves them out. Links are listed, never followed.
+fn walk(root: &Path) -> (Vec<String>, Vec<String>) {
+    let found = std::sync::Mutex::new((Vec::new(), Vec::new()));
+    let walker = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|entry| {
+            if entry.file_name() == ".git" {
+                return false;
+            }
+            // A nested repository (or submodule) is one untracked folder to git, not its files.
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            !(is_dir && entry.depth() > 0 && entry.path().join(".git").exists())
+        })
+        .build_parallel();
+    walker.run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return ignore::WalkState::Continue;
+            };
+            if entry.file_type().is_some_and(|t| t.is_dir()) {
+                return ignore::WalkState::Continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(root) else {
+                return ignore::WalkState::Continue;
+            };
+            if let Ok(mut found) = found.lock() {
+                match rel.to_str() {
+                    Some(path) => found.0.push(path.to_string()),
+                    None => found.1.push(rel.to_string_lossy().into_owned()),
+                }
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    found
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -143,11 +143,22 @@ pub fn load_all(
     errors: &mut Vec<ContractError>,
     warnings: &mut Vec<Warning>,
 ) -> Vec<Map> {
-    let mut maps: Vec<Map> = files
-        .iter()
-        .filter(|f| is_map_path(f))
-        .map(|file| load_map(root, files, file, errors, warnings))
+    use rayon::prelude::*;
+    let paths: Vec<&String> = files.iter().filter(|f| is_map_path(f)).collect();
+    let loaded: Vec<(Map, Vec<ContractError>, Vec<Warning>)> = paths
+        .par_iter()
+        .map(|file| {
+            let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+            let map = load_map(root, files, file, &mut errors, &mut warnings);
+            (map, errors, warnings)
+        })
         .collect();
+    let mut maps = Vec::with_capacity(loaded.len());
+    for (map, map_errors, map_warnings) in loaded {
+        maps.push(map);
+        errors.extend(map_errors);
+        warnings.extend(map_warnings);
+    }
     // Products are how results are keyed: two maps may not share one.
     let mut seen: Vec<(String, String)> = Vec::new();
     for map in &mut maps {

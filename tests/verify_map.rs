@@ -513,3 +513,48 @@ fn annotations_in_actions_are_warnings_until_the_blocking_date() {
         "no annotations outside Actions"
     );
 }
+
+#[test]
+fn a_same_size_edit_right_after_a_commit_is_still_changed() {
+    let (repo, _) = shop();
+    // Same length, same second as the index: the stat alone cannot tell, so the bytes are hashed.
+    repo.write(
+        "src/main.rs",
+        SOURCE
+            .replace("buy", "bux")
+            .replace("bux\"", "buy\"")
+            .replace("Pay<", "Pax<"),
+    );
+    let edited = std::fs::read_to_string(repo.path("src/main.rs")).expect("read");
+    assert_eq!(edited.len(), SOURCE.len());
+    let (_, report) = json(&repo);
+    assert_eq!(
+        report["stale"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+}
+
+#[test]
+fn tracked_ignored_files_count_and_nested_repositories_do_not() {
+    let (repo, _) = shop();
+    // A tracked file that .gitignore matches is still listed by git, so it is still a source.
+    repo.write(".gitignore", "src/main.rs\n");
+    let (code, report) = json(&repo);
+    assert_eq!(code, 0, "{report}");
+    // A nested repository is one untracked folder to git: its maps are not this repository's.
+    let nested = repo.path("vendor/other");
+    std::fs::create_dir_all(&nested).expect("mkdir");
+    common::git_command(&nested)
+        .args(["init", "-q"])
+        .status()
+        .expect("git init");
+    std::fs::create_dir_all(nested.join(".agents/skills/verify-other/features")).expect("mkdir");
+    std::fs::write(
+        nested.join(".agents/skills/verify-other/features/README.md"),
+        "not a map\n",
+    )
+    .expect("write");
+    let (code, report) = json(&repo);
+    assert_eq!((code, report["maps"].as_u64()), (0, Some(1)), "{report}");
+}

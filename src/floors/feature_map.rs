@@ -105,7 +105,7 @@ impl MapReport {
 /// Reads every map in the repository and compares it with the working tree.
 pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
     let listed = repo.worktree_files()?;
-    let files = listed.files;
+    let files = &listed.files;
     let mut errors = Vec::new();
     let mut warnings: Vec<Warning> = listed
         .not_utf8
@@ -116,33 +116,44 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
             message: "the path is not UTF-8: no map can name it, so it is not read".to_string(),
         })
         .collect();
-    let maps = maps::load_all(repo.root(), &files, &mut errors, &mut warnings);
-    let scanned = scan::scan(repo.root(), &files, &maps);
+    let maps = maps::load_all(repo.root(), files, &mut errors, &mut warnings);
+
+    // The verified commits first: only the sources of features that have one need their blob ids.
+    let mut trees: HashMap<&str, Option<(Oid, Tree)>> = HashMap::new();
+    for feature in maps.iter().flat_map(|m| m.features.iter()) {
+        let verified = feature.verified_at.value.as_str();
+        if !verified.is_empty() && !trees.contains_key(verified) {
+            trees.insert(verified, repo.commit_tree(verified));
+        }
+    }
+    let tree_of = |feature: &maps::Feature| {
+        trees
+            .get(feature.verified_at.value.as_str())
+            .and_then(Option::as_ref)
+    };
+    let need_blobs: Vec<Vec<bool>> = maps
+        .iter()
+        .map(|m| m.features.iter().map(|f| tree_of(f).is_some()).collect())
+        .collect();
+    let scanned = scan::scan(repo.root(), &listed, &maps, &need_blobs);
     warnings.extend(scanned.warnings.iter().cloned());
 
     let mut drift = Vec::new();
     let mut stale = Vec::new();
-    let mut trees: HashMap<String, Option<(Oid, Tree)>> = HashMap::new();
+    let mut cache = ChangedCache::new();
     for (m, map) in maps.iter().enumerate() {
         if map.broken {
             continue;
         }
         drift.extend(map_drift(
             map,
-            &files,
+            files,
             &scanned.surfaces[m],
             &scanned.handles[m],
         ));
         for feature in &map.features {
-            let tree = if feature.verified_at.value.is_empty() {
-                None
-            } else {
-                trees
-                    .entry(feature.verified_at.value.clone())
-                    .or_insert_with(|| repo.commit_tree(&feature.verified_at.value))
-                    .as_ref()
-            };
-            if let Some(s) = stale_of(repo, map, feature, &files, &scanned.blobs, tree) {
+            let tree = tree_of(feature);
+            if let Some(s) = stale_of(repo, map, feature, files, &scanned.blobs, tree, &mut cache) {
                 stale.push(s);
             }
         }
@@ -304,11 +315,8 @@ fn map_drift(
 
     // The index: every feature file listed once, every link to a file that exists, unique feature ids.
     let names: BTreeSet<&str> = map.features.iter().map(|f| f.name.as_str()).collect();
-    let present: BTreeSet<&str> = files
-        .iter()
-        .filter_map(|f| f.strip_prefix(&map.dir)?.strip_prefix('/'))
-        .filter(|n| !n.contains('/') && n.ends_with(".md") && *n != "README.md")
-        .collect();
+    // A map that is judged has no contract errors, so every feature file in its folder was read.
+    let present = &names;
     let mut listed: BTreeMap<&str, usize> = BTreeMap::new();
     for link in &map.index {
         if let Some(first) = listed.insert(&link.name, link.line) {
@@ -371,13 +379,63 @@ fn map_drift(
     drift
 }
 
+/// The paths under `source` that differ between the tree of a verified commit and the working tree,
+/// each with `(added)` or `(deleted)` where it exists on one side only. Several features often share a
+/// source and a commit, so the answer is cached per (commit, source).
+type ChangedCache = HashMap<(Oid, String), Vec<String>>;
+
+fn changed_under(
+    repo: &Repo,
+    (commit, tree): &(Oid, Tree),
+    source: &str,
+    files: &[String],
+    blobs: &[Option<Oid>],
+    cache: &mut ChangedCache,
+) -> Vec<String> {
+    let key = (*commit, source.to_string());
+    if let Some(found) = cache.get(&key) {
+        return found.clone();
+    }
+    let then = repo.blobs_under(tree, source);
+    let range = scan::source_range(files, source);
+    let mut changed = Vec::new();
+    let (mut t, mut n) = (0, range.start);
+    while t < then.len() || n < range.end {
+        let order = match (then.get(t), files.get(n).filter(|_| n < range.end)) {
+            (Some((old, _)), Some(now)) => old.as_str().cmp(now.as_str()),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match order {
+            std::cmp::Ordering::Equal => {
+                if blobs[n] != Some(then[t].1) {
+                    changed.push(files[n].clone());
+                }
+                t += 1;
+                n += 1;
+            }
+            std::cmp::Ordering::Less => {
+                changed.push(format!("{} (deleted)", then[t].0));
+                t += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                changed.push(format!("{} (added)", files[n]));
+                n += 1;
+            }
+        }
+    }
+    cache.insert(key, changed.clone());
+    changed
+}
+
 fn stale_of(
     repo: &Repo,
     map: &Map,
     feature: &maps::Feature,
     files: &[String],
-    blobs: &HashMap<String, Oid>,
+    blobs: &[Option<Oid>],
     tree: Option<&(Oid, Tree)>,
+    cache: &mut ChangedCache,
 ) -> Option<Stale> {
     let verified = &feature.verified_at.value;
     let stale = |reason: StaleReason, detail: String| Stale {
@@ -394,7 +452,7 @@ fn stale_of(
             "`verified_at` is empty: the feature was never verified".to_string(),
         ));
     }
-    let Some((commit, tree)) = tree else {
+    let Some(verified_tree) = tree else {
         let why = if repo.is_shallow() {
             "this is a shallow clone; fetch the full history (`fetch-depth: 0` in actions/checkout)"
         } else {
@@ -407,28 +465,21 @@ fn stale_of(
     };
     let mut changed: Vec<String> = Vec::new();
     for source in &feature.sources {
-        let then: BTreeMap<String, Oid> =
-            repo.blobs_under(tree, &source.value).into_iter().collect();
-        let now = scan::files_of_source(files, &source.value);
-        for path in now {
-            match (then.get(path), blobs.get(path)) {
-                (Some(old), Some(new)) if old == new => {}
-                (None, _) => changed.push(format!("{path} (added)")),
-                _ => changed.push(path.clone()),
-            }
-        }
-        for path in then.keys() {
-            if now.binary_search(path).is_err() {
-                changed.push(format!("{path} (deleted)"));
-            }
-        }
+        changed.extend(changed_under(
+            repo,
+            verified_tree,
+            &source.value,
+            files,
+            blobs,
+            cache,
+        ));
     }
     if changed.is_empty() {
         return None;
     }
     changed.sort();
     changed.dedup();
-    let short = &commit.to_string()[..12];
+    let short = &verified_tree.0.to_string()[..12];
     Some(stale(
         StaleReason::Changed,
         format!(
