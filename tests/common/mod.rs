@@ -17,12 +17,7 @@ pub struct TestRepo {
 /// `git` with no global or system config and fixed identities and dates.
 pub fn git_command(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    scrubbed(&mut cmd, dir)
         .env("GIT_AUTHOR_NAME", "Test Author")
         .env("GIT_AUTHOR_EMAIL", "author@example.com")
         .env("GIT_COMMITTER_NAME", "Test Author")
@@ -94,14 +89,18 @@ impl TestRepo {
 /// The real binary with a scrubbed environment: nothing of CI, GitHub or the runner leaks in.
 pub fn aayu_in(dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("aayu").expect("the aayu binary is built");
+    scrubbed(&mut cmd, dir).env("NO_COLOR", "1");
+    cmd
+}
+
+/// An empty environment but for `PATH`, a `HOME` of `dir`, and no git config outside the repository.
+fn scrubbed<'a>(cmd: &'a mut Command, dir: &Path) -> &'a mut Command {
     cmd.current_dir(dir)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("NO_COLOR", "1");
-    cmd
 }
 
 /// stdout, stderr and the exit code of a finished command.
