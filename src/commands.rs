@@ -45,6 +45,25 @@ impl Failure {
         Failure::new(ExitStatus::Failure, message)
     }
 
+    /// A failure whose message is `error` itself and whose causes are its sources.
+    pub fn from_error(status: ExitStatus, error: &dyn std::error::Error) -> Failure {
+        let mut failure = Failure::new(status, error.to_string());
+        let mut source = error.source();
+        while let Some(e) = source {
+            failure.causes.push(e.to_string());
+            source = e.source();
+        }
+        failure
+    }
+
+    /// Adds a hint when there is one.
+    pub fn with_optional_hint(self, hint: Option<impl Into<String>>) -> Failure {
+        match hint {
+            Some(hint) => self.with_hint(hint),
+            None => self,
+        }
+    }
+
     /// Adds the chain of an underlying error as `caused by:` lines.
     pub fn caused_by(mut self, error: impl std::error::Error) -> Failure {
         self.causes.push(error.to_string());

@@ -139,10 +139,11 @@ impl Config {
         }
     }
 
-    /// Reads `.aayudha/config.toml` under `root` when it exists, or `explicit` when given.
-    pub fn load(root: &Path, explicit: Option<&Path>) -> Result<Config, ConfigError> {
+    /// Reads `.aayudha/config.toml` under `root` when it exists, or `explicit` when given (relative to
+    /// `cwd`, and named in errors as the user wrote it).
+    pub fn load(root: &Path, explicit: Option<&Path>, cwd: &Path) -> Result<Config, ConfigError> {
         let (path, label, required) = match explicit {
-            Some(path) => (path.to_path_buf(), path.display().to_string(), true),
+            Some(path) => (cwd.join(path), path.display().to_string(), true),
             None => (root.join(CONFIG_PATH), CONFIG_PATH.to_string(), false),
         };
         match std::fs::read_to_string(&path) {
@@ -150,7 +151,10 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
                 Ok(Config::defaults())
             }
-            Err(source) => Err(ConfigError::Read { file: path, source }),
+            Err(source) => Err(ConfigError::Read {
+                file: PathBuf::from(label),
+                source,
+            }),
         }
     }
 

@@ -226,12 +226,18 @@ fn a_closed_stdout_is_not_an_error() {
     use std::process::Stdio;
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut child = aayu_in(repo)
-        .args(["--help"])
+        .args(["verify", "--map", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     drop(child.stdout.take());
     let out = child.wait_with_output().expect("wait");
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }

@@ -28,23 +28,9 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
         (None, None) => ".".into(),
     };
     let repo = Repo::discover(&start).map_err(git_failure)?;
-    let config = Config::load(repo.root(), options.config.as_deref()).map_err(|e| {
-        let hint = e.hint();
-        let failure = match &e {
-            crate::config::ConfigError::Read { .. } => {
-                Failure::usage(e.to_string()).caused_by(std::io::Error::other(
-                    std::error::Error::source(&e)
-                        .map(|s| s.to_string())
-                        .unwrap_or_default(),
-                ))
-            }
-            crate::config::ConfigError::Invalid { .. } => Failure::usage(e.to_string()),
-        };
-        match hint {
-            Some(h) => failure.with_hint(h),
-            None => failure,
-        }
-    })?;
+    // Like git -C, a relative `--config` is taken from the directory aayu runs in.
+    let config = Config::load(repo.root(), options.config.as_deref(), &start)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
     let now = ctx.env.now()?;
     let report = feature_map::check(&repo).map_err(git_failure)?;
 
@@ -105,27 +91,16 @@ fn annotations(report: &MapReport, blocking: bool) -> String {
 }
 
 fn git_failure(e: GitError) -> Failure {
-    let hint = match &e {
-        GitError::NotARepository { .. } => {
-            Some("run aayu inside a git repository, or pass `-C DIR`")
-        }
-        GitError::Bare { .. } => Some("run aayu in a checkout with a working tree"),
-        GitError::List { .. } => None,
+    let (status, hint) = match &e {
+        GitError::NotARepository { .. } => (
+            ExitStatus::Usage,
+            Some("run aayu inside a git repository, or pass `-C DIR`"),
+        ),
+        GitError::Bare { .. } => (
+            ExitStatus::Usage,
+            Some("run aayu in a checkout with a working tree"),
+        ),
+        GitError::List { .. } => (ExitStatus::Failure, None),
     };
-    let status = match &e {
-        GitError::List { .. } => ExitStatus::Failure,
-        _ => ExitStatus::Usage,
-    };
-    let failure = Failure::new(status, e.to_string());
-    let failure = match std::error::Error::source(&e) {
-        Some(source) => Failure {
-            causes: vec![source.to_string()],
-            ..failure
-        },
-        None => failure,
-    };
-    match hint {
-        Some(h) => failure.with_hint(h),
-        None => failure,
-    }
+    Failure::from_error(status, &e).with_optional_hint(hint)
 }
