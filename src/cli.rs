@@ -18,7 +18,9 @@ pub fn main() -> ExitCode {
     let stderr = io::stderr();
     let mut out = stdout.lock();
     let mut err = stderr.lock();
-    let status = run(std::env::args_os(), env, &mut out, &mut err);
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let status = run(std::env::args_os(), env, &mut input, &mut out, &mut err);
     ExitCode::from(status)
 }
 
@@ -26,6 +28,7 @@ pub fn main() -> ExitCode {
 pub fn run(
     args: impl IntoIterator<Item = std::ffi::OsString>,
     env: Env,
+    input: &mut dyn io::Read,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> ExitStatus {
@@ -59,6 +62,7 @@ pub fn run(
     };
     let global = settings::Global::from_matches(&matches);
     let mut ctx = Context {
+        input,
         out,
         err,
         env: &env,
@@ -75,6 +79,9 @@ pub fn run(
 fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStatus, Failure> {
     match id {
         CommandId::Verify => commands::verify::run(ctx, settings::VerifyOptions::from_matches(m)?),
+        CommandId::Control => {
+            commands::control::run(ctx, m.get_one::<String>("op").map_or("", String::as_str))
+        }
         CommandId::Ready
         | CommandId::Ship
         | CommandId::Init
@@ -84,7 +91,6 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         | CommandId::ProofPush
         | CommandId::ProofComment
         | CommandId::Action
-        | CommandId::Control
         | CommandId::Generate
         | CommandId::Completions => Err(not_built(id.spec())),
     }

@@ -1,5 +1,6 @@
 //! One module per command. Each takes a [`Context`] and plain options and returns an [`ExitStatus`].
 
+pub(crate) mod control;
 pub(crate) mod verify;
 
 use std::fmt;
@@ -10,6 +11,7 @@ use crate::settings::{Env, Global};
 
 /// What every command gets: its output streams, the environment read at start-up, the shared options.
 pub struct Context<'a> {
+    pub input: &'a mut dyn std::io::Read,
     pub out: &'a mut dyn Write,
     pub err: &'a mut dyn Write,
     pub env: &'a Env,

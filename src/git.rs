@@ -17,6 +17,12 @@ pub enum GitError {
     },
     #[error("`{dir}` is a bare repository; aayu needs a working tree")]
     Bare { dir: PathBuf },
+    #[error("`{rev}` is not a commit of this repository")]
+    Revision {
+        rev: String,
+        #[source]
+        source: git2::Error,
+    },
     #[error("cannot list the files of the repository at `{root}`")]
     List {
         root: PathBuf,
@@ -215,6 +221,74 @@ impl Repo {
         }
         found.sort();
         found
+    }
+}
+
+impl Repo {
+    /// The commit a revision names, or an error naming the revision.
+    pub fn commit(&self, rev: &str) -> Result<git2::Commit<'_>, GitError> {
+        self.repo
+            .revparse_single(rev)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|source| GitError::Revision {
+                rev: rev.to_string(),
+                source,
+            })
+    }
+
+    /// Every path a change from `base` to `head` touches (both sides of a rename), sorted.
+    pub fn changed_paths(&self, base: &str, head: &str) -> Result<Vec<String>, GitError> {
+        let old = self
+            .commit(base)?
+            .tree()
+            .map_err(|source| GitError::Revision {
+                rev: base.to_string(),
+                source,
+            })?;
+        let new = self
+            .commit(head)?
+            .tree()
+            .map_err(|source| GitError::Revision {
+                rev: head.to_string(),
+                source,
+            })?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&old), Some(&new), None)
+            .map_err(|source| GitError::Revision {
+                rev: format!("{base}..{head}"),
+                source,
+            })?;
+        let mut paths = Vec::new();
+        for delta in diff.deltas() {
+            for file in [delta.old_file(), delta.new_file()] {
+                if let Some(path) = file.path().and_then(Path::to_str) {
+                    paths.push(path.to_string());
+                }
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// The bytes of `path` at the commit `rev`, or `None` when the commit has no such file.
+    pub fn file_at(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        let tree = self
+            .commit(rev)?
+            .tree()
+            .map_err(|source| GitError::Revision {
+                rev: rev.to_string(),
+                source,
+            })?;
+        let Ok(entry) = tree.get_path(Path::new(path)) else {
+            return Ok(None);
+        };
+        Ok(entry
+            .to_object(&self.repo)
+            .ok()
+            .and_then(|o| o.into_blob().ok())
+            .map(|b| b.content().to_vec()))
     }
 }
 

@@ -15,4 +15,6 @@ pub(crate) mod git;
 pub(crate) mod maps;
 pub(crate) mod output;
 pub mod registry;
+pub(crate) mod sandbox;
+pub(crate) mod select;
 pub(crate) mod settings;

@@ -100,11 +100,15 @@ pub struct Feature {
 #[derive(Debug)]
 pub struct Check {
     pub id: Located<String>,
-    #[expect(dead_code, reason = "read by the behaviour floor")]
     pub kind: CheckKind,
-    #[expect(dead_code, reason = "read by the behaviour floor")]
+    #[allow(
+        dead_code,
+        reason = "read by the tests floor (a criterion's evidence kind), which lands with the proof pack"
+    )]
     pub evidence: ArtifactKind,
     pub handles: Vec<Handle>,
+    /// The check block as written: what the control tool receives as `spec`.
+    pub spec: serde_json::Value,
 }
 
 /// A handle of a step: `{"click": {"name": "Ask"}}` gives action `click`, field `name`, value `Ask`.
@@ -121,6 +125,37 @@ impl Handle {
     pub fn whole_word(&self) -> bool {
         self.field == "test"
     }
+}
+
+/// Every map of a repository's working tree, with the files git sees there.
+pub struct Loaded {
+    pub listed: crate::git::WorktreeFiles,
+    pub maps: Vec<Map>,
+    pub errors: Vec<ContractError>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Lists the working tree by git's rules and reads every map in it.
+pub fn load_repo(repo: &crate::git::Repo) -> Result<Loaded, crate::git::GitError> {
+    let listed = repo.worktree_files()?;
+    let mut errors = Vec::new();
+    let mut warnings: Vec<Warning> = listed
+        .not_utf8
+        .iter()
+        .map(|path| Warning {
+            file: path.clone(),
+            line: 1,
+            message: "the path is not UTF-8: no map can name it, so it is not read".to_string(),
+        })
+        .collect();
+    let maps = load_all(repo.root(), &listed.files, &mut errors, &mut warnings);
+    errors.sort();
+    Ok(Loaded {
+        listed,
+        maps,
+        errors,
+        warnings,
+    })
 }
 
 /// Whether a repository path is a map: `<any>/.agents/skills/verify-<product>/features/README.md`.
@@ -555,6 +590,7 @@ fn load_feature(
                     kind: parsed.kind,
                     evidence: parsed.evidence,
                     handles,
+                    spec: serde_json::from_str(block).unwrap_or(serde_json::Value::Null),
                 });
             }
         }

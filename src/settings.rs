@@ -23,6 +23,12 @@ pub struct Env {
     pub now_override: Option<String>,
     /// The directory aayu was started in.
     pub cwd: Option<PathBuf>,
+    /// This binary, which a leading `aayu` in a control argv stands for.
+    pub exe: Option<PathBuf>,
+    /// The whole environment, from which the sandbox takes its allow-list (and nothing else).
+    pub vars: std::collections::BTreeMap<String, String>,
+    /// How many cores the machine has: the default number of parallel checks.
+    pub cores: usize,
 }
 
 impl Env {
@@ -35,6 +41,9 @@ impl Env {
             stderr_terminal: std::io::stderr().is_terminal(),
             now_override: var("AAYUDHA_NOW"),
             cwd: std::env::current_dir().ok(),
+            exe: std::env::current_exe().ok(),
+            vars: std::env::vars().collect(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 
@@ -78,6 +87,13 @@ pub struct VerifyOptions {
     pub map: bool,
     pub json: bool,
     pub config: Option<PathBuf>,
+    /// `--check <feature>|<feature>.<check>|all`.
+    pub check: Option<String>,
+    pub base: Option<String>,
+    pub head: Option<String>,
+    pub story: Option<u64>,
+    pub out: Option<PathBuf>,
+    pub jobs: Option<usize>,
     /// Flags of parts of `verify` that are not built yet, as typed, so the command can say which.
     pub unbuilt: Vec<&'static str>,
 }
@@ -85,7 +101,7 @@ pub struct VerifyOptions {
 impl VerifyOptions {
     pub fn from_matches(m: &ArgMatches) -> Result<VerifyOptions, Failure> {
         let mut unbuilt = Vec::new();
-        for name in ["check", "base", "head", "story", "out", "ready", "jobs"] {
+        for name in ["ready"] {
             if m.contains_id(name) && m.value_source(name).is_some() {
                 unbuilt.push(name);
             }
@@ -99,6 +115,14 @@ impl VerifyOptions {
             map: m.get_flag("map"),
             json: m.get_flag("json"),
             config: m.get_one::<PathBuf>("config").cloned(),
+            check: m.get_one::<String>("check").cloned(),
+            base: m.get_one::<String>("base").cloned(),
+            head: m.get_one::<String>("head").cloned(),
+            story: m.get_one::<u64>("story").copied(),
+            out: m.get_one::<PathBuf>("out").cloned(),
+            jobs: m
+                .get_one::<u64>("jobs")
+                .map(|&n| usize::try_from(n).unwrap_or(usize::MAX)),
             unbuilt,
         })
     }

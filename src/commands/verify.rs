@@ -1,25 +1,34 @@
-//! `aayu verify`: for now the map check (`--map`, SPEC §3). The behaviour floor, `--ci` and the pack land
-//! with their own issues; asking for them exits 2 and says so.
+//! `aayu verify`: the map check (`--map`, SPEC §3) and the behaviour floor (`--check`, or `--base` and
+//! `--head` with `--story`, SPEC §4). `--ci` and the pack land with their own issue; asking for them exits
+//! 2 and says so.
 
 use crate::commands::{Context, Failure, write_out};
 use crate::config::Config;
 use crate::exit::ExitStatus;
+use crate::floors::behaviour;
 use crate::floors::feature_map::{self, MapReport};
 use crate::git::{GitError, Repo};
+use crate::maps;
 use crate::output::github::{self, Level};
 use crate::output::{json, plain};
+use crate::sandbox::SandboxSettings;
+use crate::select;
 use crate::settings::VerifyOptions;
+use std::time::Duration;
 
 pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Failure> {
     if let Some(flag) = options.unbuilt.first() {
         return Err(Failure::usage(format!("`aayu verify --{flag}` is not built yet"))
-            .with_hint("it lands with the behaviour floor and the proof pack; `aayu verify --map` works today"));
+            .with_hint("it lands with the proof pack; `aayu verify --map` and `aayu verify --check` work today"));
     }
-    if !options.map {
-        return Err(Failure::usage(
-            "`aayu verify` without `--map` runs the behaviour floor, which is not built yet",
-        )
-        .with_hint("run `aayu verify --map` to check the feature maps against the source"));
+    let behaviour = options.check.is_some() || options.base.is_some() || options.head.is_some();
+    if options.map && behaviour {
+        return Err(Failure::usage("`--map` checks the maps only; it does not combine with `--check`, `--base` or `--head`")
+            .with_hint("run them one after the other"));
+    }
+    if !options.map && !behaviour {
+        return Err(Failure::usage("say what to verify: `--map`, `--check <feature>[.<check>]|all`, or `--base REV --head REV`")
+            .with_hint("`aayu verify --map` checks the feature maps against the source"));
     }
     let start = match (&ctx.global.directory, &ctx.env.cwd) {
         (Some(dir), Some(cwd)) => cwd.join(dir),
@@ -31,6 +40,9 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
     // Like git -C, a relative `--config` is taken from the directory aayu runs in.
     let config = Config::load(repo.root(), options.config.as_deref(), &start)
         .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    if behaviour {
+        return checks(ctx, &repo, &config, &options, &start);
+    }
     let now = ctx.env.now()?;
     let report = feature_map::check(&repo).map_err(git_failure)?;
 
@@ -100,7 +112,112 @@ fn git_failure(e: GitError) -> Failure {
             ExitStatus::Usage,
             Some("run aayu in a checkout with a working tree"),
         ),
+        GitError::Revision { .. } => (
+            ExitStatus::Usage,
+            Some(
+                "name a commit this clone has (a SHA, a branch or HEAD~1); a shallow clone may need `fetch-depth: 0`",
+            ),
+        ),
         GitError::List { .. } => (ExitStatus::Failure, None),
     };
     Failure::from_error(status, &e).with_optional_hint(hint)
+}
+
+/// `verify --check …` or `verify --base … --head …`: select, run, report; exit 3 when the floor fails.
+fn checks(
+    ctx: &mut Context,
+    repo: &Repo,
+    config: &Config,
+    options: &VerifyOptions,
+    start: &std::path::Path,
+) -> Result<ExitStatus, Failure> {
+    let loaded = maps::load_repo(repo).map_err(git_failure)?;
+    if let Some(first) = loaded.errors.first() {
+        let mut failure =
+            Failure::usage(format!("{}:{}: {}", first.file, first.line, first.message));
+        for more in loaded.errors.iter().skip(1) {
+            failure
+                .causes
+                .push(format!("{}:{}: {}", more.file, more.line, more.message));
+        }
+        return Err(
+            failure.with_hint("fix the maps first: `aayu verify --map` lists every contract error")
+        );
+    }
+    let selected = match (&options.check, &options.base, &options.head) {
+        (Some(arg), None, None) => {
+            if options.story.is_some() {
+                return Err(Failure::usage("`--story` selects through a diff: use it with `--base` and `--head`, not with `--check`"));
+            }
+            select::explicit(&loaded.maps, arg)
+        }
+        (None, Some(base), Some(head)) => select::by_diff(repo, &loaded.maps, base, head, options.story),
+        (None, _, _) => return Err(Failure::usage("`--base` and `--head` go together: give both commits of the change")),
+        (Some(_), _, _) => return Err(Failure::usage("`--check` chooses the checks itself: leave out `--base` and `--head`")),
+    }
+    .map_err(|e| match e {
+        select::SelectError::Git(g) => git_failure(g),
+        other => Failure::usage(other.to_string()),
+    })?;
+    if selected.is_empty() {
+        let _ = write_out(ctx.out, "no behaviour check selected\n")?;
+        return Ok(ExitStatus::Ok);
+    }
+    let now = ctx.env.now()?;
+    let out = match &options.out {
+        Some(dir) => start.join(dir),
+        None => repo.root().join(".aayudha/runs").join(timestamp(now)),
+    };
+    let run_options = behaviour::Options {
+        root: repo.root().to_path_buf(),
+        out: out.clone(),
+        sandbox: SandboxSettings {
+            process_env: ctx.env.vars.clone(),
+            extra_names: config.verify.env.clone(),
+            uids: config.verify.sandbox_uids,
+            jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
+        },
+        timeout: Duration::from_secs(config.verify.check_timeout_s),
+        base_url: config.verify.base_url.clone(),
+        seed: config.verify.seed.clone(),
+        production: config.verify.production.clone(),
+        targets: config.verify.targets.clone(),
+        require_isolation: config.verify.require_isolation,
+        aayu: ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()),
+        actions: ctx.env.github_actions,
+    };
+    let report = behaviour::run(&loaded.maps, &selected, &run_options, ctx.err).map_err(|e| {
+        let status = match e {
+            behaviour::BehaviourError::Target(_) => ExitStatus::Usage,
+            _ => ExitStatus::Failure,
+        };
+        Failure::from_error(status, &e)
+    })?;
+    let rendered = if options.json {
+        json::render(&report)
+    } else {
+        plain::behaviour_report(&report, &out)
+    };
+    if !write_out(ctx.out, &rendered)? {
+        return Ok(ExitStatus::Ok);
+    }
+    Ok(if report.holds() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::FloorFails
+    })
+}
+
+/// A run folder's name: the UTC time as `20261129T153000Z`.
+fn timestamp(now: time::OffsetDateTime) -> String {
+    let now = now.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    )
 }

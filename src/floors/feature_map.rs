@@ -104,19 +104,13 @@ impl MapReport {
 
 /// Reads every map in the repository and compares it with the working tree.
 pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
-    let listed = repo.worktree_files()?;
+    let maps::Loaded {
+        listed,
+        maps,
+        mut errors,
+        mut warnings,
+    } = maps::load_repo(repo)?;
     let files = &listed.files;
-    let mut errors = Vec::new();
-    let mut warnings: Vec<Warning> = listed
-        .not_utf8
-        .iter()
-        .map(|path| Warning {
-            file: path.clone(),
-            line: 1,
-            message: "the path is not UTF-8: no map can name it, so it is not read".to_string(),
-        })
-        .collect();
-    let maps = maps::load_all(repo.root(), files, &mut errors, &mut warnings);
 
     // The verified commits first: only the sources of features that have one need their blob ids.
     let mut trees: HashMap<&str, Option<(Oid, Tree)>> = HashMap::new();

@@ -44,7 +44,10 @@ pub struct CheckBlock {
     /// Opaque to everything but handle extraction: only the control tool gives step keys a meaning.
     pub steps: Vec<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
-    #[expect(dead_code, reason = "read by the behaviour floor")]
+    #[allow(
+        dead_code,
+        reason = "passed to the control tool inside `spec`; aayu itself gives it no meaning yet"
+    )]
     pub requires: Option<Vec<String>>,
 }
 
@@ -55,6 +58,22 @@ pub enum CheckKind {
     Cli,
     Api,
     Lib,
+}
+
+impl CheckKind {
+    /// ui and api checks drive the running app over the network; cli and lib checks get none.
+    pub fn needs_network(self) -> bool {
+        matches!(self, CheckKind::Ui | CheckKind::Api)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckKind::Ui => "ui",
+            CheckKind::Cli => "cli",
+            CheckKind::Api => "api",
+            CheckKind::Lib => "lib",
+        }
+    }
 }
 
 /// The artifact kinds of the Completion Goal schema.

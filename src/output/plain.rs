@@ -90,3 +90,44 @@ pub fn summary(report: &MapReport) -> String {
     }
     format!("{head}: {}", parts.join(", "))
 }
+
+/// The readable summary of a behaviour run: one line per check, then where the report is.
+pub fn behaviour_report(
+    report: &crate::floors::behaviour::BehaviourReport,
+    out: &std::path::Path,
+) -> String {
+    let mut text = String::new();
+    for c in &report.checks {
+        let reason = if c.reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", c.reason)
+        };
+        let _ = writeln!(
+            text,
+            "{} {}.{} ({}, network {}): {}{reason}",
+            c.product,
+            c.feature,
+            c.check,
+            c.kind.as_str(),
+            c.network.as_str(),
+            c.status.as_str()
+        );
+        let _ = writeln!(text, "  selected because {}", c.selected_because.join("; "));
+    }
+    let count = |s: crate::floors::behaviour::Status| {
+        report.checks.iter().filter(|c| c.status == s).count()
+    };
+    use crate::floors::behaviour::Status;
+    let _ = writeln!(
+        text,
+        "{} checks: {} passed, {} failed, {} blocked, {} unreachable; report: {}",
+        report.checks.len(),
+        count(Status::Passed),
+        count(Status::Failed),
+        count(Status::Blocked),
+        count(Status::Unreachable),
+        out.join("reports/behaviour.json").display()
+    );
+    text
+}

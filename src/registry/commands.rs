@@ -443,8 +443,8 @@ static CONTROL: Command = Command {
     exposure: Exposure::Never,
     read_only: false,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "the behaviour floor (selection, sandbox, step runner)",
+    built: true,
+    lands_with: "",
 };
 
 static GENERATE: Command = Command {

@@ -1,0 +1,730 @@
+//! The behaviour floor (SPEC §4): each selected check goes to its map's control tool in the sandbox, one
+//! JSON request on stdin, one JSON result on stdout; artifacts are checked, copied and hashed into the run
+//! folder, and `reports/behaviour.json` says what happened, with no timings.
+
+pub(crate) mod app;
+
+use std::collections::{BTreeSet, VecDeque};
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::maps::Map;
+use crate::maps::blocks::{ArtifactKind, CheckKind};
+use crate::sandbox::{self, Network, Sandbox, SandboxSettings};
+use crate::select::Selected;
+
+/// A check's status in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Passed,
+    Failed,
+    Unreachable,
+    Blocked,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Unreachable => "unreachable",
+            Status::Blocked => "blocked",
+        }
+    }
+}
+
+/// An artifact of a check, copied into the run folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Artifact {
+    /// `/`-separated, relative to the run folder: `behaviour/<feature>.<check>/<path>`.
+    pub path: String,
+    pub kind: ArtifactKind,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// One check's line in `reports/behaviour.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    pub product: String,
+    pub feature: String,
+    pub check: String,
+    pub kind: CheckKind,
+    pub selected_because: Vec<String>,
+    pub network: Network,
+    pub status: Status,
+    pub reason: String,
+    pub artifacts: Vec<Artifact>,
+}
+
+/// `reports/behaviour.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BehaviourReport {
+    pub schema_version: u32,
+    pub checks: Vec<CheckResult>,
+}
+
+impl BehaviourReport {
+    /// The floor holds when no check failed or was blocked.
+    pub fn holds(&self) -> bool {
+        !self
+            .checks
+            .iter()
+            .any(|c| matches!(c.status, Status::Failed | Status::Blocked))
+    }
+}
+
+/// What the run needs besides the maps and the selection.
+pub struct Options {
+    pub root: PathBuf,
+    /// The run folder: `reports/` and `behaviour/` are written here.
+    pub out: PathBuf,
+    pub sandbox: SandboxSettings,
+    pub timeout: Duration,
+    pub base_url: String,
+    pub seed: Vec<String>,
+    pub production: Vec<String>,
+    pub targets: Vec<String>,
+    pub require_isolation: bool,
+    /// This very binary, which a leading `aayu` in a control argv stands for.
+    pub aayu: PathBuf,
+    /// Print `::group::` around each check's output (in GitHub Actions).
+    pub actions: bool,
+}
+
+/// Why the floor could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum BehaviourError {
+    #[error("{0}")]
+    Target(String),
+    #[error(transparent)]
+    Sandbox(#[from] sandbox::SandboxError),
+    #[error("cannot write `{path}`")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The result a control tool prints.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolResult {
+    status: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    artifacts: Vec<ToolArtifact>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolArtifact {
+    path: String,
+    kind: ArtifactKind,
+}
+
+/// Runs the selected checks and writes `reports/behaviour.json`; progress goes to `progress`.
+pub fn run(
+    maps: &[Map],
+    selected: &[Selected],
+    options: &Options,
+    progress: &mut dyn Write,
+) -> Result<BehaviourReport, BehaviourError> {
+    let needs_app = selected
+        .iter()
+        .any(|s| check_of(maps, s).kind.needs_network());
+    if needs_app {
+        app::check_target(&options.base_url, &options.production, &options.targets)
+            .map_err(BehaviourError::Target)?;
+    }
+    let write_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BehaviourError::Write { path, source }
+    };
+    let scratch = options.out.join(".out");
+    for dir in [
+        options.out.join("reports"),
+        options.out.join("behaviour"),
+        scratch.clone(),
+    ] {
+        std::fs::create_dir_all(&dir).map_err(write_err(&dir))?;
+    }
+    // The slot uids traverse the run folder to their own `out` folders, and read nothing else in it.
+    for dir in [&options.out, &scratch] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
+            .map_err(write_err(dir))?;
+    }
+    let sandbox = Sandbox::new(&options.sandbox)?;
+    if options.sandbox.jobs > 1
+        && sandbox.slots() == 1
+        && !sandbox.separate_uids()
+        && selected.len() > 1
+    {
+        let _ = writeln!(
+            progress,
+            "note: checks run one at a time: without root every check runs as your uid, so only one at a time can be told apart and cleaned up"
+        );
+    }
+
+    // The app of ui and api checks: started once, stopped at the end whatever happens.
+    let mut seed = None;
+    let mut app_down: Option<String> = None;
+    if needs_app {
+        if !options.seed.is_empty() {
+            match start_seed(&sandbox, options) {
+                Ok(child) => seed = Some(child),
+                Err(e) => {
+                    app_down = Some(format!(
+                        "the seed app `{}` did not start: {e}",
+                        options.seed.join(" ")
+                    ))
+                }
+            }
+        }
+        if app_down.is_none()
+            && !app::wait_until_up(
+                &options.base_url,
+                options.timeout.min(Duration::from_secs(60)),
+            )
+        {
+            app_down = Some(format!(
+                "the app did not answer at {} in time",
+                options.base_url
+            ));
+        }
+    }
+    let spare: BTreeSet<i32> = seed.as_ref().map(|s: &SeedApp| s.pid).into_iter().collect();
+
+    let queue: Mutex<VecDeque<(usize, &Selected)>> =
+        Mutex::new(selected.iter().enumerate().collect());
+    let total = selected.len();
+    let mut results: Vec<CheckResult> = Vec::with_capacity(total);
+    std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::channel::<(usize, Timed, Vec<u8>)>();
+        for slot in 0..sandbox.slots().min(total.max(1)) {
+            let (queue, sandbox, spare, app_down, done) =
+                (&queue, &sandbox, &spare, &app_down, done.clone());
+            scope.spawn(move || {
+                loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                    let Some((n, selection)) = next else { break };
+                    let check = check_of(maps, selection);
+                    let (result, log) = match app_down {
+                        Some(reason) if check.kind.needs_network() => (
+                            blocked(
+                                &maps[selection.map],
+                                selection,
+                                check.kind,
+                                Network::Allowed,
+                                reason.clone(),
+                            ),
+                            Vec::new(),
+                        ),
+                        _ => run_one(sandbox, maps, selection, slot, options, spare),
+                    };
+                    if done.send((n, result, log)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done);
+        // Progress as each check ends, in the order they end; the report is sorted afterwards.
+        for (count, (n, result, log)) in finished.iter().enumerate() {
+            let selection = &selected[n];
+            let map = &maps[selection.map];
+            let label = format!("{}.{}", result.0.feature, result.0.check);
+            report_progress(
+                progress,
+                count + 1,
+                total,
+                &map.product,
+                &label,
+                &result,
+                &log,
+                options.actions,
+            );
+            results.push(result.0);
+        }
+    });
+    if let Some(seed) = seed {
+        seed.stop(&sandbox);
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    let mut checks = results;
+    checks.sort_by(|a, b| {
+        (&a.product, &a.feature, &a.check).cmp(&(&b.product, &b.feature, &b.check))
+    });
+    let report = BehaviourReport {
+        schema_version: 1,
+        checks,
+    };
+    let path = options.out.join("reports/behaviour.json");
+    write_atomic(&path, crate::output::json::render(&report).as_bytes())
+        .map_err(write_err(&path))?;
+    Ok(report)
+}
+
+fn check_of<'m>(maps: &'m [Map], s: &Selected) -> &'m crate::maps::Check {
+    &maps[s.map].features[s.feature].checks[s.check]
+}
+
+/// A result and the timing of the check (which never goes into the report).
+type Timed = (CheckResult, Duration);
+
+fn blocked(map: &Map, s: &Selected, kind: CheckKind, network: Network, reason: String) -> Timed {
+    (
+        result(map, s, kind, network, Status::Blocked, reason, Vec::new()),
+        Duration::ZERO,
+    )
+}
+
+fn result(
+    map: &Map,
+    s: &Selected,
+    kind: CheckKind,
+    network: Network,
+    status: Status,
+    reason: String,
+    artifacts: Vec<Artifact>,
+) -> CheckResult {
+    let feature = &map.features[s.feature];
+    CheckResult {
+        product: map.product.clone(),
+        feature: feature.id.value.clone(),
+        check: feature.checks[s.check].id.value.clone(),
+        kind,
+        selected_because: s.because.clone(),
+        network,
+        status,
+        reason,
+        artifacts,
+    }
+}
+
+/// The argv of a map's control tool, then `check`: a leading `aayu` is this very binary; a relative path
+/// is from the repository root.
+fn control_argv(map: &Map, options: &Options) -> Vec<String> {
+    let mut argv = map.control.clone();
+    if let Some(first) = argv.first_mut() {
+        if first == "aayu" {
+            *first = options.aayu.display().to_string();
+        } else if first.contains('/') && !first.starts_with('/') {
+            *first = options
+                .root
+                .join(first.trim_start_matches("./"))
+                .display()
+                .to_string();
+        }
+    }
+    argv.push("check".to_string());
+    argv
+}
+
+fn run_one(
+    sandbox: &Sandbox,
+    maps: &[Map],
+    s: &Selected,
+    slot: usize,
+    options: &Options,
+    spare: &BTreeSet<i32>,
+) -> (Timed, Vec<u8>) {
+    let map = &maps[s.map];
+    let feature = &map.features[s.feature];
+    let check = &feature.checks[s.check];
+    let network = check.kind.needs_network();
+    let planned = if network {
+        Network::Allowed
+    } else {
+        Network::Isolated
+    };
+    let label = format!("{}.{}", feature.id.value, check.id.value);
+    let argv = control_argv(map, options);
+    let Some(program) = argv.first() else {
+        return (
+            blocked(
+                map,
+                s,
+                check.kind,
+                planned,
+                "the map's `control` is empty: name the control tool's argv".to_string(),
+            ),
+            Vec::new(),
+        );
+    };
+    if sandbox.separate_uids() {
+        let resolved = resolve(program);
+        if !resolved
+            .as_ref()
+            .is_some_and(|p| sandbox.reachable(p, true))
+            || !sandbox.reachable(&options.root, false)
+        {
+            let reason = format!(
+                "the sandbox uid cannot run `{program}` from `{}`: make the toolchain and the checkout readable by other users (chmod o+rx on every folder on the way), or install the tool system-wide",
+                options.root.display()
+            );
+            return (blocked(map, s, check.kind, planned, reason), Vec::new());
+        }
+    }
+    let out = options
+        .out
+        .join(".out")
+        .join(format!("{}-{}", map.product, label));
+    let out = match (|| {
+        std::fs::create_dir_all(&out)?;
+        sandbox.give(slot, &out).map_err(std::io::Error::other)?;
+        Ok::<_, std::io::Error>(out)
+    })() {
+        Ok(out) => out,
+        Err(e) => {
+            return (
+                blocked(
+                    map,
+                    s,
+                    check.kind,
+                    planned,
+                    format!("cannot prepare the check's out folder: {e}"),
+                ),
+                Vec::new(),
+            );
+        }
+    };
+    let request = serde_json::json!({
+        "product": map.product,
+        "feature": feature.id.value,
+        "check": check.id.value,
+        "out": out,
+        "base_url": options.base_url,
+        "root": options.root,
+        "spec": check.spec,
+    });
+    let job = sandbox::Job {
+        argv: &argv,
+        cwd: &options.root,
+        slot,
+        network,
+        stdin: request.to_string().into_bytes(),
+        timeout: options.timeout,
+        env: Vec::new(),
+    };
+    let outcome = match sandbox.run(job, spare) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            return (
+                blocked(
+                    map,
+                    s,
+                    check.kind,
+                    planned,
+                    format!("the control tool `{program}` could not start: {e}"),
+                ),
+                Vec::new(),
+            );
+        }
+    };
+    let log = outcome.stderr.clone();
+    let network = outcome.network;
+    if network == Network::NotIsolated && options.require_isolation {
+        let reason = "the network filter could not be installed on this machine and `[verify] require_isolation` is set".to_string();
+        return (
+            (
+                blocked(map, s, check.kind, network, reason).0,
+                outcome.elapsed,
+            ),
+            log,
+        );
+    }
+    let (status, reason, artifacts) = judge(
+        &outcome,
+        options.timeout,
+        &out,
+        &options.out,
+        &format!("behaviour/{label}"),
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    (
+        (
+            result(map, s, check.kind, network, status, reason, artifacts),
+            outcome.elapsed,
+        ),
+        log,
+    )
+}
+
+/// Turns a control tool's outcome into a status: its own word when it kept the protocol, else blocked.
+fn judge(
+    outcome: &sandbox::Outcome,
+    timeout: Duration,
+    out: &Path,
+    run: &Path,
+    dest: &str,
+) -> (Status, String, Vec<Artifact>) {
+    let blocked = |reason: String| (Status::Blocked, reason, Vec::new());
+    let killed = if outcome.killed > 0 {
+        format!("; {} leftover process(es) were killed", outcome.killed)
+    } else {
+        String::new()
+    };
+    if outcome.timed_out {
+        return blocked(format!(
+            "the control tool ran past the limit of {} s and was killed with every process it started",
+            timeout.as_secs()
+        ));
+    }
+    if let Some(signal) = outcome.signal {
+        return blocked(format!(
+            "the control tool crashed (killed by signal {signal}){killed}"
+        ));
+    }
+    if outcome.stdout_truncated {
+        return blocked(format!(
+            "the control tool printed more than {} bytes on stdout (the rest was truncated); it must print one JSON result",
+            sandbox::OUTPUT_CAP
+        ));
+    }
+    let text = String::from_utf8_lossy(&outcome.stdout);
+    let parsed: ToolResult = match serde_json::from_str(text.trim()) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            let code = outcome
+                .code
+                .map_or_else(|| "no code".to_string(), |c| c.to_string());
+            let what = if text.trim().is_empty() {
+                "printed nothing on stdout".to_string()
+            } else {
+                format!("did not print one JSON result ({e})")
+            };
+            let stderr = String::from_utf8_lossy(&outcome.stderr);
+            let said: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+            let said = if said.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; its stderr ends: {}",
+                    said[said.len().saturating_sub(3)..].join(" | ")
+                )
+            };
+            return blocked(format!(
+                "the control tool exited with {code} and {what}{killed}{said}"
+            ));
+        }
+    };
+    let status = match parsed.status.as_str() {
+        "passed" => Status::Passed,
+        "failed" => Status::Failed,
+        "unreachable" => Status::Unreachable,
+        other => {
+            return blocked(format!(
+                "the control tool answered the unknown status `{other}` (passed, failed or unreachable)"
+            ));
+        }
+    };
+    let mut artifacts = Vec::new();
+    for artifact in &parsed.artifacts {
+        match copy_artifact(out, &artifact.path, run, dest) {
+            Ok((path, sha256, size)) => artifacts.push(Artifact {
+                path,
+                kind: artifact.kind,
+                sha256,
+                size,
+            }),
+            Err(why) => return blocked(format!("artifact `{}`: {why}", artifact.path)),
+        }
+    }
+    artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut reason = parsed.reason;
+    if !killed.is_empty() {
+        reason.push_str(&killed);
+    }
+    (
+        status,
+        reason.trim_start_matches("; ").to_string(),
+        artifacts,
+    )
+}
+
+/// Checks that an artifact stays inside `out` (no `..`, not absolute, no link leading out), then copies it
+/// into the run folder while hashing it, never holding it whole in memory.
+fn copy_artifact(
+    out: &Path,
+    rel: &str,
+    run: &Path,
+    dest: &str,
+) -> Result<(String, String, u64), String> {
+    let path = Path::new(rel);
+    if rel.is_empty() || path.is_absolute() || rel.contains('\\') || rel.contains('\0') {
+        return Err("an artifact path must be relative to `out`".to_string());
+    }
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err("an artifact path may not contain `..` or `.`".to_string());
+    }
+    let out_real = out
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve `out`: {e}"))?;
+    let real = out
+        .join(path)
+        .canonicalize()
+        .map_err(|e| format!("does not exist ({e})"))?;
+    if !real.starts_with(&out_real) {
+        return Err("resolves outside the check's `out` folder (a symbolic link?)".to_string());
+    }
+    let mut source = std::fs::File::open(&real).map_err(|e| format!("cannot be read: {e}"))?;
+    if !source.metadata().is_ok_and(|m| m.is_file()) {
+        return Err("is not a regular file".to_string());
+    }
+    let clean: Vec<&str> = path
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .collect();
+    let relative = format!("{dest}/{}", clean.join("/"));
+    let target = run.join(&relative);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot be copied: {e}"))?;
+    }
+    let mut sink = HashingFile {
+        file: std::fs::File::create(&target).map_err(|e| format!("cannot be copied: {e}"))?,
+        hash: Sha256::new(),
+        size: 0,
+    };
+    std::io::copy(&mut source, &mut sink).map_err(|e| format!("cannot be copied: {e}"))?;
+    let digest = sink.hash.finalize();
+    let sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok((relative, sha256, sink.size))
+}
+
+struct HashingFile {
+    file: std::fs::File,
+    hash: Sha256,
+    size: u64,
+}
+
+impl Write for HashingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hash.update(&buf[..n]);
+        self.size += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Finds a program on `PATH` (or takes a path as it is).
+fn resolve(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report_progress(
+    out: &mut dyn Write,
+    n: usize,
+    total: usize,
+    product: &str,
+    label: &str,
+    result: &Timed,
+    log: &[u8],
+    actions: bool,
+) {
+    let (r, elapsed) = result;
+    let why = if r.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", r.reason)
+    };
+    let line = format!(
+        "[{n}/{total}] {product} {label}: {} ({:.1} s){why}",
+        r.status.as_str(),
+        elapsed.as_secs_f64()
+    );
+    if actions {
+        // The product's output is data: wrapped so that it cannot issue workflow commands.
+        let token = random_token();
+        let _ = writeln!(
+            out,
+            "::group::{}",
+            crate::output::github::escape_data(&line)
+        );
+        let _ = writeln!(out, "::stop-commands::{token}");
+        let _ = out.write_all(log);
+        let _ = writeln!(out, "\n::{token}::");
+        let _ = writeln!(out, "::endgroup::");
+    } else {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// A token no product could guess in advance, for `::stop-commands::`.
+fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .is_err()
+    {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes[..16].copy_from_slice(&nanos.to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes a file whole or not at all: a temporary file beside it, then a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The seed app of a run.
+struct SeedApp {
+    pid: i32,
+    child: std::process::Child,
+}
+
+impl SeedApp {
+    /// Stops the app's whole process group (or every process of its uid).
+    fn stop(mut self, sandbox: &Sandbox) {
+        let owner = match sandbox.uid(usize::MAX) {
+            Some(uid) => sandbox::procs::Owner::Uid(uid),
+            None => sandbox::procs::Owner::Tree {
+                leader: self.pid,
+                keep: BTreeSet::new(),
+            },
+        };
+        sandbox::procs::kill_all(&owner);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_seed(sandbox: &Sandbox, options: &Options) -> std::io::Result<SeedApp> {
+    let child = sandbox.spawn_detached(&options.seed, &options.root)?;
+    Ok(SeedApp {
+        pid: child.id() as i32,
+        child,
+    })
+}

@@ -1,0 +1,58 @@
+//! The one place with `unsafe`: the steps a sandboxed child takes between `fork` and `exec`.
+//!
+//! Only async-signal-safe system calls run here (the child of a multi-threaded process may not allocate
+//! or take locks): each is a thin `nix` or `seccompiler` wrapper around one syscall.
+#![allow(unsafe_code)]
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use nix::sys::resource::{Resource, setrlimit};
+use nix::unistd::{Gid, Uid, setgid, setgroups, setsid, setuid};
+use seccompiler::BpfProgram;
+
+/// What the child does to itself before it runs product code.
+pub struct Confinement {
+    /// Drop to this uid and gid, with no supplementary groups (only when aayu runs as root).
+    pub ids: Option<(u32, u32)>,
+    /// The seccomp filter refusing inet sockets and io_uring (no-network checks).
+    pub filter: Option<BpfProgram>,
+    /// Limit the number of processes of the uid (only meaningful with a uid of its own).
+    pub nproc: Option<u64>,
+}
+
+const CORE: u64 = 0;
+const NOFILE: u64 = 4096;
+const FSIZE: u64 = 8 << 30;
+
+/// Arranges for `command`'s child to confine itself before `exec`.
+pub fn confine(command: &mut Command, confinement: Confinement) {
+    let hook = move || -> std::io::Result<()> {
+        // A session of its own: the check's processes share a process group that can be killed whole.
+        setsid()?;
+        if let Some((uid, gid)) = confinement.ids {
+            // Groups first (needs root), then the gid, then the uid, after which nothing can be regained.
+            setgroups(&[])?;
+            setgid(Gid::from_raw(gid))?;
+            setuid(Uid::from_raw(uid))?;
+        }
+        nix::sys::prctl::set_no_new_privs()?;
+        setrlimit(Resource::RLIMIT_CORE, CORE, CORE)?;
+        setrlimit(Resource::RLIMIT_NOFILE, NOFILE, NOFILE)?;
+        setrlimit(Resource::RLIMIT_FSIZE, FSIZE, FSIZE)?;
+        if let Some(nproc) = confinement.nproc {
+            setrlimit(Resource::RLIMIT_NPROC, nproc, nproc)?;
+        }
+        if let Some(filter) = &confinement.filter {
+            seccompiler::apply_filter(filter)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOSYS))?;
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs in the forked child before exec and calls only async-signal-safe syscalls
+    // (setsid, setgroups with an empty list, setgid, setuid, prctl, setrlimit, seccomp); it allocates
+    // nothing, takes no lock and touches no state shared with the parent's other threads.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
