@@ -201,13 +201,12 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn unbuilt_parts_of_verify_exit_2() {
+fn verify_needs_a_mode_and_its_unbuilt_parts_exit_2() {
     let dir = tempfile::tempdir().expect("temp");
     let out = run(aayu_in(dir.path()).arg("verify"));
     assert_eq!(out.code, 2);
     assert!(
-        out.stderr
-            .contains("without `--map` runs the behaviour floor, which is not built yet"),
+        out.stderr.starts_with("error: say what to verify: `--map`, `--check"),
         "{}",
         out.stderr
     );
