@@ -66,6 +66,10 @@ impl Network {
 /// Why the sandbox could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
+    #[error(
+        "every sandbox uid from {first} to {last} is in use by other aayu runs on this machine"
+    )]
+    NoUid { first: u32, last: u32 },
     #[error("cannot prepare the sandbox folder `{path}`")]
     Folder {
         path: PathBuf,
@@ -79,9 +83,11 @@ pub struct Sandbox {
     dir: tempfile::TempDir,
     /// The allow-listed environment shared by every process (without HOME, TMPDIR, CARGO_TARGET_DIR).
     env: BTreeMap<String, OsString>,
-    /// The first uid of the slots, when aayu runs as root.
-    first_uid: Option<u32>,
-    last_uid: u32,
+    /// The uid of each slot, and last the seed app's, when aayu runs as root.
+    uids: Vec<u32>,
+    /// Locks on those uids, held for the whole run: two aayu runs on one machine never share a uid,
+    /// so killing one run's processes by uid never touches the other's.
+    _locks: Vec<nix::fcntl::Flock<std::fs::File>>,
     slots: usize,
     filter: Option<BpfProgram>,
 }
@@ -144,20 +150,27 @@ impl Sandbox {
             })?;
         // Traversable by the slot uids, readable by nobody else.
         set_mode(dir.path(), 0o711)?;
-        let slots = if root {
-            let [first, last] = settings.uids;
-            let available = (last - first) as usize; // the last uid is kept for the seed app
-            settings.jobs.clamp(1, available.max(1))
+        let (uids, locks, slots) = if root {
+            // One uid per slot plus one for the seed app, each one locked for this run.
+            let (uids, locks) = lock_uids(settings.uids, settings.jobs.max(1) + 1);
+            if uids.len() < 2 {
+                return Err(SandboxError::NoUid {
+                    first: settings.uids[0],
+                    last: settings.uids[1],
+                });
+            }
+            let slots = uids.len() - 1;
+            (uids, locks, slots)
         } else {
             // Without root every check runs as aayu's own uid: one at a time, so that every process a
             // check leaves behind can be told apart from another check's and killed.
-            1
+            (Vec::new(), Vec::new(), 1)
         };
         Ok(Sandbox {
             dir,
             env: allowed_env(settings),
-            first_uid: root.then_some(settings.uids[0]),
-            last_uid: settings.uids[1],
+            uids,
+            _locks: locks,
             slots,
             filter: network_filter(),
         })
@@ -170,17 +183,16 @@ impl Sandbox {
 
     /// Whether product code runs as uids of its own (aayu is root).
     pub fn separate_uids(&self) -> bool {
-        self.first_uid.is_some()
+        !self.uids.is_empty()
     }
 
-    /// The uid of a slot (the seed app's slot, `usize::MAX`, has the range's last uid), when aayu is root.
+    /// The uid of a slot (the seed app's slot is `usize::MAX`), when aayu is root.
     pub fn uid(&self, slot: usize) -> Option<u32> {
-        let first = self.first_uid?;
-        Some(if slot == usize::MAX {
-            self.last_uid
+        if slot == usize::MAX {
+            self.uids.last().copied()
         } else {
-            first + slot as u32
-        })
+            self.uids.get(slot).copied()
+        }
     }
 
     /// A fresh folder owned by the slot's uid, for one process (HOME, TMPDIR, out).
@@ -227,7 +239,7 @@ impl Sandbox {
     /// Whether a path can be reached (and executed, for a file) by a slot uid: every folder on the way
     /// needs `o+x`. Always true without separate uids.
     pub fn reachable(&self, path: &Path, execute: bool) -> bool {
-        if self.first_uid.is_none() {
+        if self.uids.is_empty() {
             return true;
         }
         let mut ok = true;
@@ -411,7 +423,10 @@ impl Sandbox {
                 keep: keep.clone(),
             },
         };
-        let killed = procs::kill_all(&owner);
+        let killed = procs::kill_all(&owner, Some(leader))
+            .into_iter()
+            .filter(|pid| *pid != leader)
+            .count();
         let status = match status {
             Some(status) => status,
             None => {
@@ -434,9 +449,39 @@ impl Sandbox {
             stderr,
             network,
             elapsed: started.elapsed(),
-            killed: killed.saturating_sub(usize::from(timed_out)),
+            killed,
         })
     }
+}
+
+/// Takes up to `want` uids of the range that no other aayu run on this machine holds, locking each
+/// (`flock` on a file per uid in the temp folder) for as long as the locks live.
+fn lock_uids(
+    [first, last]: [u32; 2],
+    want: usize,
+) -> (Vec<u32>, Vec<nix::fcntl::Flock<std::fs::File>>) {
+    let mut uids = Vec::new();
+    let mut locks = Vec::new();
+    for uid in first..=last {
+        if uids.len() == want {
+            break;
+        }
+        let path = std::env::temp_dir().join(format!("aayu-sandbox-uid-{uid}.lock"));
+        let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+        else {
+            continue;
+        };
+        if let Ok(lock) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        {
+            uids.push(uid);
+            locks.push(lock);
+        }
+    }
+    (uids, locks)
 }
 
 /// Reads a pipe to its end, keeping the first [`OUTPUT_CAP`] bytes.

@@ -206,7 +206,8 @@ fn verify_needs_a_mode_and_its_unbuilt_parts_exit_2() {
     let out = run(aayu_in(dir.path()).arg("verify"));
     assert_eq!(out.code, 2);
     assert!(
-        out.stderr.starts_with("error: say what to verify: `--map`, `--check"),
+        out.stderr
+            .starts_with("error: say what to verify: `--map`, `--check"),
         "{}",
         out.stderr
     );

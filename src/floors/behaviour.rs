@@ -163,6 +163,7 @@ pub fn run(
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
             .map_err(write_err(dir))?;
     }
+    prefetch(maps, selected, options, progress);
     let sandbox = Sandbox::new(&options.sandbox)?;
     if options.sandbox.jobs > 1
         && sandbox.slots() == 1
@@ -689,6 +690,106 @@ fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Fetches the dependencies of the packages the built-in step runner will build or test, before the
+/// sandbox starts (it runs offline): `cargo fetch` (which also writes a missing `Cargo.lock`) or
+/// `go mod download`. Downloads only; no product code runs. A failure is reported and the check's own
+/// offline build then says what is missing.
+fn prefetch(maps: &[Map], selected: &[Selected], options: &Options, progress: &mut dyn Write) {
+    let mut packages: BTreeSet<String> = BTreeSet::new();
+    for s in selected {
+        let map = &maps[s.map];
+        if map.control.first().map(String::as_str) != Some("aayu") {
+            continue;
+        }
+        let steps = check_of(maps, s)
+            .spec
+            .get("steps")
+            .and_then(serde_json::Value::as_array);
+        for step in steps.into_iter().flatten() {
+            if let Some(dir) = step.get("build").and_then(serde_json::Value::as_str) {
+                packages.insert(dir.to_string());
+            }
+            if let Some(dir) = step
+                .get("test")
+                .and_then(|t| t.get("package"))
+                .and_then(serde_json::Value::as_str)
+            {
+                packages.insert(dir.to_string());
+            }
+        }
+    }
+    // The downloads need the network and the real caches, but no secret: only these names pass.
+    const FETCH_ENV: [&str; 16] = [
+        "PATH",
+        "HOME",
+        "LANG",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "RUSTUP_TOOLCHAIN",
+        "GOPATH",
+        "GOMODCACHE",
+        "GOPROXY",
+        "GONOSUMDB",
+        "GOPRIVATE",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    ];
+    let env: Vec<(&String, &String)> = options
+        .sandbox
+        .process_env
+        .iter()
+        .filter(|(k, _)| FETCH_ENV.contains(&k.as_str()))
+        .collect();
+    // Run from a neutral folder: cargo reads `.cargo/config.toml` from the working directory upwards, and
+    // a pull request's config (a credential provider, say) must not run here, outside the sandbox.
+    let neutral = std::env::temp_dir();
+    for package in packages {
+        let dir = options.root.join(&package);
+        let mut command = if dir.join("Cargo.toml").is_file() {
+            let mut c = std::process::Command::new("cargo");
+            c.args(["fetch", "--quiet", "--manifest-path"])
+                .arg(dir.join("Cargo.toml"))
+                .current_dir(&neutral);
+            c
+        } else if let Some(module) = dir
+            .ancestors()
+            .find(|d| d.join("go.mod").is_file())
+            .filter(|d| d.starts_with(&options.root))
+        {
+            let mut c = std::process::Command::new("go");
+            c.args(["mod", "download"]).current_dir(module);
+            c
+        } else {
+            continue;
+        };
+        command
+            .env_clear()
+            .envs(env.iter().copied())
+            .env("GOTOOLCHAIN", "local")
+            .stdin(std::process::Stdio::null());
+        match command.output() {
+            Ok(output) if output.status.success() => {}
+            Ok(output) => {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let _ = writeln!(
+                    progress,
+                    "warning: fetching the dependencies of `{package}` failed: {}",
+                    stderr.trim()
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    progress,
+                    "warning: cannot fetch the dependencies of `{package}`: {e}"
+                );
+            }
+        }
+    }
+}
+
 /// Writes a file whole or not at all: a temporary file beside it, then a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -715,7 +816,7 @@ impl SeedApp {
                 keep: BTreeSet::new(),
             },
         };
-        sandbox::procs::kill_all(&owner);
+        sandbox::procs::kill_all(&owner, Some(self.pid));
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -60,8 +60,9 @@ pub enum Owner {
 }
 
 /// Kills every process of `owner` with SIGKILL until none is left (bounded), reaping those that were
-/// re-parented to aayu. Returns how many were killed.
-pub fn kill_all(owner: &Owner) -> usize {
+/// re-parented to aayu, except `child`, which its `std::process::Child` handle reaps. Returns the pids it
+/// killed.
+pub fn kill_all(owner: &Owner, child: Option<i32>) -> BTreeSet<i32> {
     let me = std::process::id() as i32;
     let mut killed = BTreeSet::new();
     for _ in 0..50 {
@@ -84,16 +85,19 @@ pub fn kill_all(owner: &Owner) -> usize {
             let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
             killed.insert(p.pid);
         }
-        for p in targets.iter().filter(|p| p.ppid == me) {
+        for p in targets
+            .iter()
+            .filter(|p| p.ppid == me && Some(p.pid) != child)
+        {
             let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     // Orphans that died between the scans are still aayu's zombies: reap them.
-    for pid in &killed {
+    for pid in killed.iter().filter(|pid| Some(**pid) != child) {
         let _ = waitpid(Pid::from_raw(*pid), Some(WaitPidFlag::WNOHANG));
     }
-    killed.len()
+    killed
 }
 
 #[cfg(test)]

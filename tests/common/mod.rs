@@ -145,3 +145,48 @@ pub fn feature_md(block: &str, checks: &[&str]) -> String {
         "# Feature\n\nWhat it does.\n\n```json\n{block}\n```\n\n## Sub-features\n\n- one\n\n## How to reach it\n\nRun it.\n\n## Behaviour checks\n\n{checks}## Gotchas\n\nNone.\n"
     )
 }
+
+/// Whether the tests run as root: then aayu runs product code as the sandbox's own uids.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// A folder anyone may write, for a control tool to leave notes the test reads (pids, marks).
+pub fn shared_dir() -> TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("aayu-shared-")
+        .tempdir()
+        .expect("temp dir");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    dir
+}
+
+/// Passes the test's own Rust toolchain to aayu, as a developer's shell would have it: the scrubbed
+/// environment has a HOME of its own, where rustup would find no toolchain.
+pub fn with_toolchain(cmd: &mut Command) -> &mut Command {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let rustup_home =
+        std::env::var_os("RUSTUP_HOME").map_or_else(|| home.join(".rustup"), PathBuf::from);
+    let cargo_home =
+        std::env::var_os("CARGO_HOME").map_or_else(|| home.join(".cargo"), PathBuf::from);
+    cmd.env("RUSTUP_HOME", rustup_home)
+        .env("CARGO_HOME", &cargo_home);
+    if let Some(toolchain) = std::env::var_os("RUSTUP_TOOLCHAIN") {
+        cmd.env("RUSTUP_TOOLCHAIN", toolchain);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![cargo_home.join("bin")];
+    dirs.extend(std::env::split_paths(&path));
+    cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+    cmd
+}
