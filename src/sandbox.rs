@@ -236,6 +236,11 @@ impl Sandbox {
         Ok(path)
     }
 
+    /// The value the sandbox gives a variable, if any (to find the toolchain the sandbox will use).
+    pub fn env_value(&self, name: &str) -> Option<&OsString> {
+        self.env.get(name)
+    }
+
     /// Whether a path can be reached (and executed, for a file) by a slot uid: every folder on the way
     /// needs `o+x`. Always true without separate uids.
     pub fn reachable(&self, path: &Path, execute: bool) -> bool {
@@ -547,7 +552,7 @@ fn allowed_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
     env.insert("CARGO_NET_OFFLINE".into(), "true".into());
     // Go: the toolchain and module cache read-only, no toolchain downloads, the build cache per HOME.
     for name in ["GOROOT", "GOMODCACHE", "GOPROXY"] {
-        if let Some(value) = from(name) {
+        if let Some(value) = from(name).or_else(|| go_env(name, &settings.process_env)) {
             env.insert(name.into(), value.into());
         }
     }
@@ -562,6 +567,20 @@ fn allowed_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
         }
     }
     env
+}
+
+/// What `go env NAME` says in aayu's own environment (the module cache lives under the real HOME, which the
+/// sandbox does not have); `None` without Go.
+fn go_env(name: &str, process_env: &BTreeMap<String, String>) -> Option<String> {
+    let output = Command::new("go")
+        .args(["env", name])
+        .env_clear()
+        .envs(process_env.iter().filter(|(k, _)| !is_secret_name(k)))
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let value = String::from_utf8(output.stdout).ok()?.trim().to_string();
+    (output.status.success() && !value.is_empty()).then_some(value)
 }
 
 /// The toolchain rustup would pick here, so that a fresh HOME does not change it.

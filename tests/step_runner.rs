@@ -305,3 +305,43 @@ fn api_checks_reach_the_seed_app_which_is_stopped_afterwards() {
         "the seed app was stopped"
     );
 }
+
+#[test]
+fn a_toolchain_the_sandbox_uid_cannot_run_blocks_with_the_fix() {
+    if !common::is_root() {
+        return; // Without root the sandbox runs as the user, who can run their own toolchain.
+    }
+    let repo = notes_repo();
+    let hidden = tempfile::Builder::new()
+        .prefix("aayu-private-")
+        .tempdir()
+        .expect("temp");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(hidden.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let cargo = hidden.path().join("cargo");
+    std::fs::write(&cargo, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        hidden.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .env("PATH", path)
+        .args(["verify", "--check", "mark-done", "--json", "--out", "run"]));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let check = &parse(&out)["checks"][0];
+    assert_eq!(check["status"], "blocked");
+    let reason = check["reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with(&format!(
+            "the sandbox uid cannot run `cargo` at `{}`",
+            cargo.display()
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("make the toolchain readable by other users"),
+        "{reason}"
+    );
+}

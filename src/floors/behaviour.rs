@@ -364,7 +364,7 @@ fn run_one(
         );
     };
     if sandbox.separate_uids() {
-        let resolved = resolve(program);
+        let resolved = resolve_in(program, sandbox.env_value("PATH"));
         if !resolved
             .as_ref()
             .is_some_and(|p| sandbox.reachable(p, true))
@@ -376,6 +376,9 @@ fn run_one(
             );
             return (blocked(map, s, check.kind, planned, reason), Vec::new());
         }
+    }
+    if let Some(reason) = toolchain_unreachable(sandbox, map, &check.spec, options) {
+        return (blocked(map, s, check.kind, planned, reason), Vec::new());
     }
     let out = options
         .out
@@ -625,14 +628,66 @@ impl Write for HashingFile {
     }
 }
 
-/// Finds a program on `PATH` (or takes a path as it is).
-fn resolve(program: &str) -> Option<PathBuf> {
+/// Finds a program on the sandbox's `PATH` (or takes a path as it is).
+fn resolve_in(program: &str, path: Option<&std::ffi::OsString>) -> Option<PathBuf> {
     if program.contains('/') {
         return Some(PathBuf::from(program));
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
+    std::env::split_paths(path?)
         .map(|d| d.join(program))
         .find(|p| p.is_file())
+}
+
+/// For the built-in step runner: the toolchain its `build` and `test` steps need (cargo and the rustup
+/// toolchain, or go), when the sandbox uid cannot run it; checked up front so that the check is blocked
+/// with the fix instead of failing inside cargo with "permission denied".
+fn toolchain_unreachable(
+    sandbox: &Sandbox,
+    map: &Map,
+    spec: &serde_json::Value,
+    options: &Options,
+) -> Option<String> {
+    if !sandbox.separate_uids() || map.control.first().map(String::as_str) != Some("aayu") {
+        return None;
+    }
+    let steps = spec.get("steps").and_then(serde_json::Value::as_array)?;
+    let mut tools = BTreeSet::new();
+    for step in steps {
+        let package = step
+            .get("build")
+            .and_then(serde_json::Value::as_str)
+            .or_else(|| {
+                step.get("test")
+                    .and_then(|t| t.get("package"))
+                    .and_then(serde_json::Value::as_str)
+            });
+        if let Some(package) = package {
+            tools.insert(if options.root.join(package).join("Cargo.toml").is_file() {
+                "cargo"
+            } else {
+                "go"
+            });
+        }
+    }
+    for tool in tools {
+        let found = resolve_in(tool, sandbox.env_value("PATH"));
+        let mut reachable = found.as_ref().is_some_and(|p| sandbox.reachable(p, true));
+        if tool == "cargo" {
+            if let Some(home) = sandbox.env_value("RUSTUP_HOME") {
+                reachable &= sandbox.reachable(&Path::new(home).join("toolchains"), false);
+            }
+        }
+        if !reachable {
+            let at = found.map_or_else(
+                || "on PATH".to_string(),
+                |p| format!("at `{}`", p.display()),
+            );
+            return Some(format!(
+                "the sandbox uid cannot run `{tool}` {at}: make the toolchain readable by other users (chmod o+rx on its folders and every folder above them), or install it system-wide"
+            ));
+        }
+    }
+    None
 }
 
 #[allow(clippy::too_many_arguments)]
