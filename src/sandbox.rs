@@ -195,30 +195,27 @@ impl Sandbox {
         }
     }
 
-    /// A fresh folder owned by the slot's uid, for one process (HOME, TMPDIR, out).
+    /// A fresh folder owned by the slot's uid, for one process (HOME, TMPDIR).
     pub fn fresh_dir(&self, slot: usize, name: &str) -> Result<PathBuf, SandboxError> {
         let path = self.dir.path().join(name);
         let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).map_err(|source| SandboxError::Folder {
-            path: path.clone(),
-            source,
-        })?;
-        self.give(slot, &path)?;
+        self.prepare(slot, &path)?;
         Ok(path)
     }
 
-    /// Hands a folder to the slot's uid (as root), with no access for others.
-    pub fn give(&self, slot: usize, path: &Path) -> Result<(), SandboxError> {
+    /// Creates a folder (anywhere) and hands it to the slot's uid (as root), with no access for others.
+    pub fn prepare(&self, slot: usize, path: &Path) -> Result<(), SandboxError> {
+        let failed = |source: std::io::Error| SandboxError::Folder {
+            path: path.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(path).map_err(failed)?;
         if let Some(uid) = self.uid(slot) {
-            nix::unistd::chown(
-                path,
-                Some(nix::unistd::Uid::from_raw(uid)),
-                Some(nix::unistd::Gid::from_raw(uid)),
-            )
-            .map_err(|e| SandboxError::Folder {
-                path: path.to_path_buf(),
-                source: e.into(),
-            })?;
+            let id = (
+                nix::unistd::Uid::from_raw(uid),
+                nix::unistd::Gid::from_raw(uid),
+            );
+            nix::unistd::chown(path, Some(id.0), Some(id.1)).map_err(|e| failed(e.into()))?;
         }
         set_mode(path, 0o700)
     }
@@ -227,11 +224,7 @@ impl Sandbox {
     pub fn target_dir(&self, slot: usize) -> Result<PathBuf, SandboxError> {
         let path = self.dir.path().join(format!("slot-{slot}-target"));
         if !path.exists() {
-            std::fs::create_dir_all(&path).map_err(|source| SandboxError::Folder {
-                path: path.clone(),
-                source,
-            })?;
-            self.give(slot, &path)?;
+            self.prepare(slot, &path)?;
         }
         Ok(path)
     }

@@ -349,20 +349,13 @@ fn run_one(
     } else {
         Network::Isolated
     };
+    let block = |reason: String| (blocked(map, s, check.kind, planned, reason), Vec::new());
     let label = format!("{}.{}", feature.id.value, check.id.value);
     let argv = control_argv(map, options);
-    let Some(program) = argv.first() else {
-        return (
-            blocked(
-                map,
-                s,
-                check.kind,
-                planned,
-                "the map's `control` is empty: name the control tool's argv".to_string(),
-            ),
-            Vec::new(),
-        );
-    };
+    let program = argv.first().map_or("", String::as_str);
+    if map.control.is_empty() {
+        return block("the map's `control` is empty: name the control tool's argv".to_string());
+    }
     if sandbox.separate_uids() {
         let resolved = resolve_in(program, sandbox.env_value("PATH"));
         if !resolved
@@ -370,39 +363,22 @@ fn run_one(
             .is_some_and(|p| sandbox.reachable(p, true))
             || !sandbox.reachable(&options.root, false)
         {
-            let reason = format!(
+            return block(format!(
                 "the sandbox uid cannot run `{program}` from `{}`: make the toolchain and the checkout readable by other users (chmod o+rx on every folder on the way), or install the tool system-wide",
                 options.root.display()
-            );
-            return (blocked(map, s, check.kind, planned, reason), Vec::new());
+            ));
         }
     }
     if let Some(reason) = toolchain_unreachable(sandbox, map, &check.spec, options) {
-        return (blocked(map, s, check.kind, planned, reason), Vec::new());
+        return block(reason);
     }
     let out = options
         .out
         .join(".out")
         .join(format!("{}-{}", map.product, label));
-    let out = match (|| {
-        std::fs::create_dir_all(&out)?;
-        sandbox.give(slot, &out).map_err(std::io::Error::other)?;
-        Ok::<_, std::io::Error>(out)
-    })() {
-        Ok(out) => out,
-        Err(e) => {
-            return (
-                blocked(
-                    map,
-                    s,
-                    check.kind,
-                    planned,
-                    format!("cannot prepare the check's out folder: {e}"),
-                ),
-                Vec::new(),
-            );
-        }
-    };
+    if let Err(e) = sandbox.prepare(slot, &out) {
+        return block(format!("cannot prepare the check's out folder: {e}"));
+    }
     let request = serde_json::json!({
         "product": map.product,
         "feature": feature.id.value,
@@ -423,18 +399,7 @@ fn run_one(
     };
     let outcome = match sandbox.run(job, spare) {
         Ok(outcome) => outcome,
-        Err(e) => {
-            return (
-                blocked(
-                    map,
-                    s,
-                    check.kind,
-                    planned,
-                    format!("the control tool `{program}` could not start: {e}"),
-                ),
-                Vec::new(),
-            );
-        }
+        Err(e) => return block(format!("the control tool `{program}` could not start: {e}")),
     };
     let log = outcome.stderr.clone();
     let network = outcome.network;
