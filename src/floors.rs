@@ -3,4 +3,6 @@
 
 pub(crate) mod behaviour;
 pub(crate) mod feature_map;
+pub(crate) mod red_on_base;
 pub(crate) mod scan;
+pub(crate) mod tests;

@@ -292,6 +292,81 @@ impl Repo {
     }
 }
 
+impl Repo {
+    /// The merge base of two commits, or `None` when the history does not have one (a shallow clone).
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<Oid>, GitError> {
+        let a = self.commit(a)?.id();
+        let b = self.commit(b)?.id();
+        Ok(self.repo.merge_base(a, b).ok())
+    }
+
+    /// Writes the tree of `commit` into `dir` (which need not be in the repository), leaving the
+    /// repository's own index and working tree alone.
+    pub fn checkout_into(&self, commit: Oid, dir: &Path) -> Result<(), GitError> {
+        let fail = |source| GitError::Revision {
+            rev: commit.to_string(),
+            source,
+        };
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(fail)?;
+        let mut options = git2::build::CheckoutBuilder::new();
+        options
+            .target_dir(dir)
+            .update_index(false)
+            .force()
+            .recreate_missing(true);
+        self.repo
+            .checkout_tree(tree.as_object(), Some(&mut options))
+            .map_err(fail)
+    }
+
+    /// The message of a commit, for its trailers.
+    pub fn message(&self, rev: &str) -> Result<String, GitError> {
+        Ok(self.commit(rev)?.message().unwrap_or_default().to_string())
+    }
+
+    /// The full SHA of a revision.
+    pub fn sha(&self, rev: &str) -> Result<String, GitError> {
+        Ok(self.commit(rev)?.id().to_string())
+    }
+
+    /// Whether git ignores a repository path.
+    pub fn is_ignored(&self, path: &str) -> bool {
+        self.repo.is_path_ignored(path).unwrap_or(false)
+    }
+
+    /// `owner/name` from the `origin` remote's URL, when it is a GitHub-style URL.
+    pub fn origin_slug(&self) -> Option<String> {
+        let remote = self.repo.find_remote("origin").ok()?;
+        let url = remote
+            .url()
+            .ok()?
+            .trim_end_matches('/')
+            .trim_end_matches(".git")
+            .to_string();
+        let tail = url.rsplit_once(':').map_or(url.as_str(), |(_, t)| t);
+        let parts: Vec<&str> = tail.rsplit('/').take(2).collect();
+        (parts.len() == 2 && !parts[0].is_empty() && !parts[1].is_empty())
+            .then(|| format!("{}/{}", parts[1], parts[0]))
+    }
+
+    /// A file on a branch: the local branch, else `origin`'s copy of it.
+    pub fn file_on_branch(&self, branch: &str, path: &str) -> Option<Vec<u8>> {
+        for reference in [
+            format!("refs/heads/{branch}"),
+            format!("refs/remotes/origin/{branch}"),
+        ] {
+            if let Ok(Some(bytes)) = self.file_at(&reference, path) {
+                return Some(bytes);
+            }
+        }
+        None
+    }
+}
+
 /// The id git gives a blob with these bytes (what `git hash-object` prints), without touching the disk.
 pub fn blob_id(bytes: &[u8]) -> Option<Oid> {
     Oid::hash_object(ObjectType::Blob, bytes).ok()

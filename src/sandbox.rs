@@ -176,6 +176,15 @@ impl Sandbox {
         })
     }
 
+    /// What a no-network process here really gets: `isolated` when the filter can be installed.
+    pub fn no_network(&self) -> Network {
+        if self.filter.is_some() {
+            Network::Isolated
+        } else {
+            Network::NotIsolated
+        }
+    }
+
     /// How many checks run at once.
     pub fn slots(&self) -> usize {
         self.slots

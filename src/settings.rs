@@ -94,23 +94,16 @@ pub struct VerifyOptions {
     pub story: Option<u64>,
     pub out: Option<PathBuf>,
     pub jobs: Option<usize>,
+    pub ci: bool,
+    pub red_on_base: bool,
+    pub ready: Option<PathBuf>,
     /// Flags of parts of `verify` that are not built yet, as typed, so the command can say which.
     pub unbuilt: Vec<&'static str>,
 }
 
 impl VerifyOptions {
     pub fn from_matches(m: &ArgMatches) -> Result<VerifyOptions, Failure> {
-        let mut unbuilt = Vec::new();
-        for name in ["ready"] {
-            if m.contains_id(name) && m.value_source(name).is_some() {
-                unbuilt.push(name);
-            }
-        }
-        for name in ["ci", "red-on-base"] {
-            if m.get_flag(name) {
-                unbuilt.push(name);
-            }
-        }
+        let unbuilt: Vec<&'static str> = Vec::new();
         Ok(VerifyOptions {
             map: m.get_flag("map"),
             json: m.get_flag("json"),
@@ -123,6 +116,9 @@ impl VerifyOptions {
             jobs: m
                 .get_one::<u64>("jobs")
                 .map(|&n| usize::try_from(n).unwrap_or(usize::MAX)),
+            ci: m.get_flag("ci"),
+            red_on_base: m.get_flag("red-on-base"),
+            ready: m.get_one::<PathBuf>("ready").cloned(),
             unbuilt,
         })
     }

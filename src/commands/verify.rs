@@ -22,11 +22,16 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
             .with_hint("it lands with the proof pack; `aayu verify --map` and `aayu verify --check` work today"));
     }
     let behaviour = options.check.is_some() || options.base.is_some() || options.head.is_some();
+    if options.ci && options.map {
+        return Err(Failure::usage(
+            "`--ci` already runs the feature-map floor: leave out `--map`",
+        ));
+    }
     if options.map && behaviour {
         return Err(Failure::usage("`--map` checks the maps only; it does not combine with `--check`, `--base` or `--head`")
             .with_hint("run them one after the other"));
     }
-    if !options.map && !behaviour {
+    if !options.map && !behaviour && !options.ci {
         return Err(Failure::usage("say what to verify: `--map`, `--check <feature>[.<check>]|all`, or `--base REV --head REV`")
             .with_hint("`aayu verify --map` checks the feature maps against the source"));
     }
@@ -37,6 +42,10 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
         (None, None) => ".".into(),
     };
     let repo = Repo::discover(&start).map_err(git_failure)?;
+    if options.ci {
+        // The gate reads the base commit's configuration, not the working tree's.
+        return crate::commands::ci::run(ctx, &repo, &options, &start, git_failure);
+    }
     // Like git -C, a relative `--config` is taken from the directory aayu runs in.
     let config = Config::load(repo.root(), options.config.as_deref(), &start)
         .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;

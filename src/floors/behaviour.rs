@@ -738,6 +738,23 @@ fn prefetch(maps: &[Map], selected: &[Selected], options: &Options, progress: &m
             }
         }
     }
+    fetch_dependencies(
+        &options.root,
+        &packages,
+        &options.sandbox.process_env,
+        progress,
+    );
+}
+
+/// Fetches the dependencies of package folders under `root`: `cargo fetch` or `go mod download`, outside
+/// the sandbox but with no secret and from a neutral folder. Used before behaviour checks, test evidence
+/// and red-on-base.
+pub fn fetch_dependencies(
+    root: &Path,
+    packages: &BTreeSet<String>,
+    process_env: &std::collections::BTreeMap<String, String>,
+    progress: &mut dyn Write,
+) {
     // The downloads need the network and the real caches, but no secret: only these names pass.
     const FETCH_ENV: [&str; 16] = [
         "PATH",
@@ -757,9 +774,7 @@ fn prefetch(maps: &[Map], selected: &[Selected], options: &Options, progress: &m
         "SSL_CERT_FILE",
         "SSL_CERT_DIR",
     ];
-    let env: Vec<(&String, &String)> = options
-        .sandbox
-        .process_env
+    let env: Vec<(&String, &String)> = process_env
         .iter()
         .filter(|(k, _)| FETCH_ENV.contains(&k.as_str()))
         .collect();
@@ -767,7 +782,7 @@ fn prefetch(maps: &[Map], selected: &[Selected], options: &Options, progress: &m
     // a pull request's config (a credential provider, say) must not run here, outside the sandbox.
     let neutral = std::env::temp_dir();
     for package in packages {
-        let dir = options.root.join(&package);
+        let dir = root.join(package);
         let mut command = if dir.join("Cargo.toml").is_file() {
             let mut c = std::process::Command::new("cargo");
             c.args(["fetch", "--quiet", "--manifest-path"])
@@ -777,7 +792,7 @@ fn prefetch(maps: &[Map], selected: &[Selected], options: &Options, progress: &m
         } else if let Some(module) = dir
             .ancestors()
             .find(|d| d.join("go.mod").is_file())
-            .filter(|d| d.starts_with(&options.root))
+            .filter(|d| d.starts_with(root))
         {
             let mut c = std::process::Command::new("go");
             c.args(["mod", "download"]).current_dir(module);

@@ -1,0 +1,229 @@
+//! Red-on-base (SPEC §5): a bug fix's tests must fail on the code before the fix. The merge base is
+//! checked out into a temporary folder, the pull request's changed test-only files are put on top, and the
+//! mapped tests run there. Each criterion is red (a mapped test failed), green (all passed) or
+//! inconclusive (a test did not build, was not found, did not run, or the history is too shallow).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::floors::tests::{self, Outcome, TestId};
+use crate::git::Repo;
+use crate::select::evidence_map::EvidenceMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Red,
+    Green,
+    Inconclusive,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TestLine {
+    pub id: String,
+    pub result: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CriterionVerdict {
+    pub id: u32,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub tests: Vec<TestLine>,
+}
+
+/// `reports/red-on-base.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub base: String,
+    pub criteria: Vec<CriterionVerdict>,
+}
+
+impl Report {
+    pub fn green(&self) -> Vec<u32> {
+        self.criteria
+            .iter()
+            .filter(|c| c.verdict == Verdict::Green)
+            .map(|c| c.id)
+            .collect()
+    }
+}
+
+/// A file that holds tests only, so that copying it onto the base cannot bring the fix along: Go's
+/// `*_test.go` and `testdata/`; Rust's files under a package's `tests/` folder and `tests.rs` modules.
+pub fn is_test_only(path: &str) -> bool {
+    let components: Vec<&str> = path.split('/').collect();
+    let name = components.last().copied().unwrap_or_default();
+    name.ends_with("_test.go")
+        || components.contains(&"testdata")
+        || name == "tests.rs"
+        || components[..components.len().saturating_sub(1)].contains(&"tests")
+}
+
+/// Runs the mapped tests of every criterion on the merge base of `base` and `head`.
+pub fn run(
+    repo: &Repo,
+    base: &str,
+    head: &str,
+    evidence: &EvidenceMap,
+    run: &tests::Run,
+    prefetch: &dyn Fn(&Path),
+) -> Report {
+    let inconclusive_all = |base: String, reason: String| Report {
+        schema_version: 1,
+        base,
+        criteria: evidence
+            .criterion
+            .iter()
+            .map(|c| CriterionVerdict {
+                id: c.id,
+                verdict: Verdict::Inconclusive,
+                reason: reason.clone(),
+                tests: Vec::new(),
+            })
+            .collect(),
+    };
+    let merge_base = match repo.merge_base(base, head) {
+        Ok(Some(oid)) => oid,
+        Ok(None) | Err(_) => {
+            let why = if repo.is_shallow() {
+                "the history is too shallow to find the merge base: fetch the full history (`fetch-depth: 0` in actions/checkout)"
+            } else {
+                "the base and head have no merge base"
+            };
+            return inconclusive_all(String::new(), why.to_string());
+        }
+    };
+    let base_sha = merge_base.to_string();
+    let folder = tempfile::Builder::new()
+        .prefix("aayu-red-on-base-")
+        .tempdir();
+    let prepared = folder.map_err(|e| e.to_string()).and_then(|folder| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| e.to_string())?;
+        repo.checkout_into(merge_base, folder.path())
+            .map_err(|e| e.to_string())?;
+        // The pull request's changed test-only files, as they are at the head.
+        let changed = repo
+            .changed_paths(&base_sha, head)
+            .map_err(|e| e.to_string())?;
+        for path in changed.iter().filter(|p| is_test_only(p)) {
+            let target = folder.path().join(path);
+            match repo.file_at(head, path).map_err(|e| e.to_string())? {
+                Some(bytes) => {
+                    if let Some(parent) = target.parent() {
+                        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+                    }
+                    std::fs::write(&target, bytes).map_err(|e| e.to_string())?;
+                }
+                None => {
+                    let _ = std::fs::remove_file(&target);
+                }
+            }
+        }
+        Ok(folder)
+    });
+    let folder = match prepared {
+        Ok(folder) => folder,
+        Err(e) => {
+            return inconclusive_all(base_sha, format!("the base could not be checked out: {e}"));
+        }
+    };
+    prefetch(folder.path());
+    let mut ids: Vec<TestId> = Vec::new();
+    let mut per_criterion: BTreeMap<u32, Vec<TestId>> = BTreeMap::new();
+    for criterion in &evidence.criterion {
+        for text in &criterion.tests {
+            if let Ok(id) = TestId::parse(text) {
+                ids.push(id.clone());
+                per_criterion.entry(criterion.id).or_default().push(id);
+            }
+        }
+    }
+    let on_base = tests::Run {
+        sandbox: run.sandbox,
+        root: folder.path(),
+        timeout: run.timeout,
+    };
+    let results = tests::run_tests(&on_base, &ids);
+    let criteria = evidence
+        .criterion
+        .iter()
+        .map(|criterion| {
+            let mapped = per_criterion
+                .get(&criterion.id)
+                .cloned()
+                .unwrap_or_default();
+            let lines: Vec<TestLine> = mapped
+                .iter()
+                .map(|id| {
+                    let outcome = results
+                        .get(id)
+                        .map_or(Outcome::NotRun("no result".to_string()), |r| {
+                            r.outcome.clone()
+                        });
+                    TestLine {
+                        id: id.to_string(),
+                        result: outcome.word().to_string(),
+                        detail: outcome.detail().to_string(),
+                    }
+                })
+                .collect();
+            let (verdict, reason) = if lines.is_empty() {
+                (
+                    Verdict::Inconclusive,
+                    "the criterion maps no test".to_string(),
+                )
+            } else if let Some(failed) = lines.iter().find(|l| l.result == "failed") {
+                (Verdict::Red, format!("`{}` fails on the base", failed.id))
+            } else if lines.iter().all(|l| l.result == "passed") {
+                (
+                    Verdict::Green,
+                    "every mapped test passes on the base: they do not show the fix".to_string(),
+                )
+            } else {
+                let first = lines
+                    .iter()
+                    .find(|l| l.result != "passed")
+                    .map(|l| format!("`{}` {} on the base: {}", l.id, l.result, l.detail));
+                (Verdict::Inconclusive, first.unwrap_or_default())
+            };
+            CriterionVerdict {
+                id: criterion.id,
+                verdict,
+                reason,
+                tests: lines,
+            }
+        })
+        .collect();
+    Report {
+        schema_version: 1,
+        base: base_sha,
+        criteria,
+    }
+}
+
+#[cfg(test)]
+mod tests_only {
+    use super::is_test_only;
+
+    #[test]
+    fn only_test_files_go_onto_the_base() {
+        for yes in [
+            "pkg/a_test.go",
+            "pkg/testdata/in.txt",
+            "examples/notes/tests/cli.rs",
+            "src/store/tests.rs",
+        ] {
+            assert!(is_test_only(yes), "{yes}");
+        }
+        for no in ["pkg/a.go", "src/store.rs", "src/main.rs", "tests"] {
+            assert!(!is_test_only(no), "{no}");
+        }
+    }
+}

@@ -1,0 +1,551 @@
+//! Running mapped tests and reading their results (`reference/test-evidence.md`): exactly the tests an
+//! evidence map names, once, in the sandbox, with every result classified — passed, failed, not built, not
+//! found, not run — and each test's own events kept, with every timing field removed.
+//!
+//! Rust: `cargo build --tests --keep-going --message-format=json` builds what it can and names each test
+//! executable; each needed executable then runs with `--exact` and libtest JSON (`RUSTC_BOOTSTRAP=1` for
+//! the test binary only). Go: `go test -json -count=1 -vet=off -run '^(…)$'` over the mapped packages only.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::sandbox::{self, Sandbox};
+
+/// A mapped test: `"<package dir>:<test>"`, where a Rust test may be qualified as `<target>/<path>`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TestId {
+    pub package: String,
+    pub target: Option<String>,
+    pub name: String,
+}
+
+impl TestId {
+    pub fn parse(text: &str) -> Result<TestId, String> {
+        // The package ends at the first single `:` (a Rust path's `::` belongs to the test).
+        let bytes = text.as_bytes();
+        let split = (0..bytes.len()).find(|&i| {
+            bytes[i] == b':' && bytes.get(i + 1) != Some(&b':') && (i == 0 || bytes[i - 1] != b':')
+        });
+        let (package, test) = match split {
+            Some(i) => (&text[..i], &text[i + 1..]),
+            None => ("", ""),
+        };
+        if package.is_empty() || test.is_empty() {
+            return Err(format!("`{text}` is not `<package dir>:<test name>`"));
+        }
+        let (target, name) = match test.split_once('/') {
+            Some((target, name)) if !target.contains("::") && !name.is_empty() => {
+                (Some(target.to_string()), name.to_string())
+            }
+            _ => (None, test.to_string()),
+        };
+        Ok(TestId {
+            package: package.trim_end_matches('/').to_string(),
+            target,
+            name,
+        })
+    }
+}
+
+impl std::fmt::Display for TestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.target {
+            Some(target) => write!(f, "{}:{target}/{}", self.package, self.name),
+            None => write!(f, "{}:{}", self.package, self.name),
+        }
+    }
+}
+
+/// What happened to one mapped test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Failed(String),
+    NotBuilt(String),
+    NotFound(String),
+    NotRun(String),
+}
+
+impl Outcome {
+    /// The word `reports/red-on-base.json` uses.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed(_) => "failed",
+            Outcome::NotBuilt(_) => "not-built",
+            Outcome::NotFound(_) => "not-found",
+            Outcome::NotRun(_) => "not-run",
+        }
+    }
+
+    pub fn detail(&self) -> &str {
+        match self {
+            Outcome::Passed => "",
+            Outcome::Failed(d)
+            | Outcome::NotBuilt(d)
+            | Outcome::NotFound(d)
+            | Outcome::NotRun(d) => d,
+        }
+    }
+}
+
+/// A test's result and its own events, timing removed, one JSON object per line.
+#[derive(Debug, Clone)]
+pub struct TestResult {
+    pub outcome: Outcome,
+    pub events: Vec<String>,
+}
+
+/// What a run of tests needs.
+pub struct Run<'a> {
+    pub sandbox: &'a Sandbox,
+    /// The checkout the tests run in (the repository, or the base commit's temporary copy).
+    pub root: &'a Path,
+    pub timeout: Duration,
+}
+
+/// Runs every test once and returns each one's result.
+pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
+    let mut by_package: BTreeMap<&str, Vec<&TestId>> = BTreeMap::new();
+    for test in tests {
+        by_package
+            .entry(test.package.as_str())
+            .or_default()
+            .push(test);
+    }
+    let mut results = BTreeMap::new();
+    for (package, tests) in by_package {
+        let dir = run.root.join(package);
+        let found = if dir.join("Cargo.toml").is_file() {
+            rust(run, &dir, &tests)
+        } else if let Some(module) = dir
+            .ancestors()
+            .find(|d| d.join("go.mod").is_file())
+            .filter(|d| d.starts_with(run.root))
+        {
+            go(run, module, package, &tests)
+        } else {
+            let why = format!("`{package}` holds neither Cargo.toml nor a Go module");
+            tests
+                .iter()
+                .map(|t| {
+                    (
+                        (*t).clone(),
+                        TestResult {
+                            outcome: Outcome::NotFound(why.clone()),
+                            events: Vec::new(),
+                        },
+                    )
+                })
+                .collect()
+        };
+        results.extend(found);
+    }
+    results
+}
+
+fn sandboxed(
+    run: &Run,
+    argv: Vec<String>,
+    cwd: &Path,
+    env: Vec<(String, std::ffi::OsString)>,
+    timeout: Duration,
+) -> Result<sandbox::Outcome, String> {
+    run.sandbox
+        .run(
+            sandbox::Job {
+                argv: &argv,
+                cwd,
+                slot: 0,
+                network: false,
+                stdin: Vec::new(),
+                timeout,
+                env,
+            },
+            &BTreeSet::new(),
+        )
+        .map_err(|e| format!("cannot run `{}`: {e}", argv.join(" ")))
+}
+
+fn all(tests: &[&TestId], outcome: Outcome) -> BTreeMap<TestId, TestResult> {
+    tests
+        .iter()
+        .map(|t| {
+            (
+                (*t).clone(),
+                TestResult {
+                    outcome: outcome.clone(),
+                    events: Vec::new(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The last lines of a tool's stderr, for a reason.
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(4)..].join(" | ")
+}
+
+fn rust(run: &Run, dir: &Path, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+    let manifest = dir.join("Cargo.toml").display().to_string();
+    let build = [
+        "cargo",
+        "build",
+        "--tests",
+        "--keep-going",
+        "--message-format=json",
+        "--quiet",
+        "--manifest-path",
+        &manifest,
+    ]
+    .map(String::from)
+    .to_vec();
+    let built = match sandboxed(
+        run,
+        build,
+        run.root,
+        Vec::new(),
+        run.timeout.max(Duration::from_secs(600)),
+    ) {
+        Ok(built) => built,
+        Err(e) => return all(tests, Outcome::NotRun(e)),
+    };
+    // Test executables by target name, and the targets that failed to build with their first error.
+    let mut executables: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut broken: BTreeMap<String, String> = BTreeMap::new();
+    let package_root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    for line in String::from_utf8_lossy(&built.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let manifest_of = message
+            .get("manifest_path")
+            .and_then(Value::as_str)
+            .map(PathBuf::from);
+        if manifest_of
+            .as_ref()
+            .and_then(|m| m.parent())
+            .and_then(|p| p.canonicalize().ok())
+            != Some(package_root.clone())
+        {
+            continue;
+        }
+        let target = message
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        match message.get("reason").and_then(Value::as_str) {
+            Some("compiler-artifact")
+                if message.pointer("/profile/test") == Some(&Value::Bool(true)) =>
+            {
+                if let Some(exe) = message.get("executable").and_then(Value::as_str) {
+                    executables.insert(target, PathBuf::from(exe));
+                }
+            }
+            Some("compiler-message")
+                if message.pointer("/message/level").and_then(Value::as_str) == Some("error") =>
+            {
+                let rendered = message
+                    .pointer("/message/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("a compile error");
+                broken.entry(target).or_insert_with(|| rendered.to_string());
+            }
+            _ => {}
+        }
+    }
+    if executables.is_empty() {
+        let why = if broken.is_empty() {
+            format!("cargo build --tests failed: {}", tail(&built.stderr))
+        } else {
+            describe_broken(&broken)
+        };
+        return all(tests, Outcome::NotBuilt(why));
+    }
+    // Run every executable that may hold a wanted test, with exactly those names.
+    let mut seen: BTreeMap<String, Vec<(String, Vec<Value>)>> = BTreeMap::new();
+    let names: Vec<String> = tests
+        .iter()
+        .map(|t| t.name.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for (target, exe) in &executables {
+        if tests
+            .iter()
+            .all(|t| t.target.as_ref().is_some_and(|want| want != target))
+        {
+            continue;
+        }
+        let mut argv = vec![exe.display().to_string()];
+        argv.extend(names.iter().cloned());
+        argv.extend(
+            [
+                "--exact",
+                "-Z",
+                "unstable-options",
+                "--format",
+                "json",
+                "--test-threads",
+                "1",
+            ]
+            .map(String::from),
+        );
+        let env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".into())];
+        let Ok(ran) = sandboxed(run, argv, dir, env, run.timeout) else {
+            continue;
+        };
+        let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for line in String::from_utf8_lossy(&ran.stdout).lines() {
+            let Ok(mut event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if event.get("type").and_then(Value::as_str) != Some("test") {
+                continue;
+            }
+            let Some(name) = event
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            if let Some(object) = event.as_object_mut() {
+                object.remove("exec_time");
+            }
+            events.entry(name).or_default().push(event);
+        }
+        for (name, list) in events {
+            seen.entry(name).or_default().push((target.clone(), list));
+        }
+    }
+    let mut results = BTreeMap::new();
+    for test in tests {
+        let candidates: Vec<&(String, Vec<Value>)> = seen
+            .get(&test.name)
+            .map(|v| {
+                v.iter()
+                    .filter(|(t, _)| test.target.as_ref().is_none_or(|want| want == t))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let outcome_and_events = match candidates.as_slice() {
+            [] => {
+                let why = match (&test.target, broken.is_empty()) {
+                    (Some(target), _) if broken.contains_key(target) => {
+                        Outcome::NotBuilt(describe_broken(&broken))
+                    }
+                    (_, false) => Outcome::NotBuilt(format!(
+                        "no test `{}` ran; {}",
+                        test.name,
+                        describe_broken(&broken)
+                    )),
+                    _ => {
+                        Outcome::NotFound(format!("no test `{}` in `{}`", test.name, test.package))
+                    }
+                };
+                (why, Vec::new())
+            }
+            [(_, events)] => (
+                libtest_outcome(events),
+                events.iter().map(Value::to_string).collect(),
+            ),
+            many => {
+                let targets: Vec<&str> = many.iter().map(|(t, _)| t.as_str()).collect();
+                (
+                    Outcome::NotFound(format!(
+                        "`{}` is in several test targets ({}): qualify it as `{}:<target>/{}`",
+                        test.name,
+                        targets.join(", "),
+                        test.package,
+                        test.name
+                    )),
+                    Vec::new(),
+                )
+            }
+        };
+        results.insert(
+            (*test).clone(),
+            TestResult {
+                outcome: outcome_and_events.0,
+                events: outcome_and_events.1,
+            },
+        );
+    }
+    results
+}
+
+fn describe_broken(broken: &BTreeMap<String, String>) -> String {
+    let parts: Vec<String> = broken
+        .iter()
+        .map(|(t, e)| format!("target `{t}` did not build: {e}"))
+        .collect();
+    parts.join("; ")
+}
+
+fn libtest_outcome(events: &[Value]) -> Outcome {
+    let last = events
+        .iter()
+        .rev()
+        .find_map(|e| e.get("event").and_then(Value::as_str));
+    match last {
+        Some("ok") => Outcome::Passed,
+        Some("failed") => {
+            let stdout = events
+                .iter()
+                .rev()
+                .find_map(|e| e.get("stdout").and_then(Value::as_str))
+                .unwrap_or("");
+            let first = stdout
+                .lines()
+                .find(|l| l.contains("panicked") || l.contains("assert"))
+                .unwrap_or("the test failed");
+            Outcome::Failed(first.trim().to_string())
+        }
+        Some("ignored") => Outcome::NotRun("the test is ignored".to_string()),
+        _ => Outcome::NotRun(
+            "the test started but gave no result (a crash or a timeout)".to_string(),
+        ),
+    }
+}
+
+fn go(run: &Run, module: &Path, package: &str, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+    let rel = run.root.join(package);
+    let rel = rel
+        .strip_prefix(module)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let pkg = if rel.is_empty() {
+        ".".to_string()
+    } else {
+        format!("./{rel}")
+    };
+    let names: BTreeSet<&str> = tests.iter().map(|t| t.name.as_str()).collect();
+    let pattern = format!(
+        "^({})$",
+        names.iter().copied().collect::<Vec<_>>().join("|")
+    );
+    let argv = [
+        "go", "test", "-json", "-count=1", "-vet=off", "-run", &pattern, &pkg,
+    ]
+    .map(String::from)
+    .to_vec();
+    let env = vec![("GODEBUG".to_string(), "gotestjsonbuildtext=0".into())];
+    let ran = match sandboxed(
+        run,
+        argv,
+        module,
+        env,
+        run.timeout.max(Duration::from_secs(600)),
+    ) {
+        Ok(ran) => ran,
+        Err(e) => return all(tests, Outcome::NotRun(e)),
+    };
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut build_failed = stdout.contains("[build failed]") || stderr.contains("[build failed]");
+    for line in stdout.lines() {
+        let Ok(mut event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if event.get("FailedBuild").is_some()
+            || event.get("Action").and_then(Value::as_str) == Some("build-fail")
+        {
+            build_failed = true;
+        }
+        let Some(test) = event
+            .get("Test")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        if let Some(object) = event.as_object_mut() {
+            object.remove("Time");
+            object.remove("Elapsed");
+        }
+        events.entry(test).or_default().push(event);
+    }
+    tests
+        .iter()
+        .map(|test| {
+            let own = events.get(&test.name).cloned().unwrap_or_default();
+            let last = own.iter().rev().find_map(|e| {
+                e.get("Action")
+                    .and_then(Value::as_str)
+                    .filter(|a| matches!(*a, "pass" | "fail" | "skip"))
+            });
+            let outcome = match last {
+                Some("pass") => Outcome::Passed,
+                Some("fail") => Outcome::Failed(
+                    own.iter()
+                        .filter_map(|e| e.get("Output").and_then(Value::as_str))
+                        .find(|o| o.contains(".go:"))
+                        .unwrap_or("the test failed")
+                        .trim()
+                        .to_string(),
+                ),
+                Some(_) => Outcome::NotRun("the test was skipped".to_string()),
+                None if build_failed => {
+                    Outcome::NotBuilt(format!("`{pkg}` did not build: {}", tail(&ran.stderr)))
+                }
+                None if !own.is_empty() => Outcome::NotRun(
+                    "the test started but gave no result (a crash or os.Exit)".to_string(),
+                ),
+                None => Outcome::NotFound(format!("no test `{}` in `{}`", test.name, test.package)),
+            };
+            (
+                (*test).clone(),
+                TestResult {
+                    outcome,
+                    events: own.iter().map(Value::to_string).collect(),
+                },
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn test_ids_name_package_target_and_path() {
+        let t = TestId::parse("examples/notes:store::tests::done_marks_the_note").expect("id");
+        assert_eq!(
+            (t.package.as_str(), t.target.as_deref(), t.name.as_str()),
+            ("examples/notes", None, "store::tests::done_marks_the_note")
+        );
+        let t = TestId::parse("examples/notes:cli/adds_lists_and_marks_done").expect("id");
+        assert_eq!(
+            (t.target.as_deref(), t.name.as_str()),
+            (Some("cli"), "adds_lists_and_marks_done")
+        );
+        let t = TestId::parse("examples/benefits-qa/answer:TestAnswerCitesPassage").expect("id");
+        assert_eq!(
+            (t.package.as_str(), t.name.as_str()),
+            ("examples/benefits-qa/answer", "TestAnswerCitesPassage")
+        );
+        assert!(TestId::parse("no-colon").is_err());
+        assert!(TestId::parse(":x").is_err());
+    }
+
+    #[test]
+    fn libtest_results_are_read_from_the_last_event() {
+        let ok = vec![
+            serde_json::json!({"type": "test", "event": "started", "name": "a"}),
+            serde_json::json!({"type": "test", "event": "ok", "name": "a"}),
+        ];
+        assert_eq!(libtest_outcome(&ok), Outcome::Passed);
+        let started = vec![serde_json::json!({"type": "test", "event": "started", "name": "a"})];
+        assert!(matches!(libtest_outcome(&started), Outcome::NotRun(_)));
+    }
+}

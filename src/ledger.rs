@@ -1,0 +1,3 @@
+//! The ledger branch: Ready snapshots, landed packs and ship records. For now, reading Ready snapshots.
+
+pub(crate) mod ready;

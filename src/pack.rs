@@ -1,0 +1,339 @@
+//! The proof pack (SPEC §5): `pack.json` schema version 1 and the artifacts it names, with their SHA-256
+//! and size. Decoding reads `schema_version` first, validates the document against that version's JSON
+//! Schema (`schemas/pack.v1.json`, embedded), and refuses a newer version.
+
+use std::io::Write;
+use std::path::{Component, Path};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::maps::blocks::ArtifactKind;
+
+/// The schema version this binary writes and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The JSON Schema of version 1, as shipped in `schemas/pack.v1.json`.
+pub const SCHEMA_V1: &str = include_str!("../schemas/pack.v1.json");
+
+/// `pack.json` v1, field for field as the Go struct of the seed (`omitempty` fields are skipped when empty).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pack {
+    pub schema_version: u32,
+    pub repo: String,
+    pub story: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pr: u64,
+    pub pr_head_sha: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub base_sha: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub checkpoint: String,
+    pub seat: String,
+    pub host: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    pub identity: String,
+    pub authority: Authority,
+    pub completion_goal_hash: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub footprint: Vec<String>,
+    pub criteria: Vec<Criterion>,
+    pub artifacts: Vec<Artifact>,
+    pub checks: Vec<Check>,
+    pub cost: Cost,
+    pub links: Links,
+    pub created_at: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Authority {
+    /// `advisory` or `authoritative`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workflow: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub run_id: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub writer: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Criterion {
+    pub id: u32,
+    pub evidence: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    /// Relative to the pack's `artifacts/` folder, always `/`-separated.
+    pub path: String,
+    pub kind: ArtifactKind,
+    pub sha256: String,
+    pub size: u64,
+    /// `git`, `none`, `bucket`, or `lfs` (packs from before 0.2).
+    pub store: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub object: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tombstone: Option<Tombstone>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tombstone {
+    pub purged_at: String,
+    pub reason: String,
+}
+
+/// One floor's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub floor: String,
+    /// `pass`, `fail`, `skipped`, `waived` or `blocked`.
+    pub result: String,
+    pub value: f64,
+    pub threshold: f64,
+    pub tool: String,
+    pub version: String,
+    pub detail: String,
+    pub network: String,
+}
+
+impl Check {
+    /// Whether the floor holds: everything but `fail` and `blocked`.
+    pub fn holds(&self) -> bool {
+        !matches!(self.result.as_str(), "fail" | "blocked")
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cost {
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub usd: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Links {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub issue: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pr: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ready_snapshot: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run: String,
+}
+
+/// Media kinds never go to git: without a bucket their bytes are not stored.
+pub fn is_media(kind: ArtifactKind) -> bool {
+    matches!(
+        kind,
+        ArtifactKind::Screenshot | ArtifactKind::Recording | ArtifactKind::SrTranscript
+    )
+}
+
+/// Why a pack could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("the pack is not JSON: {0}")]
+    Json(String),
+    #[error("the pack has no `schema_version`")]
+    NoVersion,
+    #[error(
+        "the pack has schema_version {0}, newer than this aayu reads ({SCHEMA_VERSION}): update aayu"
+    )]
+    Newer(u64),
+    #[error("the pack does not match schema version {version}: {errors}")]
+    Schema { version: u64, errors: String },
+}
+
+/// Reads a pack: `schema_version` first, then validation against that version's schema, then the types.
+pub fn decode(bytes: &[u8]) -> Result<Pack, DecodeError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| DecodeError::Json(e.to_string()))?;
+    let version = value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or(DecodeError::NoVersion)?;
+    if version > u64::from(SCHEMA_VERSION) {
+        return Err(DecodeError::Newer(version));
+    }
+    validate(&value).map_err(|errors| DecodeError::Schema { version, errors })?;
+    serde_json::from_value(value).map_err(|e| DecodeError::Schema {
+        version,
+        errors: e.to_string(),
+    })
+}
+
+/// Validates a pack document against the v1 schema; the error lists every failure with its JSON pointer.
+pub fn validate(value: &serde_json::Value) -> Result<(), String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(SCHEMA_V1).map_err(|e| format!("the embedded schema: {e}"))?;
+    let validator =
+        jsonschema::validator_for(&schema).map_err(|e| format!("the embedded schema: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            format!("{}: {e}", if at.is_empty() { "/".to_string() } else { at })
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// Streams a file through SHA-256 (never whole in memory): its hex digest and size.
+pub fn hash_file(path: &Path) -> std::io::Result<(String, u64)> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let size = std::io::copy(&mut file, &mut hasher)?;
+    Ok((hex(&hasher.finalize()), size))
+}
+
+/// SHA-256 of bytes in memory, hex.
+pub fn hash_bytes(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether a pack path is safe: relative, `/`-separated, no `.`/`..`, no backslash or NUL.
+pub fn safe_path(path: &str) -> bool {
+    !path.is_empty()
+        && !path.contains('\\')
+        && !path.contains('\0')
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+}
+
+/// Writes the pack folder — `pack.json` and `artifacts/<path>` for every stored artifact, copied from
+/// `source` — into `dir` atomically: everything is written beside it first, then renamed into place, so a
+/// reader sees the old pack or the new one, never half of one.
+pub fn write(dir: &Path, pack: &Pack, source: &Path) -> std::io::Result<()> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".pack-")
+        .tempdir_in(parent)?;
+    for artifact in pack.artifacts.iter().filter(|a| a.store == "git") {
+        if !safe_path(&artifact.path) {
+            return Err(std::io::Error::other(format!(
+                "unsafe artifact path `{}`",
+                artifact.path
+            )));
+        }
+        let target = staging.path().join("artifacts").join(&artifact.path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(source.join(&artifact.path), &target)?;
+    }
+    let mut json = serde_json::to_vec_pretty(pack).map_err(std::io::Error::other)?;
+    json.push(b'\n');
+    let mut file = std::fs::File::create(staging.path().join("pack.json"))?;
+    file.write_all(&json)?;
+    file.sync_all()?;
+    let staged = staging.keep();
+    let old = parent.join(format!(".old-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::rename(dir, &old)?;
+    }
+    std::fs::rename(&staged, dir)?;
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> serde_json::Value {
+        serde_json::json!({
+            "schema_version": 1, "repo": "o/r", "story": 7, "pr": 3,
+            "pr_head_sha": "0123456789abcdef0123456789abcdef01234567",
+            "seat": "ai-native-engineer", "host": "cli", "identity": "human",
+            "authority": {"kind": "advisory"},
+            "completion_goal_hash": "8372bf1e543470d0824a6cec997a2e36b9206eca3075ca93c408ed20133a5862",
+            "criteria": [{"id": 1, "evidence": ["evidence/criterion-1.jsonl"]}],
+            "artifacts": [{"path": "evidence/criterion-1.jsonl", "kind": "api-trace",
+                           "sha256": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", "size": 5, "store": "git"}],
+            "checks": [{"floor": "tests", "result": "pass", "value": 1, "threshold": 1, "tool": "cargo test",
+                        "version": "1.95", "detail": "", "network": "isolated"}],
+            "cost": {"tokens_in": 0, "tokens_out": 0, "usd": 0},
+            "links": {"issue": "o/r#7"},
+            "created_at": "2026-11-29T10:00:00Z"
+        })
+    }
+
+    #[test]
+    fn a_valid_pack_decodes_and_round_trips() {
+        let bytes = serde_json::to_vec(&sample()).expect("json");
+        let pack = decode(&bytes).expect("valid");
+        assert_eq!(pack.story, 7);
+        let again = serde_json::to_value(&pack).expect("json");
+        assert!(validate(&again).is_ok());
+    }
+
+    #[test]
+    fn a_newer_version_is_refused_with_the_hint() {
+        let mut v = sample();
+        v["schema_version"] = 2.into();
+        let err = decode(&serde_json::to_vec(&v).expect("json")).expect_err("newer");
+        assert_eq!(
+            err.to_string(),
+            "the pack has schema_version 2, newer than this aayu reads (1): update aayu"
+        );
+    }
+
+    #[test]
+    fn the_schema_is_strict() {
+        let mut v = sample();
+        v["surprise"] = true.into();
+        let err = decode(&serde_json::to_vec(&v).expect("json")).expect_err("unknown");
+        assert!(err.to_string().contains("surprise"), "{err}");
+        let mut v = sample();
+        v["artifacts"][0]["kind"] = "photo".into();
+        assert!(decode(&serde_json::to_vec(&v).expect("json")).is_err());
+        let mut v = sample();
+        v.as_object_mut().expect("object").remove("seat");
+        assert!(
+            decode(&serde_json::to_vec(&v).expect("json"))
+                .expect_err("missing")
+                .to_string()
+                .contains("seat")
+        );
+        let mut v = sample();
+        v["checks"][0]["result"] = "ok".into();
+        assert!(decode(&serde_json::to_vec(&v).expect("json")).is_err());
+        let mut v = sample();
+        v["artifacts"][0]["sha256"] = "xyz".into();
+        assert!(decode(&serde_json::to_vec(&v).expect("json")).is_err());
+    }
+
+    #[test]
+    fn pack_paths_stay_inside() {
+        assert!(safe_path("evidence/criterion-1.jsonl"));
+        for bad in ["", "../x", "/etc/passwd", "a/../b", "a\\b", "./a", "a\0b"] {
+            assert!(!safe_path(bad), "{bad:?}");
+        }
+    }
+}
