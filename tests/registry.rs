@@ -201,7 +201,7 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn verify_needs_a_mode_and_its_unbuilt_parts_exit_2() {
+fn verify_needs_one_mode() {
     let dir = tempfile::tempdir().expect("temp");
     let out = run(aayu_in(dir.path()).arg("verify"));
     assert_eq!(out.code, 2);
@@ -211,11 +211,11 @@ fn verify_needs_a_mode_and_its_unbuilt_parts_exit_2() {
         "{}",
         out.stderr
     );
-    let out = run(aayu_in(dir.path()).args(["verify", "--ci"]));
+    let out = run(aayu_in(dir.path()).args(["verify", "--ci", "--map"]));
     assert_eq!(out.code, 2);
     assert!(
         out.stderr
-            .starts_with("error: `aayu verify --ci` is not built yet"),
+            .starts_with("error: `--ci` already runs the feature-map floor"),
         "{}",
         out.stderr
     );
