@@ -8,7 +8,7 @@ pub struct Note {
     pub done: bool,
 }
 
-/// Reads the notes; a missing file is an empty list.
+/// Reads the notes; a missing file is an empty list, and blank lines (a hand-edited file) are skipped.
 pub fn load(path: &Path) -> Result<Vec<Note>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -16,6 +16,7 @@ pub fn load(path: &Path) -> Result<Vec<Note>, String> {
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     text.lines()
+        .filter(|line| !line.trim().is_empty())
         .map(|line| match line.split_at_checked(4) {
             Some(("[ ] ", rest)) => Ok(Note {
                 text: rest.to_string(),
