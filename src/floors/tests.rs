@@ -416,6 +416,17 @@ fn libtest_outcome(events: &[Value]) -> Outcome {
     }
 }
 
+/// `thread 'x' (31005) panicked at …` → `thread 'x' panicked at …`: the thread id changes from run to run,
+/// and reports must not.
+fn without_thread_id(line: &str) -> String {
+    match (line.find("' ("), line.find(") panicked")) {
+        (Some(open), Some(close)) if open < close && line[open + 3..close].chars().all(|c| c.is_ascii_digit()) => {
+            format!("{}'{}", &line[..open], &line[close + 1..])
+        }
+        _ => line.to_string(),
+    }
+}
+
 fn go(run: &Run, module: &Path, package: &str, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
     let rel = run.root.join(package);
     let rel = rel
@@ -536,6 +547,15 @@ mod unit {
         );
         assert!(TestId::parse("no-colon").is_err());
         assert!(TestId::parse(":x").is_err());
+    }
+
+    #[test]
+    fn thread_ids_are_dropped_from_failures() {
+        assert_eq!(
+            without_thread_id("thread 'a_b' (31005) panicked at tests/x.rs:17:5:"),
+            "thread 'a_b' panicked at tests/x.rs:17:5:"
+        );
+        assert_eq!(without_thread_id("assertion failed"), "assertion failed");
     }
 
     #[test]
