@@ -318,7 +318,7 @@ fn rust(run: &Run, dir: &Path, tests: &[&TestId]) -> BTreeMap<TestId, TestResult
                 continue;
             };
             if let Some(object) = event.as_object_mut() {
-                object.remove("exec_time");
+                object.shift_remove("exec_time");
             }
             events.entry(name).or_default().push(event);
         }
@@ -407,7 +407,7 @@ fn libtest_outcome(events: &[Value]) -> Outcome {
                 .lines()
                 .find(|l| l.contains("panicked") || l.contains("assert"))
                 .unwrap_or("the test failed");
-            Outcome::Failed(first.trim().to_string())
+            Outcome::Failed(without_thread_id(first.trim()))
         }
         Some("ignored") => Outcome::NotRun("the test is ignored".to_string()),
         _ => Outcome::NotRun(
@@ -416,11 +416,34 @@ fn libtest_outcome(events: &[Value]) -> Outcome {
     }
 }
 
+/// `--- PASS: TestX (0.01s)` → `--- PASS: TestX`: Go prints each result's duration into its output.
+fn without_duration(line: &str) -> String {
+    let trimmed = line.trim_start();
+    let is_result = ["--- PASS: ", "--- FAIL: ", "--- SKIP: "]
+        .iter()
+        .any(|p| trimmed.starts_with(p));
+    let body = line.trim_end_matches('\n');
+    match body.rfind(" (") {
+        Some(at)
+            if is_result
+                && body.ends_with("s)")
+                && body[at + 2..body.len() - 2]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.') =>
+        {
+            format!("{}{}", &body[..at], &line[body.len()..])
+        }
+        _ => line.to_string(),
+    }
+}
+
 /// `thread 'x' (31005) panicked at …` → `thread 'x' panicked at …`: the thread id changes from run to run,
 /// and reports must not.
 fn without_thread_id(line: &str) -> String {
     match (line.find("' ("), line.find(") panicked")) {
-        (Some(open), Some(close)) if open < close && line[open + 3..close].chars().all(|c| c.is_ascii_digit()) => {
+        (Some(open), Some(close))
+            if open < close && line[open + 3..close].chars().all(|c| c.is_ascii_digit()) =>
+        {
             format!("{}'{}", &line[..open], &line[close + 1..])
         }
         _ => line.to_string(),
@@ -480,8 +503,12 @@ fn go(run: &Run, module: &Path, package: &str, tests: &[&TestId]) -> BTreeMap<Te
             continue;
         };
         if let Some(object) = event.as_object_mut() {
-            object.remove("Time");
-            object.remove("Elapsed");
+            object.shift_remove("Time");
+            object.shift_remove("Elapsed");
+            // `--- PASS: TestX (0.00s)` carries a duration too.
+            if let Some(Value::String(output)) = object.get_mut("Output") {
+                *output = without_duration(output);
+            }
         }
         events.entry(test).or_default().push(event);
     }
@@ -547,6 +574,20 @@ mod unit {
         );
         assert!(TestId::parse("no-colon").is_err());
         assert!(TestId::parse(":x").is_err());
+    }
+
+    #[test]
+    fn go_result_lines_lose_their_duration() {
+        assert_eq!(
+            without_duration("--- PASS: TestX (0.00s)\n"),
+            "--- PASS: TestX\n"
+        );
+        assert_eq!(
+            without_duration("    --- FAIL: TestX/sub (12.5s)\n"),
+            "    --- FAIL: TestX/sub\n"
+        );
+        assert_eq!(without_duration("=== RUN   TestX\n"), "=== RUN   TestX\n");
+        assert_eq!(without_duration("value (3s)\n"), "value (3s)\n");
     }
 
     #[test]
