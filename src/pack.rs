@@ -225,16 +225,17 @@ pub fn safe_path(path: &str) -> bool {
             .all(|c| matches!(c, Component::Normal(_)))
 }
 
-/// Writes the pack folder — `pack.json` and `artifacts/<path>` for every stored artifact, copied from
-/// `source` — into `dir` atomically: everything is written beside it first, then renamed into place, so a
-/// reader sees the old pack or the new one, never half of one.
+/// Writes the pack folder — `pack.json` and `artifacts/<path>` for every artifact, copied from `source` —
+/// into `dir` atomically: everything is written beside it first, then renamed into place, so a reader sees
+/// the old pack or the new one, never half of one. Media (`store: none`) are in the folder too: it is what
+/// the gate uploads as the run artifact, which keeps their bytes until it expires; they never go to git.
 pub fn write(dir: &Path, pack: &Pack, source: &Path) -> std::io::Result<()> {
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
     let staging = tempfile::Builder::new()
         .prefix(".pack-")
         .tempdir_in(parent)?;
-    for artifact in pack.artifacts.iter().filter(|a| a.store == "git") {
+    for artifact in pack.artifacts.iter().filter(|a| a.tombstone.is_none() && a.store != "lfs") {
         if !safe_path(&artifact.path) {
             return Err(std::io::Error::other(format!(
                 "unsafe artifact path `{}`",
