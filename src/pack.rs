@@ -235,7 +235,11 @@ pub fn write(dir: &Path, pack: &Pack, source: &Path) -> std::io::Result<()> {
     let staging = tempfile::Builder::new()
         .prefix(".pack-")
         .tempdir_in(parent)?;
-    for artifact in pack.artifacts.iter().filter(|a| a.tombstone.is_none() && a.store != "lfs") {
+    for artifact in pack
+        .artifacts
+        .iter()
+        .filter(|a| a.tombstone.is_none() && a.store != "lfs")
+    {
         if !safe_path(&artifact.path) {
             return Err(std::io::Error::other(format!(
                 "unsafe artifact path `{}`",

@@ -18,7 +18,7 @@ use crate::ledger::ready::{self, Snapshot};
 use crate::maps::{self, blocks::ArtifactKind};
 use crate::pack::{self, Pack};
 use crate::registry::CommandId;
-use crate::sandbox::{Network, Sandbox, SandboxSettings};
+use crate::sandbox::{Network, Sandbox};
 use crate::select::{self, evidence_map};
 use crate::settings::VerifyOptions;
 
@@ -130,12 +130,7 @@ pub fn run(
 
     // behaviour: selected by the diff and the story's evidence map
     let loaded = maps::load_repo(repo).map_err(failure_of)?;
-    let settings = SandboxSettings {
-        process_env: ctx.env.vars.clone(),
-        extra_names: config.verify.env.clone(),
-        uids: config.verify.sandbox_uids,
-        jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
-    };
+    let settings = super::verify::sandbox_settings(ctx, &config, options);
     let timeout = Duration::from_secs(config.verify.check_timeout_s);
     let behaviour_report = if !loaded.errors.is_empty() {
         floors.push(check(
@@ -166,28 +161,15 @@ pub fn run(
             ));
             None
         } else {
-            let run_options = behaviour::Options {
-                root: root.clone(),
-                out: out.to_path_buf(),
-                sandbox: settings.clone(),
-                timeout,
-                base_url: config.verify.base_url.clone(),
-                seed: config.verify.seed.clone(),
-                production: config.verify.production.clone(),
-                targets: config.verify.targets.clone(),
-                require_isolation: config.verify.require_isolation,
-                aayu: ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()),
-                actions: ctx.env.github_actions,
-            };
-            let report =
-                behaviour::run(&loaded.maps, &selected, &run_options, ctx.err).map_err(|e| {
-                    let status = if matches!(e, behaviour::BehaviourError::Target(_)) {
-                        ExitStatus::Usage
-                    } else {
-                        ExitStatus::Failure
-                    };
-                    Failure::from_error(status, &e)
-                })?;
+            let report = super::verify::run_behaviour(
+                ctx,
+                &root,
+                out,
+                &config,
+                options,
+                &loaded.maps,
+                &selected,
+            )?;
             floors.push(behaviour_floor(&report));
             Some(report)
         }

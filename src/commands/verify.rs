@@ -177,31 +177,15 @@ fn checks(
         Some(dir) => start.join(dir),
         None => repo.root().join(".aayudha/runs").join(timestamp(now)),
     };
-    let run_options = behaviour::Options {
-        root: repo.root().to_path_buf(),
-        out: out.clone(),
-        sandbox: SandboxSettings {
-            process_env: ctx.env.vars.clone(),
-            extra_names: config.verify.env.clone(),
-            uids: config.verify.sandbox_uids,
-            jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
-        },
-        timeout: Duration::from_secs(config.verify.check_timeout_s),
-        base_url: config.verify.base_url.clone(),
-        seed: config.verify.seed.clone(),
-        production: config.verify.production.clone(),
-        targets: config.verify.targets.clone(),
-        require_isolation: config.verify.require_isolation,
-        aayu: ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()),
-        actions: ctx.env.github_actions,
-    };
-    let report = behaviour::run(&loaded.maps, &selected, &run_options, ctx.err).map_err(|e| {
-        let status = match e {
-            behaviour::BehaviourError::Target(_) => ExitStatus::Usage,
-            _ => ExitStatus::Failure,
-        };
-        Failure::from_error(status, &e)
-    })?;
+    let report = run_behaviour(
+        ctx,
+        repo.root(),
+        &out,
+        config,
+        options,
+        &loaded.maps,
+        &selected,
+    )?;
     let rendered = if options.json {
         json::render(&report)
     } else {
@@ -229,4 +213,51 @@ fn timestamp(now: time::OffsetDateTime) -> String {
         now.minute(),
         now.second()
     )
+}
+
+/// The sandbox settings of a run: the environment read at start-up, `[verify] env` and `sandbox_uids`,
+/// and `--jobs` (default: the number of cores).
+pub(crate) fn sandbox_settings(
+    ctx: &Context,
+    config: &Config,
+    options: &VerifyOptions,
+) -> SandboxSettings {
+    SandboxSettings {
+        process_env: ctx.env.vars.clone(),
+        extra_names: config.verify.env.clone(),
+        uids: config.verify.sandbox_uids,
+        jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
+    }
+}
+
+/// Runs selected behaviour checks into the run folder `out`; a refused target is a usage error.
+pub(crate) fn run_behaviour(
+    ctx: &mut Context,
+    root: &std::path::Path,
+    out: &std::path::Path,
+    config: &Config,
+    options: &VerifyOptions,
+    maps: &[maps::Map],
+    selected: &[select::Selected],
+) -> Result<behaviour::BehaviourReport, Failure> {
+    let run_options = behaviour::Options {
+        root: root.to_path_buf(),
+        out: out.to_path_buf(),
+        sandbox: sandbox_settings(ctx, config, options),
+        timeout: Duration::from_secs(config.verify.check_timeout_s),
+        base_url: config.verify.base_url.clone(),
+        seed: config.verify.seed.clone(),
+        production: config.verify.production.clone(),
+        targets: config.verify.targets.clone(),
+        require_isolation: config.verify.require_isolation,
+        aayu: ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()),
+        actions: ctx.env.github_actions,
+    };
+    behaviour::run(maps, selected, &run_options, ctx.err).map_err(|e| {
+        let status = match e {
+            behaviour::BehaviourError::Target(_) => ExitStatus::Usage,
+            _ => ExitStatus::Failure,
+        };
+        Failure::from_error(status, &e)
+    })
 }
