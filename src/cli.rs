@@ -21,6 +21,10 @@ pub fn main() -> ExitCode {
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let status = run(std::env::args_os(), env, &mut input, &mut out, &mut err);
+    // An interrupted run ends from the signal thread, once it has cleaned up, with 128 + the signal.
+    while crate::cleanup::interrupted() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     ExitCode::from(status)
 }
 

@@ -6,6 +6,7 @@
 //! (`.aayudha/config.toml` over the embedded defaults), `git` (git2 helpers) and `commands` (one module per
 //! command, each taking a context and plain options).
 
+pub(crate) mod cleanup;
 pub mod cli;
 pub(crate) mod commands;
 pub mod config;

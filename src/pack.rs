@@ -257,6 +257,11 @@ pub fn write(dir: &Path, pack: &Pack, source: &Path) -> std::io::Result<()> {
     let mut file = std::fs::File::create(staging.path().join("pack.json"))?;
     file.write_all(&json)?;
     file.sync_all()?;
+    if crate::cleanup::interrupted() {
+        return Err(std::io::Error::other(
+            "interrupted: no pack is written for a run that did not finish",
+        ));
+    }
     let staged = staging.keep();
     let old = parent.join(format!(".old-{}", std::process::id()));
     if dir.exists() {

@@ -88,6 +88,8 @@ pub struct Sandbox {
     /// Locks on those uids, held for the whole run: two aayu runs on one machine never share a uid,
     /// so killing one run's processes by uid never touches the other's.
     _locks: Vec<nix::fcntl::Flock<std::fs::File>>,
+    /// The folder and the uids, cleaned up if aayu is interrupted.
+    _cleanup: Vec<crate::cleanup::Registered>,
     slots: usize,
     filter: Option<BpfProgram>,
 }
@@ -166,11 +168,17 @@ impl Sandbox {
             // check leaves behind can be told apart from another check's and killed.
             (Vec::new(), Vec::new(), 1)
         };
+        let mut cleanup = vec![crate::cleanup::dir(dir.path())];
+        cleanup.extend(
+            uids.iter()
+                .map(|&uid| crate::cleanup::processes(procs::Owner::Uid(uid))),
+        );
         Ok(Sandbox {
             dir,
             env: allowed_env(settings),
             uids,
             _locks: locks,
+            _cleanup: cleanup,
             slots,
             filter: network_filter(),
         })
@@ -397,6 +405,13 @@ impl Sandbox {
         network: Network,
     ) -> std::io::Result<Outcome> {
         let leader = child.id() as i32;
+        // Without a uid of its own, the check's processes are its session's: killed if aayu is interrupted.
+        let _interrupted = self.uid(slot).is_none().then(|| {
+            crate::cleanup::processes(procs::Owner::Tree {
+                leader,
+                keep: keep.clone(),
+            })
+        });
         let feeder = child.stdin.take().map(|mut pipe| {
             std::thread::spawn(move || {
                 use std::io::Write;
@@ -473,7 +488,8 @@ fn lock_uids(
         if uids.len() == want {
             break;
         }
-        let path = std::env::temp_dir().join(format!("aayu-sandbox-uid-{uid}.lock"));
+        // One machine-wide place (not $TMPDIR, which differs between runs) so every aayu run sees the locks.
+        let path = Path::new("/tmp").join(format!("aayu-sandbox-uid-{uid}.lock"));
         let Ok(file) = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)

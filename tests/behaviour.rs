@@ -32,6 +32,7 @@ elsif ($id eq "links") { symlink("/etc/passwd", "$out/p") or die; result("passed
 elsif ($id eq "env") { put("env.txt", join("\n", map { "$_=$ENV{$_}" } sort keys %ENV));
   result("passed", "", [{path => "env.txt", kind => "report"}]) }
 elsif ($id eq "forks") { my $pid = fork(); if ($pid == 0) { exec("sleep", "1000") } mark("child.pid", $pid); result("passed") }
+elsif ($id eq "lingers") { my $pid = fork(); if ($pid == 0) { exec("sleep", "1000") } mark("child.pid", $pid); sleep 60; result("passed") }
 elsif ($id eq "daemon") {
   my $pid = fork();
   if ($pid == 0) { POSIX::setsid(); my $grand = fork(); if ($grand == 0) { mark("daemon.pid", $$); exec("sleep", "1000") } exit 0 }
@@ -494,4 +495,58 @@ fn production_targets_are_refused_before_anything_starts() {
     );
     assert!(!marker.exists(), "the seed never started");
     assert!(!repo.path("run/reports/behaviour.json").exists());
+}
+
+#[test]
+fn an_interrupted_run_kills_its_checks_and_removes_its_folders() {
+    let shared = common::shared_dir();
+    let notes = format!(r#"{{"dir": "{}"}}"#, shared.path().display());
+    let repo = hostile(&["lingers"], &notes);
+    repo.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 120\n");
+    // aayu's own temporary folders go here, to be counted afterwards.
+    let tmp = common::shared_dir();
+    let mut child = repo
+        .aayu()
+        .env("TMPDIR", tmp.path())
+        .args(["verify", "--check", "hostile", "--out", "run"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid_file = shared.path().join("child.pid");
+    let started = std::time::Instant::now();
+    while !pid_file.exists() && started.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = std::fs::read_to_string(&pid_file).expect("the check started");
+    let during: Vec<_> = std::fs::read_dir(tmp.path()).expect("tmp").collect();
+    assert!(
+        !during.is_empty(),
+        "the sandbox folder exists while the check runs"
+    );
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let status = child.wait().expect("wait");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "Ctrl-C ends aayu with 128 + SIGINT"
+    );
+    assert!(started.elapsed().as_secs() < 30);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!alive(&pid), "the check's child {pid} was killed");
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .expect("tmp")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "aayu's temporary folders were removed: {left:?}"
+    );
 }

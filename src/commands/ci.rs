@@ -121,6 +121,7 @@ pub fn run(
         .tempdir_in(&proof_root)
         .map_err(|e| Failure::unexpected("cannot create the run folder").caused_by(e))?;
     let out = staging.path();
+    let _interrupted = crate::cleanup::dir(out);
     let mut floors = Vec::new();
 
     // feature-map

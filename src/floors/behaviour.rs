@@ -101,6 +101,8 @@ pub struct Options {
 /// Why the floor could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum BehaviourError {
+    #[error("interrupted: no report is written for a run that did not finish")]
+    Interrupted,
     #[error("{0}")]
     Target(String),
     #[error(transparent)]
@@ -262,6 +264,9 @@ pub fn run(
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
+    if crate::cleanup::interrupted() {
+        return Err(BehaviourError::Interrupted);
+    }
     let mut checks = results;
     checks.sort_by(|a, b| {
         (&a.product, &a.feature, &a.check).cmp(&(&b.product, &b.feature, &b.check))
@@ -839,6 +844,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 struct SeedApp {
     pid: i32,
     child: std::process::Child,
+    _interrupted: crate::cleanup::Registered,
 }
 
 impl SeedApp {
@@ -859,8 +865,17 @@ impl SeedApp {
 
 fn start_seed(sandbox: &Sandbox, options: &Options) -> std::io::Result<SeedApp> {
     let child = sandbox.spawn_detached(&options.seed, &options.root)?;
+    let pid = child.id() as i32;
+    let owner = match sandbox.uid(usize::MAX) {
+        Some(uid) => sandbox::procs::Owner::Uid(uid),
+        None => sandbox::procs::Owner::Tree {
+            leader: pid,
+            keep: BTreeSet::new(),
+        },
+    };
     Ok(SeedApp {
-        pid: child.id() as i32,
+        pid,
         child,
+        _interrupted: crate::cleanup::processes(owner),
     })
 }

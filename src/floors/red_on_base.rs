@@ -134,6 +134,7 @@ pub fn run(
             return inconclusive_all(base_sha, format!("the base could not be checked out: {e}"));
         }
     };
+    let _interrupted = crate::cleanup::dir(folder.path());
     prefetch(folder.path());
     let mut ids: Vec<TestId> = Vec::new();
     let mut per_criterion: BTreeMap<u32, Vec<TestId>> = BTreeMap::new();
