@@ -17,6 +17,7 @@ pub(crate) mod ledger;
 pub(crate) mod maps;
 pub(crate) mod output;
 pub mod pack;
+pub mod publish;
 pub mod registry;
 pub(crate) mod sandbox;
 pub(crate) mod select;

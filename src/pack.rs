@@ -3,7 +3,7 @@
 //! Schema (`schemas/pack.v1.json`, embedded), and refuses a newer version.
 
 use std::io::Write;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -217,12 +217,13 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Whether a pack path is safe: relative, `/`-separated, no `.`/`..`, no backslash or NUL.
 pub fn safe_path(path: &str) -> bool {
+    // Split by hand: `Path::components` silently drops an inner `.` and a doubled `/`.
     !path.is_empty()
         && !path.contains('\\')
         && !path.contains('\0')
-        && Path::new(path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 /// Writes the pack folder — `pack.json` and `artifacts/<path>` for every artifact, copied from `source` —
@@ -342,7 +343,18 @@ mod tests {
     #[test]
     fn pack_paths_stay_inside() {
         assert!(safe_path("evidence/criterion-1.jsonl"));
-        for bad in ["", "../x", "/etc/passwd", "a/../b", "a\\b", "./a", "a\0b"] {
+        for bad in [
+            "",
+            "../x",
+            "/etc/passwd",
+            "a/../b",
+            "a\\b",
+            "./a",
+            "a\0b",
+            "a/./b",
+            "a//b",
+            "a/",
+        ] {
             assert!(!safe_path(bad), "{bad:?}");
         }
     }

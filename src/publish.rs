@@ -1,0 +1,3 @@
+//! Publishing a pack: the `aayudha-pack` zip (built streaming, read back safely).
+
+pub mod archive;
