@@ -1,3 +1,5 @@
-//! Publishing a pack: the `aayudha-pack` zip (built streaming, read back safely).
+//! Publishing a pack: the `aayudha-pack` zip (built streaming, read back safely) and the workflow
+//! artifact protocol that uploads and downloads it.
 
 pub mod archive;
+pub mod results;
