@@ -13,6 +13,7 @@ pub mod config;
 pub mod exit;
 pub(crate) mod floors;
 pub(crate) mod git;
+pub mod github;
 pub(crate) mod ledger;
 pub(crate) mod maps;
 pub(crate) mod output;

@@ -2,4 +2,5 @@
 //! artifact protocol that uploads and downloads it.
 
 pub mod archive;
+pub mod comment;
 pub mod results;

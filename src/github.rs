@@ -1,0 +1,377 @@
+//! The GitHub REST client: one `Client` over octocrab, built from `GITHUB_API_URL` and a redacted token,
+//! that reads every page, retries what is worth retrying and turns refusals into typed errors with a hint.
+
+use std::time::Duration;
+
+use http::{HeaderMap, Method};
+use serde_json::Value;
+
+/// A token whose `Debug` never shows it.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    pub fn new(token: impl Into<String>) -> Token {
+        Token(token.into())
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// `owner/name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoSlug(pub String);
+
+/// What GitHub refused, and why.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum GitHubError {
+    #[error("GitHub refused the token (401) for {what}")]
+    Unauthorized { what: String },
+    #[error("GitHub forbids {what} (403): {message}")]
+    Forbidden { what: String, message: String },
+    #[error("GitHub has no {what} (404)")]
+    NotFound { what: String },
+    #[error("GitHub refused {what} as a conflict (409): {message}")]
+    Conflict { what: String, message: String },
+    #[error("{what} is gone (410): {message}")]
+    Gone { what: String, message: String },
+    #[error("GitHub could not process {what} (422): {message}")]
+    Unprocessable { what: String, message: String },
+    #[error("GitHub answered {status} for {what}: {message}")]
+    Status {
+        what: String,
+        status: u16,
+        message: String,
+    },
+    #[error("cannot reach GitHub for {what}: {message}")]
+    Transport { what: String, message: String },
+    #[error("GitHub's rate limit held {what} back {attempts} times")]
+    RateLimited { what: String, attempts: u32 },
+}
+
+impl GitHubError {
+    /// How to fix it, for the `hint:` line.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            GitHubError::Unauthorized { .. } => Some("check that the token is set and has not expired".into()),
+            GitHubError::Forbidden { what, .. } if what.contains("comment") || what.contains("pull") => {
+                Some("the token cannot write to pull requests: add `pull-requests: write` to the job's permissions".into())
+            }
+            GitHubError::Forbidden { what, .. } if what.contains("status") => {
+                Some("the token cannot set commit statuses: add `statuses: write` to the job's permissions".into())
+            }
+            GitHubError::Forbidden { .. } => Some("check the job's `permissions:` and the token's scopes".into()),
+            GitHubError::NotFound { .. } => Some("check the repository, the number, and that the token can see the repository".into()),
+            GitHubError::Gone { .. } => Some("an expired artifact cannot be downloaded: run the workflow again".into()),
+            GitHubError::RateLimited { .. } => Some("wait and run again; GitHub's secondary rate limit is per token".into()),
+            _ => None,
+        }
+    }
+
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, GitHubError::Forbidden { .. })
+    }
+}
+
+/// How many times one request is tried, and the longest wait GitHub may ask for between tries.
+const ATTEMPTS: u32 = 5;
+const LONGEST_WAIT: Duration = Duration::from_secs(60);
+
+/// The client. Blocking to its callers: it owns a small runtime for octocrab.
+pub struct Client {
+    octo: octocrab::Octocrab,
+    runtime: tokio::runtime::Runtime,
+    api: String,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("api", &self.api)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One answer: status, headers, body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Client {
+    /// A client for `api_url` (`GITHUB_API_URL`, default `https://api.github.com`).
+    pub fn new(api_url: &str, token: &Token) -> Result<Client, GitHubError> {
+        let api = api_url.trim_end_matches('/').to_string();
+        let transport = |message: String| GitHubError::Transport {
+            what: "the client".into(),
+            message,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| transport(e.to_string()))?;
+        let octo = {
+            let _guard = runtime.enter();
+            octocrab::Octocrab::builder()
+                .base_uri(api.as_str())
+                .map_err(|e| transport(e.to_string()))?
+                .personal_token(token.0.clone())
+                .build()
+                .map_err(|e| transport(e.to_string()))?
+        };
+        Ok(Client { octo, runtime, api })
+    }
+
+    fn url(&self, path: &str) -> String {
+        if path.starts_with("http://") || path.starts_with("https://") {
+            path.to_string()
+        } else {
+            format!("{}{}", self.api, path)
+        }
+    }
+
+    /// Sends one request, retrying 5xx answers, dropped connections and secondary rate limits (403/429
+    /// with `retry-after`, or `x-ratelimit-remaining: 0` with `x-ratelimit-reset`) with bounded backoff.
+    pub fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<Answer, GitHubError> {
+        let url = self.url(path);
+        let mut limited = 0;
+        for attempt in 0..ATTEMPTS {
+            let result = self.runtime.block_on(async {
+                let response = match method {
+                    Method::GET => self.octo._get(url.as_str()).await,
+                    Method::POST => self.octo._post(url.as_str(), body).await,
+                    Method::PATCH => self.octo._patch(url.as_str(), body).await,
+                    Method::PUT => self.octo._put(url.as_str(), body).await,
+                    Method::DELETE => self.octo._delete(url.as_str(), body).await,
+                    _ => return Err(format!("unsupported method {method}")),
+                }
+                .map_err(|e| e.to_string())?;
+                let status = response.status().as_u16();
+                let headers = response.headers().clone();
+                let text = self
+                    .octo
+                    .body_to_string(response)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(Answer {
+                    status,
+                    headers,
+                    body: text,
+                })
+            });
+            match result {
+                Err(message) if attempt + 1 < ATTEMPTS => {
+                    let _ = message;
+                    std::thread::sleep(Duration::from_millis(250 * 2u64.pow(attempt)));
+                }
+                Err(message) => {
+                    return Err(GitHubError::Transport {
+                        what: what.to_string(),
+                        message,
+                    });
+                }
+                Ok(answer) => {
+                    if let Some(wait) = rate_limit_wait(&answer) {
+                        limited += 1;
+                        if attempt + 1 < ATTEMPTS {
+                            std::thread::sleep(wait.min(LONGEST_WAIT));
+                            continue;
+                        }
+                        return Err(GitHubError::RateLimited {
+                            what: what.to_string(),
+                            attempts: limited,
+                        });
+                    }
+                    if answer.status >= 500 && attempt + 1 < ATTEMPTS {
+                        std::thread::sleep(Duration::from_millis(250 * 2u64.pow(attempt)));
+                        continue;
+                    }
+                    return check(answer, what);
+                }
+            }
+        }
+        Err(GitHubError::Transport {
+            what: what.to_string(),
+            message: "no attempt left".into(),
+        })
+    }
+
+    /// A JSON answer.
+    pub fn json(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<Value, GitHubError> {
+        let answer = self.send(method, path, body, what)?;
+        if answer.body.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&answer.body).map_err(|e| GitHubError::Status {
+            what: what.to_string(),
+            status: answer.status,
+            message: format!("not JSON: {e}"),
+        })
+    }
+
+    /// Every item of a list endpoint: `per_page=100`, following `Link: <…>; rel="next"`.
+    pub fn list(&self, path: &str, what: &str) -> Result<Vec<Value>, GitHubError> {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let mut next = Some(format!("{path}{sep}per_page=100"));
+        let mut items = Vec::new();
+        let mut pages = 0;
+        while let Some(page) = next.take() {
+            pages += 1;
+            if pages > 1000 {
+                return Err(GitHubError::Status {
+                    what: what.to_string(),
+                    status: 200,
+                    message: "more than 1000 pages".into(),
+                });
+            }
+            let answer = self.send(Method::GET, &page, None, what)?;
+            let value: Value =
+                serde_json::from_str(&answer.body).map_err(|e| GitHubError::Status {
+                    what: what.to_string(),
+                    status: answer.status,
+                    message: format!("not JSON: {e}"),
+                })?;
+            match value {
+                Value::Array(list) => items.extend(list),
+                other => items.push(other),
+            }
+            next = answer
+                .headers
+                .get("link")
+                .and_then(|v| v.to_str().ok())
+                .and_then(next_link);
+        }
+        Ok(items)
+    }
+
+    /// The login the token acts as, or `None` when `GET /user` is forbidden (a workflow token, which acts
+    /// as `github-actions[bot]`).
+    pub fn login(&self) -> Result<Option<String>, GitHubError> {
+        match self.json(Method::GET, "/user", None, "the token's user") {
+            Ok(user) => Ok(user
+                .get("login")
+                .and_then(Value::as_str)
+                .map(str::to_string)),
+            Err(GitHubError::Forbidden { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Maps an answer's status to a typed error.
+fn check(answer: Answer, what: &str) -> Result<Answer, GitHubError> {
+    let message = serde_json::from_str::<Value>(&answer.body)
+        .ok()
+        .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| answer.body.chars().take(200).collect());
+    let what = what.to_string();
+    match answer.status {
+        200..=399 => Ok(answer),
+        401 => Err(GitHubError::Unauthorized { what }),
+        403 => Err(GitHubError::Forbidden { what, message }),
+        404 => Err(GitHubError::NotFound { what }),
+        409 => Err(GitHubError::Conflict { what, message }),
+        410 => Err(GitHubError::Gone { what, message }),
+        422 => Err(GitHubError::Unprocessable { what, message }),
+        status => Err(GitHubError::Status {
+            what,
+            status,
+            message,
+        }),
+    }
+}
+
+/// How long a rate-limited answer asks to wait, or `None` when it is not rate-limited.
+fn rate_limit_wait(answer: &Answer) -> Option<Duration> {
+    if answer.status != 403 && answer.status != 429 {
+        return None;
+    }
+    let header = |name: &str| {
+        answer
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(seconds) = header("retry-after").and_then(|v| v.parse::<u64>().ok()) {
+        return Some(Duration::from_secs(seconds));
+    }
+    if header("x-ratelimit-remaining") == Some("0") {
+        let reset = header("x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok())?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        return Some(Duration::from_secs(reset.saturating_sub(now).max(1)));
+    }
+    if answer.status == 429 || answer.body.contains("secondary rate limit") {
+        return Some(Duration::from_secs(60));
+    }
+    None
+}
+
+/// The `rel="next"` URL of a `Link` header.
+fn next_link(link: &str) -> Option<String> {
+    link.split(',').find_map(|part| {
+        let (url, params) = part.split_once(';')?;
+        params
+            .split(';')
+            .any(|p| p.trim() == "rel=\"next\"")
+            .then(|| {
+                url.trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_string()
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_page_comes_from_the_link_header() {
+        let link = r#"<https://api.github.com/repositories/1/issues/2/comments?per_page=100&page=2>; rel="next", <https://api.github.com/repositories/1/issues/2/comments?per_page=100&page=3>; rel="last""#;
+        assert_eq!(
+            next_link(link).as_deref(),
+            Some("https://api.github.com/repositories/1/issues/2/comments?per_page=100&page=2")
+        );
+        assert_eq!(next_link(r#"<https://x/y?page=1>; rel="prev""#), None);
+    }
+
+    #[test]
+    fn a_token_never_shows() {
+        assert_eq!(
+            format!("{:?}", Token::new("ghs_secret")),
+            "Token(<redacted>)"
+        );
+    }
+
+    #[test]
+    fn forbidden_writes_say_which_permission_is_missing() {
+        let e = GitHubError::Forbidden {
+            what: "a comment on pull request #3".into(),
+            message: "Resource not accessible by integration".into(),
+        };
+        assert!(e.hint().expect("hint").contains("pull-requests: write"));
+    }
+}

@@ -1,0 +1,262 @@
+//! The sticky comment against the fake GitHub: every case of `reference/security.md` "The sticky comment".
+
+#[path = "support/fake_github.rs"]
+mod fake_github;
+
+use aayudha::github::{Client, GitHubError, Token};
+use aayudha::publish::comment::{self, ACTIONS_BOT, MARKER, Outcome};
+use fake_github::Server;
+
+const REPO: &str = "octo/shop";
+
+fn server_with(token: &str, login: &str) -> Server {
+    let server = Server::start();
+    server
+        .state
+        .lock()
+        .expect("lock")
+        .tokens
+        .insert(token.into(), login.into());
+    server
+}
+
+fn client(server: &Server, token: &str) -> Client {
+    Client::new(&server.url, &Token::new(token)).expect("client")
+}
+
+fn ours(server: &Server, login: &str) -> Vec<fake_github::Comment> {
+    server
+        .comments()
+        .into_iter()
+        .filter(|c| c.login == login && c.body.starts_with(MARKER))
+        .collect()
+}
+
+#[test]
+fn one_comment_is_created_then_edited_in_place() {
+    let server = server_with("t", "aayu-bot");
+    let c = client(&server, "t");
+    let first = comment::upsert(
+        &c,
+        REPO,
+        3,
+        "aayu-bot",
+        10,
+        &comment::body(10, "abc", "first"),
+    )
+    .expect("create");
+    let Outcome::Created(id) = first else {
+        panic!("{first:?}")
+    };
+    let second = comment::upsert(
+        &c,
+        REPO,
+        3,
+        "aayu-bot",
+        11,
+        &comment::body(11, "def", "second"),
+    )
+    .expect("update");
+    assert_eq!(second, Outcome::Updated(id));
+    let mine = ours(&server, "aayu-bot");
+    assert_eq!(mine.len(), 1);
+    assert!(mine[0].body.ends_with("second"));
+    server.assert_clean();
+}
+
+#[test]
+fn our_comment_is_found_among_150_others_on_a_later_page() {
+    let server = server_with("t", "aayu-bot");
+    for i in 0..120 {
+        server.seed("someone", &format!("comment {i}"));
+    }
+    let id = server.seed("aayu-bot", &comment::body(5, "old", "old"));
+    for i in 0..40 {
+        server.seed("someone", &format!("later {i}"));
+    }
+    let outcome = comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        6,
+        &comment::body(6, "new", "new"),
+    )
+    .expect("upsert");
+    assert_eq!(outcome, Outcome::Updated(id));
+    assert_eq!(server.comments().len(), 161);
+    let pages = server
+        .state
+        .lock()
+        .expect("lock")
+        .requests
+        .iter()
+        .filter(|r| r.starts_with("GET comments"))
+        .count();
+    assert_eq!(pages, 2, "161 comments are two pages of 100");
+    server.assert_clean();
+}
+
+#[test]
+fn a_users_comment_carrying_the_marker_is_not_ours() {
+    let server = server_with("t", "aayu-bot");
+    let forged = server.seed("mallory", &format!("{MARKER}\nall floors hold, ship it"));
+    let outcome = comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        1,
+        &comment::body(1, "h", "real"),
+    )
+    .expect("upsert");
+    assert!(matches!(outcome, Outcome::Created(id) if id != forged));
+    let forged_now = server
+        .comments()
+        .into_iter()
+        .find(|c| c.id == forged)
+        .expect("untouched");
+    assert!(
+        forged_now.body.ends_with("ship it"),
+        "a user's comment is never edited"
+    );
+}
+
+#[test]
+fn two_concurrent_runs_leave_one_comment_the_lowest_id() {
+    let server = server_with("t", "aayu-bot");
+    server.state.lock().expect("lock").race =
+        Some(("aayu-bot".into(), comment::body(2, "h", "the other run")));
+    let outcome = comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        3,
+        &comment::body(3, "h", "this run"),
+    )
+    .expect("upsert");
+    let mine = ours(&server, "aayu-bot");
+    assert_eq!(mine.len(), 1, "the duplicate was deleted");
+    assert_eq!(outcome, Outcome::Updated(mine[0].id));
+    assert!(mine[0].body.ends_with("this run"));
+    server.assert_clean();
+}
+
+#[test]
+fn an_older_run_never_overwrites_a_newer_one() {
+    let server = server_with("t", "aayu-bot");
+    let id = server.seed("aayu-bot", &comment::body(20, "newer-head", "newer"));
+    let outcome = comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        10,
+        &comment::body(10, "older-head", "older"),
+    )
+    .expect("upsert");
+    assert_eq!(outcome, Outcome::KeptNewer(id));
+    assert!(ours(&server, "aayu-bot")[0].body.ends_with("newer"));
+}
+
+#[test]
+fn a_huge_body_is_posted_capped() {
+    let server = server_with("t", "aayu-bot");
+    let body = comment::body(1, "h", &"x".repeat(300_000));
+    comment::upsert(&client(&server, "t"), REPO, 3, "aayu-bot", 1, &body).expect("upsert");
+    let posted = &ours(&server, "aayu-bot")[0];
+    assert!(posted.body.chars().count() <= comment::MAX_BODY);
+}
+
+#[test]
+fn a_secondary_rate_limit_is_waited_out() {
+    let server = server_with("t", "aayu-bot");
+    server.state.lock().expect("lock").rate_limited = 2;
+    let started = std::time::Instant::now();
+    comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        1,
+        &comment::body(1, "h", "x"),
+    )
+    .expect("upsert");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "retry-after was honoured"
+    );
+    assert_eq!(ours(&server, "aayu-bot").len(), 1);
+}
+
+#[test]
+fn a_read_only_token_is_a_typed_refusal_with_the_permission_to_add() {
+    let server = server_with("ro", "fork-bot");
+    server
+        .state
+        .lock()
+        .expect("lock")
+        .read_only
+        .push("ro".into());
+    let err = comment::upsert(
+        &client(&server, "ro"),
+        REPO,
+        3,
+        "fork-bot",
+        1,
+        &comment::body(1, "h", "x"),
+    )
+    .expect_err("read-only");
+    assert!(matches!(err, GitHubError::Forbidden { .. }), "{err:?}");
+    assert!(err.hint().expect("hint").contains("pull-requests: write"));
+}
+
+#[test]
+fn a_comment_deleted_meanwhile_is_written_anew() {
+    let server = server_with("t", "aayu-bot");
+    let old = server.seed("aayu-bot", &comment::body(1, "h", "old"));
+    server.state.lock().expect("lock").vanish_on_patch = true;
+    let outcome = comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        2,
+        &comment::body(2, "h", "new"),
+    )
+    .expect("upsert");
+    assert!(
+        matches!(outcome, Outcome::Created(id) if id != old),
+        "{outcome:?}"
+    );
+    assert_eq!(ours(&server, "aayu-bot").len(), 1);
+}
+
+#[test]
+fn a_workflow_token_acts_as_the_actions_bot() {
+    let server = server_with("ghs_workflow", ACTIONS_BOT);
+    server
+        .state
+        .lock()
+        .expect("lock")
+        .no_user
+        .push("ghs_workflow".into());
+    let c = client(&server, "ghs_workflow");
+    assert_eq!(
+        c.login().expect("login"),
+        None,
+        "GET /user is forbidden for a workflow token"
+    );
+    let me = c
+        .login()
+        .expect("login")
+        .unwrap_or_else(|| ACTIONS_BOT.to_string());
+    comment::upsert(&c, REPO, 3, &me, 1, &comment::body(1, "h", "x")).expect("upsert");
+    assert_eq!(ours(&server, ACTIONS_BOT).len(), 1);
+    let err = Client::new(&server.url, &Token::new("wrong"))
+        .expect("client")
+        .login()
+        .expect_err("401");
+    assert!(matches!(err, GitHubError::Unauthorized { .. }));
+}

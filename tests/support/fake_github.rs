@@ -1,0 +1,357 @@
+//! An in-process fake of GitHub's REST API for issue comments and the token's user: stateful, paginated
+//! with `Link` headers (absolute URLs, as GitHub sends), secondary rate limits on demand, and strict — an
+//! unexpected request is answered 500 and recorded.
+
+#![allow(dead_code)]
+// A handler's refusal is a whole response; boxing it would only add noise to a test fake.
+#![allow(clippy::result_large_err)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone)]
+pub struct Comment {
+    pub id: u64,
+    pub login: String,
+    pub body: String,
+}
+
+#[derive(Debug, Default)]
+pub struct Fake {
+    /// token → login; a token absent here is refused (401).
+    pub tokens: BTreeMap<String, String>,
+    /// Tokens whose `GET /user` is forbidden (workflow tokens).
+    pub no_user: Vec<String>,
+    /// Tokens that may read but not write.
+    pub read_only: Vec<String>,
+    pub comments: Vec<Comment>,
+    pub next_id: u64,
+    /// Answer this many requests with a secondary rate limit first.
+    pub rate_limited: usize,
+    /// Before the next comment is created, another writer creates this one (a race).
+    pub race: Option<(String, String)>,
+    /// Delete the comment a PATCH targets before answering (it was deleted in between).
+    pub vanish_on_patch: bool,
+    pub requests: Vec<String>,
+    pub unexpected: Vec<String>,
+    pub port: u16,
+}
+
+pub type Shared = Arc<Mutex<Fake>>;
+
+pub struct Server {
+    pub state: Shared,
+    pub url: String,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let state: Shared = Arc::new(Mutex::new(Fake {
+            next_id: 1000,
+            ..Fake::default()
+        }));
+        let app = Router::new()
+            .route("/user", get(user))
+            .route(
+                "/repos/{owner}/{repo}/issues/{number}/comments",
+                get(list).post(create),
+            )
+            .route(
+                "/repos/{owner}/{repo}/issues/comments/{id}",
+                patch(edit).delete(remove),
+            )
+            .fallback(unexpected)
+            .with_state(state.clone());
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        state.lock().expect("lock").port = port;
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Server {
+            state,
+            url: format!("http://127.0.0.1:{port}"),
+            _runtime: runtime,
+        }
+    }
+
+    pub fn seed(&self, login: &str, body: &str) -> u64 {
+        let mut fake = self.state.lock().expect("lock");
+        fake.next_id += 1;
+        let id = fake.next_id;
+        fake.comments.push(Comment {
+            id,
+            login: login.to_string(),
+            body: body.to_string(),
+        });
+        id
+    }
+
+    pub fn comments(&self) -> Vec<Comment> {
+        self.state.lock().expect("lock").comments.clone()
+    }
+
+    pub fn assert_clean(&self) {
+        let fake = self.state.lock().expect("lock");
+        assert!(
+            fake.unexpected.is_empty(),
+            "the fake GitHub got unexpected requests: {:?}",
+            fake.unexpected
+        );
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [("content-type", "application/json")],
+        json!({"message": message, "documentation_url": "https://docs.github.com/rest"})
+            .to_string(),
+    )
+        .into_response()
+}
+
+/// The login of the request's token, or the refusal to send.
+fn auth(fake: &mut Fake, headers: &HeaderMap, line: String) -> Result<String, Response> {
+    fake.requests.push(line);
+    if fake.rate_limited > 0 {
+        fake.rate_limited -= 1;
+        return Err((StatusCode::FORBIDDEN, [("retry-after", "1"), ("content-type", "application/json")], json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}).to_string()).into_response());
+    }
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("token "))
+        })
+        .unwrap_or_default()
+        .to_string();
+    fake.tokens
+        .get(&token)
+        .cloned()
+        .ok_or_else(|| error(StatusCode::UNAUTHORIZED, "Bad credentials"))
+        .map(|login| {
+            if fake.read_only.contains(&token) {
+                format!("readonly:{login}")
+            } else {
+                login
+            }
+        })
+}
+
+fn json_of(status: StatusCode, value: Value) -> Response {
+    (
+        status,
+        [("content-type", "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+fn comment_json(c: &Comment) -> Value {
+    json!({"id": c.id, "body": c.body, "user": {"login": c.login, "type": if c.login.ends_with("[bot]") { "Bot" } else { "User" }}})
+}
+
+async fn user(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    let mut fake = state.lock().expect("lock");
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .trim_start_matches("Bearer ")
+        .to_string();
+    let login = match auth(&mut fake, &headers, "GET /user".into()) {
+        Ok(login) => login,
+        Err(refusal) => return refusal,
+    };
+    if fake.no_user.contains(&token) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        );
+    }
+    json_of(
+        StatusCode::OK,
+        json!({"login": login.trim_start_matches("readonly:")}),
+    )
+}
+
+async fn list(
+    State(state): State<Shared>,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(
+        &mut fake,
+        &headers,
+        format!("GET comments page {:?}", query.get("page")),
+    ) {
+        return refusal;
+    }
+    let per_page: usize = query
+        .get("per_page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(30)
+        .clamp(1, 100);
+    let page: usize = query
+        .get("page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mut sorted = fake.comments.clone();
+    sorted.sort_by_key(|c| c.id);
+    let pages = sorted.len().div_ceil(per_page).max(1);
+    let items: Vec<Value> = sorted
+        .iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .map(comment_json)
+        .collect();
+    let base = format!(
+        "http://127.0.0.1:{}/repos/{owner}/{repo}/issues/{number}/comments?per_page={per_page}",
+        fake.port
+    );
+    let mut links = Vec::new();
+    if page < pages {
+        links.push(format!("<{base}&page={}>; rel=\"next\"", page + 1));
+        links.push(format!("<{base}&page={pages}>; rel=\"last\""));
+    }
+    let mut response = json_of(StatusCode::OK, Value::Array(items));
+    if !links.is_empty() {
+        response
+            .headers_mut()
+            .insert("link", links.join(", ").parse().expect("header"));
+    }
+    response
+}
+
+async fn create(
+    State(state): State<Shared>,
+    Path((_, _, _)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    let login = match auth(&mut fake, &headers, "POST comment".into()) {
+        Ok(login) => login,
+        Err(refusal) => return refusal,
+    };
+    if login.starts_with("readonly:") {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        );
+    }
+    let Some(text) = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["body"].as_str().map(str::to_string))
+    else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "body is required");
+    };
+    if text.chars().count() > 65_536 {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Body is too long (maximum is 65536 characters)",
+        );
+    }
+    if let Some((who, racing)) = fake.race.take() {
+        fake.next_id += 1;
+        let id = fake.next_id;
+        fake.comments.push(Comment {
+            id,
+            login: who,
+            body: racing,
+        });
+    }
+    fake.next_id += 1;
+    let comment = Comment {
+        id: fake.next_id,
+        login,
+        body: text,
+    };
+    fake.comments.push(comment.clone());
+    json_of(StatusCode::CREATED, comment_json(&comment))
+}
+
+async fn edit(
+    State(state): State<Shared>,
+    Path((_, _, id)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    let login = match auth(&mut fake, &headers, format!("PATCH {id}")) {
+        Ok(login) => login,
+        Err(refusal) => return refusal,
+    };
+    if fake.vanish_on_patch {
+        fake.vanish_on_patch = false;
+        fake.comments.retain(|c| c.id != id);
+    }
+    let text = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["body"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let Some(comment) = fake.comments.iter_mut().find(|c| c.id == id) else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    if comment.login != login {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        );
+    }
+    comment.body = text;
+    let value = comment_json(comment);
+    json_of(StatusCode::OK, value)
+}
+
+async fn remove(
+    State(state): State<Shared>,
+    Path((_, _, id)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    let login = match auth(&mut fake, &headers, format!("DELETE {id}")) {
+        Ok(login) => login,
+        Err(refusal) => return refusal,
+    };
+    match fake.comments.iter().position(|c| c.id == id) {
+        Some(i) if fake.comments[i].login == login => {
+            fake.comments.remove(i);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Some(_) => error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        ),
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+async fn unexpected(State(state): State<Shared>, request: axum::extract::Request) -> Response {
+    let line = format!("{} {}", request.method(), request.uri());
+    state.lock().expect("lock").unexpected.push(line.clone());
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &format!("unexpected request: {line}"),
+    )
+}
