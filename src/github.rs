@@ -276,6 +276,150 @@ impl Client {
     }
 }
 
+/// An artifact of a workflow run, as `GET /repos/{o}/{r}/actions/runs/{run}/artifacts` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunArtifact {
+    pub id: u64,
+    pub name: String,
+    pub size: u64,
+    pub expired: bool,
+    pub digest: Option<String>,
+}
+
+impl Client {
+    /// Every artifact of a run named `name` (all pages).
+    pub fn run_artifacts(
+        &self,
+        repo: &str,
+        run_id: u64,
+        name: &str,
+    ) -> Result<Vec<RunArtifact>, GitHubError> {
+        let what = format!("the artifacts of run {run_id}");
+        let mut found = Vec::new();
+        for page in self.list(
+            &format!(
+                "/repos/{repo}/actions/runs/{run_id}/artifacts?name={}",
+                query(name)
+            ),
+            &what,
+        )? {
+            // A page is `{total_count, artifacts: […]}`.
+            for item in page
+                .get("artifacts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if item.get("name").and_then(Value::as_str) != Some(name) {
+                    continue;
+                }
+                found.push(RunArtifact {
+                    id: item.get("id").and_then(Value::as_u64).unwrap_or_default(),
+                    name: name.to_string(),
+                    size: item
+                        .get("size_in_bytes")
+                        .and_then(Value::as_u64)
+                        .unwrap_or_default(),
+                    expired: item
+                        .get("expired")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                    digest: item
+                        .get("digest")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    /// Downloads an artifact's zip: `GET …/artifacts/{id}/zip` answers 302 to a short-lived signed URL on
+    /// another host, which is followed **without** the Authorization header; 410 means it expired.
+    pub fn artifact_zip(
+        &self,
+        repo: &str,
+        artifact_id: u64,
+        limit: u64,
+    ) -> Result<Vec<u8>, GitHubError> {
+        let what = format!("artifact {artifact_id}");
+        let answer = self.send(
+            Method::GET,
+            &format!("/repos/{repo}/actions/artifacts/{artifact_id}/zip"),
+            None,
+            &what,
+        )?;
+        let location = match answer.status {
+            301 | 302 | 303 | 307 | 308 => answer
+                .headers
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            _ => None,
+        }
+        .ok_or_else(|| GitHubError::Status {
+            what: what.clone(),
+            status: answer.status,
+            message: "expected a redirect to the artifact's signed URL".into(),
+        })?;
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build()
+            .into();
+        let mut response = agent
+            .get(&location)
+            .call()
+            .map_err(|e| GitHubError::Transport {
+                what: what.clone(),
+                message: e.to_string(),
+            })?;
+        let status = response.status().as_u16();
+        if status == 410 {
+            return Err(GitHubError::Gone {
+                what,
+                message: "the artifact has expired".into(),
+            });
+        }
+        if !(200..300).contains(&status) {
+            return Err(GitHubError::Status {
+                what,
+                status,
+                message: "the signed URL refused the download".into(),
+            });
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(response.body_mut().as_reader(), limit + 1),
+            &mut bytes,
+        )
+        .map_err(|e| GitHubError::Transport {
+            what: what.clone(),
+            message: e.to_string(),
+        })?;
+        if bytes.len() as u64 > limit {
+            return Err(GitHubError::Status {
+                what,
+                status,
+                message: format!("larger than {limit} bytes"),
+            });
+        }
+        Ok(bytes)
+    }
+}
+
+/// Percent-encodes a query value.
+fn query(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// Maps an answer's status to a typed error.
 fn check(answer: Answer, what: &str) -> Result<Answer, GitHubError> {
     let message = serde_json::from_str::<Value>(&answer.body)

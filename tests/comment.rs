@@ -260,3 +260,43 @@ fn a_workflow_token_acts_as_the_actions_bot() {
         .expect_err("401");
     assert!(matches!(err, GitHubError::Unauthorized { .. }));
 }
+
+#[test]
+fn another_runs_artifact_is_listed_and_downloaded_through_the_redirect_without_the_token() {
+    let server = server_with("t", "aayu-bot");
+    {
+        let mut fake = server.state.lock().expect("lock");
+        fake.run_artifacts.push((
+            77,
+            5001,
+            "aayudha-pack".into(),
+            b"zip bytes".to_vec(),
+            false,
+        ));
+        fake.run_artifacts
+            .push((77, 5002, "other".into(), b"x".to_vec(), false));
+        fake.run_artifacts
+            .push((78, 5003, "aayudha-pack".into(), b"old".to_vec(), true));
+    }
+    let c = client(&server, "t");
+    let found = c.run_artifacts(REPO, 77, "aayudha-pack").expect("list");
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].id, found[0].size), (5001, 9));
+    assert_eq!(
+        c.artifact_zip(REPO, 5001, 1 << 20).expect("download"),
+        b"zip bytes"
+    );
+    assert_eq!(
+        server.state.lock().expect("lock").auth_to_blob,
+        0,
+        "the redirect was followed without the token"
+    );
+    let expired = c.artifact_zip(REPO, 5003, 1 << 20).expect_err("expired");
+    assert!(matches!(expired, GitHubError::Gone { .. }), "{expired:?}");
+    assert!(expired.hint().expect("hint").contains("expired"));
+    assert!(
+        c.artifact_zip(REPO, 5001, 4).is_err(),
+        "a download over the limit is refused"
+    );
+    server.assert_clean();
+}

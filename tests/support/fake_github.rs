@@ -39,6 +39,10 @@ pub struct Fake {
     pub race: Option<(String, String)>,
     /// Delete the comment a PATCH targets before answering (it was deleted in between).
     pub vanish_on_patch: bool,
+    /// Artifacts of runs: (run id, id, name, bytes, expired).
+    pub run_artifacts: Vec<(u64, u64, String, Vec<u8>, bool)>,
+    /// Authorization headers that reached the signed blob URL (must stay empty).
+    pub auth_to_blob: usize,
     pub requests: Vec<String>,
     pub unexpected: Vec<String>,
     pub port: u16,
@@ -73,6 +77,15 @@ impl Server {
                 "/repos/{owner}/{repo}/issues/comments/{id}",
                 patch(edit).delete(remove),
             )
+            .route(
+                "/repos/{owner}/{repo}/actions/runs/{run}/artifacts",
+                get(run_artifacts),
+            )
+            .route(
+                "/repos/{owner}/{repo}/actions/artifacts/{id}/zip",
+                get(artifact_zip),
+            )
+            .route("/signed/{id}", get(signed))
             .fallback(unexpected)
             .with_state(state.clone());
         let listener = runtime
@@ -354,4 +367,66 @@ async fn unexpected(State(state): State<Shared>, request: axum::extract::Request
         StatusCode::INTERNAL_SERVER_ERROR,
         &format!("unexpected request: {line}"),
     )
+}
+
+async fn run_artifacts(
+    State(state): State<Shared>,
+    Path((_, _, run)): Path<(String, String, u64)>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET artifacts of {run}")) {
+        return refusal;
+    }
+    let name = query.get("name").cloned();
+    let items: Vec<Value> = fake
+        .run_artifacts
+        .iter()
+        .filter(|(r, _, n, _, _)| *r == run && name.as_ref().is_none_or(|want| want == n))
+        .map(|(_, id, n, bytes, expired)| json!({"id": id, "name": n, "size_in_bytes": bytes.len(), "expired": expired, "digest": format!("sha256:{}", aayudha::pack::hash_bytes(bytes))}))
+        .collect();
+    json_of(
+        StatusCode::OK,
+        json!({"total_count": items.len(), "artifacts": items}),
+    )
+}
+
+async fn artifact_zip(
+    State(state): State<Shared>,
+    Path((_, _, id)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET artifact {id} zip")) {
+        return refusal;
+    }
+    match fake.run_artifacts.iter().find(|a| a.1 == id) {
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+        Some(a) if a.4 => error(StatusCode::GONE, "Artifact has expired"),
+        // The signed URL is on another host name, as GitHub's blob storage is.
+        Some(_) => (
+            StatusCode::FOUND,
+            [(
+                "location",
+                format!("http://localhost:{}/signed/{id}?sig=x", fake.port),
+            )],
+        )
+            .into_response(),
+    }
+}
+
+async fn signed(State(state): State<Shared>, Path(id): Path<u64>, headers: HeaderMap) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if headers.contains_key("authorization") {
+        fake.auth_to_blob += 1;
+        return error(
+            StatusCode::BAD_REQUEST,
+            "an Authorization header must not reach the signed URL",
+        );
+    }
+    match fake.run_artifacts.iter().find(|a| a.1 == id) {
+        Some(a) => (StatusCode::OK, a.3.clone()).into_response(),
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
 }
