@@ -86,6 +86,10 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         CommandId::Control => {
             commands::control::run(ctx, m.get_one::<String>("op").map_or("", String::as_str))
         }
+        CommandId::ProofComment => {
+            let options = settings::ProofCommentOptions::from_matches(m, ctx.env);
+            commands::proof_comment::run(ctx, options)
+        }
         CommandId::Ready
         | CommandId::Ship
         | CommandId::Init
@@ -93,7 +97,6 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         | CommandId::Doctor
         | CommandId::ProofVerify
         | CommandId::ProofPush
-        | CommandId::ProofComment
         | CommandId::Action
         | CommandId::Generate
         | CommandId::Completions => Err(not_built(id.spec())),

@@ -2,6 +2,7 @@
 
 pub(crate) mod ci;
 pub(crate) mod control;
+pub(crate) mod proof_comment;
 pub(crate) mod verify;
 
 use std::fmt;

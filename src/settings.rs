@@ -123,3 +123,50 @@ impl VerifyOptions {
         })
     }
 }
+
+/// What `aayu proof comment` was asked to do, and the GitHub environment it runs in.
+#[derive(Debug, Clone, Default)]
+pub struct ProofCommentOptions {
+    pub pr: Option<u64>,
+    pub pack: Option<PathBuf>,
+    pub bot_login: Option<String>,
+    pub api_url: String,
+    pub server_url: String,
+    pub token: Option<String>,
+    pub repository: Option<String>,
+    pub run_id: Option<u64>,
+    pub results_url: Option<String>,
+    pub runtime_token: Option<String>,
+    pub step_summary: Option<PathBuf>,
+    pub event_path: Option<PathBuf>,
+}
+
+impl ProofCommentOptions {
+    pub fn from_matches(m: &ArgMatches, env: &Env) -> ProofCommentOptions {
+        let var = |name: &str| {
+            env.vars
+                .get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        ProofCommentOptions {
+            pr: m.get_one::<u64>("pr").copied(),
+            pack: m.get_one::<PathBuf>("pack").cloned(),
+            bot_login: m
+                .get_one::<String>("bot-login")
+                .cloned()
+                .or_else(|| var("INPUT_BOT_LOGIN")),
+            api_url: var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into()),
+            server_url: var("GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into()),
+            token: var("INPUT_TOKEN")
+                .or_else(|| var("GITHUB_TOKEN"))
+                .or_else(|| var("GH_TOKEN")),
+            repository: var("GITHUB_REPOSITORY"),
+            run_id: var("GITHUB_RUN_ID").and_then(|v| v.parse().ok()),
+            results_url: var("ACTIONS_RESULTS_URL"),
+            runtime_token: var("ACTIONS_RUNTIME_TOKEN"),
+            step_summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
+        }
+    }
+}

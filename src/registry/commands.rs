@@ -346,12 +346,26 @@ static PROOF_COMMENT: Command = Command {
     stage: Stage::Plumbing,
     seat: Seat::QualityArchitect,
     owns: None,
-    inputs: &[valued(
-        "bot-login",
-        InputType::String,
-        "LOGIN",
-        "The login the token comments as, when GET /user cannot tell.",
-    )],
+    inputs: &[
+        valued(
+            "pr",
+            InputType::Pr,
+            "N",
+            "The pull request (default: the event's).",
+        ),
+        valued(
+            "pack",
+            InputType::Path,
+            "DIR",
+            "Verify this pack folder instead of downloading this run's aayudha-pack artifact.",
+        ),
+        valued(
+            "bot-login",
+            InputType::String,
+            "LOGIN",
+            "The login the token comments as, when GET /user cannot tell.",
+        ),
+    ],
     outputs: &["pr-comment", "status:aayudha/proof"],
     exits: EXITS_ALL,
     gates: &[],
@@ -360,8 +374,8 @@ static PROOF_COMMENT: Command = Command {
     exposure: Exposure::Never,
     read_only: false,
     surfaces: &[Surface::Cli, Surface::Action],
-    built: false,
-    lands_with: "the GitHub plumbing (client, artifacts, sticky comment)",
+    built: true,
+    lands_with: "",
 };
 
 static ACTION: Command = Command {

@@ -39,6 +39,12 @@ pub struct Fake {
     pub race: Option<(String, String)>,
     /// Delete the comment a PATCH targets before answering (it was deleted in between).
     pub vanish_on_patch: bool,
+    /// Files on branches: (branch, path) → bytes, for the contents API.
+    pub files: BTreeMap<(String, String), Vec<u8>>,
+    /// Pull requests: number → head SHA.
+    pub pulls: BTreeMap<u64, String>,
+    /// Commit statuses set: (sha, state, context, description).
+    pub statuses: Vec<(String, String, String, String)>,
     /// Artifacts of runs: (run id, id, name, bytes, expired).
     pub run_artifacts: Vec<(u64, u64, String, Vec<u8>, bool)>,
     /// Authorization headers that reached the signed blob URL (must stay empty).
@@ -86,6 +92,12 @@ impl Server {
                 get(artifact_zip),
             )
             .route("/signed/{id}", get(signed))
+            .route("/repos/{owner}/{repo}/contents/{*path}", get(contents))
+            .route("/repos/{owner}/{repo}/pulls/{number}", get(pull))
+            .route(
+                "/repos/{owner}/{repo}/statuses/{sha}",
+                axum::routing::post(status),
+            )
             .fallback(unexpected)
             .with_state(state.clone());
         let listener = runtime
@@ -429,4 +441,90 @@ async fn signed(State(state): State<Shared>, Path(id): Path<u64>, headers: Heade
         Some(a) => (StatusCode::OK, a.3.clone()).into_response(),
         None => error(StatusCode::NOT_FOUND, "Not Found"),
     }
+}
+
+async fn contents(
+    State(state): State<Shared>,
+    Path((_, _, path)): Path<(String, String, String)>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET contents {path}")) {
+        return refusal;
+    }
+    let branch = query.get("ref").cloned().unwrap_or_else(|| "main".into());
+    match fake.files.get(&(branch, path.clone())) {
+        Some(bytes) => {
+            use base64::Engine as _;
+            let content = base64::engine::general_purpose::STANDARD.encode(bytes);
+            json_of(
+                StatusCode::OK,
+                json!({"type": "file", "encoding": "base64", "path": path, "content": content}),
+            )
+        }
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+async fn pull(
+    State(state): State<Shared>,
+    Path((_, _, number)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET pull {number}")) {
+        return refusal;
+    }
+    match fake.pulls.get(&number) {
+        Some(head) => json_of(
+            StatusCode::OK,
+            json!({"number": number, "head": {"sha": head}, "base": {"sha": "0000000000000000000000000000000000000000"}}),
+        ),
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+async fn status(
+    State(state): State<Shared>,
+    Path((_, _, sha)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    let login = match auth(&mut fake, &headers, format!("POST status {sha}")) {
+        Ok(login) => login,
+        Err(refusal) => return refusal,
+    };
+    if login.starts_with("readonly:") {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        );
+    }
+    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let description = v["description"].as_str().unwrap_or_default().to_string();
+    if description.chars().count() > 140 {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "description is too long (maximum is 140 characters)",
+        );
+    }
+    let state_name = v["state"].as_str().unwrap_or_default().to_string();
+    if !["error", "failure", "pending", "success"].contains(&state_name.as_str()) {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "state is not included in the list",
+        );
+    }
+    fake.statuses.push((
+        sha.clone(),
+        state_name,
+        v["context"].as_str().unwrap_or_default().to_string(),
+        description,
+    ));
+    json_of(
+        StatusCode::CREATED,
+        json!({"state": v["state"], "context": v["context"]}),
+    )
 }

@@ -1,0 +1,354 @@
+//! `aayu proof comment` (the gate's `pack` job): verifies the pack — this run's `aayudha-pack` artifact, or a
+//! folder — against the pull request and its Ready snapshot, keeps the one proof comment on the pull
+//! request, and sets the `aayudha/proof` status on its head. Exit 4 when the pack does not verify, 3 when a
+//! floor does not hold. It never writes to the ledger, and a read-only token degrades to the job summary.
+
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use http::Method;
+use serde_json::{Value, json};
+
+use crate::commands::{Context, Failure, write_out};
+use crate::exit::ExitStatus;
+use crate::github::{Client, GitHubError, Token};
+use crate::ledger::ready;
+use crate::pack::Pack;
+use crate::publish::archive::{self, Limits};
+use crate::publish::comment::{self, ACTIONS_BOT, Outcome};
+use crate::publish::results::Results;
+use crate::settings::ProofCommentOptions;
+
+/// The artifact the gate uploads.
+pub const ARTIFACT: &str = "aayudha-pack";
+
+pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus, Failure> {
+    let repo = options.repository.clone().ok_or_else(|| {
+        Failure::usage(
+            "`GITHUB_REPOSITORY` is not set: `aayu proof comment` runs in GitHub Actions",
+        )
+        .with_hint("set GITHUB_REPOSITORY=owner/name to run it elsewhere")
+    })?;
+    let token = options.token.clone().ok_or_else(|| {
+        Failure::usage("no token: set `GITHUB_TOKEN` (or the action's `token` input)")
+    })?;
+    let pr = match options.pr {
+        Some(pr) => pr,
+        None => pr_of_event(&options)?,
+    };
+    let client = Client::new(&options.api_url, &Token::new(token)).map_err(github_failure)?;
+
+    // The pack: read back with every check of the zip reader, whether it comes from a folder or the run.
+    let zip = match &options.pack {
+        Some(dir) => {
+            let mut bytes = Vec::new();
+            archive::build(dir, &mut bytes).map_err(|e| {
+                Failure::usage(format!("cannot read the pack folder `{}`", dir.display()))
+                    .caused_by(e)
+            })?;
+            bytes
+        }
+        None => {
+            let (Some(url), Some(runtime)) = (&options.results_url, &options.runtime_token) else {
+                return Err(Failure::usage(
+                    "without `--pack DIR` the pack is this run's artifact, which needs ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN",
+                ));
+            };
+            let results = Results::new(url, runtime).map_err(|e| {
+                Failure::unexpected("cannot reach the results service").caused_by(e)
+            })?;
+            results.download(ARTIFACT).map_err(|e| {
+                Failure::new(
+                    ExitStatus::ProofFails,
+                    format!("the `{ARTIFACT}` artifact of this run could not be read"),
+                )
+                .caused_by(e)
+            })?
+        }
+    };
+    let pack_hash = crate::pack::hash_bytes(&zip);
+    let (pack, mut problems) = match archive::read(&zip, Limits::default()) {
+        Ok(unpacked) => (Some(unpacked.pack), Vec::new()),
+        Err(e) => (None, vec![e.to_string()]),
+    };
+    let pack_json_hash = pack
+        .as_ref()
+        .and_then(|p| serde_json::to_vec_pretty(p).ok())
+        .map(|b| crate::pack::hash_bytes(&b))
+        .unwrap_or_default();
+
+    // The pull request's head and the story's Ready snapshot, from the ledger through the contents API.
+    let head = client
+        .json(
+            Method::GET,
+            &format!("/repos/{repo}/pulls/{pr}"),
+            None,
+            &format!("pull request #{pr}"),
+        )
+        .map_err(github_failure)?
+        .pointer("/head/sha")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut criteria_lines = Vec::new();
+    if let Some(pack) = &pack {
+        if pack.pr_head_sha != head {
+            problems.push(format!(
+                "the pack proves {} but the pull request's head is {head}",
+                short(&pack.pr_head_sha)
+            ));
+        }
+        if pack.story > 0 {
+            match snapshot(&client, &repo, pack.story) {
+                Ok(snapshot) => {
+                    if snapshot.meta.completion_goal_hash != pack.completion_goal_hash {
+                        problems.push(format!(
+                            "`completion_goal_hash` {} is not the Ready snapshot's {}",
+                            short(&pack.completion_goal_hash),
+                            short(&snapshot.meta.completion_goal_hash)
+                        ));
+                    }
+                    for criterion in &snapshot.criteria {
+                        let evidence = pack
+                            .criteria
+                            .iter()
+                            .find(|c| c.id == criterion.id)
+                            .map(|c| c.evidence.clone())
+                            .unwrap_or_default();
+                        if evidence.is_empty() {
+                            problems.push(format!("criterion {} has no evidence", criterion.id));
+                            criteria_lines.push(format!(
+                                "| {} | no evidence | {} |",
+                                criterion.id,
+                                comment::escape(&criterion.text)
+                            ));
+                        } else {
+                            criteria_lines.push(format!(
+                                "| {} | evidenced: {} | {} |",
+                                criterion.id,
+                                comment::escape(&evidence.join(", ")),
+                                comment::escape(&criterion.text)
+                            ));
+                        }
+                    }
+                    for extra in pack
+                        .criteria
+                        .iter()
+                        .filter(|c| !snapshot.criteria.iter().any(|s| s.id == c.id))
+                    {
+                        problems.push(format!(
+                            "criterion {} is not in the Ready snapshot",
+                            extra.id
+                        ));
+                    }
+                }
+                Err(why) => problems.push(why),
+            }
+        }
+    }
+    let verifies = problems.is_empty();
+    let holds = pack
+        .as_ref()
+        .is_some_and(|p| p.checks.iter().all(crate::pack::Check::holds));
+    let run_url = options.run_id.map(|id| {
+        format!(
+            "{}/{repo}/actions/runs/{id}",
+            options.server_url.trim_end_matches('/')
+        )
+    });
+    let text = render(
+        pack.as_ref(),
+        &head,
+        verifies,
+        holds,
+        &problems,
+        &criteria_lines,
+        &pack_json_hash,
+        &pack_hash,
+        run_url.as_deref(),
+    );
+    let run_id = options.run_id.unwrap_or(0);
+    let body = comment::body(run_id, &head, &text);
+
+    // The comment, then the status; a token that cannot write leaves both in the job summary.
+    let me = match &options.bot_login {
+        Some(login) => login.clone(),
+        None => client
+            .login()
+            .map_err(github_failure)?
+            .unwrap_or_else(|| ACTIONS_BOT.to_string()),
+    };
+    let mut degraded = Vec::new();
+    match comment::upsert(&client, &repo, pr, &me, run_id, &body) {
+        Ok(Outcome::KeptNewer(id)) => {
+            let _ = writeln!(
+                ctx.err,
+                "notice: comment {id} records a newer run; left as it is"
+            );
+        }
+        Ok(_) => {}
+        Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
+        Err(e) => return Err(github_failure(e)),
+    }
+    let state = if verifies && holds {
+        "success"
+    } else {
+        "failure"
+    };
+    let description: String = format!("run {run_id} pack sha256 {pack_json_hash}")
+        .chars()
+        .take(140)
+        .collect();
+    let mut status =
+        json!({"state": state, "context": "aayudha/proof", "description": description});
+    if let Some(url) = &run_url {
+        status["target_url"] = Value::String(url.clone());
+    }
+    if !head.is_empty() {
+        match client.json(
+            Method::POST,
+            &format!("/repos/{repo}/statuses/{head}"),
+            Some(&status),
+            "the aayudha/proof status",
+        ) {
+            Ok(_) => {}
+            Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
+            Err(e) => return Err(github_failure(e)),
+        }
+    }
+    for e in &degraded {
+        let hint = e.hint().unwrap_or_default();
+        let _ = writeln!(
+            ctx.err,
+            "warning: {e}; the verdict is in the job summary instead ({hint})"
+        );
+    }
+    if let Some(summary) = &options.step_summary {
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(summary)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
+    }
+    if !write_out(ctx.out, &format!("{text}\n"))? {
+        return Ok(ExitStatus::Ok);
+    }
+    Ok(if !verifies {
+        ExitStatus::ProofFails
+    } else if !holds {
+        ExitStatus::FloorFails
+    } else {
+        ExitStatus::Ok
+    })
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+fn github_failure(e: GitHubError) -> Failure {
+    let hint = e.hint();
+    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
+}
+
+/// The pull request of the event (`pull_request.number` in `GITHUB_EVENT_PATH`).
+fn pr_of_event(options: &ProofCommentOptions) -> Result<u64, Failure> {
+    let path = options.event_path.as_ref().ok_or_else(|| {
+        Failure::usage("no pull request: pass `--pr N`, or run on a pull_request event")
+    })?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::usage(format!(
+            "cannot read the event payload `{}`",
+            path.display()
+        ))
+        .caused_by(e)
+    })?;
+    let event: Value = serde_json::from_str(&text).map_err(|e| {
+        Failure::usage(format!(
+            "the event payload `{}` is not JSON",
+            path.display()
+        ))
+        .caused_by(e)
+    })?;
+    event
+        .pointer("/pull_request/number")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| Failure::usage("the event has no `pull_request.number`: pass `--pr N`"))
+}
+
+/// The story's Ready snapshot on the ledger branch, through the contents API.
+fn snapshot(client: &Client, repo: &str, story: u64) -> Result<ready::Snapshot, String> {
+    let path = format!("specs/{story}/ready.md");
+    let file = client
+        .json(
+            Method::GET,
+            &format!("/repos/{repo}/contents/{path}?ref=ledger"),
+            None,
+            &format!("the Ready snapshot of story #{story}"),
+        )
+        .map_err(|e| format!("story #{story} has no Ready snapshot on the ledger: {e}"))?;
+    let content = file
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .replace('\n', "");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .map_err(|e| format!("ledger:{path} is not base64: {e}"))?;
+    ready::parse(&String::from_utf8_lossy(&bytes), &format!("ledger:{path}"))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render(
+    pack: Option<&Pack>,
+    head: &str,
+    verifies: bool,
+    holds: bool,
+    problems: &[String],
+    criteria: &[String],
+    pack_json: &str,
+    zip: &str,
+    run_url: Option<&str>,
+) -> String {
+    let verdict = match (verifies, holds) {
+        (true, true) => "proven: the pack verifies and every floor holds",
+        (true, false) => "not proven: a floor does not hold",
+        (false, _) => "not proven: the pack does not verify",
+    };
+    let mut text = format!("### aayudha proof — {verdict}\n\nHead: `{head}`\n\n");
+    if !problems.is_empty() {
+        text.push_str("**Does not verify:**\n\n");
+        for p in problems {
+            let _ = writeln!(text, "- {}", comment::escape(p));
+        }
+        text.push('\n');
+    }
+    if let Some(pack) = pack {
+        text.push_str("| floor | result | value | threshold | detail |\n|---|---|---|---|---|\n");
+        for c in &pack.checks {
+            let _ = writeln!(
+                text,
+                "| {} | {} | {} | {} | {} |",
+                c.floor,
+                c.result,
+                c.value,
+                c.threshold,
+                comment::escape(&c.detail)
+            );
+        }
+        if !criteria.is_empty() {
+            text.push_str("\n| criterion | verdict | text |\n|---|---|---|\n");
+            for line in criteria {
+                let _ = writeln!(text, "{line}");
+            }
+        }
+    }
+    let _ = write!(
+        text,
+        "\npack.json sha256 `{pack_json}` · artifact zip sha256 `{zip}`"
+    );
+    if let Some(url) = run_url {
+        let _ = write!(text, " · [run and artifact]({url})");
+    }
+    text
+}
