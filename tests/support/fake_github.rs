@@ -189,8 +189,37 @@ fn json_of(status: StatusCode, value: Value) -> Response {
         .into_response()
 }
 
+/// A user as GitHub's `simple-user` schema has it (every required field).
+fn simple_user(login: &str) -> Value {
+    let id = login
+        .bytes()
+        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+        % 10_000_000;
+    let api = format!("https://api.github.com/users/{login}");
+    json!({
+        "login": login, "id": id, "node_id": format!("U_{id}"),
+        "avatar_url": format!("https://avatars.githubusercontent.com/u/{id}?v=4"), "gravatar_id": "",
+        "url": api, "html_url": format!("https://github.com/{login}"),
+        "followers_url": format!("{api}/followers"), "following_url": format!("{api}/following{{/other_user}}"),
+        "gists_url": format!("{api}/gists{{/gist_id}}"), "starred_url": format!("{api}/starred{{/owner}}{{/repo}}"),
+        "subscriptions_url": format!("{api}/subscriptions"), "organizations_url": format!("{api}/orgs"),
+        "repos_url": format!("{api}/repos"), "events_url": format!("{api}/events{{/privacy}}"),
+        "received_events_url": format!("{api}/received_events"),
+        "type": if login.ends_with("[bot]") { "Bot" } else { "User" }, "site_admin": false
+    })
+}
+
+/// A comment as GitHub's `issue-comment` schema has it.
 fn comment_json(c: &Comment) -> Value {
-    json!({"id": c.id, "body": c.body, "user": {"login": c.login, "type": if c.login.ends_with("[bot]") { "Bot" } else { "User" }}})
+    json!({
+        "id": c.id, "node_id": format!("IC_{}", c.id),
+        "url": format!("https://api.github.com/repos/octo/shop/issues/comments/{}", c.id),
+        "html_url": format!("https://github.com/octo/shop/pull/3#issuecomment-{}", c.id),
+        "issue_url": "https://api.github.com/repos/octo/shop/issues/3",
+        "body": c.body, "user": simple_user(&c.login),
+        "created_at": "2026-11-29T10:00:00Z", "updated_at": "2026-11-29T10:00:00Z",
+        "author_association": if c.login.ends_with("[bot]") { "NONE" } else { "MEMBER" }
+    })
 }
 
 async fn user(State(state): State<Shared>, headers: HeaderMap) -> Response {
@@ -396,7 +425,16 @@ async fn run_artifacts(
         .run_artifacts
         .iter()
         .filter(|(r, _, n, _, _)| *r == run && name.as_ref().is_none_or(|want| want == n))
-        .map(|(_, id, n, bytes, expired)| json!({"id": id, "name": n, "size_in_bytes": bytes.len(), "expired": expired, "digest": format!("sha256:{}", aayudha::pack::hash_bytes(bytes))}))
+        .map(|(run, id, n, bytes, expired)| {
+            json!({
+                "id": id, "node_id": format!("MDg6QXJ0aWZhY3Q{id}"), "name": n, "size_in_bytes": bytes.len(),
+                "url": format!("https://api.github.com/repos/octo/shop/actions/artifacts/{id}"),
+                "archive_download_url": format!("https://api.github.com/repos/octo/shop/actions/artifacts/{id}/zip"),
+                "expired": expired, "created_at": "2026-11-29T10:00:00Z", "expires_at": "2027-02-27T10:00:00Z",
+                "updated_at": "2026-11-29T10:00:00Z", "digest": format!("sha256:{}", aayudha::pack::hash_bytes(bytes)),
+                "workflow_run": {"id": run, "repository_id": 1, "head_repository_id": 1, "head_branch": "main", "head_sha": "1111111111111111111111111111111111111111"}
+            })
+        })
         .collect();
     json_of(
         StatusCode::OK,
@@ -458,9 +496,18 @@ async fn contents(
         Some(bytes) => {
             use base64::Engine as _;
             let content = base64::engine::general_purpose::STANDARD.encode(bytes);
+            let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+            let url = format!("https://api.github.com/repos/octo/shop/contents/{path}?ref=ledger");
+            let git = "https://api.github.com/repos/octo/shop/git/blobs/0000000000000000000000000000000000000000".to_string();
+            let html = format!("https://github.com/octo/shop/blob/ledger/{path}");
             json_of(
                 StatusCode::OK,
-                json!({"type": "file", "encoding": "base64", "path": path, "content": content}),
+                json!({
+                    "type": "file", "encoding": "base64", "size": bytes.len(), "name": name, "path": path, "content": content,
+                    "sha": "0000000000000000000000000000000000000000", "url": url, "git_url": git, "html_url": html,
+                    "download_url": format!("https://raw.githubusercontent.com/octo/shop/ledger/{path}"),
+                    "_links": {"self": url, "git": git, "html": html}
+                }),
             )
         }
         None => error(StatusCode::NOT_FOUND, "Not Found"),
@@ -517,14 +564,22 @@ async fn status(
             "state is not included in the list",
         );
     }
+    let context = v["context"].as_str().unwrap_or("default").to_string();
     fake.statuses.push((
         sha.clone(),
-        state_name,
-        v["context"].as_str().unwrap_or_default().to_string(),
-        description,
+        state_name.clone(),
+        context.clone(),
+        description.clone(),
     ));
+    let id = fake.statuses.len() as u64;
     json_of(
         StatusCode::CREATED,
-        json!({"state": v["state"], "context": v["context"]}),
+        json!({
+            "url": format!("https://api.github.com/repos/octo/shop/statuses/{sha}"),
+            "avatar_url": "https://avatars.githubusercontent.com/in/15368?v=4", "id": id, "node_id": format!("SC_{id}"),
+            "state": state_name, "description": description, "target_url": v["target_url"].as_str().unwrap_or("https://github.com/octo/shop"),
+            "context": context, "created_at": "2026-11-29T10:00:00Z", "updated_at": "2026-11-29T10:00:00Z",
+            "creator": simple_user(login.trim_start_matches("readonly:"))
+        }),
     )
 }
