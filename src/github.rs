@@ -408,6 +408,184 @@ impl Client {
     }
 }
 
+/// A story: an issue's title, body and labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    pub title: String,
+    /// `None` when the issue has no body (GitHub sends `null`).
+    pub body: Option<String>,
+    pub labels: Vec<String>,
+}
+
+/// What aayu needs of a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pull {
+    pub head_sha: String,
+    pub base_sha: String,
+    pub head_ref: String,
+    /// `owner/name` of the head's repository; differs from the base's for a fork (`None` when deleted).
+    pub head_repo: Option<String>,
+    pub author: String,
+    pub state: String,
+    pub merged: bool,
+    pub body: Option<String>,
+}
+
+/// A review of a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    pub user: String,
+    pub state: String,
+    pub commit_id: String,
+}
+
+/// A workflow run, with what binds it (SPEC §6 "aayu ship").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowRun {
+    pub id: u64,
+    pub path: String,
+    pub event: String,
+    pub head_branch: String,
+    pub head_sha: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub run_attempt: u64,
+    pub repository: String,
+    pub head_repository: Option<String>,
+}
+
+fn text(v: &Value, pointer: &str) -> String {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl Client {
+    pub fn issue(&self, repo: &str, number: u64) -> Result<Issue, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/issues/{number}"),
+            None,
+            &format!("issue #{number}"),
+        )?;
+        Ok(Issue {
+            title: text(&v, "/title"),
+            body: v.get("body").and_then(Value::as_str).map(str::to_string),
+            labels: v
+                .get("labels")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect(),
+        })
+    }
+
+    pub fn pull(&self, repo: &str, number: u64) -> Result<Pull, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/pulls/{number}"),
+            None,
+            &format!("pull request #{number}"),
+        )?;
+        Ok(Pull {
+            head_sha: text(&v, "/head/sha"),
+            base_sha: text(&v, "/base/sha"),
+            head_ref: text(&v, "/head/ref"),
+            head_repo: v
+                .pointer("/head/repo/full_name")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            author: text(&v, "/user/login"),
+            state: text(&v, "/state"),
+            merged: v.get("merged").and_then(Value::as_bool).unwrap_or(false),
+            body: v.get("body").and_then(Value::as_str).map(str::to_string),
+        })
+    }
+
+    /// Every review of a pull request (all pages).
+    pub fn reviews(&self, repo: &str, number: u64) -> Result<Vec<Review>, GitHubError> {
+        Ok(self
+            .list(
+                &format!("/repos/{repo}/pulls/{number}/reviews"),
+                &format!("the reviews of pull request #{number}"),
+            )?
+            .iter()
+            .map(|r| Review {
+                user: text(r, "/user/login"),
+                state: text(r, "/state"),
+                commit_id: text(r, "/commit_id"),
+            })
+            .collect())
+    }
+
+    /// A user's permission on the repository: `admin`, `maintain`, `write`, `triage`, `read` or `none`.
+    pub fn permission(&self, repo: &str, user: &str) -> Result<String, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/collaborators/{}/permission", query(user)),
+            None,
+            &format!("{user}'s permission"),
+        )?;
+        Ok(text(&v, "/permission"))
+    }
+
+    /// Squash-merges a pull request, only if its head is still `sha`.
+    pub fn squash_merge(&self, repo: &str, number: u64, sha: &str) -> Result<String, GitHubError> {
+        let body = serde_json::json!({"sha": sha, "merge_method": "squash"});
+        let v = self.json(
+            Method::PUT,
+            &format!("/repos/{repo}/pulls/{number}/merge"),
+            Some(&body),
+            &format!("the merge of pull request #{number}"),
+        )?;
+        Ok(text(&v, "/sha"))
+    }
+
+    /// Every run of a workflow file, newest first, with no server-side filter (SPEC §6).
+    pub fn workflow_runs(
+        &self,
+        repo: &str,
+        workflow_file: &str,
+    ) -> Result<Vec<WorkflowRun>, GitHubError> {
+        let file = workflow_file.rsplit('/').next().unwrap_or(workflow_file);
+        let mut runs = Vec::new();
+        for page in self.list(
+            &format!("/repos/{repo}/actions/workflows/{}/runs", query(file)),
+            &format!("the runs of {file}"),
+        )? {
+            for r in page
+                .get("workflow_runs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                runs.push(WorkflowRun {
+                    id: r.get("id").and_then(Value::as_u64).unwrap_or_default(),
+                    path: text(r, "/path"),
+                    event: text(r, "/event"),
+                    head_branch: text(r, "/head_branch"),
+                    head_sha: text(r, "/head_sha"),
+                    status: text(r, "/status"),
+                    conclusion: r
+                        .get("conclusion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    run_attempt: r.get("run_attempt").and_then(Value::as_u64).unwrap_or(1),
+                    repository: text(r, "/repository/full_name"),
+                    head_repository: r
+                        .pointer("/head_repository/full_name")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                });
+            }
+        }
+        runs.sort_by(|a, b| b.id.cmp(&a.id));
+        Ok(runs)
+    }
+}
+
 /// Percent-encodes a query value.
 fn query(text: &str) -> String {
     text.bytes()

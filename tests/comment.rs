@@ -300,3 +300,51 @@ fn another_runs_artifact_is_listed_and_downloaded_through_the_redirect_without_t
     );
     server.assert_clean();
 }
+
+#[test]
+fn issues_pulls_reviews_permissions_merges_and_runs_are_read_as_aayu_needs_them() {
+    let server = server_with("t", "aayu-bot");
+    {
+        let mut fake = server.state.lock().expect("lock");
+        fake.issues.insert(131, serde_json::json!({"number": 131, "title": "Fix totals", "body": null, "labels": [{"name": "type:bug"}, {"name": "ready"}]}));
+        fake.pulls.insert(3, "1".repeat(40));
+        fake.reviews
+            .insert(3, vec![("alice".into(), "APPROVED".into(), "1".repeat(40))]);
+        fake.permissions.insert("alice".into(), "write".into());
+        let runs: Vec<serde_json::Value> = (1..=130)
+            .map(|id| serde_json::json!({"id": id, "path": ".github/workflows/aayudha-merge-gate.yml@refs/heads/main", "event": if id % 2 == 0 { "pull_request_target" } else { "pull_request" }, "head_branch": "main", "head_sha": "2".repeat(40), "status": "completed", "conclusion": "success", "run_attempt": 1, "repository": {"full_name": "octo/shop"}, "head_repository": {"full_name": "octo/shop"}}))
+            .collect();
+        fake.runs.insert("aayudha-merge-gate.yml".into(), runs);
+    }
+    let c = client(&server, "t");
+    let issue = c.issue(REPO, 131).expect("issue");
+    assert_eq!(
+        (issue.title.as_str(), issue.body, issue.labels),
+        (
+            "Fix totals",
+            None,
+            vec!["type:bug".to_string(), "ready".to_string()]
+        )
+    );
+    assert_eq!(c.reviews(REPO, 3).expect("reviews")[0].state, "APPROVED");
+    assert_eq!(c.permission(REPO, "alice").expect("permission"), "write");
+    let runs = c
+        .workflow_runs(REPO, ".github/workflows/aayudha-merge-gate.yml")
+        .expect("runs");
+    assert_eq!(runs.len(), 130, "runs on page 2 are read too");
+    assert_eq!(runs[0].id, 130, "newest first");
+    assert_eq!(runs[0].event, "pull_request_target");
+    let err = c
+        .squash_merge(REPO, 3, &"3".repeat(40))
+        .expect_err("moved head");
+    assert!(matches!(err, GitHubError::Conflict { .. }), "{err:?}");
+    assert_eq!(
+        c.squash_merge(REPO, 3, &"1".repeat(40)).expect("merge"),
+        "9".repeat(40)
+    );
+    assert!(matches!(
+        c.issue(REPO, 999).expect_err("404"),
+        GitHubError::NotFound { .. }
+    ));
+    server.assert_clean();
+}

@@ -41,6 +41,16 @@ pub struct Fake {
     pub vanish_on_patch: bool,
     /// Files on branches: (branch, path) → bytes, for the contents API.
     pub files: BTreeMap<(String, String), Vec<u8>>,
+    /// Issues: number → the issue's JSON.
+    pub issues: BTreeMap<u64, Value>,
+    /// Reviews of pull requests: number → (login, state, commit).
+    pub reviews: BTreeMap<u64, Vec<(String, String, String)>>,
+    /// Collaborators' permissions.
+    pub permissions: BTreeMap<String, String>,
+    /// Merges done: (number, sha).
+    pub merged: Vec<(u64, String)>,
+    /// Runs of workflow files: file name → runs' JSON.
+    pub runs: BTreeMap<String, Vec<Value>>,
     /// Pull requests: number → head SHA.
     pub pulls: BTreeMap<u64, String>,
     /// Commit statuses set: (sha, state, context, description).
@@ -94,6 +104,20 @@ impl Server {
             .route("/signed/{id}", get(signed))
             .route("/repos/{owner}/{repo}/contents/{*path}", get(contents))
             .route("/repos/{owner}/{repo}/pulls/{number}", get(pull))
+            .route("/repos/{owner}/{repo}/issues/{number}", get(issue))
+            .route("/repos/{owner}/{repo}/pulls/{number}/reviews", get(reviews))
+            .route(
+                "/repos/{owner}/{repo}/pulls/{number}/merge",
+                axum::routing::put(merge),
+            )
+            .route(
+                "/repos/{owner}/{repo}/collaborators/{user}/permission",
+                get(permission),
+            )
+            .route(
+                "/repos/{owner}/{repo}/actions/workflows/{file}/runs",
+                get(runs),
+            )
             .route(
                 "/repos/{owner}/{repo}/statuses/{sha}",
                 axum::routing::post(status),
@@ -581,5 +605,148 @@ async fn status(
             "context": context, "created_at": "2026-11-29T10:00:00Z", "updated_at": "2026-11-29T10:00:00Z",
             "creator": simple_user(login.trim_start_matches("readonly:"))
         }),
+    )
+}
+
+/// One page of a list, with GitHub's `Link` header, from all its items.
+fn paged(
+    fake: &Fake,
+    path: &str,
+    items: Vec<Value>,
+    query: &BTreeMap<String, String>,
+    wrap: Option<&str>,
+) -> Response {
+    let per_page: usize = query
+        .get("per_page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(30)
+        .clamp(1, 100);
+    let page: usize = query
+        .get("page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let pages = items.len().div_ceil(per_page).max(1);
+    let total = items.len();
+    let slice: Vec<Value> = items
+        .into_iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .collect();
+    let body = match wrap {
+        Some(key) => json!({"total_count": total, key: slice}),
+        None => Value::Array(slice),
+    };
+    let mut response = json_of(StatusCode::OK, body);
+    if page < pages {
+        let base = format!("http://127.0.0.1:{}{path}?per_page={per_page}", fake.port);
+        let link = format!(
+            "<{base}&page={}>; rel=\"next\", <{base}&page={pages}>; rel=\"last\"",
+            page + 1
+        );
+        response
+            .headers_mut()
+            .insert("link", link.parse().expect("header"));
+    }
+    response
+}
+
+async fn issue(
+    State(state): State<Shared>,
+    Path((_, _, number)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET issue {number}")) {
+        return refusal;
+    }
+    match fake.issues.get(&number) {
+        Some(issue) => json_of(StatusCode::OK, issue.clone()),
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
+}
+
+async fn reviews(
+    State(state): State<Shared>,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET reviews {number}")) {
+        return refusal;
+    }
+    let items: Vec<Value> = fake.reviews.get(&number).into_iter().flatten().map(|(user, state, commit)| json!({"user": simple_user(user), "state": state, "commit_id": commit})).collect();
+    paged(
+        &fake,
+        &format!("/repos/{owner}/{repo}/pulls/{number}/reviews"),
+        items,
+        &query,
+        None,
+    )
+}
+
+async fn merge(
+    State(state): State<Shared>,
+    Path((_, _, number)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("PUT merge {number}")) {
+        return refusal;
+    }
+    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let sha = v["sha"].as_str().unwrap_or_default().to_string();
+    if fake.pulls.get(&number) != Some(&sha) {
+        return error(
+            StatusCode::CONFLICT,
+            "Head branch was modified. Review and try the merge again.",
+        );
+    }
+    fake.merged.push((number, sha));
+    json_of(
+        StatusCode::OK,
+        json!({"sha": "9999999999999999999999999999999999999999", "merged": true, "message": "Pull Request successfully merged"}),
+    )
+}
+
+async fn permission(
+    State(state): State<Shared>,
+    Path((_, _, user)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET permission {user}")) {
+        return refusal;
+    }
+    let permission = fake
+        .permissions
+        .get(&user)
+        .cloned()
+        .unwrap_or_else(|| "none".into());
+    json_of(
+        StatusCode::OK,
+        json!({"permission": permission, "user": simple_user(&user)}),
+    )
+}
+
+async fn runs(
+    State(state): State<Shared>,
+    Path((owner, repo, file)): Path<(String, String, String)>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if let Err(refusal) = auth(&mut fake, &headers, format!("GET runs {file}")) {
+        return refusal;
+    }
+    let items = fake.runs.get(&file).cloned().unwrap_or_default();
+    paged(
+        &fake,
+        &format!("/repos/{owner}/{repo}/actions/workflows/{file}/runs"),
+        items,
+        &query,
+        Some("workflow_runs"),
     )
 }
