@@ -581,7 +581,7 @@ impl Client {
                 });
             }
         }
-        runs.sort_by(|a, b| b.id.cmp(&a.id));
+        runs.sort_by_key(|r| std::cmp::Reverse(r.id));
         Ok(runs)
     }
 }
