@@ -211,8 +211,40 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex of bytes (digests).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every regular file under `root` (hidden names skipped), as sorted `/`-separated relative paths: what a
+/// run folder or a pack folder holds.
+pub(crate) fn files_under(root: &Path) -> std::io::Result<Vec<String>> {
+    fn walk(root: &Path, dir: &Path, found: &mut Vec<String>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                walk(root, &entry.path(), found)?;
+            } else if kind.is_file() {
+                if let Ok(rel) = entry.path().strip_prefix(root) {
+                    found.push(
+                        rel.components()
+                            .map(|c| c.as_os_str().to_string_lossy())
+                            .collect::<Vec<_>>()
+                            .join("/"),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+    let mut found = Vec::new();
+    walk(root, root, &mut found)?;
+    found.sort();
+    Ok(found)
 }
 
 /// Whether a pack path is safe: relative, `/`-separated, no `.`/`..`, no backslash or NUL.

@@ -806,10 +806,8 @@ fn collect_artifacts(
                 .flat_map(|c| c.artifacts.iter().map(|a| (a.path.as_str(), a.kind)))
         })
         .collect();
-    let mut files = Vec::new();
-    walk(out, out, &mut files)
+    let files = pack::files_under(out)
         .map_err(|e| Failure::unexpected("cannot read the run folder").caused_by(e))?;
-    files.sort();
     let mut artifacts = Vec::new();
     for rel in files {
         let (sha256, size) = pack::hash_file(&out.join(&rel))
@@ -840,30 +838,6 @@ fn collect_artifacts(
         });
     }
     Ok(artifacts)
-}
-
-fn walk(root: &Path, dir: &Path, found: &mut Vec<String>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
-            continue;
-        }
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            walk(root, &entry.path(), found)?;
-        } else if kind.is_file() {
-            if let Ok(rel) = entry.path().strip_prefix(root) {
-                found.push(
-                    rel.components()
-                        .map(|c| c.as_os_str().to_string_lossy())
-                        .collect::<Vec<_>>()
-                        .join("/"),
-                );
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A commit trailer's value (`Aayudha-Checkpoint: 2/3`).

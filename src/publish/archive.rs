@@ -86,9 +86,7 @@ impl<W: Write> Write for Hashing<W> {
 /// with a fixed time, so the same folder gives the same bytes.
 pub fn build(dir: &Path, out: impl Write) -> Result<(u64, String), ArchiveError> {
     let write_err = |e: &dyn std::fmt::Display| ArchiveError::Write(e.to_string());
-    let mut files = Vec::new();
-    collect(dir, dir, &mut files).map_err(|e| write_err(&e))?;
-    files.sort();
+    let files = pack::files_under(dir).map_err(|e| write_err(&e))?;
     let mut zip = zip::ZipWriter::new_stream(Hashing {
         inner: out,
         hash: Sha256::new(),
@@ -107,31 +105,7 @@ pub fn build(dir: &Path, out: impl Write) -> Result<(u64, String), ArchiveError>
         std::io::copy(&mut file, &mut zip).map_err(|e| write_err(&e))?;
     }
     let hashing = zip.finish().map_err(|e| write_err(&e))?.into_inner();
-    Ok((hashing.size, hex(&hashing.hash.finalize())))
-}
-
-fn collect(root: &Path, dir: &Path, found: &mut Vec<String>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            collect(root, &entry.path(), found)?;
-        } else if kind.is_file() {
-            if let Ok(rel) = entry.path().strip_prefix(root) {
-                found.push(
-                    rel.components()
-                        .map(|c| c.as_os_str().to_string_lossy())
-                        .collect::<Vec<_>>()
-                        .join("/"),
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok((hashing.size, pack::hex(&hashing.hash.finalize())))
 }
 
 /// A pack read from a zip: its manifest and the bytes of every artifact it holds.
@@ -253,7 +227,7 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
             }
             return Err(ArchiveError::Missing(artifact.path.clone()));
         };
-        let actual = hex(&Sha256::digest(data));
+        let actual = pack::hex(&Sha256::digest(data));
         if actual != artifact.sha256 || data.len() as u64 != artifact.size {
             return Err(ArchiveError::Mismatch {
                 path: artifact.path.clone(),
