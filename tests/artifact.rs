@@ -189,3 +189,114 @@ fn a_pack_zip_survives_the_trip() {
     assert_eq!(unpacked.pack.story, 3);
     server.assert_clean();
 }
+
+/// The official `@actions/artifact` client (npm, installed by `.ci/run` into `tests/interop/`).
+fn official_client() -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop");
+    let installed = dir.join("node_modules/@actions/artifact").is_dir();
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if installed && node {
+        return Some(dir);
+    }
+    // CI installs it; elsewhere the test says what it needs instead of failing.
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must install the official client: `npm ci --prefix tests/interop`"
+    );
+    eprintln!("skipped: the official client is not installed (npm ci --prefix tests/interop)");
+    None
+}
+
+fn node(dir: &std::path::Path, server: &Server, token: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("node")
+        .arg(dir.join("artifact.mjs"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("ACTIONS_RUNTIME_TOKEN", token)
+        .env("ACTIONS_RESULTS_URL", format!("{}/", server.url))
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "the official client failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_official_client_and_aayu_read_each_others_artifacts() {
+    let Some(dir) = official_client() else { return };
+    let token = token();
+    let server = Server::start(&token);
+    let client = Results::new(&server.url, &token).expect("client");
+
+    // aayu uploads a pack zip; the official client downloads and unzips it: the same files come out.
+    let pack = tempfile::tempdir().expect("temp");
+    std::fs::create_dir_all(pack.path().join("artifacts/reports")).expect("mkdir");
+    std::fs::write(pack.path().join("pack.json"), "{\"schema_version\": 1}\n").expect("write");
+    std::fs::write(
+        pack.path().join("artifacts/reports/r\u{e9}sum\u{e9}.json"),
+        data(3 * results::BLOCK / 2),
+    )
+    .expect("write");
+    let zip = tempfile::NamedTempFile::new().expect("temp");
+    aayudha::publish::archive::build(
+        pack.path(),
+        std::fs::File::create(zip.path()).expect("create"),
+    )
+    .expect("zip");
+    client
+        .upload("from-aayu", zip.path(), Some(7), now())
+        .expect("upload");
+    let out = tempfile::tempdir().expect("temp");
+    node(
+        &dir,
+        &server,
+        &token,
+        &["download", "from-aayu", &out.path().display().to_string()],
+    );
+    for rel in ["pack.json", "artifacts/reports/r\u{e9}sum\u{e9}.json"] {
+        assert_eq!(
+            std::fs::read(out.path().join(rel)).expect("unzipped"),
+            std::fs::read(pack.path().join(rel)).expect("original"),
+            "{rel}"
+        );
+    }
+
+    // The official client uploads; aayu downloads the zip and finds the same bytes in it.
+    let files = tempfile::tempdir().expect("temp");
+    let big = data(2 * results::BLOCK + 3);
+    std::fs::write(files.path().join("big.bin"), &big).expect("write");
+    std::fs::write(files.path().join("small.txt"), "hello\n").expect("write");
+    let printed = node(
+        &dir,
+        &server,
+        &token,
+        &[
+            "upload",
+            "from-official",
+            &files.path().display().to_string(),
+            &files.path().join("big.bin").display().to_string(),
+            &files.path().join("small.txt").display().to_string(),
+        ],
+    );
+    assert!(printed.contains("\"id\""), "{printed}");
+    let bytes = client.download("from-official").expect("download");
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a zip");
+    let mut read = |name: &str| {
+        let mut entry = archive.by_name(name).expect("entry");
+        let mut content = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut content).expect("read");
+        content
+    };
+    assert_eq!(read("big.bin"), big);
+    assert_eq!(read("small.txt"), b"hello\n");
+    server.assert_clean();
+}

@@ -140,8 +140,14 @@ async fn twirp(
     let blob_url = |key: &str| format!("http://localhost:{port}/blob/{key}?sv=2023&sig=fake");
     match method.as_str() {
         "CreateArtifact" => {
-            if request["version"] != json!(4) {
-                return text(StatusCode::BAD_REQUEST, "version must be 4");
+            // Version 4 (upload-artifact v4–v6), or 7 with a mime type (the client 6.x).
+            let version_ok = request["version"] == json!(4)
+                || (request["version"] == json!(7) && request["mime_type"].is_string());
+            if !version_ok {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    "version must be 4, or 7 with mime_type",
+                );
             }
             if fake.artifacts.iter().any(|a| a.name == name) {
                 return text(
@@ -289,8 +295,14 @@ async fn blob(
             if fake.artifacts.iter().any(|a| a.key == key && a.expired) {
                 return (StatusCode::GONE, "expired").into_response();
             }
+            // Azure serves a blob with the content type its block list was committed with.
             match fake.blobs.get(&key) {
-                Some(bytes) => (StatusCode::OK, bytes.clone()).into_response(),
+                Some(bytes) => (
+                    StatusCode::OK,
+                    [("content-type", "application/zip")],
+                    bytes.clone(),
+                )
+                    .into_response(),
                 None => StatusCode::NOT_FOUND.into_response(),
             }
         }
