@@ -299,7 +299,7 @@ impl Client {
         for page in self.list(
             &format!(
                 "/repos/{repo}/actions/runs/{run_id}/artifacts?name={}",
-                query(name)
+                percent_encode(name)
             ),
             &what,
         )? {
@@ -524,7 +524,10 @@ impl Client {
     pub fn permission(&self, repo: &str, user: &str) -> Result<String, GitHubError> {
         let v = self.json(
             Method::GET,
-            &format!("/repos/{repo}/collaborators/{}/permission", query(user)),
+            &format!(
+                "/repos/{repo}/collaborators/{}/permission",
+                percent_encode(user)
+            ),
             None,
             &format!("{user}'s permission"),
         )?;
@@ -552,7 +555,10 @@ impl Client {
         let file = workflow_file.rsplit('/').next().unwrap_or(workflow_file);
         let mut runs = Vec::new();
         for page in self.list(
-            &format!("/repos/{repo}/actions/workflows/{}/runs", query(file)),
+            &format!(
+                "/repos/{repo}/actions/workflows/{}/runs",
+                percent_encode(file)
+            ),
             &format!("the runs of {file}"),
         )? {
             for r in page
@@ -586,8 +592,8 @@ impl Client {
     }
 }
 
-/// Percent-encodes a query value.
-fn query(text: &str) -> String {
+/// Percent-encodes a path segment or query value (RFC 3986 unreserved characters stay as they are).
+pub(crate) fn percent_encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

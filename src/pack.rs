@@ -211,6 +211,42 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// A writer that hashes (SHA-256) and counts what passes through it, so that a copy or a zip is hashed
+/// while it is written, never read back whole.
+pub(crate) struct HashingWriter<W> {
+    pub inner: W,
+    hash: Sha256,
+    pub size: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    pub fn new(inner: W) -> HashingWriter<W> {
+        HashingWriter {
+            inner,
+            hash: Sha256::new(),
+            size: 0,
+        }
+    }
+
+    /// The writer, the hex SHA-256 and the size of everything written.
+    pub fn finish(self) -> (W, String, u64) {
+        (self.inner, hex(&self.hash.finalize()), self.size)
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        self.size += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Lowercase hex of bytes (digests).
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -377,15 +377,7 @@ pub fn run(
             },
             run: String::new(),
         },
-        created_at: format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-            now.year(),
-            u8::from(now.month()),
-            now.day(),
-            now.hour(),
-            now.minute(),
-            now.second()
-        ),
+        created_at: crate::commands::utc_stamp(now, false),
     };
     let value = serde_json::to_value(&pack)
         .map_err(|e| Failure::unexpected("cannot serialise the pack").caused_by(e))?;

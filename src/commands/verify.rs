@@ -175,7 +175,10 @@ fn checks(
     let now = ctx.env.now()?;
     let out = match &options.out {
         Some(dir) => start.join(dir),
-        None => repo.root().join(".aayudha/runs").join(timestamp(now)),
+        None => repo
+            .root()
+            .join(".aayudha/runs")
+            .join(crate::commands::utc_stamp(now, true)),
     };
     let report = run_behaviour(
         ctx,
@@ -199,20 +202,6 @@ fn checks(
     } else {
         ExitStatus::FloorFails
     })
-}
-
-/// A run folder's name: the UTC time as `20261129T153000Z`.
-fn timestamp(now: time::OffsetDateTime) -> String {
-    let now = now.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second()
-    )
 }
 
 /// The sandbox settings of a run: the environment read at start-up, `[verify] env` and `sandbox_uids`,

@@ -11,7 +11,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::maps::Map;
 use crate::maps::blocks::{ArtifactKind, CheckKind};
@@ -568,34 +567,11 @@ fn copy_artifact(
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot be copied: {e}"))?;
     }
-    let mut sink = HashingFile {
-        file: std::fs::File::create(&target).map_err(|e| format!("cannot be copied: {e}"))?,
-        hash: Sha256::new(),
-        size: 0,
-    };
+    let file = std::fs::File::create(&target).map_err(|e| format!("cannot be copied: {e}"))?;
+    let mut sink = crate::pack::HashingWriter::new(file);
     std::io::copy(&mut source, &mut sink).map_err(|e| format!("cannot be copied: {e}"))?;
-    let digest = sink.hash.finalize();
-    let sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Ok((relative, sha256, sink.size))
-}
-
-struct HashingFile {
-    file: std::fs::File,
-    hash: Sha256,
-    size: u64,
-}
-
-impl Write for HashingFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.hash.update(&buf[..n]);
-        self.size += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
+    let (_, sha256, size) = sink.finish();
+    Ok((relative, sha256, size))
 }
 
 /// Finds a program on the sandbox's `PATH` (or takes a path as it is).

@@ -61,37 +61,13 @@ pub enum ArchiveError {
     Write(String),
 }
 
-/// A writer that hashes and counts what passes through it.
-struct Hashing<W> {
-    inner: W,
-    hash: Sha256,
-    size: u64,
-}
-
-impl<W: Write> Write for Hashing<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hash.update(&buf[..n]);
-        self.size += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Zips a pack folder (`pack.json` and `artifacts/**`) into `out`, streaming every file, and returns the
 /// zip's size and SHA-256. Entries are relative, sorted, without directory entries, deflated at level 6,
 /// with a fixed time, so the same folder gives the same bytes.
 pub fn build(dir: &Path, out: impl Write) -> Result<(u64, String), ArchiveError> {
     let write_err = |e: &dyn std::fmt::Display| ArchiveError::Write(e.to_string());
     let files = pack::files_under(dir).map_err(|e| write_err(&e))?;
-    let mut zip = zip::ZipWriter::new_stream(Hashing {
-        inner: out,
-        hash: Sha256::new(),
-        size: 0,
-    });
+    let mut zip = zip::ZipWriter::new_stream(pack::HashingWriter::new(out));
     let options = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .compression_level(Some(6))
@@ -104,8 +80,12 @@ pub fn build(dir: &Path, out: impl Write) -> Result<(u64, String), ArchiveError>
         let mut file = std::fs::File::open(dir.join(&rel)).map_err(|e| write_err(&e))?;
         std::io::copy(&mut file, &mut zip).map_err(|e| write_err(&e))?;
     }
-    let hashing = zip.finish().map_err(|e| write_err(&e))?.into_inner();
-    Ok((hashing.size, pack::hex(&hashing.hash.finalize())))
+    let (_, sha256, size) = zip
+        .finish()
+        .map_err(|e| write_err(&e))?
+        .into_inner()
+        .finish();
+    Ok((size, sha256))
 }
 
 /// A pack read from a zip: its manifest and the bytes of every artifact it holds.

@@ -226,7 +226,10 @@ impl Results {
             size += n as u64;
             // Block ids are base64 of fixed-width strings: Azure wants them all the same length.
             let id = base64::engine::general_purpose::STANDARD.encode(format!("{:08}", ids.len()));
-            let block_url = format!("{url}&comp=block&blockid={}", percent(&id));
+            let block_url = format!(
+                "{url}&comp=block&blockid={}",
+                crate::github::percent_encode(&id)
+            );
             self.with_retries("a block upload", || {
                 self.agent.put(&block_url).send(&chunk[..n])
             })?;
@@ -415,18 +418,6 @@ fn origin_of(url: &str) -> Option<String> {
     }
     let authority = rest.split('/').next().filter(|a| !a.is_empty())?;
     Some(format!("{scheme}://{authority}"))
-}
-
-/// Percent-encodes a base64 block id for a query string.
-fn percent(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -284,41 +284,16 @@ async fn list(
     ) {
         return refusal;
     }
-    let per_page: usize = query
-        .get("per_page")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(30)
-        .clamp(1, 100);
-    let page: usize = query
-        .get("page")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(1)
-        .max(1);
     let mut sorted = fake.comments.clone();
     sorted.sort_by_key(|c| c.id);
-    let pages = sorted.len().div_ceil(per_page).max(1);
-    let items: Vec<Value> = sorted
-        .iter()
-        .skip((page - 1) * per_page)
-        .take(per_page)
-        .map(comment_json)
-        .collect();
-    let base = format!(
-        "http://127.0.0.1:{}/repos/{owner}/{repo}/issues/{number}/comments?per_page={per_page}",
-        fake.port
-    );
-    let mut links = Vec::new();
-    if page < pages {
-        links.push(format!("<{base}&page={}>; rel=\"next\"", page + 1));
-        links.push(format!("<{base}&page={pages}>; rel=\"last\""));
-    }
-    let mut response = json_of(StatusCode::OK, Value::Array(items));
-    if !links.is_empty() {
-        response
-            .headers_mut()
-            .insert("link", links.join(", ").parse().expect("header"));
-    }
-    response
+    let items: Vec<Value> = sorted.iter().map(comment_json).collect();
+    paged(
+        &fake,
+        &format!("/repos/{owner}/{repo}/issues/{number}/comments"),
+        items,
+        &query,
+        None,
+    )
 }
 
 async fn create(
