@@ -6,6 +6,14 @@ use std::time::Duration;
 use http::{HeaderMap, Method};
 use serde_json::Value;
 
+mod actions;
+mod repos;
+
+pub use actions::{Job, RunArtifact, RunFilter, Workflow, WorkflowRun};
+pub use repos::{
+    Branch, Commit, CommitStatus, Issue, IssueComment, NewStatus, Pull, Repository, Review,
+};
+
 /// A token whose `Debug` never shows it.
 #[derive(Clone)]
 pub struct Token(String);
@@ -63,6 +71,12 @@ impl GitHubError {
             }
             GitHubError::Forbidden { what, .. } if what.contains("status") => {
                 Some("the token cannot set commit statuses: add `statuses: write` to the job's permissions".into())
+            }
+            GitHubError::Forbidden { what, .. } if what.contains("issue #") => {
+                Some("the token cannot edit issues: add `issues: write` to the job's permissions".into())
+            }
+            GitHubError::Forbidden { what, .. } if what.contains("the ref") => {
+                Some("the token cannot change branches: add `contents: write` to the job's permissions".into())
             }
             GitHubError::Forbidden { .. } => Some("check the job's `permissions:` and the token's scopes".into()),
             GitHubError::NotFound { .. } => Some("check the repository, the number, and that the token can see the repository".into()),
@@ -262,6 +276,19 @@ impl Client {
         Ok(items)
     }
 
+    /// Every item of a list endpoint whose pages wrap the items in an object
+    /// (`{"total_count": …, "<key>": […]}`, as the Actions endpoints do).
+    pub fn list_in(&self, path: &str, key: &str, what: &str) -> Result<Vec<Value>, GitHubError> {
+        Ok(self
+            .list(path, what)?
+            .into_iter()
+            .flat_map(|mut page| match page.get_mut(key).map(Value::take) {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            })
+            .collect())
+    }
+
     /// The login the token acts as, or `None` when `GET /user` is forbidden (a workflow token, which acts
     /// as `github-actions[bot]`).
     pub fn login(&self) -> Result<Option<String>, GitHubError> {
@@ -276,184 +303,7 @@ impl Client {
     }
 }
 
-/// An artifact of a workflow run, as `GET /repos/{o}/{r}/actions/runs/{run}/artifacts` lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunArtifact {
-    pub id: u64,
-    pub name: String,
-    pub size: u64,
-    pub expired: bool,
-    pub digest: Option<String>,
-}
-
-impl Client {
-    /// Every artifact of a run named `name` (all pages).
-    pub fn run_artifacts(
-        &self,
-        repo: &str,
-        run_id: u64,
-        name: &str,
-    ) -> Result<Vec<RunArtifact>, GitHubError> {
-        let what = format!("the artifacts of run {run_id}");
-        let mut found = Vec::new();
-        for page in self.list(
-            &format!(
-                "/repos/{repo}/actions/runs/{run_id}/artifacts?name={}",
-                percent_encode(name)
-            ),
-            &what,
-        )? {
-            // A page is `{total_count, artifacts: […]}`.
-            for item in page
-                .get("artifacts")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if item.get("name").and_then(Value::as_str) != Some(name) {
-                    continue;
-                }
-                found.push(RunArtifact {
-                    id: item.get("id").and_then(Value::as_u64).unwrap_or_default(),
-                    name: name.to_string(),
-                    size: item
-                        .get("size_in_bytes")
-                        .and_then(Value::as_u64)
-                        .unwrap_or_default(),
-                    expired: item
-                        .get("expired")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
-                    digest: item
-                        .get("digest")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                });
-            }
-        }
-        Ok(found)
-    }
-
-    /// Downloads an artifact's zip: `GET …/artifacts/{id}/zip` answers 302 to a short-lived signed URL on
-    /// another host, which is followed **without** the Authorization header; 410 means it expired.
-    pub fn artifact_zip(
-        &self,
-        repo: &str,
-        artifact_id: u64,
-        limit: u64,
-    ) -> Result<Vec<u8>, GitHubError> {
-        let what = format!("artifact {artifact_id}");
-        let answer = self.send(
-            Method::GET,
-            &format!("/repos/{repo}/actions/artifacts/{artifact_id}/zip"),
-            None,
-            &what,
-        )?;
-        let location = match answer.status {
-            301 | 302 | 303 | 307 | 308 => answer
-                .headers
-                .get("location")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
-            _ => None,
-        }
-        .ok_or_else(|| GitHubError::Status {
-            what: what.clone(),
-            status: answer.status,
-            message: "expected a redirect to the artifact's signed URL".into(),
-        })?;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .build()
-            .into();
-        let mut response = agent
-            .get(&location)
-            .call()
-            .map_err(|e| GitHubError::Transport {
-                what: what.clone(),
-                message: e.to_string(),
-            })?;
-        let status = response.status().as_u16();
-        if status == 410 {
-            return Err(GitHubError::Gone {
-                what,
-                message: "the artifact has expired".into(),
-            });
-        }
-        if !(200..300).contains(&status) {
-            return Err(GitHubError::Status {
-                what,
-                status,
-                message: "the signed URL refused the download".into(),
-            });
-        }
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(response.body_mut().as_reader(), limit + 1),
-            &mut bytes,
-        )
-        .map_err(|e| GitHubError::Transport {
-            what: what.clone(),
-            message: e.to_string(),
-        })?;
-        if bytes.len() as u64 > limit {
-            return Err(GitHubError::Status {
-                what,
-                status,
-                message: format!("larger than {limit} bytes"),
-            });
-        }
-        Ok(bytes)
-    }
-}
-
-/// A story: an issue's title, body and labels.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Issue {
-    pub title: String,
-    /// `None` when the issue has no body (GitHub sends `null`).
-    pub body: Option<String>,
-    pub labels: Vec<String>,
-}
-
-/// What aayu needs of a pull request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pull {
-    pub head_sha: String,
-    pub base_sha: String,
-    pub head_ref: String,
-    /// `owner/name` of the head's repository; differs from the base's for a fork (`None` when deleted).
-    pub head_repo: Option<String>,
-    pub author: String,
-    pub state: String,
-    pub merged: bool,
-    pub body: Option<String>,
-}
-
-/// A review of a pull request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Review {
-    pub user: String,
-    pub state: String,
-    pub commit_id: String,
-}
-
-/// A workflow run, with what binds it (SPEC §6 "aayu ship").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkflowRun {
-    pub id: u64,
-    pub path: String,
-    pub event: String,
-    pub head_branch: String,
-    pub head_sha: String,
-    pub status: String,
-    pub conclusion: Option<String>,
-    pub run_attempt: u64,
-    pub repository: String,
-    pub head_repository: Option<String>,
-}
-
+/// The string at `pointer`, or empty.
 fn text(v: &Value, pointer: &str) -> String {
     v.pointer(pointer)
         .and_then(Value::as_str)
@@ -461,135 +311,17 @@ fn text(v: &Value, pointer: &str) -> String {
         .to_string()
 }
 
-impl Client {
-    pub fn issue(&self, repo: &str, number: u64) -> Result<Issue, GitHubError> {
-        let v = self.json(
-            Method::GET,
-            &format!("/repos/{repo}/issues/{number}"),
-            None,
-            &format!("issue #{number}"),
-        )?;
-        Ok(Issue {
-            title: text(&v, "/title"),
-            body: v.get("body").and_then(Value::as_str).map(str::to_string),
-            labels: v
-                .get("labels")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
-                .collect(),
-        })
-    }
+/// The string at `pointer`, or `None` when absent or null.
+fn maybe(v: &Value, pointer: &str) -> Option<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
 
-    pub fn pull(&self, repo: &str, number: u64) -> Result<Pull, GitHubError> {
-        let v = self.json(
-            Method::GET,
-            &format!("/repos/{repo}/pulls/{number}"),
-            None,
-            &format!("pull request #{number}"),
-        )?;
-        Ok(Pull {
-            head_sha: text(&v, "/head/sha"),
-            base_sha: text(&v, "/base/sha"),
-            head_ref: text(&v, "/head/ref"),
-            head_repo: v
-                .pointer("/head/repo/full_name")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            author: text(&v, "/user/login"),
-            state: text(&v, "/state"),
-            merged: v.get("merged").and_then(Value::as_bool).unwrap_or(false),
-            body: v.get("body").and_then(Value::as_str).map(str::to_string),
-        })
-    }
-
-    /// Every review of a pull request (all pages).
-    pub fn reviews(&self, repo: &str, number: u64) -> Result<Vec<Review>, GitHubError> {
-        Ok(self
-            .list(
-                &format!("/repos/{repo}/pulls/{number}/reviews"),
-                &format!("the reviews of pull request #{number}"),
-            )?
-            .iter()
-            .map(|r| Review {
-                user: text(r, "/user/login"),
-                state: text(r, "/state"),
-                commit_id: text(r, "/commit_id"),
-            })
-            .collect())
-    }
-
-    /// A user's permission on the repository: `admin`, `maintain`, `write`, `triage`, `read` or `none`.
-    pub fn permission(&self, repo: &str, user: &str) -> Result<String, GitHubError> {
-        let v = self.json(
-            Method::GET,
-            &format!(
-                "/repos/{repo}/collaborators/{}/permission",
-                percent_encode(user)
-            ),
-            None,
-            &format!("{user}'s permission"),
-        )?;
-        Ok(text(&v, "/permission"))
-    }
-
-    /// Squash-merges a pull request, only if its head is still `sha`.
-    pub fn squash_merge(&self, repo: &str, number: u64, sha: &str) -> Result<String, GitHubError> {
-        let body = serde_json::json!({"sha": sha, "merge_method": "squash"});
-        let v = self.json(
-            Method::PUT,
-            &format!("/repos/{repo}/pulls/{number}/merge"),
-            Some(&body),
-            &format!("the merge of pull request #{number}"),
-        )?;
-        Ok(text(&v, "/sha"))
-    }
-
-    /// Every run of a workflow file, newest first, with no server-side filter (SPEC §6).
-    pub fn workflow_runs(
-        &self,
-        repo: &str,
-        workflow_file: &str,
-    ) -> Result<Vec<WorkflowRun>, GitHubError> {
-        let file = workflow_file.rsplit('/').next().unwrap_or(workflow_file);
-        let mut runs = Vec::new();
-        for page in self.list(
-            &format!(
-                "/repos/{repo}/actions/workflows/{}/runs",
-                percent_encode(file)
-            ),
-            &format!("the runs of {file}"),
-        )? {
-            for r in page
-                .get("workflow_runs")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                runs.push(WorkflowRun {
-                    id: r.get("id").and_then(Value::as_u64).unwrap_or_default(),
-                    path: text(r, "/path"),
-                    event: text(r, "/event"),
-                    head_branch: text(r, "/head_branch"),
-                    head_sha: text(r, "/head_sha"),
-                    status: text(r, "/status"),
-                    conclusion: r
-                        .get("conclusion")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    run_attempt: r.get("run_attempt").and_then(Value::as_u64).unwrap_or(1),
-                    repository: text(r, "/repository/full_name"),
-                    head_repository: r
-                        .pointer("/head_repository/full_name")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                });
-            }
-        }
-        runs.sort_by_key(|r| std::cmp::Reverse(r.id));
-        Ok(runs)
-    }
+fn number(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_default()
 }
 
 /// Percent-encodes a path segment or query value (RFC 3986 unreserved characters stay as they are).

@@ -3,9 +3,9 @@
 #[path = "support/fake_github.rs"]
 mod fake_github;
 
-use aayudha::github::{Client, GitHubError, Token};
+use aayudha::github::{Client, GitHubError, RunFilter, Token};
 use aayudha::publish::comment::{self, ACTIONS_BOT, MARKER, Outcome};
-use fake_github::Server;
+use fake_github::{FakeIssue, FakePull, FakeRun, Server};
 
 const REPO: &str = "octo/shop";
 
@@ -41,7 +41,7 @@ fn one_comment_is_created_then_edited_in_place() {
         REPO,
         3,
         "aayu-bot",
-        10,
+        "abc",
         &comment::body(10, "abc", "first"),
     )
     .expect("create");
@@ -53,7 +53,7 @@ fn one_comment_is_created_then_edited_in_place() {
         REPO,
         3,
         "aayu-bot",
-        11,
+        "def",
         &comment::body(11, "def", "second"),
     )
     .expect("update");
@@ -79,7 +79,7 @@ fn our_comment_is_found_among_150_others_on_a_later_page() {
         REPO,
         3,
         "aayu-bot",
-        6,
+        "new",
         &comment::body(6, "new", "new"),
     )
     .expect("upsert");
@@ -106,7 +106,7 @@ fn a_users_comment_carrying_the_marker_is_not_ours() {
         REPO,
         3,
         "aayu-bot",
-        1,
+        "h",
         &comment::body(1, "h", "real"),
     )
     .expect("upsert");
@@ -132,7 +132,7 @@ fn two_concurrent_runs_leave_one_comment_the_lowest_id() {
         REPO,
         3,
         "aayu-bot",
-        3,
+        "h",
         &comment::body(3, "h", "this run"),
     )
     .expect("upsert");
@@ -152,7 +152,7 @@ fn an_older_run_never_overwrites_a_newer_one() {
         REPO,
         3,
         "aayu-bot",
-        10,
+        "newer-head",
         &comment::body(10, "older-head", "older"),
     )
     .expect("upsert");
@@ -164,7 +164,7 @@ fn an_older_run_never_overwrites_a_newer_one() {
 fn a_huge_body_is_posted_capped() {
     let server = server_with("t", "aayu-bot");
     let body = comment::body(1, "h", &"x".repeat(300_000));
-    comment::upsert(&client(&server, "t"), REPO, 3, "aayu-bot", 1, &body).expect("upsert");
+    comment::upsert(&client(&server, "t"), REPO, 3, "aayu-bot", "h", &body).expect("upsert");
     let posted = &ours(&server, "aayu-bot")[0];
     assert!(posted.body.chars().count() <= comment::MAX_BODY);
 }
@@ -179,7 +179,7 @@ fn a_secondary_rate_limit_is_waited_out() {
         REPO,
         3,
         "aayu-bot",
-        1,
+        "h",
         &comment::body(1, "h", "x"),
     )
     .expect("upsert");
@@ -204,7 +204,7 @@ fn a_read_only_token_is_a_typed_refusal_with_the_permission_to_add() {
         REPO,
         3,
         "fork-bot",
-        1,
+        "h",
         &comment::body(1, "h", "x"),
     )
     .expect_err("read-only");
@@ -222,7 +222,7 @@ fn a_comment_deleted_meanwhile_is_written_anew() {
         REPO,
         3,
         "aayu-bot",
-        2,
+        "h",
         &comment::body(2, "h", "new"),
     )
     .expect("upsert");
@@ -252,7 +252,7 @@ fn a_workflow_token_acts_as_the_actions_bot() {
         .login()
         .expect("login")
         .unwrap_or_else(|| ACTIONS_BOT.to_string());
-    comment::upsert(&c, REPO, 3, &me, 1, &comment::body(1, "h", "x")).expect("upsert");
+    comment::upsert(&c, REPO, 3, &me, "h", &comment::body(1, "h", "x")).expect("upsert");
     assert_eq!(ours(&server, ACTIONS_BOT).len(), 1);
     let err = Client::new(&server.url, &Token::new("wrong"))
         .expect("client")
@@ -306,15 +306,30 @@ fn issues_pulls_reviews_permissions_merges_and_runs_are_read_as_aayu_needs_them(
     let server = server_with("t", "aayu-bot");
     {
         let mut fake = server.state.lock().expect("lock");
-        fake.issues.insert(131, serde_json::json!({"number": 131, "title": "Fix totals", "body": null, "labels": [{"name": "type:bug"}, {"name": "ready"}]}));
-        fake.pulls.insert(3, "1".repeat(40));
+        fake.issues.insert(
+            131,
+            FakeIssue {
+                title: "Fix totals".into(),
+                body: None,
+                labels: vec!["type:bug".into(), "ready".into()],
+                state: "open".into(),
+            },
+        );
+        fake.pulls.insert(3, FakePull::open(&"1".repeat(40)));
         fake.reviews
             .insert(3, vec![("alice".into(), "APPROVED".into(), "1".repeat(40))]);
         fake.permissions.insert("alice".into(), "write".into());
-        let runs: Vec<serde_json::Value> = (1..=130)
-            .map(|id| serde_json::json!({"id": id, "path": ".github/workflows/aayudha-merge-gate.yml@refs/heads/main", "event": if id % 2 == 0 { "pull_request_target" } else { "pull_request" }, "head_branch": "main", "head_sha": "2".repeat(40), "status": "completed", "conclusion": "success", "run_attempt": 1, "repository": {"full_name": "octo/shop"}, "head_repository": {"full_name": "octo/shop"}}))
+        fake.runs = (1..=130)
+            .map(|id| FakeRun {
+                event: if id % 2 == 0 {
+                    "pull_request_target"
+                } else {
+                    "pull_request"
+                }
+                .into(),
+                ..FakeRun::gate(id, "aayudha-merge-gate.yml")
+            })
             .collect();
-        fake.runs.insert("aayudha-merge-gate.yml".into(), runs);
     }
     let c = client(&server, "t");
     let issue = c.issue(REPO, 131).expect("issue");
@@ -329,7 +344,11 @@ fn issues_pulls_reviews_permissions_merges_and_runs_are_read_as_aayu_needs_them(
     assert_eq!(c.reviews(REPO, 3).expect("reviews")[0].state, "APPROVED");
     assert_eq!(c.permission(REPO, "alice").expect("permission"), "write");
     let runs = c
-        .workflow_runs(REPO, ".github/workflows/aayudha-merge-gate.yml")
+        .workflow_runs(
+            REPO,
+            ".github/workflows/aayudha-merge-gate.yml",
+            &RunFilter::default(),
+        )
         .expect("runs");
     assert_eq!(runs.len(), 130, "runs on page 2 are read too");
     assert_eq!(runs[0].id, 130, "newest first");
@@ -347,4 +366,59 @@ fn issues_pulls_reviews_permissions_merges_and_runs_are_read_as_aayu_needs_them(
         GitHubError::NotFound { .. }
     ));
     server.assert_clean();
+}
+
+#[test]
+fn a_minimized_comment_is_left_alone_and_a_new_one_written() {
+    let server = server_with("t", "aayu-bot");
+    let hidden = server.seed("aayu-bot", &comment::body(1, "h", "old"));
+    server
+        .state
+        .lock()
+        .expect("lock")
+        .comments
+        .iter_mut()
+        .for_each(|c| c.minimized = true);
+    let outcome = comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        "h",
+        &comment::body(2, "h", "new"),
+    )
+    .expect("upsert");
+    let Outcome::Created(id) = outcome else {
+        panic!("expected a new comment, got {outcome:?}");
+    };
+    assert_ne!(id, hidden);
+    let all = ours(&server, "aayu-bot");
+    assert_eq!(
+        all.len(),
+        2,
+        "the minimized one is neither edited nor deleted"
+    );
+    assert!(
+        all.iter()
+            .any(|c| c.id == hidden && c.body.ends_with("old"))
+    );
+    server.assert_clean();
+}
+
+#[test]
+fn a_later_run_on_an_older_head_keeps_the_current_heads_proof() {
+    let server = server_with("t", "aayu-bot");
+    let id = server.seed("aayu-bot", &comment::body(5, "head-2", "proves head 2"));
+    // Run 9 is a re-run that built head 1, which is no longer the pull request's head.
+    let outcome = comment::upsert(
+        &client(&server, "t"),
+        REPO,
+        3,
+        "aayu-bot",
+        "head-2",
+        &comment::body(9, "head-1", "proves head 1"),
+    )
+    .expect("upsert");
+    assert_eq!(outcome, Outcome::KeptNewer(id));
+    assert!(ours(&server, "aayu-bot")[0].body.ends_with("proves head 2"));
 }

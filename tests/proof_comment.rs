@@ -6,7 +6,7 @@ mod common;
 mod fake_github;
 
 use common::run;
-use fake_github::Server;
+use fake_github::{FakePull, Server};
 use serde_json::json;
 
 const HEAD: &str = "1111111111111111111111111111111111111111";
@@ -48,7 +48,7 @@ fn github(read_only: bool) -> Server {
     if read_only {
         fake.read_only.push("ghs_job".into());
     }
-    fake.pulls.insert(3, HEAD.into());
+    fake.pulls.insert(3, FakePull::open(HEAD));
     let snapshot = format!(
         "# Story 7: t\n\n<!-- aayudha:ready {{\"story\": 7, \"completion_goal_hash\": \"{}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n",
         aayudha::pack::hash_bytes(GOAL.as_bytes())
@@ -116,9 +116,14 @@ fn a_pack_that_verifies_gets_one_comment_and_a_success_status() {
     );
     let statuses = server.state.lock().expect("lock").statuses.clone();
     assert_eq!(statuses.len(), 1);
-    let (sha, state, context, description) = &statuses[0];
+    let status = &statuses[0];
+    let description = &status.description;
     assert_eq!(
-        (sha.as_str(), state.as_str(), context.as_str()),
+        (
+            status.sha.as_str(),
+            status.state.as_str(),
+            status.context.as_str()
+        ),
         (HEAD, "success", "aayudha/proof")
     );
     assert!(
@@ -140,7 +145,10 @@ fn a_pack_of_another_head_does_not_verify_and_exits_4() {
     let (out, _) = comment(&server, folder.path(), "5");
     assert_eq!(out.code, 4, "{}", out.stdout);
     assert!(out.stdout.contains("the pack proves 222222222222 but the pull request's head is 1111111111111111111111111111111111111111"), "{}", out.stdout);
-    assert_eq!(server.state.lock().expect("lock").statuses[0].1, "failure");
+    assert_eq!(
+        server.state.lock().expect("lock").statuses[0].state,
+        "failure"
+    );
 }
 
 #[test]

@@ -5,13 +5,11 @@
 
 use std::fmt::Write as _;
 
-use base64::Engine as _;
-use http::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
-use crate::github::{Client, GitHubError, Token};
+use crate::github::{Client, GitHubError, NewStatus, Token};
 use crate::ledger::ready;
 use crate::pack::Pack;
 use crate::publish::archive::{self, Limits};
@@ -78,18 +76,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         .unwrap_or_default();
 
     // The pull request's head and the story's Ready snapshot, from the ledger through the contents API.
-    let head = client
-        .json(
-            Method::GET,
-            &format!("/repos/{repo}/pulls/{pr}"),
-            None,
-            &format!("pull request #{pr}"),
-        )
-        .map_err(github_failure)?
-        .pointer("/head/sha")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let head = client.pull(&repo, pr).map_err(github_failure)?.head_sha;
     let mut criteria_lines = Vec::new();
     if let Some(pack) = &pack {
         if pack.pr_head_sha != head {
@@ -179,7 +166,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
             .unwrap_or_else(|| ACTIONS_BOT.to_string()),
     };
     let mut degraded = Vec::new();
-    match comment::upsert(&client, &repo, pr, &me, run_id, &body) {
+    match comment::upsert(&client, &repo, pr, &me, &head, &body) {
         Ok(Outcome::KeptNewer(id)) => {
             let _ = writeln!(
                 ctx.err,
@@ -199,18 +186,14 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         .chars()
         .take(140)
         .collect();
-    let mut status =
-        json!({"state": state, "context": "aayudha/proof", "description": description});
-    if let Some(url) = &run_url {
-        status["target_url"] = Value::String(url.clone());
-    }
     if !head.is_empty() {
-        match client.json(
-            Method::POST,
-            &format!("/repos/{repo}/statuses/{head}"),
-            Some(&status),
-            "the aayudha/proof status",
-        ) {
+        let status = NewStatus {
+            state,
+            context: "aayudha/proof",
+            description: &description,
+            target_url: run_url.as_deref(),
+        };
+        match client.create_status(&repo, &head, &status) {
             Ok(_) => {}
             Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
             Err(e) => return Err(github_failure(e)),
@@ -279,22 +262,9 @@ fn pr_of_event(options: &ProofCommentOptions) -> Result<u64, Failure> {
 /// The story's Ready snapshot on the ledger branch, through the contents API.
 fn snapshot(client: &Client, repo: &str, story: u64) -> Result<ready::Snapshot, String> {
     let path = format!("specs/{story}/ready.md");
-    let file = client
-        .json(
-            Method::GET,
-            &format!("/repos/{repo}/contents/{path}?ref=ledger"),
-            None,
-            &format!("the Ready snapshot of story #{story}"),
-        )
+    let bytes = client
+        .file(repo, &path, "ledger")
         .map_err(|e| format!("story #{story} has no Ready snapshot on the ledger: {e}"))?;
-    let content = file
-        .get("content")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .replace('\n', "");
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(content)
-        .map_err(|e| format!("ledger:{path} is not base64: {e}"))?;
     ready::parse(&String::from_utf8_lossy(&bytes), &format!("ledger:{path}"))
 }
 

@@ -2,9 +2,6 @@
 //! its hidden marker **and** its author being the token's own identity, across every page; edited in
 //! place; duplicates from a race deleted, the lowest id kept; never overwritten by an older run.
 
-use http::Method;
-use serde_json::{Value, json};
-
 use crate::github::{Client, GitHubError};
 
 /// The hidden marker every proof comment starts with.
@@ -49,89 +46,72 @@ pub fn escape(text: &str) -> String {
         .replace('@', "&#64;")
 }
 
-/// The run a comment records, from its hidden line.
-fn recorded_run(body: &str) -> Option<u64> {
-    body.lines()
-        .find_map(|l| l.strip_prefix("<!-- aayudha:run "))
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
+/// The run and head a comment records, from its hidden line.
+fn recorded(body: &str) -> Option<(u64, &str)> {
+    let mut parts = body
+        .lines()
+        .find_map(|l| l.strip_prefix("<!-- aayudha:run "))?
+        .split_whitespace();
+    let run = parts.next()?.parse().ok()?;
+    Some((run, parts.next().unwrap_or_default()))
+}
+
+/// Whether the comment `theirs` must be kept rather than overwritten by `ours`: it records a newer run, or
+/// it proves the pull request's current head and ours does not.
+fn keeps_over(theirs: &str, ours: &str, current_head: &str) -> bool {
+    let Some((their_run, their_head)) = recorded(theirs) else {
+        return false;
+    };
+    let (our_run, our_head) = recorded(ours).unwrap_or((0, ""));
+    their_run > our_run || (their_head == current_head && our_head != current_head)
 }
 
 /// Creates or updates the proof comment of pull request `pr` in `repo` as `me` (the token's login; a
-/// workflow token's is `github-actions[bot]`). A comment of a newer run is never overwritten.
+/// workflow token's is `github-actions[bot]`) with `body` (made by [`body`]). A comment of a newer run, or
+/// one proving the pull request's `current_head` when `body` does not, is never overwritten; a minimized
+/// one is left alone and a new one written.
 pub fn upsert(
     client: &Client,
     repo: &str,
     pr: u64,
     me: &str,
-    run_id: u64,
+    current_head: &str,
     body: &str,
 ) -> Result<Outcome, GitHubError> {
-    let path = format!("/repos/{repo}/issues/{pr}/comments");
     let ours = |client: &Client| -> Result<Vec<(u64, String)>, GitHubError> {
         let mut found: Vec<(u64, String)> = client
-            .list(&path, &format!("the comments of pull request #{pr}"))?
+            .comments(repo, pr)?
             .into_iter()
-            .filter(|c| c.pointer("/user/login").and_then(Value::as_str) == Some(me))
-            .filter_map(|c| {
-                let text = c.get("body").and_then(Value::as_str)?.to_string();
-                text.starts_with(MARKER)
-                    .then_some((c.get("id")?.as_u64()?, text))
-            })
+            .filter(|c| c.login == me && !c.minimized && c.body.starts_with(MARKER))
+            .map(|c| (c.id, c.body))
             .collect();
         found.sort();
         Ok(found)
     };
-    let what = format!("a comment on pull request #{pr}");
     let mut existing = ours(client)?;
     let outcome = match existing.first().cloned() {
         None => {
-            let created = client.json(Method::POST, &path, Some(&json!({"body": body})), &what)?;
-            let id = created
-                .get("id")
-                .and_then(Value::as_u64)
-                .unwrap_or_default();
+            let id = client.create_comment(repo, pr, body)?.id;
             // Another run may have created one at the same moment: keep the lowest id, delete the rest.
             existing = ours(client)?;
             match existing.first() {
                 Some((lowest, _)) if *lowest != id => {
-                    client.json(
-                        Method::PATCH,
-                        &format!("/repos/{repo}/issues/comments/{lowest}"),
-                        Some(&json!({"body": body})),
-                        &what,
-                    )?;
+                    client.update_comment(repo, *lowest, body)?;
                     Outcome::Updated(*lowest)
                 }
                 _ => Outcome::Created(id),
             }
         }
         Some((id, text)) => {
-            if recorded_run(&text).is_some_and(|theirs| theirs > run_id) {
+            if keeps_over(&text, body, current_head) {
                 Outcome::KeptNewer(id)
             } else {
-                match client.json(
-                    Method::PATCH,
-                    &format!("/repos/{repo}/issues/comments/{id}"),
-                    Some(&json!({"body": body})),
-                    &what,
-                ) {
+                match client.update_comment(repo, id, body) {
                     Ok(_) => Outcome::Updated(id),
                     // Deleted between the list and the edit: write a new one.
                     Err(GitHubError::NotFound { .. }) => {
-                        let created = client.json(
-                            Method::POST,
-                            &path,
-                            Some(&json!({"body": body})),
-                            &what,
-                        )?;
                         existing.retain(|(other, _)| *other != id);
-                        Outcome::Created(
-                            created
-                                .get("id")
-                                .and_then(Value::as_u64)
-                                .unwrap_or_default(),
-                        )
+                        Outcome::Created(client.create_comment(repo, pr, body)?.id)
                     }
                     Err(e) => return Err(e),
                 }
@@ -142,13 +122,8 @@ pub fn upsert(
         Outcome::Created(id) | Outcome::Updated(id) | Outcome::KeptNewer(id) => id,
     };
     for (id, _) in existing.iter().filter(|(id, _)| *id != keep) {
-        match client.send(
-            Method::DELETE,
-            &format!("/repos/{repo}/issues/comments/{id}"),
-            None,
-            &what,
-        ) {
-            Ok(_) | Err(GitHubError::NotFound { .. }) => {}
+        match client.delete_comment(repo, *id) {
+            Ok(()) | Err(GitHubError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
     }
@@ -166,7 +141,19 @@ mod tests {
         assert!(body.chars().count() <= MAX_BODY);
         assert!(body.starts_with(MARKER));
         assert!(body.ends_with("the job summary and the artifact hold everything)"));
-        assert_eq!(recorded_run(&body), Some(7));
+        assert_eq!(recorded(&body), Some((7, "abc")));
+    }
+
+    #[test]
+    fn a_newer_run_or_the_current_head_is_kept() {
+        let newer = body(20, "h2", "");
+        assert!(keeps_over(&newer, &body(10, "h1", ""), "h2"));
+        assert!(
+            keeps_over(&body(5, "h2", ""), &body(10, "h1", ""), "h2"),
+            "the current head's proof stays even against a later run on an older head"
+        );
+        assert!(!keeps_over(&body(5, "h1", ""), &body(10, "h2", ""), "h2"));
+        assert!(!keeps_over("no record", &body(10, "h2", ""), "h2"));
     }
 
     #[test]

@@ -1,0 +1,556 @@
+//! The repository endpoints aayu uses (SPEC §9): the repository, issues and their comments, pull requests,
+//! permissions, commit statuses, contents, refs, branches and commits — each read into the few fields aayu
+//! needs, every list through all its pages.
+
+use base64::Engine as _;
+use http::Method;
+use serde_json::{Value, json};
+
+use super::{Client, GitHubError, maybe, number, percent_encode, text};
+
+/// A repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repository {
+    pub full_name: String,
+    pub default_branch: String,
+    pub private: bool,
+}
+
+/// A story: an issue's title, body and labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    /// `None` when the issue has no body (GitHub sends `null`).
+    pub body: Option<String>,
+    pub labels: Vec<String>,
+    pub state: String,
+    /// A pull request is an issue too; this says which it is.
+    pub is_pull_request: bool,
+}
+
+/// A comment on an issue or a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueComment {
+    pub id: u64,
+    pub login: String,
+    pub body: String,
+    pub html_url: String,
+    /// Hidden ("minimized") by someone on GitHub.
+    pub minimized: bool,
+}
+
+/// What aayu needs of a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pull {
+    pub number: u64,
+    pub head_sha: String,
+    pub base_sha: String,
+    pub head_ref: String,
+    pub base_ref: String,
+    /// `owner/name` of the head's repository; differs from the base's for a fork (`None` when deleted).
+    pub head_repo: Option<String>,
+    pub author: String,
+    pub state: String,
+    pub merged: bool,
+    pub body: Option<String>,
+}
+
+/// A review of a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    pub user: String,
+    pub state: String,
+    pub commit_id: String,
+}
+
+/// A commit status as GitHub reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitStatus {
+    pub state: String,
+    pub context: String,
+    pub description: Option<String>,
+    pub target_url: Option<String>,
+    /// Who set it; `None` when GitHub does not say.
+    pub creator: Option<String>,
+}
+
+/// A commit status to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewStatus<'a> {
+    /// `error`, `failure`, `pending` or `success`.
+    pub state: &'a str,
+    pub context: &'a str,
+    /// Cut to GitHub's 140 characters.
+    pub description: &'a str,
+    pub target_url: Option<&'a str>,
+}
+
+/// A branch and the commit it points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Branch {
+    pub name: String,
+    pub sha: String,
+    pub protected: bool,
+}
+
+/// A commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub sha: String,
+    pub message: String,
+    pub parents: Vec<String>,
+}
+
+/// Percent-encodes each segment of a path, keeping its slashes (refs, branch names and file paths).
+fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(percent_encode)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn issue_of(v: &Value) -> Issue {
+    Issue {
+        number: number(v, "/number"),
+        title: text(v, "/title"),
+        body: maybe(v, "/body"),
+        labels: v
+            .get("labels")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|l| {
+                // A label is an object, or (in older answers) a bare name.
+                l.get("name")
+                    .and_then(Value::as_str)
+                    .or_else(|| l.as_str())
+                    .map(str::to_string)
+            })
+            .collect(),
+        state: text(v, "/state"),
+        is_pull_request: v.get("pull_request").is_some_and(|p| !p.is_null()),
+    }
+}
+
+fn comment_of(v: &Value) -> IssueComment {
+    IssueComment {
+        id: number(v, "/id"),
+        login: text(v, "/user/login"),
+        body: text(v, "/body"),
+        html_url: text(v, "/html_url"),
+        minimized: v.get("minimized").is_some_and(|m| !m.is_null()),
+    }
+}
+
+fn pull_of(v: &Value) -> Pull {
+    Pull {
+        number: number(v, "/number"),
+        head_sha: text(v, "/head/sha"),
+        base_sha: text(v, "/base/sha"),
+        head_ref: text(v, "/head/ref"),
+        base_ref: text(v, "/base/ref"),
+        head_repo: maybe(v, "/head/repo/full_name"),
+        author: text(v, "/user/login"),
+        state: text(v, "/state"),
+        merged: v.get("merged").and_then(Value::as_bool).unwrap_or(false)
+            || v.get("merged_at").is_some_and(|m| !m.is_null()),
+        body: maybe(v, "/body"),
+    }
+}
+
+fn status_of(v: &Value) -> CommitStatus {
+    CommitStatus {
+        state: text(v, "/state"),
+        context: text(v, "/context"),
+        description: maybe(v, "/description"),
+        target_url: maybe(v, "/target_url"),
+        creator: maybe(v, "/creator/login"),
+    }
+}
+
+fn commit_of(v: &Value) -> Commit {
+    Commit {
+        sha: text(v, "/sha"),
+        message: text(v, "/commit/message"),
+        parents: v
+            .get("parents")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| text(p, "/sha"))
+            .collect(),
+    }
+}
+
+impl Client {
+    /// `GET /repos/{o}/{r}`.
+    pub fn repository(&self, repo: &str) -> Result<Repository, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}"),
+            None,
+            &format!("the repository {repo}"),
+        )?;
+        Ok(Repository {
+            full_name: text(&v, "/full_name"),
+            default_branch: text(&v, "/default_branch"),
+            private: v.get("private").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+
+    /// `GET /repos/{o}/{r}/issues/{n}`.
+    pub fn issue(&self, repo: &str, number: u64) -> Result<Issue, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/issues/{number}"),
+            None,
+            &format!("issue #{number}"),
+        )?;
+        Ok(issue_of(&v))
+    }
+
+    /// `PATCH /repos/{o}/{r}/issues/{n}`: a new body and/or a new set of labels; what is `None` is kept.
+    pub fn update_issue(
+        &self,
+        repo: &str,
+        number: u64,
+        body: Option<&str>,
+        labels: Option<&[String]>,
+    ) -> Result<Issue, GitHubError> {
+        let mut change = json!({});
+        if let Some(body) = body {
+            change["body"] = json!(body);
+        }
+        if let Some(labels) = labels {
+            change["labels"] = json!(labels);
+        }
+        let v = self.json(
+            Method::PATCH,
+            &format!("/repos/{repo}/issues/{number}"),
+            Some(&change),
+            &format!("an edit of issue #{number}"),
+        )?;
+        Ok(issue_of(&v))
+    }
+
+    /// `GET /repos/{o}/{r}/issues/{n}/labels`, every page.
+    pub fn issue_labels(&self, repo: &str, number: u64) -> Result<Vec<String>, GitHubError> {
+        Ok(self
+            .list(
+                &format!("/repos/{repo}/issues/{number}/labels"),
+                &format!("the labels of issue #{number}"),
+            )?
+            .iter()
+            .map(|l| text(l, "/name"))
+            .collect())
+    }
+
+    /// Every comment of an issue or pull request, oldest first (all pages).
+    pub fn comments(&self, repo: &str, number: u64) -> Result<Vec<IssueComment>, GitHubError> {
+        Ok(self
+            .list(
+                &format!("/repos/{repo}/issues/{number}/comments"),
+                &format!("the comments of pull request #{number}"),
+            )?
+            .iter()
+            .map(comment_of)
+            .collect())
+    }
+
+    pub fn comment(&self, repo: &str, id: u64) -> Result<IssueComment, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/issues/comments/{id}"),
+            None,
+            &format!("comment {id}"),
+        )?;
+        Ok(comment_of(&v))
+    }
+
+    pub fn create_comment(
+        &self,
+        repo: &str,
+        number: u64,
+        body: &str,
+    ) -> Result<IssueComment, GitHubError> {
+        let v = self.json(
+            Method::POST,
+            &format!("/repos/{repo}/issues/{number}/comments"),
+            Some(&json!({ "body": body })),
+            &format!("a comment on pull request #{number}"),
+        )?;
+        Ok(comment_of(&v))
+    }
+
+    pub fn update_comment(
+        &self,
+        repo: &str,
+        id: u64,
+        body: &str,
+    ) -> Result<IssueComment, GitHubError> {
+        let v = self.json(
+            Method::PATCH,
+            &format!("/repos/{repo}/issues/comments/{id}"),
+            Some(&json!({ "body": body })),
+            &format!("an edit of comment {id} on a pull request"),
+        )?;
+        Ok(comment_of(&v))
+    }
+
+    pub fn delete_comment(&self, repo: &str, id: u64) -> Result<(), GitHubError> {
+        self.send(
+            Method::DELETE,
+            &format!("/repos/{repo}/issues/comments/{id}"),
+            None,
+            &format!("the deletion of comment {id} on a pull request"),
+        )?;
+        Ok(())
+    }
+
+    /// `GET /repos/{o}/{r}/pulls/{n}`.
+    pub fn pull(&self, repo: &str, number: u64) -> Result<Pull, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/pulls/{number}"),
+            None,
+            &format!("pull request #{number}"),
+        )?;
+        Ok(pull_of(&v))
+    }
+
+    /// `GET /repos/{o}/{r}/pulls?state=…[&head=owner:branch]`, every page.
+    pub fn pulls(
+        &self,
+        repo: &str,
+        state: &str,
+        head: Option<&str>,
+    ) -> Result<Vec<Pull>, GitHubError> {
+        let mut path = format!("/repos/{repo}/pulls?state={}", percent_encode(state));
+        if let Some(head) = head {
+            path.push_str(&format!("&head={}", percent_encode(head)));
+        }
+        Ok(self
+            .list(&path, &format!("the pull requests of {repo}"))?
+            .iter()
+            .map(pull_of)
+            .collect())
+    }
+
+    /// The SHAs of a pull request's commits, oldest first (GitHub lists at most 250).
+    pub fn pull_commits(&self, repo: &str, number: u64) -> Result<Vec<String>, GitHubError> {
+        Ok(self
+            .list(
+                &format!("/repos/{repo}/pulls/{number}/commits"),
+                &format!("the commits of pull request #{number}"),
+            )?
+            .iter()
+            .map(|c| text(c, "/sha"))
+            .collect())
+    }
+
+    /// Every review of a pull request (all pages).
+    pub fn reviews(&self, repo: &str, number: u64) -> Result<Vec<Review>, GitHubError> {
+        Ok(self
+            .list(
+                &format!("/repos/{repo}/pulls/{number}/reviews"),
+                &format!("the reviews of pull request #{number}"),
+            )?
+            .iter()
+            .map(|r| Review {
+                user: text(r, "/user/login"),
+                state: text(r, "/state"),
+                commit_id: text(r, "/commit_id"),
+            })
+            .collect())
+    }
+
+    /// Squash-merges a pull request, only if its head is still `sha`; answers the merge commit's SHA.
+    pub fn squash_merge(&self, repo: &str, number: u64, sha: &str) -> Result<String, GitHubError> {
+        let body = json!({"sha": sha, "merge_method": "squash"});
+        let v = self.json(
+            Method::PUT,
+            &format!("/repos/{repo}/pulls/{number}/merge"),
+            Some(&body),
+            &format!("the merge of pull request #{number}"),
+        )?;
+        Ok(text(&v, "/sha"))
+    }
+
+    /// A user's permission on the repository: `admin`, `maintain`, `write`, `triage`, `read` or `none`.
+    pub fn permission(&self, repo: &str, user: &str) -> Result<String, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!(
+                "/repos/{repo}/collaborators/{}/permission",
+                percent_encode(user)
+            ),
+            None,
+            &format!("{user}'s permission"),
+        )?;
+        // `role_name` is finer (`maintain`, `triage`); `permission` folds them into admin/write/read.
+        Ok(maybe(&v, "/role_name")
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| text(&v, "/permission")))
+    }
+
+    /// `POST /repos/{o}/{r}/statuses/{sha}`.
+    pub fn create_status(
+        &self,
+        repo: &str,
+        sha: &str,
+        status: &NewStatus<'_>,
+    ) -> Result<CommitStatus, GitHubError> {
+        let mut body = json!({
+            "state": status.state,
+            "context": status.context,
+            "description": status.description.chars().take(140).collect::<String>(),
+        });
+        if let Some(url) = status.target_url {
+            body["target_url"] = json!(url);
+        }
+        let v = self.json(
+            Method::POST,
+            &format!("/repos/{repo}/statuses/{sha}"),
+            Some(&body),
+            &format!("the {} status", status.context),
+        )?;
+        Ok(status_of(&v))
+    }
+
+    /// Every status set on a commit, newest first (all pages).
+    pub fn statuses(&self, repo: &str, reference: &str) -> Result<Vec<CommitStatus>, GitHubError> {
+        Ok(self
+            .list(
+                &format!("/repos/{repo}/commits/{}/statuses", encode_path(reference)),
+                &format!("the statuses of {reference}"),
+            )?
+            .iter()
+            .map(status_of)
+            .collect())
+    }
+
+    /// The combined state of a commit and the latest status of each context (all pages).
+    pub fn combined_status(
+        &self,
+        repo: &str,
+        reference: &str,
+    ) -> Result<(String, Vec<CommitStatus>), GitHubError> {
+        let pages = self.list(
+            &format!("/repos/{repo}/commits/{}/status", encode_path(reference)),
+            &format!("the combined status of {reference}"),
+        )?;
+        let state = pages.first().map(|p| text(p, "/state")).unwrap_or_default();
+        let statuses = pages
+            .iter()
+            .flat_map(|p| p.get("statuses").and_then(Value::as_array).cloned())
+            .flatten()
+            .map(|s| status_of(&s))
+            .collect();
+        Ok((state, statuses))
+    }
+
+    /// A file's bytes at a ref, through the contents API (files up to GitHub's 1 MB limit of it).
+    pub fn file(&self, repo: &str, path: &str, reference: &str) -> Result<Vec<u8>, GitHubError> {
+        let what = format!("{reference}:{path}");
+        let v = self.json(
+            Method::GET,
+            &format!(
+                "/repos/{repo}/contents/{}?ref={}",
+                encode_path(path),
+                percent_encode(reference)
+            ),
+            None,
+            &what,
+        )?;
+        if v.get("type").and_then(Value::as_str) != Some("file") {
+            return Err(GitHubError::Status {
+                what,
+                status: 200,
+                message: "not a file".into(),
+            });
+        }
+        let content: String = text(&v, "/content")
+            .chars()
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(content)
+            .map_err(|e| GitHubError::Status {
+                what,
+                status: 200,
+                message: format!("the content is not base64: {e}"),
+            })
+    }
+
+    /// The SHA a ref (`heads/ledger`, `tags/v1`) points at.
+    pub fn git_ref(&self, repo: &str, reference: &str) -> Result<String, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/git/ref/{}", encode_path(reference)),
+            None,
+            &format!("the ref {reference}"),
+        )?;
+        Ok(text(&v, "/object/sha"))
+    }
+
+    /// Deletes a ref (`heads/aayudha/tmp`).
+    pub fn delete_ref(&self, repo: &str, reference: &str) -> Result<(), GitHubError> {
+        self.send(
+            Method::DELETE,
+            &format!("/repos/{repo}/git/refs/{}", encode_path(reference)),
+            None,
+            &format!("the deletion of the ref {reference}"),
+        )?;
+        Ok(())
+    }
+
+    /// `GET /repos/{o}/{r}/branches/{b}`.
+    pub fn branch(&self, repo: &str, branch: &str) -> Result<Branch, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/branches/{}", encode_path(branch)),
+            None,
+            &format!("the branch {branch}"),
+        )?;
+        Ok(Branch {
+            name: text(&v, "/name"),
+            sha: text(&v, "/commit/sha"),
+            protected: v.get("protected").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+
+    /// `GET /repos/{o}/{r}/commits/{ref}`.
+    pub fn commit(&self, repo: &str, reference: &str) -> Result<Commit, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/commits/{}", encode_path(reference)),
+            None,
+            &format!("the commit {reference}"),
+        )?;
+        Ok(commit_of(&v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_keep_their_slashes_and_encode_the_rest() {
+        assert_eq!(
+            encode_path("heads/feature/a b#1"),
+            "heads/feature/a%20b%231"
+        );
+    }
+
+    #[test]
+    fn a_pull_request_is_told_apart_from_an_issue() {
+        let issue = issue_of(
+            &json!({"number": 1, "title": "t", "body": null, "labels": ["bare", {"name": "x"}], "state": "open"}),
+        );
+        assert!(!issue.is_pull_request);
+        assert_eq!(issue.labels, ["bare", "x"]);
+        assert!(issue_of(&json!({"pull_request": {"url": "u"}})).is_pull_request);
+    }
+}
