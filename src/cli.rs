@@ -86,6 +86,10 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         CommandId::Control => {
             commands::control::run(ctx, m.get_one::<String>("op").map_or("", String::as_str))
         }
+        CommandId::Action => {
+            let options = commands::action::ActionOptions::resolve(m, ctx.env)?;
+            commands::action::run(ctx, options)
+        }
         CommandId::ProofComment => {
             let options = settings::ProofCommentOptions::from_matches(m, ctx.env);
             commands::proof_comment::run(ctx, options)
@@ -97,7 +101,6 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         | CommandId::Doctor
         | CommandId::ProofVerify
         | CommandId::ProofPush
-        | CommandId::Action
         | CommandId::Generate
         | CommandId::Completions => Err(not_built(id.spec())),
     }

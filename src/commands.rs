@@ -1,5 +1,6 @@
 //! One module per command. Each takes a [`Context`] and plain options and returns an [`ExitStatus`].
 
+pub(crate) mod action;
 pub(crate) mod ci;
 pub(crate) mod control;
 pub(crate) mod proof_comment;

@@ -438,3 +438,13 @@ fn walk(root: &Path) -> (Vec<String>, Vec<String>) {
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// Accepts repositories owned by another uid, for this process: what `safe.directory = *` in the image's
+/// system config does for the git program. Only `aayu action` calls it — inside the action's container the
+/// workspace belongs to the runner's uid (1001) while the action runs as root.
+#[allow(unsafe_code)]
+pub fn trust_every_owner() {
+    // SAFETY: libgit2's owner validation is a process-wide option; it is set once, before any repository
+    // is opened and before any thread that uses git2 starts, so nothing reads it concurrently.
+    let _ = unsafe { git2::opts::set_verify_owner_validation(false) };
+}

@@ -99,6 +99,24 @@ pub struct VerifyOptions {
     pub ready: Option<PathBuf>,
     /// Flags of parts of `verify` that are not built yet, as typed, so the command can say which.
     pub unbuilt: Vec<&'static str>,
+    /// What the merge gate (`aayu action`) knows and writes into the pack itself; `None` on the CLI.
+    pub binding: Option<Binding>,
+}
+
+/// The pack's binding to a pull request and a run, filled in by `aayu action` from the event and the API —
+/// never from anything the pull request's code wrote.
+#[derive(Debug, Clone, Default)]
+pub struct Binding {
+    pub pr: u64,
+    /// The story's labels now (the API), which decide red-on-base in the action.
+    pub story_labels: Option<Vec<String>>,
+    /// The hash of the story's Completion Goal now (the API).
+    pub completion_goal_hash: Option<String>,
+    /// The gate's workflow file (`.github/workflows/…`) and run.
+    pub workflow: String,
+    pub run_id: u64,
+    pub run_url: String,
+    pub pr_url: String,
 }
 
 impl VerifyOptions {
@@ -120,6 +138,7 @@ impl VerifyOptions {
             red_on_base: m.get_flag("red-on-base"),
             ready: m.get_one::<PathBuf>("ready").cloned(),
             unbuilt,
+            binding: None,
         })
     }
 }

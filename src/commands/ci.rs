@@ -260,7 +260,16 @@ pub fn run(
             floors.push(floor);
             pack_criteria = criteria;
             criteria_lines = lines;
-            if snapshot.is_bug() || options.red_on_base {
+            let is_bug = match options
+                .binding
+                .as_ref()
+                .and_then(|b| b.story_labels.as_ref())
+            {
+                // In the action the story's labels come from the API (SPEC §5).
+                Some(labels) => labels.iter().any(|l| l == "type:bug"),
+                None => snapshot.is_bug(),
+            };
+            if is_bug || options.red_on_base {
                 let fetch = |dir: &Path| {
                     behaviour::fetch_dependencies(
                         dir,
@@ -307,6 +316,7 @@ pub fn run(
     }
 
     // The pack.
+    let binding = options.binding.as_ref();
     let story = options.story.unwrap_or(0);
     let artifacts = collect_artifacts(
         out,
@@ -330,7 +340,7 @@ pub fn run(
         schema_version: pack::SCHEMA_VERSION,
         repo: slug.clone(),
         story,
-        pr: 0,
+        pr: binding.map_or(0, |b| b.pr),
         pr_head_sha: head_sha.clone(),
         base_sha: base_sha.clone(),
         checkpoint: trailer(&message, "Aayudha-Checkpoint")
@@ -340,7 +350,7 @@ pub fn run(
             })
             .unwrap_or_default(),
         seat: CommandId::Verify.spec().seat.id().to_string(),
-        host: "cli".to_string(),
+        host: if binding.is_some() { "action" } else { "cli" }.to_string(),
         model: trailer(&message, "Aayudha-Model").unwrap_or_default(),
         identity: if ctx.env.github_actions {
             "ci"
@@ -348,16 +358,25 @@ pub fn run(
             "human"
         }
         .to_string(),
+        // Only `aayu ship` writes an authoritative pack; the gate's records the run that built it.
         authority: pack::Authority {
             kind: "advisory".into(),
-            workflow: String::new(),
-            run_id: 0,
-            writer: String::new(),
+            workflow: binding.map(|b| b.workflow.clone()).unwrap_or_default(),
+            run_id: binding.map_or(0, |b| b.run_id),
+            writer: if binding.is_some() {
+                "aayu action (merge gate)".into()
+            } else {
+                String::new()
+            },
         },
-        completion_goal_hash: snapshot
-            .as_ref()
-            .map(|s| s.meta.completion_goal_hash.clone())
-            .unwrap_or_default(),
+        // The action hashes the story's body as it is now, so a story edited after Ready no longer matches.
+        completion_goal_hash: match binding.and_then(|b| b.completion_goal_hash.clone()) {
+            Some(hash) if snapshot.is_some() => hash,
+            _ => snapshot
+                .as_ref()
+                .map(|s| s.meta.completion_goal_hash.clone())
+                .unwrap_or_default(),
+        },
         footprint: footprint(&root, &changed),
         criteria: pack_criteria,
         artifacts,
@@ -369,13 +388,13 @@ pub fn run(
             } else {
                 String::new()
             },
-            pr: String::new(),
+            pr: binding.map(|b| b.pr_url.clone()).unwrap_or_default(),
             ready_snapshot: if story > 0 {
                 format!("specs/{story}/ready.md")
             } else {
                 String::new()
             },
-            run: String::new(),
+            run: binding.map(|b| b.run_url.clone()).unwrap_or_default(),
         },
         created_at: crate::commands::utc_stamp(now, false),
     };

@@ -65,15 +65,10 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         }
     };
     let pack_hash = crate::pack::hash_bytes(&zip);
-    let (pack, mut problems) = match archive::read(&zip, Limits::default()) {
-        Ok(unpacked) => (Some(unpacked.pack), Vec::new()),
-        Err(e) => (None, vec![e.to_string()]),
+    let (pack, pack_json_hash, mut problems) = match archive::read(&zip, Limits::default()) {
+        Ok(unpacked) => (Some(unpacked.pack), unpacked.pack_sha256, Vec::new()),
+        Err(e) => (None, String::new(), vec![e.to_string()]),
     };
-    let pack_json_hash = pack
-        .as_ref()
-        .and_then(|p| serde_json::to_vec_pretty(p).ok())
-        .map(|b| crate::pack::hash_bytes(&b))
-        .unwrap_or_default();
 
     // The pull request's head and the story's Ready snapshot, from the ledger through the contents API.
     let head = client.pull(&repo, pr).map_err(github_failure)?.head_sha;

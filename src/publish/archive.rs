@@ -92,6 +92,8 @@ pub fn build(dir: &Path, out: impl Write) -> Result<(u64, String), ArchiveError>
 #[derive(Debug)]
 pub struct Unpacked {
     pub pack: Pack,
+    /// The SHA-256 of pack.json's bytes as stored: the hash the comment, the status and `aayu ship` name.
+    pub pack_sha256: String,
     pub artifacts: BTreeMap<String, Vec<u8>>,
 }
 
@@ -181,6 +183,7 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
     }
     let manifest = files.remove("pack.json").ok_or(ArchiveError::NoPack)?;
     let pack = pack::decode(&manifest).map_err(|e| ArchiveError::Pack(e.to_string()))?;
+    let pack_sha256 = pack::hash_bytes(&manifest);
     let mut listed = BTreeSet::new();
     for artifact in &pack.artifacts {
         if !pack::safe_path(&artifact.path) || !listed.insert(artifact.path.as_str()) {
@@ -230,5 +233,9 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
             )));
         }
     }
-    Ok(Unpacked { pack, artifacts })
+    Ok(Unpacked {
+        pack,
+        pack_sha256,
+        artifacts,
+    })
 }

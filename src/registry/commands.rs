@@ -432,8 +432,8 @@ static ACTION: Command = Command {
     exposure: Exposure::Never,
     read_only: false,
     surfaces: &[Surface::Action],
-    built: false,
-    lands_with: "the Docker action and the workflows",
+    built: true,
+    lands_with: "",
 };
 
 static CONTROL: Command = Command {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -190,3 +192,54 @@ pub fn with_toolchain(cmd: &mut Command) -> &mut Command {
     cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
     cmd
 }
+
+pub fn copy_tree(from: &Path, repo: &TestRepo, rel: &str) {
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "target" || name == "stories" {
+            continue;
+        }
+        let rel = format!("{rel}/{name}");
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), repo, &rel);
+        } else {
+            repo.write(&rel, std::fs::read(entry.path()).expect("read"));
+        }
+    }
+}
+
+pub fn example(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+}
+
+/// The tally example with its bug at the base commit and the fix (and its test) at the head.
+pub fn tally(evidence: &str, config: &str) -> (TestRepo, String, String) {
+    let repo = TestRepo::new();
+    copy_tree(&example("tally"), &repo, "examples/tally");
+    let fixed = std::fs::read_to_string(repo.path("examples/tally/tally.go")).expect("read");
+    let buggy = fixed.replace(
+        "\t\tif strings.TrimSpace(line) == \"\" {\n\t\t\tcontinue\n\t\t}\n",
+        "",
+    );
+    assert_ne!(
+        fixed, buggy,
+        "the example's fix is where the test expects it"
+    );
+    let blank_test =
+        std::fs::read_to_string(repo.path("examples/tally/blank_test.go")).expect("read");
+    repo.remove("examples/tally/blank_test.go");
+    repo.write("examples/tally/tally.go", &buggy);
+    repo.write(".aayudha/config.toml", config);
+    let base = repo.commit("tally with the bug");
+    repo.write("examples/tally/tally.go", &fixed);
+    repo.write("examples/tally/blank_test.go", &blank_test);
+    repo.write(".aayudha/evidence/902.toml", evidence);
+    let head = repo.commit("fix: skip blank lines");
+    (repo, base, head)
+}
+
+pub const TALLY_EVIDENCE: &str =
+    "[[criterion]]\nid = 1\ntests = [\"examples/tally:TestSumSkipsBlankLines\"]\n";

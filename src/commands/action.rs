@@ -1,0 +1,820 @@
+//! `aayu action`: the Docker action's entrypoint. It reads the runner's environment and the `INPUT_*`
+//! variables once, through the CLI's own parser, and runs one mode:
+//!
+//! - `gate` (`pull_request_target`, `pull_request`): fetch the pull request's head itself, run
+//!   `verify --ci` bound to the pull request, upload the pack as `aayudha-pack`, write the outputs and the job
+//!   summary; exit 0 once the pack is uploaded (the `pack` job reports failing floors).
+//! - `comment`: `aayu proof comment` on this run's artifact.
+//! - `sweep` (`schedule`, `workflow_dispatch`): every behaviour check; exit 3 when one fails.
+
+mod event;
+pub mod files;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use serde_json::Value;
+
+use crate::commands::{Context, Failure};
+use crate::config::{CONFIG_PATH, Config};
+use crate::exit::ExitStatus;
+use crate::git::Repo;
+use crate::github::{Client, Token};
+use crate::ledger::ready;
+use crate::pack::Pack;
+use crate::publish::archive;
+use crate::publish::results::{self, Results};
+use crate::registry::CommandId;
+use crate::settings::{Binding, Env, ProofCommentOptions, VerifyOptions};
+
+use files::{Annotations, Level};
+
+/// The artifact the gate uploads and the comment job reads.
+pub const ARTIFACT: &str = "aayudha-pack";
+
+/// What the action runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionMode {
+    Gate,
+    Comment,
+    Sweep,
+}
+
+/// The action's inputs and the runner's environment, resolved once.
+#[derive(Debug, Clone, Default)]
+pub struct ActionOptions {
+    pub mode: Option<ActionMode>,
+    pub token: Option<String>,
+    pub story: Option<u64>,
+    pub config: Option<PathBuf>,
+    pub working_directory: Option<PathBuf>,
+    pub retention_days: Option<u32>,
+    pub event_name: String,
+    pub event_path: Option<PathBuf>,
+    pub repository: Option<String>,
+    pub run_id: Option<u64>,
+    pub workspace: PathBuf,
+    pub api_url: String,
+    pub server_url: String,
+    pub results_url: Option<String>,
+    pub runtime_token: Option<String>,
+    pub retention_max: Option<u32>,
+    pub step_summary: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub workflow_ref: Option<String>,
+    pub runner_temp: Option<PathBuf>,
+}
+
+/// The action.yml name of a registry input: `working-directory` is declared as `working_directory`.
+pub fn input_name(registry_name: &str) -> String {
+    registry_name.replace('-', "_")
+}
+
+/// The `INPUT_*` variable of an input: upper-cased, spaces as `_`, hyphens kept (as the runner does).
+fn input_var(name: &str) -> String {
+    format!("INPUT_{}", name.to_uppercase().replace(' ', "_"))
+}
+
+impl ActionOptions {
+    /// Flags given on the command line win; otherwise each input comes from its `INPUT_*` variable (`""` is
+    /// "not given", values trimmed) and is parsed by the same clap definition as the flag.
+    pub fn resolve(m: &ArgMatches, env: &Env) -> Result<ActionOptions, Failure> {
+        let var = |name: &str| {
+            env.vars
+                .get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let mut argv: Vec<std::ffi::OsString> = vec!["aayu".into(), "action".into()];
+        let mut sources: Vec<(String, String)> = Vec::new();
+        for input in CommandId::Action.spec().inputs {
+            if m.value_source(input.name) == Some(ValueSource::CommandLine) {
+                if let Some(raw) = m.get_raw(input.name) {
+                    for value in raw {
+                        argv.push(format!("--{}", input.name).into());
+                        argv.push(value.to_os_string());
+                    }
+                }
+                continue;
+            }
+            let declared = input_var(&input_name(input.name));
+            let hyphened = input_var(input.name);
+            if let Some((variable, value)) = var(&declared)
+                .map(|v| (declared.clone(), v))
+                .or_else(|| var(&hyphened).map(|v| (hyphened.clone(), v)))
+            {
+                // Parse each input alone, so that an error names the input it comes from.
+                let alone = crate::cli::build().try_get_matches_from([
+                    "aayu".into(),
+                    "action".into(),
+                    format!("--{}", input.name).into(),
+                    std::ffi::OsString::from(&value),
+                ]);
+                if let Err(e) = alone {
+                    let why = e
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .trim_start_matches("error: ")
+                        .to_string();
+                    return Err(Failure::usage(format!(
+                        "the input `{}` ({variable}) is not valid: {why}",
+                        input_name(input.name)
+                    ))
+                    .with_hint("fix the `with:` of the aayudha step in the workflow"));
+                }
+                argv.push(format!("--{}", input.name).into());
+                argv.push(value.clone().into());
+                sources.push((input.name.to_string(), variable));
+            }
+        }
+        let matches = crate::cli::build()
+            .try_get_matches_from(argv)
+            .map_err(|e| Failure::usage(e.to_string().trim().to_string()))?;
+        let m = matches.subcommand_matches("action").ok_or_else(|| {
+            Failure::unexpected("the action's inputs did not parse as `aayu action`")
+        })?;
+        let mode = match m.get_one::<String>("mode").map(String::as_str) {
+            Some("gate") => Some(ActionMode::Gate),
+            Some("comment") => Some(ActionMode::Comment),
+            Some("sweep") => Some(ActionMode::Sweep),
+            _ => None,
+        };
+        let workspace = var("GITHUB_WORKSPACE")
+            .map(PathBuf::from)
+            .or_else(|| env.cwd.clone())
+            .unwrap_or_else(|| PathBuf::from("."));
+        Ok(ActionOptions {
+            mode,
+            token: m
+                .get_one::<String>("token")
+                .cloned()
+                .or_else(|| var("GITHUB_TOKEN")),
+            story: m.get_one::<u64>("story").copied(),
+            config: m.get_one::<PathBuf>("config").cloned(),
+            working_directory: m.get_one::<PathBuf>("working-directory").cloned(),
+            retention_days: m
+                .get_one::<u64>("retention-days")
+                .map(|&d| u32::try_from(d).unwrap_or(u32::MAX)),
+            event_name: var("GITHUB_EVENT_NAME").unwrap_or_default(),
+            event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
+            repository: var("GITHUB_REPOSITORY"),
+            run_id: var("GITHUB_RUN_ID").and_then(|v| v.parse().ok()),
+            workspace,
+            api_url: var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into()),
+            server_url: var("GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into()),
+            results_url: var("ACTIONS_RESULTS_URL"),
+            runtime_token: var("ACTIONS_RUNTIME_TOKEN"),
+            retention_max: var("GITHUB_RETENTION_DAYS").and_then(|v| v.parse().ok()),
+            step_summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            output: var("GITHUB_OUTPUT").map(PathBuf::from),
+            workflow_ref: var("GITHUB_WORKFLOW_REF"),
+            runner_temp: var("RUNNER_TEMP").map(PathBuf::from),
+        })
+    }
+
+    /// The mode: the input, else from the event.
+    fn mode(&self) -> Result<ActionMode, Failure> {
+        if let Some(mode) = self.mode {
+            return Ok(mode);
+        }
+        match self.event_name.as_str() {
+            "pull_request_target" | "pull_request" => Ok(ActionMode::Gate),
+            "schedule" | "workflow_dispatch" => Ok(ActionMode::Sweep),
+            "" => Err(Failure::usage(
+                "no mode: `GITHUB_EVENT_NAME` is not set and the input `mode` is not given",
+            )
+            .with_hint(
+                "set `mode: gate`, `comment` or `sweep`; locally, `aayu action --mode sweep`",
+            )),
+            other => Err(
+                Failure::usage(format!("the event `{other}` has no default mode"))
+                    .with_hint("set the input `mode` to `gate`, `comment` or `sweep`"),
+            ),
+        }
+    }
+
+    /// The repository's folder: the workspace, or `working_directory` inside it.
+    fn root(&self) -> Result<PathBuf, Failure> {
+        let root = match &self.working_directory {
+            Some(dir)
+                if dir.is_absolute()
+                    || dir
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir) =>
+            {
+                return Err(Failure::usage(format!(
+                    "the input `working_directory` must be a folder inside the workspace, not `{}`",
+                    dir.display()
+                )));
+            }
+            Some(dir) => self.workspace.join(dir),
+            None => self.workspace.clone(),
+        };
+        if !root.is_dir() {
+            return Err(Failure::usage(format!(
+                "the repository folder `{}` does not exist",
+                root.display()
+            ))
+            .with_hint(
+                "check out the repository first (actions/checkout), and check `working_directory`",
+            ));
+        }
+        Ok(root)
+    }
+
+    fn run_url(&self) -> String {
+        match (&self.repository, self.run_id) {
+            (Some(repo), Some(id)) => format!("{}/{repo}/actions/runs/{id}", self.server_url),
+            _ => String::new(),
+        }
+    }
+
+    /// The workflow file of this run: `GITHUB_WORKFLOW_REF` is `owner/repo/.github/workflows/f.yml@ref`.
+    fn workflow_file(&self) -> String {
+        let Some(reference) = &self.workflow_ref else {
+            return String::new();
+        };
+        let path = reference.split('@').next().unwrap_or(reference);
+        match path.find(".github/workflows/") {
+            Some(i) => path[i..].to_string(),
+            None => path.to_string(),
+        }
+    }
+}
+
+pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Failure> {
+    match options.mode()? {
+        ActionMode::Gate => gate(ctx, &options),
+        ActionMode::Comment => comment(ctx, &options),
+        ActionMode::Sweep => sweep(ctx, &options),
+    }
+}
+
+/// A nested command's run: its exit, and what it printed.
+struct Captured {
+    status: Result<ExitStatus, Failure>,
+    out: String,
+    err: String,
+}
+
+fn captured(
+    ctx: &Context,
+    directory: &Path,
+    run: impl FnOnce(&mut Context) -> Result<ExitStatus, Failure>,
+) -> Captured {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut input = std::io::empty();
+    let global = crate::settings::Global {
+        directory: Some(directory.to_path_buf()),
+    };
+    let status = {
+        let mut inner = Context {
+            input: &mut input,
+            out: &mut out,
+            err: &mut err,
+            env: ctx.env,
+            global: &global,
+        };
+        run(&mut inner)
+    };
+    Captured {
+        status,
+        out: String::from_utf8_lossy(&out).into_owned(),
+        err: String::from_utf8_lossy(&err).into_owned(),
+    }
+}
+
+fn say(ctx: &mut Context, text: &str) {
+    let _ = ctx.out.write_all(text.as_bytes());
+}
+
+fn output(ctx: &mut Context, options: &ActionOptions, name: &str, value: &str) {
+    if let Some(file) = &options.output
+        && let Err(e) = files::set_output(file, name, value)
+    {
+        let _ = writeln!(
+            ctx.err,
+            "warning: cannot write the output `{name}` to `{}`: {e}",
+            file.display()
+        );
+    }
+}
+
+fn summary(ctx: &mut Context, options: &ActionOptions, text: &str) {
+    if let Some(file) = &options.step_summary
+        && let Err(e) = files::append_summary(file, text)
+    {
+        let _ = writeln!(
+            ctx.err,
+            "warning: cannot write the job summary `{}`: {e}",
+            file.display()
+        );
+    }
+}
+
+/// Makes git2 accept a workspace owned by another uid (the runner's, 1001, while the container is root), as
+/// `safe.directory` in the image's system config does for the git program.
+fn trust_workspace() {
+    crate::git::trust_every_owner();
+}
+
+/// Fetches `refs/pull/<n>/head` and the ledger branch with the token, before any product code runs. The
+/// token reaches git through its environment, never the command line or a config file.
+fn fetch(root: &Path, options: &ActionOptions, pr: u64, ledger: &str) -> Result<(), Failure> {
+    let git = |refspec: &str| -> Result<std::process::Output, Failure> {
+        let mut command = std::process::Command::new("git");
+        command
+            .current_dir(root)
+            .env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("HOME", std::env::temp_dir())
+            .args(["-c", &format!("safe.directory={}", root.display())])
+            .args(["fetch", "--no-tags", "--quiet", "origin", refspec]);
+        if let Some(token) = &options.token {
+            use base64::Engine as _;
+            let basic =
+                base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
+            command
+                .env("GIT_CONFIG_COUNT", "1")
+                .env(
+                    "GIT_CONFIG_KEY_0",
+                    format!(
+                        "http.{}/.extraheader",
+                        options.server_url.trim_end_matches('/')
+                    ),
+                )
+                .env(
+                    "GIT_CONFIG_VALUE_0",
+                    format!("AUTHORIZATION: basic {basic}"),
+                );
+        }
+        command.output().map_err(|e| {
+            Failure::unexpected("cannot run git to fetch the pull request's head")
+                .caused_by(e)
+                .with_hint("the image needs git (the action's Dockerfile installs it)")
+        })
+    };
+    let head = git(&format!("+refs/pull/{pr}/head:refs/remotes/pull/{pr}/head"))?;
+    if !head.status.success() {
+        return Err(Failure::unexpected(format!(
+            "cannot fetch `refs/pull/{pr}/head` from origin: {}",
+            String::from_utf8_lossy(&head.stderr).trim()
+        ))
+        .with_hint("check out the repository with actions/checkout (its `origin` is the repository) and give the job `contents: read`"));
+    }
+    // The ledger may not exist yet (no story is Ready): that is not an error here.
+    let _ = git(&format!(
+        "+refs/heads/{ledger}:refs/remotes/origin/{ledger}"
+    ))?;
+    Ok(())
+}
+
+/// Puts the pull request's head in the working tree (detached), where `verify --ci` runs it; the gate is
+/// the job's last step, so nothing trusted runs in this tree afterwards.
+fn check_out(root: &Path, sha: &str) -> Result<(), Failure> {
+    let output = std::process::Command::new("git")
+        .current_dir(root)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("HOME", std::env::temp_dir())
+        .args(["-c", &format!("safe.directory={}", root.display())])
+        .args(["checkout", "--quiet", "--force", "--detach", sha])
+        .output()
+        .map_err(|e| Failure::unexpected("cannot run git to check out the head").caused_by(e))?;
+    if !output.status.success() {
+        return Err(Failure::unexpected(format!(
+            "cannot check out the pull request's head {sha}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+fn github_failure(e: crate::github::GitHubError) -> Failure {
+    let hint = e.hint();
+    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
+}
+
+fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
+    let event_path = options.event_path.clone().ok_or_else(|| {
+        Failure::usage(
+            "`GITHUB_EVENT_PATH` is not set: the gate reads the pull request from the event",
+        )
+    })?;
+    let payload = event::read(&event_path)?;
+    let pr = event::pull_request(&payload, &event_path)?;
+    let repository = options
+        .repository
+        .clone()
+        .unwrap_or_else(|| pr.base_repo.clone());
+    let root = options.root()?;
+    trust_workspace();
+
+    // The configuration comes from the base commit (or the input): a pull request cannot relax its floors.
+    let repo = Repo::discover(&root).map_err(|e| {
+        Failure::usage(format!("`{}` is not a git checkout", root.display()))
+            .caused_by(e)
+            .with_hint("check out the base with actions/checkout before the aayudha step")
+    })?;
+    let ledger = match &options.config {
+        Some(file) => Config::load(repo.root(), Some(file), &root),
+        None => match repo.file_at(&pr.base_sha, CONFIG_PATH).ok().flatten() {
+            Some(bytes) => Config::from_text(&String::from_utf8_lossy(&bytes), CONFIG_PATH),
+            None => Ok(Config::defaults()),
+        },
+    }
+    .map(|c| c.ledger.branch)
+    .unwrap_or_else(|_| "ledger".into());
+    fetch(repo.root(), options, pr.number, &ledger)?;
+    for (what, sha) in [("head", &pr.head_sha), ("base", &pr.base_sha)] {
+        if repo.sha(sha).is_err() {
+            return Err(Failure::unexpected(format!(
+                "the pull request's {what} {sha} is not in the checkout after fetching `refs/pull/{}/head`",
+                pr.number
+            ))
+            .with_hint("the pull request moved on since this event; the run for its new head verifies it"));
+        }
+    }
+
+    check_out(repo.root(), &pr.head_sha)?;
+    let mut notes = Annotations::default();
+    if options.config.is_none()
+        && repo.file_at(&pr.base_sha, CONFIG_PATH).ok().flatten()
+            != repo.file_at(&pr.head_sha, CONFIG_PATH).ok().flatten()
+    {
+        notes.add(
+            Level::Notice,
+            Some((CONFIG_PATH, 1)),
+            "aayudha configuration",
+            "this pull request changes the configuration; the gate uses the base commit's until it merges",
+        );
+    }
+
+    // The story: the input, else the body; its labels and Completion Goal as they are now.
+    let story = options
+        .story
+        .or_else(|| pr.body.as_deref().and_then(event::story_in_body));
+    let mut binding = Binding {
+        pr: pr.number,
+        workflow: options.workflow_file(),
+        run_id: options.run_id.unwrap_or(0),
+        run_url: options.run_url(),
+        pr_url: pr.html_url.clone(),
+        ..Binding::default()
+    };
+    if let Some(story) = story {
+        let token = options.token.clone().ok_or_else(|| {
+            Failure::usage("no token: the gate reads the story through the API (input `token`)")
+        })?;
+        let client = Client::new(&options.api_url, &Token::new(token)).map_err(github_failure)?;
+        let issue = client.issue(&repository, story).map_err(github_failure)?;
+        binding.story_labels = Some(issue.labels);
+        binding.completion_goal_hash = issue
+            .body
+            .as_deref()
+            .and_then(ready::completion_goal)
+            .map(|goal| ready::goal_hash(&goal));
+    }
+
+    // verify --ci, bound to the pull request, its pack written outside the workspace.
+    let temp = match &options.runner_temp {
+        Some(dir) => tempfile::Builder::new().prefix("aayudha-").tempdir_in(dir),
+        None => tempfile::Builder::new().prefix("aayudha-").tempdir(),
+    }
+    .map_err(|e| Failure::unexpected("cannot create a temporary folder").caused_by(e))?;
+    let pack_dir = temp.path().join("pack");
+    let verify = VerifyOptions {
+        ci: true,
+        json: true,
+        base: Some(pr.base_sha.clone()),
+        head: Some(pr.head_sha.clone()),
+        story,
+        config: options.config.clone(),
+        out: Some(pack_dir.clone()),
+        binding: Some(binding),
+        ..VerifyOptions::default()
+    };
+    let run = captured(ctx, &root, |inner| super::verify::run(inner, verify));
+    if !run.err.is_empty() {
+        say(
+            ctx,
+            &files::group("aayu verify --ci: messages", &files::fenced(&run.err)),
+        );
+    }
+    let status = match run.status {
+        Ok(status) => status,
+        Err(failure) => {
+            output(ctx, options, "result", "no-pack");
+            summary(
+                ctx,
+                options,
+                &format!("### aayudha merge gate — no pack\n\n{}\n", failure.message),
+            );
+            return Err(failure);
+        }
+    };
+    if crate::cleanup::interrupted() {
+        return Err(Failure::unexpected("interrupted: nothing was uploaded"));
+    }
+    let pack: Pack = serde_json::from_str(&run.out)
+        .map_err(|e| Failure::unexpected("`verify --ci` gave no pack").caused_by(e))?;
+    let pack_bytes = std::fs::read(pack_dir.join("pack.json"))
+        .map_err(|e| Failure::unexpected("the pack folder has no pack.json").caused_by(e))?;
+    let pack_sha256 = crate::pack::hash_bytes(&pack_bytes);
+
+    // The artifact.
+    let zip_path = temp.path().join("aayudha-pack.zip");
+    let zip_file = std::fs::File::create(&zip_path)
+        .map_err(|e| Failure::unexpected("cannot create the pack zip").caused_by(e))?;
+    archive::build(&pack_dir, std::io::BufWriter::new(zip_file))
+        .map_err(|e| Failure::unexpected("cannot zip the pack").caused_by(e))?;
+    let (Some(results_url), Some(runtime_token)) = (&options.results_url, &options.runtime_token)
+    else {
+        output(ctx, options, "result", "no-pack");
+        return Err(Failure::usage("ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN are not set: the pack cannot be uploaded")
+            .with_hint("the gate runs as a step of a GitHub Actions job"));
+    };
+    let config_days = Config::defaults().proof.retention_days;
+    let requested = options.retention_days.unwrap_or(config_days);
+    let (days, warning) = results::retention(requested, options.retention_max);
+    if let Some(warning) = warning {
+        let _ = writeln!(ctx.err, "warning: {warning}");
+    }
+    let now = ctx.env.now()?;
+    let uploaded = Results::new(results_url, runtime_token)
+        .and_then(|r| r.upload(ARTIFACT, &zip_path, Some(days), now))
+        .map_err(|e| {
+            Failure::unexpected(format!("cannot upload the `{ARTIFACT}` artifact")).caused_by(e)
+        })?;
+
+    // Outputs, annotations, the summary.
+    let holds = status == ExitStatus::Ok;
+    let drift = map_drift(&pack_dir);
+    for d in &drift {
+        notes.add(
+            Level::Error,
+            Some((d.0.as_str(), d.1)),
+            "aayudha drift",
+            &d.2,
+        );
+    }
+    for check in pack.checks.iter().filter(|c| !c.holds()) {
+        notes.add(
+            Level::Error,
+            None,
+            &format!("aayudha {} floor: {}", check.floor, check.result),
+            &check.detail,
+        );
+    }
+    say(ctx, &notes.lines);
+    let result = if holds { "proven" } else { "floors-fail" };
+    output(ctx, options, "result", result);
+    output(ctx, options, "pack-sha256", &pack_sha256);
+    output(
+        ctx,
+        options,
+        "story",
+        &story.map(|s| s.to_string()).unwrap_or_default(),
+    );
+    output(ctx, options, "drift", &drift.len().to_string());
+    summary(
+        ctx,
+        options,
+        &gate_summary(
+            &pack,
+            &pack_sha256,
+            &uploaded.artifact_id,
+            pr.is_fork(),
+            &notes.overflow,
+        ),
+    );
+    say(
+        ctx,
+        &format!(
+            "aayudha merge gate: {result}; pack.json sha256 {pack_sha256}; uploaded as `{ARTIFACT}` ({} bytes)\n",
+            uploaded.size
+        ),
+    );
+    // The pack is uploaded: the `pack` job reports the verdict.
+    Ok(ExitStatus::Ok)
+}
+
+/// The drift of the feature-map report in a pack folder: (file, line, message).
+fn map_drift(pack_dir: &Path) -> Vec<(String, usize, String)> {
+    let Ok(text) = std::fs::read_to_string(pack_dir.join("artifacts/reports/feature-map.json"))
+    else {
+        return Vec::new();
+    };
+    let Ok(report) = serde_json::from_str::<Value>(&text) else {
+        return Vec::new();
+    };
+    report["drift"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap_or_default().to_string(),
+                d["line"].as_u64().unwrap_or(0) as usize,
+                format!(
+                    "{}: {}",
+                    d["kind"].as_str().unwrap_or_default(),
+                    d["detail"].as_str().unwrap_or_default()
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Markdown table cells cannot break out of their cell or the summary.
+fn cell(text: &str) -> String {
+    crate::publish::comment::escape(text)
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+}
+
+fn gate_summary(
+    pack: &Pack,
+    pack_sha256: &str,
+    artifact_id: &str,
+    fork: bool,
+    overflow: &[String],
+) -> String {
+    let holds = pack.checks.iter().all(crate::pack::Check::holds);
+    let mut text = format!(
+        "### aayudha merge gate — {}\n\nHead `{}` · base `{}` · story {} · pack.json sha256 `{pack_sha256}` · artifact `{ARTIFACT}` ({artifact_id})\n\n| Floor | Result | Value | Threshold | Detail |\n|---|---|---|---|---|\n",
+        if holds {
+            "every floor holds"
+        } else {
+            "a floor does not hold"
+        },
+        pack.pr_head_sha,
+        pack.base_sha,
+        if pack.story > 0 {
+            format!("#{}", pack.story)
+        } else {
+            "none".into()
+        },
+    );
+    if fork {
+        text = text.replacen(
+            "\n\n| Floor",
+            "\n\nFrom a fork: its code ran in aayu's sandbox as an unprivileged user, with no token in its environment.\n\n| Floor",
+            1,
+        );
+    }
+    for c in &pack.checks {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} | {} |",
+            cell(&c.floor),
+            cell(&c.result),
+            c.value,
+            c.threshold,
+            cell(&c.detail)
+        );
+    }
+    if !pack.criteria.is_empty() {
+        text.push_str("\n| Criterion | Evidence |\n|---|---|\n");
+        for c in &pack.criteria {
+            let evidence = if c.evidence.is_empty() {
+                "none".to_string()
+            } else {
+                c.evidence
+                    .iter()
+                    .map(|e| cell(e))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(text, "| {} | {evidence} |", c.id);
+        }
+    }
+    if !overflow.is_empty() {
+        text.push_str("\n**More findings** (GitHub shows 10 annotations of each level):\n\n");
+        for line in overflow {
+            let _ = writeln!(text, "- {}", cell(line));
+        }
+    }
+    text
+}
+
+fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
+    let var = |name: &str| {
+        ctx.env
+            .vars
+            .get(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let proof = ProofCommentOptions {
+        pr: None,
+        pack: None,
+        bot_login: var("INPUT_BOT_LOGIN").or_else(|| var("INPUT_BOT-LOGIN")),
+        api_url: options.api_url.clone(),
+        server_url: options.server_url.clone(),
+        token: options.token.clone(),
+        repository: options.repository.clone(),
+        run_id: options.run_id,
+        results_url: options.results_url.clone(),
+        runtime_token: options.runtime_token.clone(),
+        step_summary: options.step_summary.clone(),
+        event_path: options.event_path.clone(),
+    };
+    super::proof_comment::run(ctx, proof)
+}
+
+fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
+    let root = options.root()?;
+    trust_workspace();
+    let verify = VerifyOptions {
+        check: Some("all".into()),
+        json: true,
+        config: options.config.clone(),
+        ..VerifyOptions::default()
+    };
+    let run = captured(ctx, &root, |inner| super::verify::run(inner, verify));
+    if !run.err.is_empty() {
+        say(
+            ctx,
+            &files::group(
+                "aayu verify --check all: messages",
+                &files::fenced(&run.err),
+            ),
+        );
+    }
+    let status = run.status?;
+    let report: Value = serde_json::from_str(&run.out)
+        .map_err(|e| Failure::unexpected("`verify --check all` gave no report").caused_by(e))?;
+    let checks = report["checks"].as_array().cloned().unwrap_or_default();
+    let mut notes = Annotations::default();
+    let mut table = String::from("| Check | Status | Reason |\n|---|---|---|\n");
+    let mut failed = 0;
+    for c in &checks {
+        let name = format!(
+            "{}.{}",
+            c["feature"].as_str().unwrap_or_default(),
+            c["check"].as_str().unwrap_or_default()
+        );
+        let state = c["status"].as_str().unwrap_or_default();
+        let reason = c["reason"].as_str().unwrap_or_default();
+        let _ = writeln!(
+            table,
+            "| {} | {} | {} |",
+            cell(&name),
+            cell(state),
+            cell(reason)
+        );
+        match state {
+            "failed" | "blocked" => {
+                failed += 1;
+                notes.add(
+                    Level::Error,
+                    None,
+                    &format!("aayudha check {name} {state}"),
+                    reason,
+                );
+            }
+            "unreachable" => notes.add(
+                Level::Warning,
+                None,
+                &format!("aayudha check {name} unreachable"),
+                reason,
+            ),
+            _ => {}
+        }
+    }
+    say(ctx, &notes.lines);
+    let verdict = if failed == 0 && status == ExitStatus::Ok {
+        "every check passes".to_string()
+    } else {
+        format!("{failed} of {} checks fail", checks.len())
+    };
+    let mut text = format!("### aayudha sweep — {verdict}\n\n{table}");
+    if !notes.overflow.is_empty() {
+        text.push_str("\n**More findings:**\n\n");
+        for line in &notes.overflow {
+            let _ = writeln!(text, "- {}", cell(line));
+        }
+    }
+    summary(ctx, options, &text);
+    output(
+        ctx,
+        options,
+        "result",
+        if failed == 0 { "passed" } else { "failed" },
+    );
+    say(ctx, &format!("aayudha sweep: {verdict}\n"));
+    Ok(status)
+}

@@ -1,0 +1,602 @@
+//! `aayu action` end to end, through the real binary with the environment exactly as the runner sets it for
+//! a Docker action, real `pull_request` payloads from `@octokit/webhooks-examples`, the fake GitHub and the
+//! fake results service: gate → artifact → comment job → status, a second run editing the same comment, a
+//! fork, a body that is `null`, and the nightly sweep.
+
+mod common;
+
+#[path = "support/fake_github.rs"]
+mod fake_github;
+#[path = "support/fake_results.rs"]
+mod fake_results;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine as _;
+use common::{TALLY_EVIDENCE, TestRepo, run, tally};
+use fake_github::{FakeIssue, FakePull};
+use serde_json::{Value, json};
+
+const REPO: &str = "Codertocat/Hello-World";
+const GOAL: &str = "1. Blank lines are skipped.";
+
+/// A `pull_request` example payload of `@octokit/webhooks-examples` (`nth` example with this action).
+fn webhook(action: &str, nth: usize) -> Value {
+    let index = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop/node_modules/@octokit/webhooks-examples/api.github.com/index.json");
+    let text = std::fs::read_to_string(&index).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `npm ci --prefix tests/interop` (.ci/run does)",
+            index.display()
+        )
+    });
+    let all: Value = serde_json::from_str(&text).expect("json");
+    all.as_array()
+        .expect("a list")
+        .iter()
+        .find(|e| e["name"] == "pull_request")
+        .expect("pull_request examples")["examples"]
+        .as_array()
+        .expect("examples")
+        .iter()
+        .filter(|e| e["action"] == action)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("no example {nth} of pull_request.{action}"))
+        .clone()
+}
+
+/// A JWT like `ACTIONS_RUNTIME_TOKEN`, whose `scp` names the run's backend ids.
+fn runtime_token(run: u64) -> String {
+    let e = |v: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+    format!(
+        "{}.{}.sig",
+        e(b"{\"alg\":\"RS256\"}"),
+        e(
+            format!(r#"{{"scp":"Actions.GenericRead:x Actions.Results:run-{run}:job-2"}}"#)
+                .as_bytes()
+        )
+    )
+}
+
+/// A repository on "GitHub": the bare `origin` with `main` (the base), `refs/pull/3/head` (the fix) and the
+/// ledger holding story 902's Ready snapshot.
+struct Origin {
+    _source: TestRepo,
+    bare: tempfile::TempDir,
+    base: String,
+    head: String,
+}
+
+fn origin() -> Origin {
+    let (source, base, head) = tally(TALLY_EVIDENCE, "");
+    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    source.git(&["switch", "-q", "--orphan", "ledger"]);
+    source.write(
+        "specs/902/ready.md",
+        format!("# Story 902: Blank lines\n\n<!-- aayudha:ready {{\"story\": 902, \"completion_goal_hash\": \"{hash}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n"),
+    );
+    source.commit("ready: story 902");
+    source.git(&["switch", "-q", "main"]);
+    let bare = tempfile::Builder::new()
+        .prefix("aayu-origin-")
+        .tempdir()
+        .expect("temp");
+    common::git_command(bare.path())
+        .args(["init", "-q", "--bare"])
+        .status()
+        .expect("git init");
+    let url = bare.path().display().to_string();
+    source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
+    source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
+    source.git(&["push", "-q", &url, "ledger:refs/heads/ledger"]);
+    Origin {
+        _source: source,
+        bare,
+        base,
+        head,
+    }
+}
+
+/// The workspace as actions/checkout leaves it under `pull_request_target`: the base, `origin` set.
+fn workspace(origin: &Origin) -> TestRepo {
+    let ws = TestRepo::new();
+    ws.git(&[
+        "remote",
+        "add",
+        "origin",
+        &origin.bare.path().display().to_string(),
+    ]);
+    ws.git(&["fetch", "-q", "origin", "main"]);
+    ws.git(&["checkout", "-q", "-B", "main", &origin.base]);
+    ws
+}
+
+/// The runner's own folders: the event, the file commands, the temp folder, HOME.
+struct Runner {
+    dir: tempfile::TempDir,
+}
+
+impl Runner {
+    fn new(event: &Value) -> Runner {
+        let dir = tempfile::Builder::new()
+            .prefix("aayu-runner-")
+            .tempdir()
+            .expect("temp");
+        for sub in ["workflow", "file_commands", "runner_temp", "home"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
+        }
+        std::fs::write(
+            dir.path().join("workflow/event.json"),
+            serde_json::to_vec_pretty(event).expect("json"),
+        )
+        .expect("event");
+        Runner { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn outputs(&self) -> BTreeMap<String, String> {
+        let text =
+            std::fs::read_to_string(self.path("file_commands/set_output")).unwrap_or_default();
+        let mut outputs = BTreeMap::new();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let (name, delimiter) = line.split_once("<<").expect("heredoc outputs");
+            let mut value = Vec::new();
+            for l in lines.by_ref() {
+                if l == delimiter {
+                    break;
+                }
+                value.push(l);
+            }
+            outputs.insert(name.to_string(), value.join("\n"));
+        }
+        outputs
+    }
+
+    fn summary(&self) -> String {
+        std::fs::read_to_string(self.path("file_commands/step_summary")).unwrap_or_default()
+    }
+}
+
+/// `aayu action` as the runner starts the container: every variable it sets, inputs as `INPUT_*` with
+/// hyphens kept and `""` for inputs not given, the workspace as the working directory.
+fn action(
+    ws: &Path,
+    runner: &Runner,
+    github: &str,
+    results: &str,
+    run_id: u64,
+    event_name: &str,
+    inputs: &[(&str, &str)],
+) -> Command {
+    let mut cmd = common::aayu_in(ws);
+    common::with_toolchain(&mut cmd).arg("action");
+    let fc = |name: &str| runner.path(&format!("file_commands/{name}"));
+    cmd.env("HOME", runner.path("home"))
+        .env("CI", "true")
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_EVENT_NAME", event_name)
+        .env("GITHUB_EVENT_PATH", runner.path("workflow/event.json"))
+        .env("GITHUB_REPOSITORY", REPO)
+        .env("GITHUB_REPOSITORY_OWNER", "Codertocat")
+        .env("GITHUB_RUN_ID", run_id.to_string())
+        .env("GITHUB_RUN_NUMBER", "7")
+        .env("GITHUB_RUN_ATTEMPT", "1")
+        .env("GITHUB_WORKFLOW", "aayudha merge gate")
+        .env(
+            "GITHUB_WORKFLOW_REF",
+            format!("{REPO}/.github/workflows/aayudha-merge-gate.yml@refs/heads/main"),
+        )
+        .env("GITHUB_SHA", "ffffffffffffffffffffffffffffffffffffffff")
+        .env("GITHUB_REF", "refs/heads/main")
+        .env("GITHUB_WORKSPACE", ws)
+        .env("GITHUB_API_URL", github)
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_GRAPHQL_URL", format!("{github}/graphql"))
+        .env("ACTIONS_RUNTIME_URL", format!("{results}/runtime/"))
+        .env("ACTIONS_RUNTIME_TOKEN", runtime_token(run_id))
+        .env("ACTIONS_RESULTS_URL", format!("{results}/"))
+        .env("GITHUB_RETENTION_DAYS", "90")
+        .env("GITHUB_OUTPUT", fc("set_output"))
+        .env("GITHUB_STEP_SUMMARY", fc("step_summary"))
+        .env("GITHUB_ENV", fc("set_env"))
+        .env("GITHUB_PATH", fc("add_path"))
+        .env("GITHUB_STATE", fc("save_state"))
+        .env("RUNNER_TEMP", runner.path("runner_temp"))
+        .env("RUNNER_OS", "Linux");
+    for name in [
+        "MODE",
+        "TOKEN",
+        "STORY",
+        "CONFIG",
+        "WORKING_DIRECTORY",
+        "RETENTION_DAYS",
+    ] {
+        cmd.env(format!("INPUT_{name}"), "");
+    }
+    cmd.env("INPUT_TOKEN", "ghs_job");
+    for (name, value) in inputs {
+        cmd.env(format!("INPUT_{name}"), value);
+    }
+    cmd
+}
+
+/// The pull request event of `action`, for the PR #3 of `origin`, from GitHub's own example.
+fn pr_event(action: &str, nth: usize, origin: &Origin, body: Option<&str>) -> Value {
+    let mut event = webhook(action, nth);
+    let pr = &mut event["pull_request"];
+    pr["number"] = json!(3);
+    pr["head"]["sha"] = json!(origin.head);
+    pr["base"]["sha"] = json!(origin.base);
+    if let Some(body) = body {
+        pr["body"] = json!(body);
+    }
+    event["number"] = json!(3);
+    event
+}
+
+fn github() -> fake_github::Server {
+    let server = fake_github::Server::start();
+    let mut fake = server.state.lock().expect("lock");
+    fake.repo = REPO.into();
+    fake.tokens
+        .insert("ghs_job".into(), "github-actions[bot]".into());
+    fake.no_user.push("ghs_job".into());
+    fake.issues.insert(
+        902,
+        FakeIssue {
+            title: "Blank lines".into(),
+            body: Some(format!(
+                "Totals break on blank lines.\n\n## Completion Goal\n\n{GOAL}\n"
+            )),
+            labels: vec!["type:bug".into()],
+            state: "open".into(),
+        },
+    );
+    drop(fake);
+    server
+}
+
+fn seed_ledger(server: &fake_github::Server, origin: &Origin) {
+    let mut fake = server.state.lock().expect("lock");
+    fake.pulls.insert(3, FakePull::open(&origin.head));
+    let snapshot = common::git_command(origin.bare.path())
+        .args(["show", "ledger:specs/902/ready.md"])
+        .output()
+        .expect("git show")
+        .stdout;
+    fake.files
+        .insert(("ledger".into(), "specs/902/ready.md".into()), snapshot);
+}
+
+#[test]
+fn gate_then_comment_then_a_second_run_edits_the_same_comment() {
+    let origin = origin();
+    let ws = workspace(&origin);
+    let github = github();
+    seed_ledger(&github, &origin);
+
+    // Run 101: `opened`, the story named in the body.
+    let results = fake_results::Server::start(&runtime_token(101));
+    let runner = Runner::new(&pr_event(
+        "opened",
+        0,
+        &origin,
+        Some("Fixes blank lines.\n\nStory: #902\n"),
+    ));
+    let gate = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        101,
+        "pull_request_target",
+        &[],
+    ));
+    assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
+    let outputs = runner.outputs();
+    assert_eq!(
+        outputs.get("result").map(String::as_str),
+        Some("proven"),
+        "{outputs:?}\n{}\n{}",
+        gate.stdout,
+        runner.summary()
+    );
+    assert_eq!(outputs.get("story").map(String::as_str), Some("902"));
+    assert_eq!(outputs.get("drift").map(String::as_str), Some("0"));
+    let pack_sha = outputs.get("pack-sha256").cloned().expect("pack-sha256");
+    assert_eq!(pack_sha.len(), 64);
+    let summary = runner.summary();
+    assert!(
+        summary.contains("### aayudha merge gate — every floor holds"),
+        "{summary}"
+    );
+    assert!(summary.contains("| red-on-base | pass |"), "{summary}");
+    {
+        let state = results.state.lock().expect("lock");
+        assert_eq!(state.artifacts.len(), 1);
+        assert_eq!(state.artifacts[0].name, "aayudha-pack");
+        assert!(state.artifacts[0].finalized);
+        assert!(state.artifacts[0].expires_at.is_some(), "retention set");
+    }
+    // aayu fetched the head itself and ran it in the workspace.
+    assert_eq!(
+        ws.git(&["rev-parse", "refs/remotes/pull/3/head"]),
+        origin.head
+    );
+    assert_eq!(ws.git(&["rev-parse", "HEAD"]), origin.head);
+
+    // The pack job of run 101.
+    let runner2 = Runner::new(&pr_event("opened", 0, &origin, Some("Story: #902")));
+    let comment = run(&mut action(
+        ws.root(),
+        &runner2,
+        &github.url,
+        &results.url,
+        101,
+        "pull_request_target",
+        &[("MODE", "comment")],
+    ));
+    assert_eq!(comment.code, 0, "{}\n{}", comment.stdout, comment.stderr);
+    let comments = github.comments();
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0].login, "github-actions[bot]");
+    assert!(
+        comments[0].body.contains(&origin.head),
+        "{}",
+        comments[0].body
+    );
+    {
+        let fake = github.state.lock().expect("lock");
+        let status = fake.statuses.last().expect("a status");
+        assert_eq!(
+            (
+                status.sha.as_str(),
+                status.state.as_str(),
+                status.context.as_str()
+            ),
+            (origin.head.as_str(), "success", "aayudha/proof")
+        );
+        assert!(
+            status.description.contains("run 101") && status.description.contains(&pack_sha),
+            "{}",
+            status.description
+        );
+    }
+
+    // Run 102 (`synchronize`) and its pack job: the same comment is edited.
+    let results2 = fake_results::Server::start(&runtime_token(102));
+    let runner3 = Runner::new(&pr_event("synchronize", 0, &origin, Some("Story: #902")));
+    let gate2 = run(&mut action(
+        ws.root(),
+        &runner3,
+        &github.url,
+        &results2.url,
+        102,
+        "pull_request_target",
+        &[],
+    ));
+    assert_eq!(gate2.code, 0, "{}", gate2.stderr);
+    let runner4 = Runner::new(&pr_event("synchronize", 0, &origin, Some("Story: #902")));
+    let comment2 = run(&mut action(
+        ws.root(),
+        &runner4,
+        &github.url,
+        &results2.url,
+        102,
+        "pull_request_target",
+        &[("MODE", "comment")],
+    ));
+    assert_eq!(comment2.code, 0, "{}", comment2.stderr);
+    let after = github.comments();
+    assert_eq!(after.len(), 1, "one comment, edited in place");
+    assert_eq!(after[0].id, comments[0].id);
+    assert!(after[0].body.contains("run 102"), "{}", after[0].body);
+    github.assert_clean();
+    results.assert_clean();
+    results2.assert_clean();
+}
+
+#[test]
+fn a_null_body_and_a_fork_verify_the_map_floors_only() {
+    let origin = origin();
+    let ws = workspace(&origin);
+    let github = github();
+    let results = fake_results::Server::start(&runtime_token(201));
+    // GitHub's example of a pull request whose body is null; made a fork's.
+    let mut event = pr_event("opened", 2, &origin, None);
+    assert!(
+        event["pull_request"]["body"].is_null(),
+        "the example's body is null"
+    );
+    event["pull_request"]["head"]["repo"]["full_name"] = json!("mallory/Hello-World");
+    let runner = Runner::new(&event);
+    let gate = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        201,
+        "pull_request_target",
+        &[],
+    ));
+    assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
+    let outputs = runner.outputs();
+    assert_eq!(outputs.get("story").map(String::as_str), Some(""));
+    let summary = runner.summary();
+    assert!(summary.contains("From a fork"), "{summary}");
+    assert!(summary.contains("| tests | skipped |"), "{summary}");
+    assert_eq!(
+        github.state.lock().expect("lock").requests.len(),
+        0,
+        "no story: the gate needs nothing from the API"
+    );
+    results.assert_clean();
+}
+
+#[test]
+fn the_story_input_wins_and_a_bad_input_names_itself() {
+    let origin = origin();
+    let ws = workspace(&origin);
+    let github = github();
+    let results = fake_results::Server::start(&runtime_token(301));
+    let runner = Runner::new(&pr_event("labeled", 0, &origin, Some("no story here")));
+    let bad = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        301,
+        "pull_request_target",
+        &[("STORY", "nine")],
+    ));
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr
+            .contains("the input `story` (INPUT_STORY) is not valid"),
+        "{}",
+        bad.stderr
+    );
+    let mode = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        301,
+        "pull_request_target",
+        &[("MODE", "deploy")],
+    ));
+    assert_eq!(mode.code, 2);
+    assert!(
+        mode.stderr.contains("the input `mode` (INPUT_MODE)"),
+        "{}",
+        mode.stderr
+    );
+    let good = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        301,
+        "pull_request_target",
+        &[("STORY", " 902 ")],
+    ));
+    assert_eq!(good.code, 0, "{}", good.stderr);
+    assert_eq!(
+        runner.outputs().get("story").map(String::as_str),
+        Some("902")
+    );
+    let upload = run(&mut action(
+        ws.root(),
+        &Runner::new(&pr_event("labeled", 0, &origin, None)),
+        &github.url,
+        &results.url,
+        301,
+        "push",
+        &[],
+    ));
+    assert_eq!(upload.code, 2, "{}", upload.stderr);
+    assert!(
+        upload
+            .stderr
+            .contains("the event `push` has no default mode"),
+        "{}",
+        upload.stderr
+    );
+}
+
+#[test]
+fn a_config_change_in_the_pull_request_is_a_notice_and_does_not_apply() {
+    let (source, base, _) = tally(TALLY_EVIDENCE, "[verify]\ncheck_timeout_s = 30\n");
+    source.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 1\n");
+    let head = source.commit("relax the gate");
+    let bare = tempfile::tempdir().expect("temp");
+    common::git_command(bare.path())
+        .args(["init", "-q", "--bare"])
+        .status()
+        .expect("init");
+    let url = bare.path().display().to_string();
+    source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
+    source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
+    let ws = TestRepo::new();
+    ws.git(&["remote", "add", "origin", &url]);
+    ws.git(&["fetch", "-q", "origin", "main"]);
+    ws.git(&["checkout", "-q", "-B", "main", &base]);
+    let github = github();
+    let results = fake_results::Server::start(&runtime_token(401));
+    let mut event = webhook("opened", 0);
+    event["pull_request"]["number"] = json!(3);
+    event["pull_request"]["head"]["sha"] = json!(head);
+    event["pull_request"]["base"]["sha"] = json!(base);
+    let runner = Runner::new(&event);
+    let gate = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        401,
+        "pull_request_target",
+        &[],
+    ));
+    assert_eq!(gate.code, 0, "{}", gate.stderr);
+    assert!(
+        gate.stdout.contains("::notice file=.aayudha/config.toml,line=1,title=aayudha configuration::this pull request changes the configuration"),
+        "{}",
+        gate.stdout
+    );
+}
+
+#[test]
+fn a_sweep_with_a_failing_check_is_red_with_annotations() {
+    let repo = common::hostile::hostile(&["passes", "fails", "forges"], "{}");
+    let runner = Runner::new(&json!({"schedule": "17 3 * * *"}));
+    let out = run(&mut action(
+        repo.root(),
+        &runner,
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9",
+        501,
+        "schedule",
+        &[],
+    ));
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "::error title=aayudha check hostile.fails failed::the total is 41%2C expected 42"
+        ) || out.stdout.contains(
+            "::error title=aayudha check hostile.fails failed::the total is 41, expected 42"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("failed")
+    );
+    let summary = runner.summary();
+    assert!(
+        summary.contains("### aayudha sweep — 1 of 3 checks fail"),
+        "{summary}"
+    );
+    // The forged command is inside a stop-commands fence.
+    let forged = out
+        .stdout
+        .find("::set-output name=result::proven")
+        .expect("shown");
+    let token = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("::stop-commands::"))
+        .expect("fenced");
+    let start = out
+        .stdout
+        .find(&format!("::stop-commands::{token}"))
+        .expect("start");
+    let end = out.stdout.find(&format!("::{token}::")).expect("end");
+    assert!(start < forged && forged < end);
+}
