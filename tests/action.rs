@@ -600,3 +600,56 @@ fn a_sweep_with_a_failing_check_is_red_with_annotations() {
     let end = out.stdout.find(&format!("::{token}::")).expect("end");
     assert!(start < forged && forged < end);
 }
+
+#[test]
+fn product_code_cannot_reach_the_runners_secrets_socket_or_file_commands() {
+    if !common::is_root() {
+        eprintln!("skipped: the sandbox drops to its own uids only as root (CI runs as root)");
+        return;
+    }
+    use std::os::unix::fs::{PermissionsExt, chown};
+    let runner = Runner::new(&json!({"schedule": "17 3 * * *"}));
+    let open = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    open(runner.dir.path(), 0o755);
+    open(&runner.path("file_commands"), 0o755);
+    // The runner user (uid 1001, group 1001) owns the file-command files, as on GitHub's hosted runners.
+    let commands = ["set_output", "set_env", "add_path", "save_state", "step_summary"];
+    for name in commands {
+        let file = runner.path(&format!("file_commands/{name}"));
+        std::fs::write(&file, "").expect("create");
+        chown(&file, Some(1001), Some(1001)).expect("chown");
+        open(&file, 0o644);
+    }
+    // The docker socket: root, group docker (121), 0660.
+    let socket = runner.path("docker.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    chown(&socket, Some(0), Some(121)).expect("chown");
+    open(&socket, 0o660);
+    let files: Vec<String> = ["set_env", "add_path", "set_output"]
+        .iter()
+        .map(|n| runner.path(&format!("file_commands/{n}")).display().to_string())
+        .collect();
+    let notes = json!({"socket": socket.display().to_string(), "files": files.join(",")}).to_string();
+    let repo = common::hostile::hostile(&["secrets", "environ", "docker", "filecmds", "forges"], &notes);
+    let out = run(&mut action(repo.root(), &runner, "http://127.0.0.1:9", "http://127.0.0.1:9", 601, "workflow_dispatch", &[]));
+    assert_eq!(out.code, 0, "every attack failed, so every check passed:\n{}\n{}", out.stdout, runner.summary());
+    let summary = runner.summary();
+    for check in ["secrets", "environ", "docker", "filecmds", "forges"] {
+        assert!(summary.contains(&format!("| hostile.{check} | passed |")), "{check}: {summary}");
+    }
+    for name in ["set_env", "add_path", "save_state"] {
+        assert_eq!(
+            std::fs::read_to_string(runner.path(&format!("file_commands/{name}"))).expect("read"),
+            "",
+            "{name} was not written"
+        );
+    }
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("passed"),
+        "only aayu's own output, not the forged one"
+    );
+    assert_eq!(runner.outputs().len(), 1, "{:?}", runner.outputs());
+}

@@ -41,6 +41,14 @@ elsif ($id eq "environ") { my $ppid = getppid();
   if (open(my $f, "<", "/proc/$ppid/environ")) { local $/; my $t = <$f>; if (defined $t && length $t) { put("stolen.txt", $t); result("failed", "read aayu's environment", [{path => "stolen.txt", kind => "report"}]) } }
   result("passed", "denied: $!") }
 elsif ($id =~ /^uid/) { put("uid.txt", "$< " . join(",", split(/ /, $))) . "\n"); sleep 1; result("passed", "", [{path => "uid.txt", kind => "report"}]) }
+elsif ($id eq "secrets") { my @seen = grep { /TOKEN|SECRET|^ACTIONS_|^INPUT_|^GITHUB_(ENV|PATH|OUTPUT|STATE|STEP_SUMMARY)$/ } sort keys %ENV;
+  result(@seen ? "failed" : "passed", @seen ? "saw " . join(",", @seen) : "") }
+elsif ($id eq "docker") { require IO::Socket::UNIX;
+  my $s = IO::Socket::UNIX->new(Peer => $note{socket}, Type => IO::Socket::UNIX::SOCK_STREAM());
+  result($s ? "failed" : "passed", $s ? "opened the docker socket" : "refused: $!") }
+elsif ($id eq "filecmds") { my @wrote;
+  for my $f (split /,/, $note{files}) { if (open(my $h, ">>", $f)) { print $h "PATH=/tmp/evil\n"; close $h; push @wrote, $f } }
+  result(@wrote ? "failed" : "passed", @wrote ? "wrote " . join(",", @wrote) : "") }
 elsif ($id eq "forges") { print STDERR "::set-output name=result::proven\n::add-mask::x\n"; result("passed") }
 else { result("failed", "unknown check $id") }
 "#;
