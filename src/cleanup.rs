@@ -59,8 +59,9 @@ pub fn processes(owner: Owner) -> Registered {
     register(Item::Processes(owner))
 }
 
-/// Starts the signal thread once.
-fn install() {
+/// Starts the signal thread once. `aayu action` calls it first thing: as a container's PID 1 it would
+/// otherwise ignore SIGINT and SIGTERM until something is registered.
+pub fn install() {
     INSTALLED.get_or_init(|| {
         let Ok(mut signals) = signal_hook::iterator::Signals::new([
             signal_hook::consts::SIGINT,

@@ -615,7 +615,13 @@ fn product_code_cannot_reach_the_runners_secrets_socket_or_file_commands() {
     open(runner.dir.path(), 0o755);
     open(&runner.path("file_commands"), 0o755);
     // The runner user (uid 1001, group 1001) owns the file-command files, as on GitHub's hosted runners.
-    let commands = ["set_output", "set_env", "add_path", "save_state", "step_summary"];
+    let commands = [
+        "set_output",
+        "set_env",
+        "add_path",
+        "save_state",
+        "step_summary",
+    ];
     for name in commands {
         let file = runner.path(&format!("file_commands/{name}"));
         std::fs::write(&file, "").expect("create");
@@ -629,15 +635,41 @@ fn product_code_cannot_reach_the_runners_secrets_socket_or_file_commands() {
     open(&socket, 0o660);
     let files: Vec<String> = ["set_env", "add_path", "set_output"]
         .iter()
-        .map(|n| runner.path(&format!("file_commands/{n}")).display().to_string())
+        .map(|n| {
+            runner
+                .path(&format!("file_commands/{n}"))
+                .display()
+                .to_string()
+        })
         .collect();
-    let notes = json!({"socket": socket.display().to_string(), "files": files.join(",")}).to_string();
-    let repo = common::hostile::hostile(&["secrets", "environ", "docker", "filecmds", "forges"], &notes);
-    let out = run(&mut action(repo.root(), &runner, "http://127.0.0.1:9", "http://127.0.0.1:9", 601, "workflow_dispatch", &[]));
-    assert_eq!(out.code, 0, "every attack failed, so every check passed:\n{}\n{}", out.stdout, runner.summary());
+    let notes =
+        json!({"socket": socket.display().to_string(), "files": files.join(",")}).to_string();
+    let repo = common::hostile::hostile(
+        &["secrets", "environ", "docker", "filecmds", "forges"],
+        &notes,
+    );
+    let out = run(&mut action(
+        repo.root(),
+        &runner,
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9",
+        601,
+        "workflow_dispatch",
+        &[],
+    ));
+    assert_eq!(
+        out.code,
+        0,
+        "every attack failed, so every check passed:\n{}\n{}",
+        out.stdout,
+        runner.summary()
+    );
     let summary = runner.summary();
     for check in ["secrets", "environ", "docker", "filecmds", "forges"] {
-        assert!(summary.contains(&format!("| hostile.{check} | passed |")), "{check}: {summary}");
+        assert!(
+            summary.contains(&format!("| hostile.{check} | passed |")),
+            "{check}: {summary}"
+        );
     }
     for name in ["set_env", "add_path", "save_state"] {
         assert_eq!(
@@ -652,4 +684,196 @@ fn product_code_cannot_reach_the_runners_secrets_socket_or_file_commands() {
         "only aayu's own output, not the forged one"
     );
     assert_eq!(runner.outputs().len(), 1, "{:?}", runner.outputs());
+}
+
+/// The keys of a top-level section of action.yml (`inputs:` or `outputs:`), in order.
+fn section_keys(yaml: &str, section: &str) -> Vec<String> {
+    yaml.lines()
+        .skip_while(|l| *l != format!("{section}:"))
+        .skip(1)
+        .take_while(|l| l.is_empty() || l.starts_with(' ') || l.starts_with('#'))
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+        .collect()
+}
+
+#[test]
+fn action_yml_declares_the_registrys_inputs_and_outputs() {
+    let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml"))
+        .expect("action.yml");
+    let spec = aayudha::registry::CommandId::Action.spec();
+    let inputs: Vec<String> = spec
+        .inputs
+        .iter()
+        .map(|i| i.name.replace('-', "_"))
+        .collect();
+    assert_eq!(section_keys(&yaml, "inputs"), inputs);
+    let outputs: Vec<String> = spec.outputs.iter().map(|o| o.to_string()).collect();
+    assert_eq!(section_keys(&yaml, "outputs"), outputs);
+    assert!(
+        yaml.contains("  using: docker\n  image: Dockerfile\n"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("default: ${{ github.token }}"),
+        "the token defaults to the workflow's"
+    );
+}
+
+#[test]
+fn the_workflow_templates_hold_their_contract() {
+    let read = |rel: &str| {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).expect(rel)
+    };
+    let gate = read("workflows/aayudha-merge-gate.yml");
+    for needle in [
+        "  pull_request_target:\n",
+        "permissions: {}\n",
+        "group: aayudha-merge-gate-${{ github.event.pull_request.number }}",
+        "  merge-gate:\n    name: aayudha/merge-gate\n",
+        "      contents: read # ",
+        "      issues: read # ",
+        "      pull-requests: read # ",
+        "          ref: ${{ github.event.pull_request.base.sha }}\n",
+        "          persist-credentials: false\n",
+        "          mode: gate\n",
+        "  pack:\n    name: aayudha/pack\n    needs: merge-gate\n    if: ${{ !cancelled() }}\n",
+        "      pull-requests: write # ",
+        "      statuses: write # ",
+        "          mode: comment\n",
+        "Why `pull_request_target`",
+    ] {
+        assert!(gate.contains(needle), "the gate template lacks {needle:?}");
+    }
+    // The gate is the last step of `merge-gate`, and `pack` checks nothing out.
+    let merge_gate =
+        &gate[gate.find("  merge-gate:").expect("job")..gate.find("  pack:").expect("job")];
+    assert!(
+        merge_gate.trim_end().ends_with("mode: gate"),
+        "{merge_gate}"
+    );
+    let pack = &gate[gate.find("  pack:").expect("job")..];
+    assert!(!pack.contains("actions/checkout"), "{pack}");
+    for text in [
+        &gate,
+        &read("workflows/aayudha-nightly.yml"),
+        &read(".github/workflows/verify-sweep.yml"),
+    ] {
+        for line in text
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("uses:") || l.starts_with("- uses:"))
+        {
+            let reference = line
+                .split('@')
+                .nth(1)
+                .expect("pinned")
+                .split_whitespace()
+                .next()
+                .expect("ref");
+            assert!(
+                reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit()),
+                "not pinned by SHA: {line}"
+            );
+        }
+    }
+    let nightly = read("workflows/aayudha-nightly.yml");
+    let cron = nightly
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("- cron: "))
+        .expect("cron");
+    assert_ne!(
+        cron.trim_matches('"').split(' ').next(),
+        Some("0"),
+        "not on the hour"
+    );
+    assert!(nightly.contains("  workflow_dispatch:"));
+    assert!(read(".github/workflows/verify-sweep.yml").contains("  workflow_call:\n    inputs:\n"));
+}
+
+#[test]
+fn a_cancelled_gate_stops_its_checks_and_uploads_nothing() {
+    let shared = common::shared_dir();
+    let notes = format!(r#"{{"dir": "{}"}}"#, shared.path().display());
+    let source = common::hostile::hostile(&["lingers"], &notes);
+    source.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 120\n");
+    let base = source.commit("the gate's configuration");
+    source.write("src/main.rs", "fn main() { println!(\"changed\"); }\n");
+    let head = source.commit("change what the hostile feature covers");
+    let bare = tempfile::tempdir().expect("temp");
+    common::git_command(bare.path())
+        .args(["init", "-q", "--bare"])
+        .status()
+        .expect("init");
+    let url = bare.path().display().to_string();
+    source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
+    source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
+    let ws = TestRepo::new();
+    ws.git(&["remote", "add", "origin", &url]);
+    ws.git(&["fetch", "-q", "origin", "main"]);
+    ws.git(&["checkout", "-q", "-B", "main", &base]);
+    let github = github();
+    let results = fake_results::Server::start(&runtime_token(701));
+    let mut event = webhook("opened", 0);
+    event["pull_request"]["number"] = json!(3);
+    event["pull_request"]["head"]["sha"] = json!(head);
+    event["pull_request"]["base"]["sha"] = json!(base);
+    let runner = Runner::new(&event);
+    let mut child = action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        701,
+        "pull_request_target",
+        &[],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("spawn");
+    let pid_file = shared.path().join("child.pid");
+    let started = std::time::Instant::now();
+    while !pid_file.exists() && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = std::fs::read_to_string(&pid_file).expect("the check started");
+    // The runner cancels a job with SIGINT, then SIGTERM: aayu ends at the first.
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM");
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .is_ok_and(|s| !s.contains(") Z "))
+    };
+    let killed_at = std::time::Instant::now();
+    while alive(&pid) && killed_at.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!alive(&pid), "the check's child {pid} was killed");
+    assert!(
+        results.state.lock().expect("lock").artifacts.is_empty(),
+        "nothing was uploaded"
+    );
+    assert_eq!(
+        runner.outputs().get("result"),
+        None,
+        "no verdict was written"
+    );
+    let left: Vec<_> = std::fs::read_dir(runner.path("runner_temp"))
+        .expect("temp")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the gate's temporary folder was removed: {left:?}"
+    );
 }

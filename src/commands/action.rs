@@ -51,6 +51,7 @@ pub struct ActionOptions {
     pub config: Option<PathBuf>,
     pub working_directory: Option<PathBuf>,
     pub retention_days: Option<u32>,
+    pub bot_login: Option<String>,
     pub event_name: String,
     pub event_path: Option<PathBuf>,
     pub repository: Option<String>,
@@ -159,6 +160,7 @@ impl ActionOptions {
             retention_days: m
                 .get_one::<u64>("retention-days")
                 .map(|&d| u32::try_from(d).unwrap_or(u32::MAX)),
+            bot_login: m.get_one::<String>("bot-login").cloned(),
             event_name: var("GITHUB_EVENT_NAME").unwrap_or_default(),
             event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
             repository: var("GITHUB_REPOSITORY"),
@@ -247,6 +249,7 @@ impl ActionOptions {
 }
 
 pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Failure> {
+    crate::cleanup::install();
     match options.mode()? {
         ActionMode::Gate => gate(ctx, &options),
         ActionMode::Comment => comment(ctx, &options),
@@ -494,6 +497,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         None => tempfile::Builder::new().prefix("aayudha-").tempdir(),
     }
     .map_err(|e| Failure::unexpected("cannot create a temporary folder").caused_by(e))?;
+    let _interrupted = crate::cleanup::dir(temp.path());
     let pack_dir = temp.path().join("pack");
     let verify = VerifyOptions {
         ci: true,
@@ -711,17 +715,10 @@ fn gate_summary(
 }
 
 fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
-    let var = |name: &str| {
-        ctx.env
-            .vars
-            .get(name)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
     let proof = ProofCommentOptions {
         pr: None,
         pack: None,
-        bot_login: var("INPUT_BOT_LOGIN").or_else(|| var("INPUT_BOT-LOGIN")),
+        bot_login: options.bot_login.clone(),
         api_url: options.api_url.clone(),
         server_url: options.server_url.clone(),
         token: options.token.clone(),

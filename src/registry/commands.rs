@@ -423,6 +423,12 @@ static ACTION: Command = Command {
             "DAYS",
             "How long the aayudha-pack artifact is kept.",
         ),
+        valued(
+            "bot-login",
+            InputType::String,
+            "LOGIN",
+            "The login the token comments as, when it is not the token's user or github-actions[bot].",
+        ),
     ],
     outputs: &["result", "pack-sha256", "story", "drift"],
     exits: EXITS_ALL,
