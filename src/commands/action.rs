@@ -517,6 +517,10 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             &files::group("aayu verify --ci: messages", &files::fenced(&run.err)),
         );
     }
+    if crate::cleanup::interrupted() {
+        // The signal thread is ending the process (128 + the signal): write no verdict.
+        return Err(Failure::unexpected("interrupted: nothing was uploaded"));
+    }
     let status = match run.status {
         Ok(status) => status,
         Err(failure) => {
@@ -529,9 +533,6 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             return Err(failure);
         }
     };
-    if crate::cleanup::interrupted() {
-        return Err(Failure::unexpected("interrupted: nothing was uploaded"));
-    }
     let pack: Pack = serde_json::from_str(&run.out)
         .map_err(|e| Failure::unexpected("`verify --ci` gave no pack").caused_by(e))?;
     let pack_bytes = std::fs::read(pack_dir.join("pack.json"))
@@ -557,6 +558,9 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         let _ = writeln!(ctx.err, "warning: {warning}");
     }
     let now = ctx.env.now()?;
+    if crate::cleanup::interrupted() {
+        return Err(Failure::unexpected("interrupted: nothing was uploaded"));
+    }
     let uploaded = Results::new(results_url, runtime_token)
         .and_then(|r| r.upload(ARTIFACT, &zip_path, Some(days), now))
         .map_err(|e| {
