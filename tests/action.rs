@@ -877,3 +877,39 @@ fn a_cancelled_gate_stops_its_checks_and_uploads_nothing() {
         "the gate's temporary folder was removed: {left:?}"
     );
 }
+
+#[test]
+fn the_sweep_groups_each_check_and_fences_what_it_said() {
+    let repo = common::hostile::hostile(&["passes", "fails"], "{}");
+    let runner = Runner::new(&json!({"schedule": "17 3 * * *"}));
+    let out = run(&mut action(
+        repo.root(),
+        &runner,
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9",
+        801,
+        "schedule",
+        &[],
+    ));
+    assert_eq!(out.code, 3, "{}", out.stdout);
+    let groups: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("::group::"))
+        .collect();
+    assert!(groups.contains(&"hostile.passes: passed"), "{groups:?}");
+    assert!(groups.contains(&"hostile.fails: failed"), "{groups:?}");
+    let fails = &out.stdout[out
+        .stdout
+        .find("::group::hostile.fails: failed")
+        .expect("group")..];
+    let fence = fails
+        .lines()
+        .nth(1)
+        .expect("line")
+        .strip_prefix("::stop-commands::")
+        .expect("fenced");
+    assert_eq!(fails.lines().nth(2), Some("the total is 41, expected 42"));
+    assert_eq!(fails.lines().nth(3), Some(format!("::{fence}::").as_str()));
+    assert_eq!(fails.lines().nth(4), Some("::endgroup::"));
+}

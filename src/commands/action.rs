@@ -56,6 +56,7 @@ pub struct ActionOptions {
     pub event_path: Option<PathBuf>,
     pub repository: Option<String>,
     pub run_id: Option<u64>,
+    pub run_attempt: Option<u64>,
     pub workspace: PathBuf,
     pub api_url: String,
     pub server_url: String,
@@ -165,6 +166,7 @@ impl ActionOptions {
             event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
             repository: var("GITHUB_REPOSITORY"),
             run_id: var("GITHUB_RUN_ID").and_then(|v| v.parse().ok()),
+            run_attempt: var("GITHUB_RUN_ATTEMPT").and_then(|v| v.parse().ok()),
             workspace,
             api_url: var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into()),
             server_url: var("GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into()),
@@ -567,6 +569,13 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             Failure::unexpected(format!("cannot upload the `{ARTIFACT}` artifact")).caused_by(e)
         })?;
 
+    // One group per behaviour check, from the report in the pack.
+    if let Ok(text) = std::fs::read_to_string(pack_dir.join("artifacts/reports/behaviour.json"))
+        && let Ok(report) = serde_json::from_str::<Value>(&text)
+    {
+        say(ctx, &check_groups(&report));
+    }
+
     // Outputs, annotations, the summary.
     let holds = status == ExitStatus::Ok;
     let drift = map_drift(&pack_dir);
@@ -603,7 +612,12 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         &gate_summary(
             &pack,
             &pack_sha256,
-            &uploaded.artifact_id,
+            &format!(
+                "run {} attempt {}, artifact {}",
+                options.run_id.unwrap_or(0),
+                options.run_attempt.unwrap_or(1),
+                uploaded.artifact_id
+            ),
             pr.is_fork(),
             &notes.overflow,
         ),
@@ -646,6 +660,33 @@ fn map_drift(pack_dir: &Path) -> Vec<(String, usize, String)> {
         .collect()
 }
 
+/// `::group::` per behaviour check of a report, its reason and artifacts fenced: they come from product code.
+fn check_groups(report: &Value) -> String {
+    let mut text = String::new();
+    for c in report["checks"].as_array().into_iter().flatten() {
+        let title = format!(
+            "{}.{}: {}",
+            c["feature"].as_str().unwrap_or_default(),
+            c["check"].as_str().unwrap_or_default(),
+            c["status"].as_str().unwrap_or_default()
+        );
+        let mut body = String::new();
+        if let Some(reason) = c["reason"].as_str().filter(|r| !r.is_empty()) {
+            let _ = writeln!(body, "{reason}");
+        }
+        for a in c["artifacts"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                body,
+                "artifact {} ({})",
+                a["path"].as_str().unwrap_or_default(),
+                a["kind"].as_str().unwrap_or_default()
+            );
+        }
+        text.push_str(&files::group(&title, &files::fenced(&body)));
+    }
+    text
+}
+
 /// Markdown table cells cannot break out of their cell or the summary.
 fn cell(text: &str) -> String {
     crate::publish::comment::escape(text)
@@ -656,13 +697,13 @@ fn cell(text: &str) -> String {
 fn gate_summary(
     pack: &Pack,
     pack_sha256: &str,
-    artifact_id: &str,
+    run: &str,
     fork: bool,
     overflow: &[String],
 ) -> String {
     let holds = pack.checks.iter().all(crate::pack::Check::holds);
     let mut text = format!(
-        "### aayudha merge gate — {}\n\nHead `{}` · base `{}` · story {} · pack.json sha256 `{pack_sha256}` · artifact `{ARTIFACT}` ({artifact_id})\n\n| Floor | Result | Value | Threshold | Detail |\n|---|---|---|---|---|\n",
+        "### aayudha merge gate — {}\n\nHead `{}` · base `{}` · story {} · pack.json sha256 `{pack_sha256}` · `{ARTIFACT}` of {run}\n\n| Floor | Result | Value | Threshold | Detail |\n|---|---|---|---|---|\n",
         if holds {
             "every floor holds"
         } else {
@@ -758,6 +799,7 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
     let status = run.status?;
     let report: Value = serde_json::from_str(&run.out)
         .map_err(|e| Failure::unexpected("`verify --check all` gave no report").caused_by(e))?;
+    say(ctx, &check_groups(&report));
     let checks = report["checks"].as_array().cloned().unwrap_or_default();
     let mut notes = Annotations::default();
     let mut table = String::from("| Check | Status | Reason |\n|---|---|---|\n");
