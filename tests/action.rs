@@ -913,3 +913,64 @@ fn the_sweep_groups_each_check_and_fences_what_it_said() {
     assert_eq!(fails.lines().nth(3), Some(format!("::{fence}::").as_str()));
     assert_eq!(fails.lines().nth(4), Some("::endgroup::"));
 }
+
+#[test]
+fn drift_in_the_pull_request_is_annotated_on_its_line() {
+    let source = common::hostile::hostile(&["passes"], "{}");
+    let base = source.git(&["rev-parse", "HEAD"]);
+    let features = common::skill("", "shop");
+    source.write(
+        &format!("{features}/extra.md"),
+        common::feature_md(
+            r#"{"id": "extra", "layers": ["L02"], "sources": ["src/main.rs"], "surfaces": {}, "verified_at": ""}"#,
+            &[],
+        ),
+    );
+    let head = source.commit("a feature file the index does not list");
+    let bare = tempfile::tempdir().expect("temp");
+    common::git_command(bare.path())
+        .args(["init", "-q", "--bare"])
+        .status()
+        .expect("init");
+    let url = bare.path().display().to_string();
+    source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
+    source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
+    let ws = TestRepo::new();
+    ws.git(&["remote", "add", "origin", &url]);
+    ws.git(&["fetch", "-q", "origin", "main"]);
+    ws.git(&["checkout", "-q", "-B", "main", &base]);
+    let github = github();
+    let results = fake_results::Server::start(&runtime_token(901));
+    let mut event = webhook("opened", 0);
+    event["pull_request"]["number"] = json!(3);
+    event["pull_request"]["head"]["sha"] = json!(head);
+    event["pull_request"]["base"]["sha"] = json!(base);
+    let runner = Runner::new(&event);
+    let gate = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        901,
+        "pull_request_target",
+        &[],
+    ));
+    assert_eq!(gate.code, 0, "{}", gate.stderr);
+    assert_eq!(
+        runner.outputs().get("drift").map(String::as_str),
+        Some("1"),
+        "{}",
+        gate.stdout
+    );
+    let annotation = gate
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::warning file="))
+        .unwrap_or_else(|| panic!("a drift annotation: {}", gate.stdout));
+    assert!(
+        annotation.starts_with(&format!("::warning file={features}/"))
+            && annotation.contains(",line="),
+        "{annotation}"
+    );
+    assert!(annotation.contains("title=aayudha drift::"), "{annotation}");
+}

@@ -579,9 +579,14 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
     // Outputs, annotations, the summary.
     let holds = status == ExitStatus::Ok;
     let drift = map_drift(&pack_dir);
+    // Drift is an error once the feature-map floor blocks on it, a warning while it is advisory.
+    let drift_level = match pack.checks.iter().find(|c| c.floor == "feature-map") {
+        Some(c) if !c.holds() => Level::Error,
+        _ => Level::Warning,
+    };
     for d in &drift {
         notes.add(
-            Level::Error,
+            drift_level,
             Some((d.0.as_str(), d.1)),
             "aayudha drift",
             &d.2,
