@@ -79,6 +79,12 @@ fn origin() -> Origin {
     );
     source.commit("ready: story 902");
     source.git(&["switch", "-q", "main"]);
+    publish(source, base, head)
+}
+
+/// Pushes `base` as `main`, `head` as `refs/pull/3/head` and the ledger branch, when there is one, to a new
+/// bare repository.
+fn publish(source: TestRepo, base: String, head: String) -> Origin {
     let bare = tempfile::Builder::new()
         .prefix("aayu-origin-")
         .tempdir()
@@ -90,7 +96,9 @@ fn origin() -> Origin {
     let url = bare.path().display().to_string();
     source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
     source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
-    source.git(&["push", "-q", &url, "ledger:refs/heads/ledger"]);
+    if !source.git(&["branch", "--list", "ledger"]).is_empty() {
+        source.git(&["push", "-q", &url, "ledger:refs/heads/ledger"]);
+    }
     Origin {
         _source: source,
         bare,
@@ -515,25 +523,11 @@ fn a_config_change_in_the_pull_request_is_a_notice_and_does_not_apply() {
     let (source, base, _) = tally(TALLY_EVIDENCE, "[verify]\ncheck_timeout_s = 30\n");
     source.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 1\n");
     let head = source.commit("relax the gate");
-    let bare = tempfile::tempdir().expect("temp");
-    common::git_command(bare.path())
-        .args(["init", "-q", "--bare"])
-        .status()
-        .expect("init");
-    let url = bare.path().display().to_string();
-    source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
-    source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
-    let ws = TestRepo::new();
-    ws.git(&["remote", "add", "origin", &url]);
-    ws.git(&["fetch", "-q", "origin", "main"]);
-    ws.git(&["checkout", "-q", "-B", "main", &base]);
+    let origin = publish(source, base, head);
+    let ws = workspace(&origin);
     let github = github();
     let results = fake_results::Server::start(&runtime_token(401));
-    let mut event = webhook("opened", 0);
-    event["pull_request"]["number"] = json!(3);
-    event["pull_request"]["head"]["sha"] = json!(head);
-    event["pull_request"]["base"]["sha"] = json!(base);
-    let runner = Runner::new(&event);
+    let runner = Runner::new(&pr_event("opened", 0, &origin, None));
     let gate = run(&mut action(
         ws.root(),
         &runner,
@@ -801,25 +795,11 @@ fn a_cancelled_gate_stops_its_checks_and_uploads_nothing() {
     let base = source.commit("the gate's configuration");
     source.write("src/main.rs", "fn main() { println!(\"changed\"); }\n");
     let head = source.commit("change what the hostile feature covers");
-    let bare = tempfile::tempdir().expect("temp");
-    common::git_command(bare.path())
-        .args(["init", "-q", "--bare"])
-        .status()
-        .expect("init");
-    let url = bare.path().display().to_string();
-    source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
-    source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
-    let ws = TestRepo::new();
-    ws.git(&["remote", "add", "origin", &url]);
-    ws.git(&["fetch", "-q", "origin", "main"]);
-    ws.git(&["checkout", "-q", "-B", "main", &base]);
+    let origin = publish(source, base, head);
+    let ws = workspace(&origin);
     let github = github();
     let results = fake_results::Server::start(&runtime_token(701));
-    let mut event = webhook("opened", 0);
-    event["pull_request"]["number"] = json!(3);
-    event["pull_request"]["head"]["sha"] = json!(head);
-    event["pull_request"]["base"]["sha"] = json!(base);
-    let runner = Runner::new(&event);
+    let runner = Runner::new(&pr_event("opened", 0, &origin, None));
     let mut child = action(
         ws.root(),
         &runner,
@@ -927,25 +907,11 @@ fn drift_in_the_pull_request_is_annotated_on_its_line() {
         ),
     );
     let head = source.commit("a feature file the index does not list");
-    let bare = tempfile::tempdir().expect("temp");
-    common::git_command(bare.path())
-        .args(["init", "-q", "--bare"])
-        .status()
-        .expect("init");
-    let url = bare.path().display().to_string();
-    source.git(&["push", "-q", &url, &format!("{base}:refs/heads/main")]);
-    source.git(&["push", "-q", &url, &format!("{head}:refs/pull/3/head")]);
-    let ws = TestRepo::new();
-    ws.git(&["remote", "add", "origin", &url]);
-    ws.git(&["fetch", "-q", "origin", "main"]);
-    ws.git(&["checkout", "-q", "-B", "main", &base]);
+    let origin = publish(source, base, head);
+    let ws = workspace(&origin);
     let github = github();
     let results = fake_results::Server::start(&runtime_token(901));
-    let mut event = webhook("opened", 0);
-    event["pull_request"]["number"] = json!(3);
-    event["pull_request"]["head"]["sha"] = json!(head);
-    event["pull_request"]["base"]["sha"] = json!(base);
-    let runner = Runner::new(&event);
+    let runner = Runner::new(&pr_event("opened", 0, &origin, None));
     let gate = run(&mut action(
         ws.root(),
         &runner,
