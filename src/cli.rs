@@ -90,16 +90,21 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             let options = commands::action::ActionOptions::resolve(m, ctx.env)?;
             commands::action::run(ctx, options)
         }
+        CommandId::ProofVerify => commands::proof_verify::run(
+            ctx,
+            commands::proof_verify::ProofVerifyOptions::from_matches(m),
+        ),
         CommandId::ProofComment => {
             let options = settings::ProofCommentOptions::from_matches(m, ctx.env);
             commands::proof_comment::run(ctx, options)
         }
-        CommandId::Ready
-        | CommandId::Ship
+        CommandId::Ready => {
+            commands::ready::run(ctx, commands::ready::ReadyOptions::from_matches(m))
+        }
+        CommandId::Ship
         | CommandId::Init
         | CommandId::Install
         | CommandId::Doctor
-        | CommandId::ProofVerify
         | CommandId::ProofPush
         | CommandId::Generate
         | CommandId::Completions => Err(not_built(id.spec())),

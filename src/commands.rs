@@ -4,6 +4,9 @@ pub(crate) mod action;
 pub(crate) mod ci;
 pub(crate) mod control;
 pub(crate) mod proof_comment;
+pub(crate) mod proof_verify;
+pub(crate) mod ready;
+pub(crate) mod remote;
 pub(crate) mod verify;
 
 use std::fmt;
@@ -19,6 +22,16 @@ pub struct Context<'a> {
     pub err: &'a mut dyn Write,
     pub env: &'a Env,
     pub global: &'a Global,
+}
+
+/// Where the command starts: `-C DIR` (relative to the working directory), else the working directory.
+pub(crate) fn start_dir(ctx: &Context) -> std::path::PathBuf {
+    match (&ctx.global.directory, &ctx.env.cwd) {
+        (Some(dir), Some(cwd)) => cwd.join(dir),
+        (Some(dir), None) => dir.clone(),
+        (None, Some(cwd)) => cwd.clone(),
+        (None, None) => ".".into(),
+    }
 }
 
 /// A command that could not do its work: what failed, why, and how to fix it.

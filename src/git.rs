@@ -448,3 +448,56 @@ pub fn trust_every_owner() {
     // is opened and before any thread that uses git2 starts, so nothing reads it concurrently.
     let _ = unsafe { git2::opts::set_verify_owner_validation(false) };
 }
+
+/// How the `git` program reaches a remote: the server's URL and the token sent as an HTTP header.
+#[derive(Clone, Default)]
+pub struct Network {
+    pub server_url: String,
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Network")
+            .field("server_url", &self.server_url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Runs the `git` program in `root` for network work (fetch, push): aayu's git library is built without
+/// network transports, and git's own credential helpers and proxy settings are what users expect. A token
+/// reaches git through `GIT_CONFIG_*` variables of that one process (an `http.<server>/.extraheader`),
+/// never its command line or a file; no prompt is ever shown.
+pub fn git_program(
+    root: &Path,
+    network: &Network,
+    args: &[&str],
+) -> std::io::Result<std::process::Output> {
+    let mut command = std::process::Command::new("git");
+    command
+        .current_dir(root)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_CONFIG_COUNT")
+        .args(["-c", &format!("safe.directory={}", root.display())])
+        .args(args);
+    if let Some(token) = &network.token {
+        use base64::Engine as _;
+        let basic =
+            base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
+        command
+            .env("GIT_CONFIG_COUNT", "1")
+            .env(
+                "GIT_CONFIG_KEY_0",
+                format!(
+                    "http.{}/.extraheader",
+                    network.server_url.trim_end_matches('/')
+                ),
+            )
+            .env(
+                "GIT_CONFIG_VALUE_0",
+                format!("AUTHORIZATION: basic {basic}"),
+            );
+    }
+    command.output()
+}

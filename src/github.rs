@@ -22,6 +22,11 @@ impl Token {
     pub fn new(token: impl Into<String>) -> Token {
         Token(token.into())
     }
+
+    /// The secret itself, for the one place that must send it (git's HTTP header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
 }
 
 impl std::fmt::Debug for Token {
@@ -287,6 +292,15 @@ impl Client {
                 _ => Vec::new(),
             })
             .collect())
+    }
+
+    /// The token's user (login and id), or `None` when `GET /user` is forbidden (a workflow token).
+    pub fn user(&self) -> Result<Option<(String, u64)>, GitHubError> {
+        match self.json(Method::GET, "/user", None, "the token's user") {
+            Ok(user) => Ok(Some((text(&user, "/login"), number(&user, "/id")))),
+            Err(GitHubError::Forbidden { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The login the token acts as, or `None` when `GET /user` is forbidden (a workflow token, which acts

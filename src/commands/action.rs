@@ -328,41 +328,19 @@ fn trust_workspace() {
     crate::git::trust_every_owner();
 }
 
-/// Fetches `refs/pull/<n>/head` and the ledger branch with the token, before any product code runs. The
-/// token reaches git through its environment, never the command line or a config file.
+/// Fetches `refs/pull/<n>/head` and the ledger branch with the token, before any product code runs.
 fn fetch(root: &Path, options: &ActionOptions, pr: u64, ledger: &str) -> Result<(), Failure> {
+    let network = crate::git::Network {
+        server_url: options.server_url.clone(),
+        token: options.token.clone(),
+    };
     let git = |refspec: &str| -> Result<std::process::Output, Failure> {
-        let mut command = std::process::Command::new("git");
-        command
-            .current_dir(root)
-            .env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("HOME", std::env::temp_dir())
-            .args(["-c", &format!("safe.directory={}", root.display())])
-            .args(["fetch", "--no-tags", "--quiet", "origin", refspec]);
-        if let Some(token) = &options.token {
-            use base64::Engine as _;
-            let basic =
-                base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
-            command
-                .env("GIT_CONFIG_COUNT", "1")
-                .env(
-                    "GIT_CONFIG_KEY_0",
-                    format!(
-                        "http.{}/.extraheader",
-                        options.server_url.trim_end_matches('/')
-                    ),
-                )
-                .env(
-                    "GIT_CONFIG_VALUE_0",
-                    format!("AUTHORIZATION: basic {basic}"),
-                );
-        }
-        command.output().map_err(|e| {
+        crate::git::git_program(
+            root,
+            &network,
+            &["fetch", "--no-tags", "--quiet", "origin", refspec],
+        )
+        .map_err(|e| {
             Failure::unexpected("cannot run git to fetch the pull request's head")
                 .caused_by(e)
                 .with_hint("the image needs git (the action's Dockerfile installs it)")
@@ -386,18 +364,12 @@ fn fetch(root: &Path, options: &ActionOptions, pr: u64, ledger: &str) -> Result<
 /// Puts the pull request's head in the working tree (detached), where `verify --ci` runs it; the gate is
 /// the job's last step, so nothing trusted runs in this tree afterwards.
 fn check_out(root: &Path, sha: &str) -> Result<(), Failure> {
-    let output = std::process::Command::new("git")
-        .current_dir(root)
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-        )
-        .env("HOME", std::env::temp_dir())
-        .args(["-c", &format!("safe.directory={}", root.display())])
-        .args(["checkout", "--quiet", "--force", "--detach", sha])
-        .output()
-        .map_err(|e| Failure::unexpected("cannot run git to check out the head").caused_by(e))?;
+    let output = crate::git::git_program(
+        root,
+        &crate::git::Network::default(),
+        &["checkout", "--quiet", "--force", "--detach", sha],
+    )
+    .map_err(|e| Failure::unexpected("cannot run git to check out the head").caused_by(e))?;
     if !output.status.success() {
         return Err(Failure::unexpected(format!(
             "cannot check out the pull request's head {sha}: {}",

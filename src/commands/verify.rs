@@ -35,12 +35,7 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
         return Err(Failure::usage("say what to verify: `--map`, `--check <feature>[.<check>]|all`, or `--base REV --head REV`")
             .with_hint("`aayu verify --map` checks the feature maps against the source"));
     }
-    let start = match (&ctx.global.directory, &ctx.env.cwd) {
-        (Some(dir), Some(cwd)) => cwd.join(dir),
-        (Some(dir), None) => dir.clone(),
-        (None, Some(cwd)) => cwd.clone(),
-        (None, None) => ".".into(),
-    };
+    let start = super::start_dir(ctx);
     let repo = Repo::discover(&start).map_err(git_failure)?;
     if options.ci {
         // The gate reads the base commit's configuration, not the working tree's.

@@ -178,6 +178,12 @@ static READY: Command = Command {
             InputType::Bool,
             "Replace an existing Ready snapshot (recorded in the snapshot).",
         )),
+        valued(
+            "repo",
+            InputType::String,
+            "OWNER/NAME",
+            "The GitHub repository (default: GH_REPO, GITHUB_REPOSITORY, then the origin remote).",
+        ),
     ],
     outputs: &["specs/<story>/ready.md"],
     exits: EXITS_PLAIN,
@@ -187,8 +193,8 @@ static READY: Command = Command {
     exposure: Exposure::Write,
     read_only: false,
     surfaces: CLI_SKILL,
-    built: false,
-    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+    built: true,
+    lands_with: "",
 };
 
 static SHIP: Command = Command {
@@ -206,6 +212,12 @@ static SHIP: Command = Command {
             InputType::Bool,
             "Solo mode only: merge without a second person's approval, recorded in the ship record.",
         )),
+        valued(
+            "repo",
+            InputType::String,
+            "OWNER/NAME",
+            "The GitHub repository (default: GH_REPO, GITHUB_REPOSITORY, then the origin remote).",
+        ),
     ],
     outputs: &["merge-commit", "ship/<story>.json", "complete-section"],
     exits: EXITS_PROOF,
@@ -300,6 +312,12 @@ static PROOF_VERIFY: Command = Command {
     inputs: &[
         pos("story", InputType::Issue, "The story whose pack to verify."),
         JSON,
+        valued(
+            "repo",
+            InputType::String,
+            "OWNER/NAME",
+            "The GitHub repository (default: GH_REPO, GITHUB_REPOSITORY, then the origin remote).",
+        ),
     ],
     outputs: &["report"],
     exits: EXITS_PROOF,
@@ -309,8 +327,8 @@ static PROOF_VERIFY: Command = Command {
     exposure: Exposure::Read,
     read_only: true,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+    built: true,
+    lands_with: "",
 };
 
 static PROOF_PUSH: Command = Command {

@@ -1,0 +1,282 @@
+//! `aayu proof verify <story>`: the story's best pack on the ledger (the newest authoritative, else the
+//! newest advisory), checked as SPEC §6 says. Exit 4 when it does not verify; floors are reported, not
+//! integrity.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use serde::Serialize;
+
+use crate::commands::ready::ledger_failure;
+use crate::commands::remote;
+use crate::commands::{Context, Failure, write_out};
+use crate::config::Config;
+use crate::exit::ExitStatus;
+use crate::git::{Network, Repo};
+use crate::ledger::ready;
+use crate::ledger::store::Ledger;
+use crate::ledger::verify::{self, Finding, Stored};
+use crate::pack::{self, Pack};
+
+#[derive(Debug, Clone, Default)]
+pub struct ProofVerifyOptions {
+    pub story: u64,
+    pub json: bool,
+    pub repo: Option<String>,
+}
+
+impl ProofVerifyOptions {
+    pub fn from_matches(m: &clap::ArgMatches) -> ProofVerifyOptions {
+        ProofVerifyOptions {
+            story: m.get_one::<u64>("story").copied().unwrap_or(0),
+            json: m.get_flag("json"),
+            repo: m.get_one::<String>("repo").cloned(),
+        }
+    }
+}
+
+/// `--json`: one object, schema_version 1.
+#[derive(Debug, Serialize)]
+struct Report {
+    schema_version: u32,
+    story: u64,
+    /// The ledger path of the pack verified.
+    pack: String,
+    authority: String,
+    pr: u64,
+    pr_head_sha: String,
+    verifies: bool,
+    failures: Vec<Finding>,
+    artifacts_checked: usize,
+    artifacts_not_stored: usize,
+    floors_hold: bool,
+    notes: Vec<String>,
+}
+
+/// A pack on the ledger: where, and whether it is authoritative.
+struct Candidate {
+    dir: String,
+    authoritative: bool,
+    decoded: Result<Pack, String>,
+}
+
+/// An LFS pointer's bytes, read through `git lfs smudge` when git-lfs is installed.
+fn through_lfs(root: &std::path::Path, pointer: &[u8]) -> Stored {
+    let child = std::process::Command::new("git")
+        .current_dir(root)
+        .args(["lfs", "smudge"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return Stored::Elsewhere("an LFS object, and git cannot run here".into());
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(pointer);
+    }
+    match child.wait_with_output() {
+        Ok(out) if out.status.success() => Stored::Bytes(out.stdout),
+        Ok(out) if String::from_utf8_lossy(&out.stderr).contains("is not a git command") => {
+            Stored::Elsewhere("an LFS object: install git-lfs to check its bytes".into())
+        }
+        Ok(out) => Stored::Elsewhere(format!(
+            "an LFS object git-lfs could not fetch: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Stored::Elsewhere(format!("an LFS object: {e}")),
+    }
+}
+
+pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus, Failure> {
+    let start = super::start_dir(ctx);
+    let repo = Repo::discover(&start).map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
+    let config = Config::load(repo.root(), None, &start)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let story = options.story;
+    let network = Network {
+        server_url: ctx
+            .env
+            .vars
+            .get("GITHUB_SERVER_URL")
+            .cloned()
+            .unwrap_or_else(|| "https://github.com".into()),
+        token: remote::token(ctx.env).ok().map(|t| t.expose().to_string()),
+    };
+    let ledger =
+        Ledger::open(repo.root(), &config.ledger.branch, network).map_err(ledger_failure)?;
+    ledger.fetch().map_err(ledger_failure)?;
+
+    // The candidates: proof/<story>/<head>/authoritative/ and proof/<story>/<head>/advisory/<stamp>/.
+    let mut candidates: Vec<Candidate> = ledger
+        .list(&format!("proof/{story}"))
+        .map_err(ledger_failure)?
+        .into_iter()
+        .filter_map(|path| {
+            let dir = path.strip_suffix("/pack.json")?.to_string();
+            let parts: Vec<&str> = dir.split('/').collect();
+            let authoritative = match parts.as_slice() {
+                [_, _, _, "authoritative"] => true,
+                [_, _, _, "advisory", _] => false,
+                _ => return None,
+            };
+            let decoded = match ledger.read(&path) {
+                Ok(Some(bytes)) => pack::decode(&bytes).map_err(|e| e.to_string()),
+                Ok(None) => Err("pack.json cannot be read".into()),
+                Err(e) => Err(e.to_string()),
+            };
+            Some(Candidate {
+                dir,
+                authoritative,
+                decoded,
+            })
+        })
+        .collect();
+    // Newest authoritative first, else newest advisory; a pack that does not decode comes first of its
+    // kind, so that damage is reported rather than passed over.
+    candidates.sort_by(|a, b| {
+        let key = |c: &Candidate| {
+            (
+                c.authoritative,
+                c.decoded.is_err(),
+                c.decoded
+                    .as_ref()
+                    .map(|p| p.created_at.clone())
+                    .unwrap_or_default(),
+                c.dir.clone(),
+            )
+        };
+        key(b).cmp(&key(a))
+    });
+    let Some(best) = candidates.into_iter().next() else {
+        return Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!(
+                "story #{story} has no pack on the `{}` branch",
+                config.ledger.branch
+            ),
+        )
+        .with_hint(
+            "the merge gate's pack lands with `aayu ship`; a local one with `aayu proof push`",
+        ));
+    };
+    let pack = match best.decoded {
+        Ok(pack) => pack,
+        Err(e) => {
+            return Err(Failure::new(
+                ExitStatus::ProofFails,
+                format!("{}/pack.json does not verify: {e}", best.dir),
+            ));
+        }
+    };
+
+    let snapshot_path = format!("specs/{story}/ready.md");
+    let snapshot = match ledger.read(&snapshot_path).map_err(ledger_failure)? {
+        Some(bytes) => ready::parse(
+            &String::from_utf8_lossy(&bytes),
+            &format!("{}:{snapshot_path}", config.ledger.branch),
+        ),
+        None => Err(format!(
+            "story #{story} has no Ready snapshot (`{snapshot_path}`) on the `{}` branch",
+            config.ledger.branch
+        )),
+    };
+    let pr_head = if pack.pr == 0 {
+        Ok(None)
+    } else {
+        remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())
+            .map_err(|f| {
+                let mut why = f.message;
+                if let Some(hint) = f.hint {
+                    why.push_str(&format!(" ({hint})"));
+                }
+                why
+            })
+            .and_then(|r| {
+                r.client
+                    .pull(&r.repo, pack.pr)
+                    .map(|p| Some(p.head_sha))
+                    .map_err(|e| e.to_string())
+            })
+    };
+    let root = repo.root().to_path_buf();
+    let read = |a: &pack::Artifact| -> Stored {
+        match ledger.read(&format!("{}/artifacts/{}", best.dir, a.path)) {
+            Ok(Some(bytes))
+                if a.store == "lfs" || bytes.starts_with(b"version https://git-lfs") =>
+            {
+                if bytes.starts_with(b"version https://git-lfs") {
+                    through_lfs(&root, &bytes)
+                } else {
+                    Stored::Bytes(bytes)
+                }
+            }
+            Ok(Some(bytes)) => Stored::Bytes(bytes),
+            _ => Stored::Missing,
+        }
+    };
+    let outcome = verify::verify(&pack, &read, &snapshot, &pr_head);
+    let report = Report {
+        schema_version: 1,
+        story,
+        pack: format!("{}/pack.json", best.dir),
+        authority: pack.authority.kind.clone(),
+        pr: pack.pr,
+        pr_head_sha: pack.pr_head_sha.clone(),
+        verifies: outcome.failures.is_empty(),
+        failures: outcome.failures,
+        artifacts_checked: outcome.artifacts_checked,
+        artifacts_not_stored: outcome.artifacts_not_stored,
+        floors_hold: pack.checks.iter().all(pack::Check::holds),
+        notes: outcome.notes,
+    };
+    let text = if options.json {
+        crate::output::json::render(&report)
+    } else {
+        render(&report)
+    };
+    if !write_out(ctx.out, &text)? {
+        return Ok(ExitStatus::Ok);
+    }
+    Ok(if report.verifies {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::ProofFails
+    })
+}
+
+fn render(r: &Report) -> String {
+    let mut text = format!(
+        "story #{}: {} ({}{})\n",
+        r.story,
+        r.pack,
+        r.authority,
+        if r.pr > 0 {
+            format!(", pull request #{}", r.pr)
+        } else {
+            String::new()
+        }
+    );
+    if r.verifies {
+        let _ = writeln!(
+            text,
+            "  verifies: {} artifacts checked, {} not stored; {}",
+            r.artifacts_checked,
+            r.artifacts_not_stored,
+            if r.floors_hold {
+                "every floor holds"
+            } else {
+                "a floor does not hold"
+            }
+        );
+    } else {
+        let _ = writeln!(text, "  does not verify:");
+        for f in &r.failures {
+            let _ = writeln!(text, "    {} {}: {}", f.check, f.subject, f.detail);
+        }
+    }
+    for note in &r.notes {
+        let _ = writeln!(text, "  note: {note}");
+    }
+    text
+}

@@ -1,0 +1,157 @@
+//! Where a local command's GitHub comes from (the same for every command that talks to GitHub): the
+//! repository from `--repo OWNER/NAME`, else `GH_REPO`, else `GITHUB_REPOSITORY`, else the `origin` remote's
+//! GitHub URL; the token from `GITHUB_TOKEN`, else `GH_TOKEN`, else `gh auth token` when `gh` is installed;
+//! the API from `GITHUB_API_URL` (GitHub Enterprise too).
+
+use crate::commands::Failure;
+use crate::exit::ExitStatus;
+use crate::git::Network;
+use crate::github::{Client, GitHubError, Token};
+use crate::settings::Env;
+
+/// A repository on GitHub and a client for it.
+pub struct Remote {
+    pub repo: String,
+    pub client: Client,
+    pub network: Network,
+}
+
+fn var(env: &Env, name: &str) -> Option<String> {
+    env.vars
+        .get(name)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn valid_slug(slug: &str) -> bool {
+    let mut parts = slug.split('/');
+    let ok = |p: Option<&str>| {
+        p.is_some_and(|p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        })
+    };
+    ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+}
+
+/// The repository: `--repo`, `GH_REPO`, `GITHUB_REPOSITORY`, then `origin`.
+pub fn repository(
+    flag: Option<&str>,
+    env: &Env,
+    origin: Option<String>,
+) -> Result<String, Failure> {
+    let (slug, from) = if let Some(flag) = flag {
+        (flag.to_string(), "--repo")
+    } else if let Some(v) = var(env, "GH_REPO") {
+        (v, "GH_REPO")
+    } else if let Some(v) = var(env, "GITHUB_REPOSITORY") {
+        (v, "GITHUB_REPOSITORY")
+    } else if let Some(v) = origin {
+        (v, "the origin remote")
+    } else {
+        return Err(Failure::usage("which GitHub repository? none is given")
+            .with_hint("pass `--repo OWNER/NAME`, set GH_REPO or GITHUB_REPOSITORY, or run inside a clone whose `origin` is on GitHub"));
+    };
+    // `gh` also accepts HOST/OWNER/NAME in GH_REPO: keep the last two parts.
+    let slug = slug.trim_end_matches('/').to_string();
+    let tail: Vec<&str> = slug.rsplitn(3, '/').collect();
+    let slug = if tail.len() == 3 {
+        format!("{}/{}", tail[1], tail[0])
+    } else {
+        slug
+    };
+    if !valid_slug(&slug) {
+        return Err(Failure::usage(format!(
+            "`{slug}` (from {from}) is not a repository: write OWNER/NAME"
+        )));
+    }
+    Ok(slug)
+}
+
+/// The token: `GITHUB_TOKEN`, `GH_TOKEN`, then `gh auth token`.
+pub fn token(env: &Env) -> Result<Token, Failure> {
+    if let Some(t) = var(env, "GITHUB_TOKEN").or_else(|| var(env, "GH_TOKEN")) {
+        return Ok(Token::new(t));
+    }
+    let from_gh = std::process::Command::new("gh")
+        .args(["auth", "token"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|t| !t.is_empty());
+    from_gh.map(Token::new).ok_or_else(|| {
+        Failure::usage("no GitHub token")
+            .with_hint("set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login` so that `gh auth token` gives one")
+    })
+}
+
+/// The repository, a client with the token, and how git reaches the server.
+pub fn resolve(flag: Option<&str>, env: &Env, origin: Option<String>) -> Result<Remote, Failure> {
+    let repo = repository(flag, env, origin)?;
+    let token = token(env)?;
+    let api_url = var(env, "GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+    let server_url = var(env, "GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into());
+    let network = Network {
+        server_url: server_url.clone(),
+        token: Some(token.expose().to_string()),
+    };
+    let client = Client::new(&api_url, &token).map_err(github_failure)?;
+    Ok(Remote {
+        repo,
+        client,
+        network,
+    })
+}
+
+/// A GitHub refusal as a failure with its hint (exit 1).
+pub fn github_failure(e: GitHubError) -> Failure {
+    let hint = e.hint();
+    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> Env {
+        Env {
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Env::default()
+        }
+    }
+
+    #[test]
+    fn the_repository_comes_from_the_first_of_four_places() {
+        let all = env(&[("GH_REPO", "a/gh"), ("GITHUB_REPOSITORY", "a/actions")]);
+        assert_eq!(
+            repository(Some("a/flag"), &all, Some("a/origin".into())).expect("flag"),
+            "a/flag"
+        );
+        assert_eq!(repository(None, &all, None).expect("gh"), "a/gh");
+        assert_eq!(
+            repository(None, &env(&[("GITHUB_REPOSITORY", "a/actions")]), None).expect("actions"),
+            "a/actions"
+        );
+        assert_eq!(
+            repository(None, &env(&[]), Some("a/origin".into())).expect("origin"),
+            "a/origin"
+        );
+        assert_eq!(
+            repository(None, &env(&[("GH_REPO", "github.example.com/a/b")]), None).expect("host"),
+            "a/b"
+        );
+        let none = repository(None, &env(&[]), None).expect_err("none");
+        let hint = none.hint.expect("hint");
+        for way in ["--repo", "GH_REPO", "GITHUB_REPOSITORY", "origin"] {
+            assert!(hint.contains(way), "{hint}");
+        }
+        assert!(repository(Some("not a slug"), &all, None).is_err());
+    }
+}
