@@ -94,6 +94,7 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             ctx,
             commands::proof_verify::ProofVerifyOptions::from_matches(m),
         ),
+        CommandId::Ship => commands::ship::run(ctx, commands::ship::ShipOptions::from_matches(m)),
         CommandId::ProofComment => {
             let options = settings::ProofCommentOptions::from_matches(m, ctx.env);
             commands::proof_comment::run(ctx, options)
@@ -101,8 +102,7 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         CommandId::Ready => {
             commands::ready::run(ctx, commands::ready::ReadyOptions::from_matches(m))
         }
-        CommandId::Ship
-        | CommandId::Init
+        CommandId::Init
         | CommandId::Install
         | CommandId::Doctor
         | CommandId::ProofPush

@@ -7,6 +7,7 @@ pub(crate) mod proof_comment;
 pub(crate) mod proof_verify;
 pub(crate) mod ready;
 pub(crate) mod remote;
+pub(crate) mod ship;
 pub(crate) mod verify;
 
 use std::fmt;

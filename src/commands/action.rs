@@ -10,6 +10,8 @@
 mod event;
 pub mod files;
 
+pub use event::story_in_body;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

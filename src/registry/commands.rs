@@ -212,6 +212,11 @@ static SHIP: Command = Command {
             InputType::Bool,
             "Solo mode only: merge without a second person's approval, recorded in the ship record.",
         )),
+        flag(
+            "dry-run",
+            InputType::Bool,
+            "Show which run qualifies and what would be landed, merged and written; write nothing.",
+        ),
         valued(
             "repo",
             InputType::String,
@@ -227,8 +232,8 @@ static SHIP: Command = Command {
     exposure: Exposure::Never,
     read_only: false,
     surfaces: CLI_SKILL,
-    built: false,
-    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+    built: true,
+    lands_with: "",
 };
 
 static INIT: Command = Command {

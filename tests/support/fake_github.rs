@@ -165,6 +165,8 @@ pub struct Fake {
     pub permissions: BTreeMap<String, String>,
     /// Merges done: (number, sha).
     pub merged: Vec<(u64, String)>,
+    /// Refuse the next merge with this status (e.g. 405, not mergeable), once.
+    pub refuse_merge: Option<u16>,
     pub runs: Vec<FakeRun>,
     pub statuses: Vec<FakeStatus>,
     /// Artifacts of runs: (run id, id, name, bytes, expired).
@@ -201,6 +203,7 @@ impl Default for Fake {
             reviews: BTreeMap::new(),
             permissions: BTreeMap::new(),
             merged: Vec::new(),
+            refuse_merge: None,
             runs: Vec::new(),
             statuses: Vec::new(),
             run_artifacts: Vec::new(),
@@ -1264,6 +1267,12 @@ async fn merge(
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let sha = v["sha"].as_str().unwrap_or_default().to_string();
     let fake = &mut caller.fake;
+    if let Some(status) = fake.refuse_merge.take() {
+        return error(
+            StatusCode::from_u16(status).expect("a status"),
+            "Pull Request is not mergeable",
+        );
+    }
     let Some(p) = fake.pulls.get_mut(&number) else {
         return not_found();
     };

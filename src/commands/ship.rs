@@ -1,0 +1,577 @@
+//! `aayu ship <pr>` (SPEC §6): lands only the pack the base branch's merge gate built on the pull request's
+//! exact head, after checking every hash and where the run came from, and a human's approval; then
+//! squash-merges, completes the story and deletes the head branch. Every run passed over is listed with its
+//! reason; when none qualifies, exit 4 and nothing is written. A repeat after a failure re-verifies the gate's
+//! artifact from scratch and completes without duplicating anything.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::commands::action::ARTIFACT;
+use crate::commands::ready::ledger_failure;
+use crate::commands::remote::{self, Remote, github_failure};
+use crate::commands::{Context, Failure, write_out};
+use crate::config::Config;
+use crate::exit::ExitStatus;
+use crate::git::Repo;
+use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
+use crate::ledger::ready;
+use crate::ledger::store::{Existing, Ledger};
+use crate::ledger::verify::{self, Stored};
+use crate::maps::blocks::ArtifactKind;
+use crate::pack::{self, Pack};
+use crate::publish::archive::{self, Limits, Unpacked};
+
+#[derive(Debug, Clone, Default)]
+pub struct ShipOptions {
+    pub pr: u64,
+    pub solo_bypass: bool,
+    pub dry_run: bool,
+    pub repo: Option<String>,
+}
+
+impl ShipOptions {
+    pub fn from_matches(m: &clap::ArgMatches) -> ShipOptions {
+        ShipOptions {
+            pr: m.get_one::<u64>("pr").copied().unwrap_or(0),
+            solo_bypass: m.get_flag("solo-bypass"),
+            dry_run: m.get_flag("dry-run"),
+            repo: m.get_one::<String>("repo").cloned(),
+        }
+    }
+}
+
+/// The run that qualified, and what it proves.
+struct Qualified {
+    run: WorkflowRun,
+    artifact_id: u64,
+    unpacked: Unpacked,
+}
+
+/// The workflow file a run's `path` names: `owner/repo/` prefix and `@ref` suffix removed.
+fn run_workflow(path: &str, repo: &str) -> (String, Option<String>) {
+    let (file, reference) = match path.split_once('@') {
+        Some((f, r)) => (f, Some(r.to_string())),
+        None => (path, None),
+    };
+    let file = file.strip_prefix(&format!("{repo}/")).unwrap_or(file);
+    (file.to_string(), reference)
+}
+
+/// Why a run does not qualify, or what it proves.
+fn qualify(
+    remote: &Remote,
+    run: &WorkflowRun,
+    gate_workflow: &str,
+    default_branch: &str,
+    pull: &Pull,
+    story: u64,
+    snapshot: &Result<ready::Snapshot, String>,
+) -> Result<Qualified, String> {
+    let (file, reference) = run_workflow(&run.path, &remote.repo);
+    if file != gate_workflow {
+        return Err(format!("another workflow ({file}), not {gate_workflow}"));
+    }
+    let on_default = match &reference {
+        Some(r) => *r == format!("refs/heads/{default_branch}"),
+        None => run.head_branch == default_branch,
+    };
+    if !on_default {
+        return Err(format!(
+            "the workflow file of {}, not of the default branch {default_branch}",
+            reference.as_deref().unwrap_or(&run.head_branch)
+        ));
+    }
+    if run.repository != remote.repo {
+        return Err(format!("ran in {}, not {}", run.repository, remote.repo));
+    }
+    match run.event.as_str() {
+        "pull_request_target" => {}
+        "pull_request" => {
+            return Err(
+                "a pull_request run: the pull request's own copy of the gate; only pull_request_target runs count"
+                    .into(),
+            );
+        }
+        other => {
+            return Err(format!(
+                "a {other} run; only pull_request_target runs count"
+            ));
+        }
+    }
+    if run.status != "completed" {
+        return Err(format!("attempt {} is {}", run.run_attempt, run.status));
+    }
+    if run.conclusion.as_deref() != Some("success") {
+        return Err(format!(
+            "attempt {} ended {}",
+            run.run_attempt,
+            run.conclusion.as_deref().unwrap_or("without a conclusion")
+        ));
+    }
+    let artifacts = remote
+        .client
+        .run_artifacts(&remote.repo, run.id, ARTIFACT)
+        .map_err(|e| e.to_string())?;
+    let artifact = match artifacts.as_slice() {
+        [] => return Err(format!("no `{ARTIFACT}` artifact")),
+        [one] => one.clone(),
+        more => {
+            return Err(format!(
+                "{} artifacts named `{ARTIFACT}`: which one is the gate's cannot be told",
+                more.len()
+            ));
+        }
+    };
+    if artifact.expired {
+        return Err(format!("its `{ARTIFACT}` artifact has expired"));
+    }
+    let limits = Limits::default();
+    let zip = match remote
+        .client
+        .artifact_zip(&remote.repo, artifact.id, limits.total_bytes)
+    {
+        Ok(zip) => zip,
+        Err(GitHubError::Gone { .. }) => {
+            return Err(format!("its `{ARTIFACT}` artifact has expired (410)"));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let unpacked = archive::read(&zip, limits)
+        .map_err(|e| format!("its `{ARTIFACT}` artifact does not verify: {e}"))?;
+    let pack = &unpacked.pack;
+    if pack.pr != pull.number {
+        return Err(format!(
+            "its pack proves pull request #{}, not #{}",
+            pack.pr, pull.number
+        ));
+    }
+    if pack.story != story {
+        return Err(format!(
+            "its pack names story #{}, not #{story}",
+            pack.story
+        ));
+    }
+    if pack.pr_head_sha != pull.head_sha {
+        return Err(format!(
+            "its pack proves {}, but the pull request's head is {}",
+            short(&pack.pr_head_sha),
+            short(&pull.head_sha)
+        ));
+    }
+    // The privileged `pack` job binds the run to the head with a status naming both.
+    let statuses = remote
+        .client
+        .statuses(&remote.repo, &pull.head_sha)
+        .map_err(|e| e.to_string())?;
+    let bound = statuses.iter().any(|s| {
+        s.context == "aayudha/proof"
+            && s.description.as_deref().is_some_and(|d| {
+                d.contains(&format!("run {} ", run.id)) && d.contains(&unpacked.pack_sha256)
+            })
+    });
+    if !bound {
+        return Err(format!(
+            "no `aayudha/proof` status on {} names run {} and pack sha256 {}",
+            short(&pull.head_sha),
+            run.id,
+            short(&unpacked.pack_sha256)
+        ));
+    }
+    let read = |a: &pack::Artifact| -> Stored {
+        match unpacked.artifacts.get(&a.path) {
+            Some(bytes) => Stored::Bytes(bytes.clone()),
+            None => Stored::Missing,
+        }
+    };
+    let outcome = verify::verify(pack, &read, snapshot, &Ok(Some(pull.head_sha.clone())));
+    if let Some(f) = outcome.failures.first() {
+        return Err(format!(
+            "its pack does not verify: {} {}: {}{}",
+            f.check,
+            f.subject,
+            f.detail,
+            if outcome.failures.len() > 1 {
+                format!(" (and {} more)", outcome.failures.len() - 1)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if let Some(c) = pack.checks.iter().find(|c| !c.holds()) {
+        return Err(format!(
+            "the {} floor does not hold ({}): {}",
+            c.floor, c.result, c.detail
+        ));
+    }
+    Ok(Qualified {
+        run: run.clone(),
+        artifact_id: artifact.id,
+        unpacked,
+    })
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// The approving reviewer: the latest review of someone with write access, other than the author, on the
+/// head, approving.
+fn approver(remote: &Remote, pull: &Pull) -> Result<Option<String>, Failure> {
+    let reviews = remote
+        .client
+        .reviews(&remote.repo, pull.number)
+        .map_err(github_failure)?;
+    let mut latest: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for r in reviews {
+        if r.state == "COMMENTED" {
+            continue;
+        }
+        latest.insert(r.user.clone(), (r.state, r.commit_id));
+    }
+    for (user, (state, commit)) in latest {
+        if state != "APPROVED" || commit != pull.head_sha || user == pull.author {
+            continue;
+        }
+        let permission = remote
+            .client
+            .permission(&remote.repo, &user)
+            .or_else(|e| match e {
+                GitHubError::NotFound { .. } => Ok("none".into()),
+                e => Err(e),
+            })
+            .map_err(github_failure)?;
+        if matches!(permission.as_str(), "admin" | "maintain" | "write") {
+            return Ok(Some(user));
+        }
+    }
+    Ok(None)
+}
+
+pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failure> {
+    let start = super::start_dir(ctx);
+    let repo = Repo::discover(&start).map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
+    let config = Config::load(repo.root(), None, &start)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    if ctx.env.github_actions || ctx.env.vars.contains_key("CI") {
+        return Err(
+            Failure::usage("`aayu ship` is a person's decision: it does not run in CI")
+                .with_hint("run it on your machine once the merge gate has proven the head"),
+        );
+    }
+    let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
+    let pull = remote
+        .client
+        .pull(&remote.repo, options.pr)
+        .map_err(github_failure)?;
+    let story = pull
+        .body
+        .as_deref()
+        .and_then(super::action::story_in_body)
+        .ok_or_else(|| {
+            Failure::usage(format!("pull request #{} names no story", options.pr)).with_hint(
+                "add a `Story: #N` line (or `Fixes #N`) to its body, and let the gate run",
+            )
+        })?;
+    let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
+        .map_err(ledger_failure)?;
+    ledger.fetch().map_err(ledger_failure)?;
+    let record_path = format!("ship/{story}.json");
+    if pull.merged {
+        // Shipped before: complete what a failure may have left (the story's section, the branch).
+        let Some(record) = ledger.read(&record_path).map_err(ledger_failure)? else {
+            return Err(Failure::new(
+                ExitStatus::ProofFails,
+                format!(
+                    "pull request #{} is merged, but not by aayu ship: no {record_path} on the ledger",
+                    options.pr
+                ),
+            ));
+        };
+        let record: serde_json::Value = serde_json::from_slice(&record)
+            .map_err(|e| Failure::unexpected(format!("{record_path} is not JSON")).caused_by(e))?;
+        if record["pr"] != json!(options.pr) {
+            return Err(Failure::new(
+                ExitStatus::ProofFails,
+                format!(
+                    "{record_path} records pull request {}, not #{}",
+                    record["pr"], options.pr
+                ),
+            ));
+        }
+        let approver = record["approver"].as_str().unwrap_or_default().to_string();
+        finish(
+            ctx,
+            &remote,
+            &pull,
+            story,
+            &approver,
+            &record,
+            options.dry_run,
+        )?;
+        write_out(
+            ctx.out,
+            &format!(
+                "pull request #{} was already shipped; nothing left to do\n",
+                options.pr
+            ),
+        )?;
+        return Ok(ExitStatus::Ok);
+    }
+    if pull.state != "open" {
+        return Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!("pull request #{} is closed", options.pr),
+        ));
+    }
+    let repository = remote
+        .client
+        .repository(&remote.repo)
+        .map_err(github_failure)?;
+    let snapshot_path = format!("specs/{story}/ready.md");
+    let snapshot = match ledger.read(&snapshot_path).map_err(ledger_failure)? {
+        Some(bytes) => ready::parse(
+            &String::from_utf8_lossy(&bytes),
+            &format!("{}:{snapshot_path}", config.ledger.branch),
+        ),
+        None => Err(format!(
+            "story #{story} has no Ready snapshot on the `{}` branch",
+            config.ledger.branch
+        )),
+    };
+
+    // Every run of the gate workflow, newest first, with no server-side filter.
+    let runs = remote
+        .client
+        .workflow_runs(&remote.repo, &config.gate.workflow, &RunFilter::default())
+        .map_err(github_failure)?;
+    let mut passed_over = String::new();
+    let mut found = None;
+    for run in &runs {
+        match qualify(
+            &remote,
+            run,
+            &config.gate.workflow,
+            &repository.default_branch,
+            &pull,
+            story,
+            &snapshot,
+        ) {
+            Ok(q) => {
+                found = Some(q);
+                break;
+            }
+            Err(why) => {
+                let _ = writeln!(passed_over, "run {}: {why}", run.id);
+            }
+        }
+    }
+    let _ = ctx.err.write_all(passed_over.as_bytes());
+    let Some(q) = found else {
+        return Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!(
+                "no run of {} qualifies to ship pull request #{} ({} runs looked at)",
+                config.gate.workflow,
+                options.pr,
+                runs.len()
+            ),
+        )
+        .with_hint("let the merge gate run on the pull request's current head (pull_request_target), then ship again"));
+    };
+
+    // A person's approval.
+    let (login, id) = remote
+        .client
+        .user()
+        .map_err(github_failure)?
+        .ok_or_else(|| {
+            Failure::usage("the token has no user: `aayu ship` needs a person's token")
+        })?;
+    let approver = match approver(&remote, &pull)? {
+        Some(who) => who,
+        None if options.solo_bypass => format!("{login} (--solo-bypass)"),
+        None => {
+            return Err(Failure::new(
+                ExitStatus::ProofFails,
+                format!(
+                    "run {} proves the head, but nobody with write access other than {} approved {}",
+                    q.run.id,
+                    pull.author,
+                    short(&pull.head_sha)
+                ),
+            )
+            .with_hint("ask a reviewer to approve the head; alone on the repository, `--solo-bypass` (recorded)"));
+        }
+    };
+
+    // What lands: the gate's pack as authoritative, its data artifacts, the ship record.
+    let writer = format!("{login} (aayu ship)");
+    let mut authoritative: Pack = q.unpacked.pack.clone();
+    authoritative.authority = pack::Authority {
+        kind: "authoritative".into(),
+        workflow: config.gate.workflow.clone(),
+        run_id: q.run.id,
+        writer: writer.clone(),
+    };
+    let dir = format!("proof/{story}/{}/authoritative", pull.head_sha);
+    let mut files = BTreeMap::new();
+    let mut pack_json = serde_json::to_vec_pretty(&authoritative)
+        .map_err(|e| Failure::unexpected("cannot write the pack").caused_by(e))?;
+    pack_json.push(b'\n');
+    files.insert(format!("{dir}/pack.json"), pack_json);
+    for a in &authoritative.artifacts {
+        let media = matches!(a.kind, ArtifactKind::Screenshot | ArtifactKind::Recording);
+        if media || a.store != "git" {
+            continue;
+        }
+        if let Some(bytes) = q.unpacked.artifacts.get(&a.path) {
+            files.insert(format!("{dir}/artifacts/{}", a.path), bytes.clone());
+        }
+    }
+    let record = json!({
+        "schema_version": 1,
+        "story": story,
+        "pr": pull.number,
+        "head": pull.head_sha,
+        "gate_run": q.run.id,
+        "gate_run_attempt": q.run.run_attempt,
+        "artifact": q.artifact_id,
+        "pack_sha256": q.unpacked.pack_sha256,
+        "approver": approver,
+        "solo_bypass": approver.ends_with("(--solo-bypass)"),
+        "writer": writer,
+    });
+    let mut record_bytes = serde_json::to_vec_pretty(&record)
+        .map_err(|e| Failure::unexpected("cannot write the ship record").caused_by(e))?;
+    record_bytes.push(b'\n');
+    files.insert(record_path.clone(), record_bytes);
+
+    let plan = format!(
+        "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n  approved by {approver}\n  land {dir}/ ({} files) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
+        q.run.id,
+        q.run.run_attempt,
+        pull.number,
+        short(&pull.head_sha),
+        q.unpacked.pack_sha256,
+        files.len() - 1,
+        config.ledger.branch,
+        pull.number,
+        if pull.head_repo.as_deref() == Some(remote.repo.as_str()) {
+            format!(", delete the branch {}", pull.head_ref)
+        } else {
+            String::new()
+        }
+    );
+    if options.dry_run {
+        write_out(ctx.out, &format!("dry run — nothing written:\n{plan}"))?;
+        return Ok(ExitStatus::Ok);
+    }
+    let author = ledger.author(&login, id);
+    ledger
+        .write(
+            &files,
+            Existing::Replace,
+            &format!(
+                "ship: story #{story}, pull request #{} at {} (run {})",
+                pull.number,
+                short(&pull.head_sha),
+                q.run.id
+            ),
+            &author,
+        )
+        .map_err(ledger_failure)?;
+    let merged = remote
+        .client
+        .squash_merge(&remote.repo, pull.number, &pull.head_sha)
+        .map_err(github_failure)?;
+    let pull = Pull {
+        merged: true,
+        ..pull
+    };
+    finish(ctx, &remote, &pull, story, &approver, &record, false)?;
+    write_out(
+        ctx.out,
+        &format!("{plan}shipped: merge commit {}\n", short(&merged)),
+    )?;
+    Ok(ExitStatus::Ok)
+}
+
+/// After the merge: the story's `## Complete` section (once) and the head branch deleted (not a fork's).
+fn finish(
+    ctx: &mut Context,
+    remote: &Remote,
+    pull: &Pull,
+    story: u64,
+    approver: &str,
+    record: &serde_json::Value,
+    dry_run: bool,
+) -> Result<(), Failure> {
+    if dry_run {
+        return Ok(());
+    }
+    let issue = remote
+        .client
+        .issue(&remote.repo, story)
+        .map_err(github_failure)?;
+    let body = issue.body.unwrap_or_default();
+    let marker = format!("<!-- aayudha:complete pr {} -->", pull.number);
+    if !body.contains(&marker) {
+        let section = format!(
+            "\n\n## Complete\n\n{marker}\nShipped by pull request #{} at `{}`, approved by {}, on the merge gate's run {} (pack.json sha256 `{}`); the authoritative pack is on the ledger under `proof/{story}/{}/authoritative/`.\n",
+            pull.number,
+            pull.head_sha,
+            crate::publish::comment::escape(approver),
+            record["gate_run"],
+            record["pack_sha256"].as_str().unwrap_or_default(),
+            pull.head_sha
+        );
+        remote
+            .client
+            .update_issue(
+                &remote.repo,
+                story,
+                Some(&format!("{}{section}", body.trim_end())),
+                None,
+            )
+            .map_err(github_failure)?;
+    }
+    if record["solo_bypass"] == json!(true) {
+        let note = format!(
+            "<!-- aayudha:solo-bypass -->\nShipped with `--solo-bypass` by {} (no second person approved).",
+            crate::publish::comment::escape(approver)
+        );
+        let already = remote
+            .client
+            .comments(&remote.repo, pull.number)
+            .map_err(github_failure)?
+            .iter()
+            .any(|c| c.body.starts_with("<!-- aayudha:solo-bypass -->"));
+        if !already {
+            remote
+                .client
+                .create_comment(&remote.repo, pull.number, &note)
+                .map_err(github_failure)?;
+        }
+    }
+    if pull.head_repo.as_deref() == Some(remote.repo.as_str()) {
+        match remote
+            .client
+            .delete_ref(&remote.repo, &format!("heads/{}", pull.head_ref))
+        {
+            Ok(()) => {}
+            // Already deleted (a repeat), or GitHub deleted it on merge.
+            Err(GitHubError::Unprocessable { .. }) | Err(GitHubError::NotFound { .. }) => {}
+            Err(e) => {
+                let _ = writeln!(
+                    ctx.err,
+                    "warning: the branch {} was not deleted: {e}",
+                    pull.head_ref
+                );
+            }
+        }
+    }
+    Ok(())
+}
