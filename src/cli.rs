@@ -95,6 +95,9 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             commands::proof_verify::ProofVerifyOptions::from_matches(m),
         ),
         CommandId::Ship => commands::ship::run(ctx, commands::ship::ShipOptions::from_matches(m)),
+        CommandId::ProofPush => {
+            commands::proof_push::run(ctx, commands::proof_push::ProofPushOptions::from_matches(m))
+        }
         CommandId::ProofComment => {
             let options = settings::ProofCommentOptions::from_matches(m, ctx.env);
             commands::proof_comment::run(ctx, options)
@@ -105,7 +108,6 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         CommandId::Init
         | CommandId::Install
         | CommandId::Doctor
-        | CommandId::ProofPush
         | CommandId::Generate
         | CommandId::Completions => Err(not_built(id.spec())),
     }

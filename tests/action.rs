@@ -940,3 +940,115 @@ fn drift_in_the_pull_request_is_annotated_on_its_line() {
     );
     assert!(annotation.contains("title=aayudha drift::"), "{annotation}");
 }
+
+#[test]
+fn ready_gate_comment_ship_and_proof_verify_end_to_end() {
+    let (source, base, head) = tally(TALLY_EVIDENCE, "");
+    let origin = publish(source, base, head);
+    let github = github();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.tokens.insert("ghp_alice".into(), "alice".into());
+        let mut pull = FakePull::open(&origin.head);
+        pull.body = Some("Skips blank lines.\n\nStory: #902\n".into());
+        fake.pulls.insert(3, pull);
+        fake.refs
+            .insert("heads/feature".into(), origin.head.clone());
+        fake.reviews.insert(
+            3,
+            vec![("bob".into(), "APPROVED".into(), origin.head.clone())],
+        );
+        fake.permissions.insert("bob".into(), "write".into());
+    }
+    // A person's clone, for `aayu ready` and `aayu ship`.
+    let clone = TestRepo::new();
+    clone.git(&[
+        "remote",
+        "add",
+        "origin",
+        &origin.bare.path().display().to_string(),
+    ]);
+    clone.git(&["fetch", "-q", "origin"]);
+    clone.git(&["checkout", "-q", "-B", "main", &origin.base]);
+    let person = |args: &[&str]| {
+        run(common::aayu_in(clone.root())
+            .env("GITHUB_TOKEN", "ghp_alice")
+            .env("GITHUB_API_URL", &github.url)
+            .env("GH_REPO", REPO)
+            .args(args))
+    };
+    let ready = person(&["ready", "902"]);
+    assert_eq!(ready.code, 0, "{}", ready.stderr);
+    let snapshot = common::git_command(origin.bare.path())
+        .args(["show", "ledger:specs/902/ready.md"])
+        .output()
+        .expect("git show")
+        .stdout;
+    github
+        .state
+        .lock()
+        .expect("lock")
+        .files
+        .insert(("ledger".into(), "specs/902/ready.md".into()), snapshot);
+
+    // The merge gate and its pack job, run 101.
+    let ws = workspace(&origin);
+    let results = fake_results::Server::start(&runtime_token(101));
+    let event = pr_event("opened", 0, &origin, Some("Story: #902"));
+    let gate = run(&mut action(
+        ws.root(),
+        &Runner::new(&event),
+        &github.url,
+        &results.url,
+        101,
+        "pull_request_target",
+        &[],
+    ));
+    assert_eq!(gate.code, 0, "{}{}", gate.stdout, gate.stderr);
+    let comment = run(&mut action(
+        ws.root(),
+        &Runner::new(&event),
+        &github.url,
+        &results.url,
+        101,
+        "pull_request_target",
+        &[("MODE", "comment")],
+    ));
+    assert_eq!(comment.code, 0, "{}{}", comment.stdout, comment.stderr);
+
+    // GitHub now lists run 101 of the gate, with the artifact the gate uploaded.
+    let zip = {
+        let state = results.state.lock().expect("lock");
+        state.blobs[&state.artifacts[0].key].clone()
+    };
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.run_artifacts
+            .push((101, 5101, "aayudha-pack".into(), zip, false));
+        fake.runs.push(fake_github::FakeRun {
+            repository: REPO.into(),
+            head_repository: REPO.into(),
+            ..fake_github::FakeRun::gate(101, "aayudha-merge-gate.yml")
+        });
+    }
+    let ship = person(&["ship", "3"]);
+    assert_eq!(ship.code, 0, "{}{}", ship.stdout, ship.stderr);
+    assert!(
+        ship.stdout
+            .contains("run 101 (attempt 1) proves pull request #3"),
+        "{}",
+        ship.stdout
+    );
+    assert_eq!(
+        github.state.lock().expect("lock").merged,
+        [(3, origin.head.clone())]
+    );
+
+    let verified = person(&["proof", "verify", "902", "--json"]);
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    let report: Value = serde_json::from_str(&verified.stdout).expect("json");
+    assert_eq!(report["authority"], "authoritative");
+    assert_eq!(report["floors_hold"], true);
+    github.assert_clean();
+    results.assert_clean();
+}

@@ -583,3 +583,82 @@ fn a_merge_that_fails_after_landing_is_completed_by_the_next_ship_without_duplic
         1
     );
 }
+
+/// A zip made by hand: pack.json, then the given entries (a `None` body is a symbolic link to /etc/passwd).
+fn raw_zip(pack: &Value, entries: &[(&str, Option<&[u8]>)]) -> (Vec<u8>, String) {
+    use std::io::Write as _;
+    use zip::write::SimpleFileOptions;
+    let mut manifest = serde_json::to_vec_pretty(pack).expect("json");
+    manifest.push(b'\n');
+    let sha = aayudha::pack::hash_bytes(&manifest);
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("pack.json", SimpleFileOptions::default())
+        .expect("start");
+    zip.write_all(&manifest).expect("write");
+    for (name, body) in entries {
+        match body {
+            Some(bytes) => {
+                zip.start_file(*name, SimpleFileOptions::default())
+                    .expect("start");
+                zip.write_all(bytes).expect("write");
+            }
+            None => zip
+                .add_symlink(*name, "/etc/passwd", SimpleFileOptions::default())
+                .expect("link"),
+        }
+    }
+    (zip.finish().expect("finish").into_inner(), sha)
+}
+
+#[test]
+fn hostile_artifact_zips_are_passed_over_with_what_is_wrong() {
+    let w = world();
+    let pack = pack_json(3, HEAD, "pass");
+    let evidence = ("artifacts/evidence/criterion-1.jsonl", Some(EVIDENCE));
+    let gate = |id| FakeRun::gate(id, "aayudha-merge-gate.yml");
+    gate_run(&w, gate(70), raw_zip(&pack, &[]), false);
+    gate_run(
+        &w,
+        gate(71),
+        raw_zip(&pack, &[evidence, ("artifacts/../../escape", Some(b"x"))]),
+        false,
+    );
+    gate_run(
+        &w,
+        gate(72),
+        raw_zip(&pack, &[evidence, ("artifacts/link", None)]),
+        false,
+    );
+    // Two names that are one file on a case-insensitive file system.
+    gate_run(
+        &w,
+        gate(73),
+        raw_zip(
+            &pack,
+            &[
+                evidence,
+                ("artifacts/evidence/CRITERION-1.jsonl", Some(EVIDENCE)),
+            ],
+        ),
+        false,
+    );
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    for (id, why) in [
+        (73, "collides with"),
+        (72, "a symbolic link"),
+        (71, "`..`"),
+        (70, "evidence/criterion-1.jsonl"),
+    ] {
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("run {id}: ")))
+            .unwrap_or_else(|| panic!("run {id} listed: {}", out.stderr));
+        assert!(
+            line.contains("does not verify") && line.contains(why),
+            "{line}"
+        );
+    }
+    assert!(w.github.state.lock().expect("lock").merged.is_empty());
+}

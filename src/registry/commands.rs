@@ -344,11 +344,19 @@ static PROOF_PUSH: Command = Command {
     stage: Stage::Plumbing,
     seat: Seat::AiNativeEngineer,
     owns: None,
-    inputs: &[pos(
-        "story",
-        InputType::Issue,
-        "The story whose local pack to land.",
-    )],
+    inputs: &[
+        pos(
+            "story",
+            InputType::Issue,
+            "The story whose local pack to land.",
+        ),
+        valued(
+            "repo",
+            InputType::String,
+            "OWNER/NAME",
+            "The GitHub repository (default: GH_REPO, GITHUB_REPOSITORY, then the origin remote).",
+        ),
+    ],
     outputs: &["proof/<story>/<head>/advisory/"],
     exits: EXITS_PROOF,
     gates: &[],
@@ -357,8 +365,8 @@ static PROOF_PUSH: Command = Command {
     exposure: Exposure::Never,
     read_only: false,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "the ledger (ready, proof verify, proof push, ship)",
+    built: true,
+    lands_with: "",
 };
 
 static PROOF_COMMENT: Command = Command {

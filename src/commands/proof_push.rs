@@ -1,0 +1,220 @@
+//! `aayu proof push <story>`: lands the local pack (`.aayudha/proof/<story>/`, from `aayu verify --ci`) on
+//! the ledger as advisory — data artifacts only, every hash checked first — under
+//! `proof/<story>/<head>/advisory/<created_at>/`, and leaves its own comment on the pull request, which
+//! never replaces the gate's. Never from CI.
+
+use std::collections::BTreeMap;
+
+use crate::commands::ready::ledger_failure;
+use crate::commands::remote::{self, github_failure};
+use crate::commands::{Context, Failure, write_out};
+use crate::config::Config;
+use crate::exit::ExitStatus;
+use crate::git::Repo;
+use crate::ledger::store::{Existing, Ledger};
+use crate::maps::blocks::ArtifactKind;
+use crate::pack;
+
+/// The marker of the advisory comment: another marker than the gate's, so neither replaces the other.
+pub const ADVISORY_MARKER: &str = "<!-- aayudha:advisory -->";
+
+#[derive(Debug, Clone, Default)]
+pub struct ProofPushOptions {
+    pub story: u64,
+    pub repo: Option<String>,
+}
+
+impl ProofPushOptions {
+    pub fn from_matches(m: &clap::ArgMatches) -> ProofPushOptions {
+        ProofPushOptions {
+            story: m.get_one::<u64>("story").copied().unwrap_or(0),
+            repo: m.get_one::<String>("repo").cloned(),
+        }
+    }
+}
+
+pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, Failure> {
+    if ctx.env.github_actions || ctx.env.vars.contains_key("CI") {
+        return Err(Failure::usage(
+            "`aayu proof push` lands a local, advisory pack: it does not run in CI",
+        )
+        .with_hint(
+            "in CI the merge gate uploads its pack, and `aayu ship` lands it as authoritative",
+        ));
+    }
+    let start = super::start_dir(ctx);
+    let repo = Repo::discover(&start).map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
+    let config = Config::load(repo.root(), None, &start)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let story = options.story;
+    let local = repo.root().join(format!(".aayudha/proof/{story}"));
+    let bytes = std::fs::read(local.join("pack.json")).map_err(|e| {
+        Failure::usage(format!(
+            "story #{story} has no local pack: `{}` cannot be read",
+            local.join("pack.json").display()
+        ))
+        .caused_by(e)
+        .with_hint(format!(
+            "make one with `aayu verify --ci --base <base> --head HEAD --story {story}`"
+        ))
+    })?;
+    let mut pack = pack::decode(&bytes).map_err(|e| {
+        Failure::new(
+            ExitStatus::ProofFails,
+            format!("{}: {e}", local.join("pack.json").display()),
+        )
+    })?;
+    if pack.story != story {
+        return Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!("the local pack is story #{}'s, not #{story}'s", pack.story),
+        ));
+    }
+
+    // Data artifacts only, each checked against pack.json before anything is written.
+    let mut files = BTreeMap::new();
+    for a in &pack.artifacts {
+        if a.tombstone.is_some() || a.store != "git" {
+            continue;
+        }
+        let media = matches!(a.kind, ArtifactKind::Screenshot | ArtifactKind::Recording);
+        if media && config.proof.media.is_empty() {
+            return Err(Failure::usage(format!(
+                "`{}` is media ({}): media never go to git, and no bucket is set",
+                a.path,
+                serde_json::to_value(a.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            ))
+            .with_hint("set `[proof] media` to a bucket, or keep media out of the pack"));
+        }
+        if media {
+            continue;
+        }
+        if !pack::safe_path(&a.path) {
+            return Err(Failure::new(
+                ExitStatus::ProofFails,
+                format!("artifact `{}` escapes the pack", a.path),
+            ));
+        }
+        let data = std::fs::read(local.join("artifacts").join(&a.path)).map_err(|e| {
+            Failure::new(
+                ExitStatus::ProofFails,
+                format!("artifact `{}` is listed but cannot be read", a.path),
+            )
+            .caused_by(e)
+        })?;
+        let actual = pack::hash_bytes(&data);
+        if actual != a.sha256 || data.len() as u64 != a.size {
+            return Err(Failure::new(
+                ExitStatus::ProofFails,
+                format!(
+                    "artifact `{}`: pack.json says sha256 {} and {} bytes, the file has {actual} and {}",
+                    a.path,
+                    a.sha256,
+                    a.size,
+                    data.len()
+                ),
+            ));
+        }
+        files.insert(a.path.clone(), data);
+    }
+
+    let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
+    let (login, id) = remote
+        .client
+        .user()
+        .map_err(github_failure)?
+        .ok_or_else(|| {
+            Failure::usage("the token has no user: `aayu proof push` needs a person's token")
+        })?;
+    pack.authority = pack::Authority {
+        kind: "advisory".into(),
+        workflow: String::new(),
+        run_id: 0,
+        writer: format!("{login} (aayu proof push)"),
+    };
+    let stamp: String = pack
+        .created_at
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let dir = format!("proof/{story}/{}/advisory/{stamp}", pack.pr_head_sha);
+    let mut landed: BTreeMap<String, Vec<u8>> = files
+        .into_iter()
+        .map(|(path, data)| (format!("{dir}/artifacts/{path}"), data))
+        .collect();
+    let mut json = serde_json::to_vec_pretty(&pack)
+        .map_err(|e| Failure::unexpected("cannot write the pack").caused_by(e))?;
+    json.push(b'\n');
+    let pack_sha256 = pack::hash_bytes(&json);
+    landed.insert(format!("{dir}/pack.json"), json);
+    let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
+        .map_err(ledger_failure)?;
+    let author = ledger.author(&login, id);
+    ledger
+        .write(
+            &landed,
+            Existing::Refuse,
+            &format!(
+                "proof push: story #{story} at {} (advisory)",
+                &pack.pr_head_sha[..12.min(pack.pr_head_sha.len())]
+            ),
+            &author,
+        )
+        .map_err(ledger_failure)?;
+
+    // Its own comment on the pull request, when there is one.
+    let pr = if pack.pr > 0 {
+        Some(pack.pr)
+    } else {
+        remote
+            .client
+            .pulls(&remote.repo, "open", None)
+            .map_err(github_failure)?
+            .into_iter()
+            .find(|p| p.head_sha == pack.pr_head_sha)
+            .map(|p| p.number)
+    };
+    let mut said = format!(
+        "story #{story}: the local pack landed as advisory on `{}` at {dir}/ (pack.json sha256 {pack_sha256})\n",
+        config.ledger.branch
+    );
+    match pr {
+        Some(pr) => {
+            let holds = pack.checks.iter().all(pack::Check::holds);
+            let body = format!(
+                "{ADVISORY_MARKER}\n### aayudha advisory pack — {}\n\nLanded by {} from a local run on `{}`; pack.json sha256 `{pack_sha256}`, on the ledger at `{dir}/`. Advisory: only the merge gate's pack can ship.\n",
+                if holds {
+                    "every floor holds"
+                } else {
+                    "a floor does not hold"
+                },
+                crate::publish::comment::escape(&login),
+                pack.pr_head_sha
+            );
+            // A repeated push of the same pack does not comment twice.
+            let already = remote
+                .client
+                .comments(&remote.repo, pr)
+                .map_err(github_failure)?
+                .iter()
+                .any(|c| {
+                    c.login == login
+                        && c.body.starts_with(ADVISORY_MARKER)
+                        && c.body.contains(&pack_sha256)
+                });
+            if !already {
+                remote
+                    .client
+                    .create_comment(&remote.repo, pr, &body)
+                    .map_err(github_failure)?;
+            }
+            said.push_str(&format!("  commented on pull request #{pr}\n"));
+        }
+        None => said.push_str("  no open pull request has this head: no comment\n"),
+    }
+    write_out(ctx.out, &said)?;
+    Ok(ExitStatus::Ok)
+}
