@@ -353,12 +353,16 @@ impl Repo {
             .then(|| format!("{}/{}", parts[1], parts[0]))
     }
 
-    /// A file on a branch: the local branch, else `origin`'s copy of it.
+    /// A file on a branch: `origin`'s copy of it when there is one (the ledger is read from origin),
+    /// else the local branch.
     pub fn file_on_branch(&self, branch: &str, path: &str) -> Option<Vec<u8>> {
-        for reference in [
-            format!("refs/heads/{branch}"),
-            format!("refs/remotes/origin/{branch}"),
-        ] {
+        let remote = format!("refs/remotes/origin/{branch}");
+        let order = if self.repo.find_reference(&remote).is_ok() {
+            [remote, format!("refs/heads/{branch}")]
+        } else {
+            [format!("refs/heads/{branch}"), remote]
+        };
+        for reference in order {
             if let Ok(Some(bytes)) = self.file_at(&reference, path) {
                 return Some(bytes);
             }
