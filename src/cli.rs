@@ -105,11 +105,12 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         CommandId::Ready => {
             commands::ready::run(ctx, commands::ready::ReadyOptions::from_matches(m))
         }
-        CommandId::Init
-        | CommandId::Install
-        | CommandId::Doctor
-        | CommandId::Generate
-        | CommandId::Completions => Err(not_built(id.spec())),
+        CommandId::Generate => commands::generate::run(ctx, m.get_flag("check")),
+        CommandId::Completions => commands::generate::completions(
+            ctx,
+            m.get_one::<String>("shell").map_or("", String::as_str),
+        ),
+        CommandId::Init | CommandId::Install | CommandId::Doctor => Err(not_built(id.spec())),
     }
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod commands;
 pub mod config;
 pub mod exit;
 pub(crate) mod floors;
+pub mod generate;
 pub(crate) mod git;
 pub mod github;
 pub(crate) mod ledger;

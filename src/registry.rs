@@ -6,10 +6,12 @@
 //! the dispatcher in `cli` matches on the same enum.
 
 mod commands;
+mod raci;
 
 use crate::exit::ExitStatus;
 
 pub use commands::command;
+pub use raci::{HOSTS, Host, LAYERS, Layer, raci, raci_lint};
 
 /// The closed list of commands. Adding a variant forces an entry in [`command`] and a dispatch arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,7 +56,7 @@ impl CommandId {
 }
 
 /// One command: a verb people and agents use, or a plumbing command the action and tools use.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Command {
     pub id: CommandId,
     /// The full name as typed after `aayu`; plumbing groups use a space (`proof verify`).
@@ -97,7 +99,7 @@ impl Command {
 }
 
 /// One argument or flag of a command.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Input {
     pub name: &'static str,
     pub ty: InputType,

@@ -259,7 +259,8 @@ static INIT: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
-    surfaces: CLI_SKILL,
+    // Its skill lands with the command.
+    surfaces: CLI_ONLY,
     built: false,
     lands_with: "a later issue (init and install)",
 };
@@ -301,7 +302,8 @@ static DOCTOR: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Read,
     read_only: true,
-    surfaces: CLI_SKILL,
+    // Its skill lands with the command.
+    surfaces: CLI_ONLY,
     built: false,
     lands_with: "a later issue (doctor)",
 };
@@ -422,19 +424,19 @@ static ACTION: Command = Command {
             "mode",
             InputType::Enum(&["gate", "comment", "sweep"]),
             "MODE",
-            "What to run; by default chosen from the event.",
+            "What to run: gate (the merge-gate job), comment (the pack job) or sweep (nightly); by default from the event: pull_request_target and pull_request run the gate, schedule and workflow_dispatch the sweep.",
         ),
         valued(
             "token",
             InputType::String,
             "TOKEN",
-            "The GitHub token (default: the workflow's token).",
+            "The GitHub token for the API, the pull request's head and the comment (default: the workflow's token); the gate needs read access only.",
         ),
         valued(
             "story",
             InputType::Issue,
             "N",
-            "The story, when the pull request body does not name one.",
+            "The story (issue number) when the pull request body names none (a `Story: #N` line, or a closing keyword such as `Fixes #N`).",
         ),
         valued(
             "config",
@@ -446,13 +448,13 @@ static ACTION: Command = Command {
             "working-directory",
             InputType::Path,
             "DIR",
-            "The repository's folder inside the workspace.",
+            "The repository's folder inside the workspace (empty: the workspace itself).",
         ),
         valued(
             "retention-days",
             InputType::Int,
             "DAYS",
-            "How long the aayudha-pack artifact is kept.",
+            "How many days the aayudha-pack artifact is kept (default `[proof] retention_days`, capped by the repository's own setting).",
         ),
         valued(
             "bot-login",
@@ -513,6 +515,9 @@ static GENERATE: Command = Command {
     )],
     outputs: &[
         "docs/README.md",
+        "docs/configuration.md",
+        "docs/aayu.1",
+        "LAYERS.md",
         "skills/*/SKILL.md",
         "schemas/mcp/*.json",
         "action.yml",
@@ -524,8 +529,8 @@ static GENERATE: Command = Command {
     exposure: Exposure::Never,
     read_only: false,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "the registry renderings (generate and the drift test)",
+    built: true,
+    lands_with: "",
 };
 
 static COMPLETIONS: Command = Command {
@@ -549,8 +554,8 @@ static COMPLETIONS: Command = Command {
     exposure: Exposure::Never,
     read_only: true,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "the registry renderings (generate and the drift test)",
+    built: true,
+    lands_with: "",
 };
 
 /// The data of one command. Exhaustive on purpose: a new [`CommandId`] does not compile without its entry.
