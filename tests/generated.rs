@@ -252,3 +252,24 @@ fn completions_and_help_come_from_the_registry() {
     let man = std::fs::read_to_string(root().join("docs/aayu.1")).expect("man page");
     assert!(man.contains(".TH aayu 1"), "a man page");
 }
+
+#[test]
+fn every_mcp_schema_is_a_json_schema_that_accepts_a_real_call() {
+    let ready: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root().join("schemas/mcp/ready.json")).expect("ready.json"),
+    )
+    .expect("json");
+    let validator = jsonschema::validator_for(&ready).expect("a valid JSON Schema");
+    assert!(validator.is_valid(&serde_json::json!({"story": "#131"})));
+    assert!(!validator.is_valid(&serde_json::json!({"story": "131; rm -rf /"})));
+    assert!(
+        !validator.is_valid(&serde_json::json!({"story": "131", "refreeze": true})),
+        "human-only inputs are not offered"
+    );
+    for path in walk(&root().join("schemas/mcp")) {
+        let schema: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(schema["x-aayu-exposure"].is_string(), "{}", path.display());
+    }
+}
