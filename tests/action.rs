@@ -1052,3 +1052,37 @@ fn ready_gate_comment_ship_and_proof_verify_end_to_end() {
     github.assert_clean();
     results.assert_clean();
 }
+
+#[test]
+fn the_base_configs_retention_is_capped_by_the_repositorys_with_a_warning() {
+    let (source, base, head) = tally(TALLY_EVIDENCE, "[proof]\nretention_days = 120\n");
+    let origin = publish(source, base, head);
+    let ws = workspace(&origin);
+    let github = github();
+    let results = fake_results::Server::start(&runtime_token(1001));
+    let runner = Runner::new(&pr_event("opened", 0, &origin, None));
+    let mut cmd = action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        1001,
+        "pull_request_target",
+        &[],
+    );
+    let gate = run(cmd.env("AAYUDHA_NOW", "2026-11-29T10:00:00Z"));
+    assert_eq!(gate.code, 0, "{}", gate.stderr);
+    assert!(
+        gate.stderr.contains("`[proof] retention_days` is 120, but this repository keeps artifacts at most 90 days: using 90"),
+        "{}",
+        gate.stderr
+    );
+    let expires = results.state.lock().expect("lock").artifacts[0]
+        .expires_at
+        .clone();
+    assert_eq!(
+        expires.as_deref().map(|e| &e[..10]),
+        Some("2027-02-27"),
+        "90 days on"
+    );
+}

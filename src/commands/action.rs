@@ -407,16 +407,16 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             .caused_by(e)
             .with_hint("check out the base with actions/checkout before the aayudha step")
     })?;
-    let ledger = match &options.config {
+    // A configuration error is reported by `verify --ci` (with its file and line); here the defaults stand.
+    let base_config = match &options.config {
         Some(file) => Config::load(repo.root(), Some(file), &root),
         None => match repo.file_at(&pr.base_sha, CONFIG_PATH).ok().flatten() {
             Some(bytes) => Config::from_text(&String::from_utf8_lossy(&bytes), CONFIG_PATH),
             None => Ok(Config::defaults()),
         },
     }
-    .map(|c| c.ledger.branch)
-    .unwrap_or_else(|_| "ledger".into());
-    fetch(repo.root(), options, pr.number, &ledger)?;
+    .unwrap_or_else(|_| Config::defaults());
+    fetch(repo.root(), options, pr.number, &base_config.ledger.branch)?;
     for (what, sha) in [("head", &pr.head_sha), ("base", &pr.base_sha)] {
         if repo.sha(sha).is_err() {
             return Err(Failure::unexpected(format!(
@@ -527,8 +527,9 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         return Err(Failure::usage("ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN are not set: the pack cannot be uploaded")
             .with_hint("the gate runs as a step of a GitHub Actions job"));
     };
-    let config_days = Config::defaults().proof.retention_days;
-    let requested = options.retention_days.unwrap_or(config_days);
+    let requested = options
+        .retention_days
+        .unwrap_or(base_config.proof.retention_days);
     let (days, warning) = results::retention(requested, options.retention_max);
     if let Some(warning) = warning {
         let _ = writeln!(ctx.err, "warning: {warning}");
