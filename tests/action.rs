@@ -1086,3 +1086,57 @@ fn the_base_configs_retention_is_capped_by_the_repositorys_with_a_warning() {
         "90 days on"
     );
 }
+
+#[test]
+fn a_story_edited_after_ready_is_not_proven_by_the_gate_nor_the_comment_job() {
+    let origin = origin();
+    let ws = workspace(&origin);
+    let github = github();
+    seed_ledger(&github, &origin);
+    github
+        .state
+        .lock()
+        .expect("lock")
+        .issues
+        .get_mut(&902)
+        .expect("902")
+        .body =
+        Some("## Completion Goal\n\n1. Blank lines are skipped.\n2. And something new.\n".into());
+    let results = fake_results::Server::start(&runtime_token(1101));
+    let event = pr_event("synchronize", 0, &origin, Some("Story: #902"));
+    let runner = Runner::new(&event);
+    let gate = run(&mut action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        1101,
+        "pull_request_target",
+        &[],
+    ));
+    assert_eq!(gate.code, 0, "the pack is uploaded: {}", gate.stderr);
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("not-proven")
+    );
+    assert!(
+        gate.stdout.contains("::error title=aayudha%3A the story changed after Ready::story #902's Completion Goal is not the one frozen"),
+        "{}",
+        gate.stdout
+    );
+    let comment = run(&mut action(
+        ws.root(),
+        &Runner::new(&event),
+        &github.url,
+        &results.url,
+        1101,
+        "pull_request_target",
+        &[("MODE", "comment")],
+    ));
+    assert_eq!(comment.code, 4, "{}{}", comment.stdout, comment.stderr);
+    assert!(
+        github.comments()[0].body.contains("not proven"),
+        "{}",
+        github.comments()[0].body
+    );
+}

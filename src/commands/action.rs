@@ -460,11 +460,15 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         let client = Client::new(&options.api_url, &Token::new(token)).map_err(github_failure)?;
         let issue = client.issue(&repository, story).map_err(github_failure)?;
         binding.story_labels = Some(issue.labels);
-        binding.completion_goal_hash = issue
-            .body
-            .as_deref()
-            .and_then(ready::completion_goal)
-            .map(|goal| ready::goal_hash(&goal));
+        // A story whose body lost its Completion Goal hashes to nothing, which no snapshot matches.
+        binding.completion_goal_hash = Some(
+            issue
+                .body
+                .as_deref()
+                .and_then(ready::completion_goal)
+                .map(|goal| ready::goal_hash(&goal))
+                .unwrap_or_default(),
+        );
     }
 
     // verify --ci, bound to the pull request, its pack written outside the workspace.
@@ -575,8 +579,35 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             &check.detail,
         );
     }
+    // The story edited after Ready: the pack cannot verify against its snapshot, whatever the floors say.
+    let snapshot_hash = story.and_then(|n| {
+        repo.file_on_branch(&base_config.ledger.branch, &format!("specs/{n}/ready.md"))
+            .and_then(|b| ready::parse(&String::from_utf8_lossy(&b), "ready.md").ok())
+            .map(|s| s.meta.completion_goal_hash)
+    });
+    let goal_changed = snapshot_hash
+        .as_ref()
+        .is_some_and(|h| *h != pack.completion_goal_hash);
+    if goal_changed {
+        notes.add(
+            Level::Error,
+            None,
+            "aayudha: the story changed after Ready",
+            &format!(
+                "story #{}'s Completion Goal is not the one frozen in its Ready snapshot: agree on it, then run `aayu ready {} --refreeze`",
+                story.unwrap_or(0),
+                story.unwrap_or(0)
+            ),
+        );
+    }
     say(ctx, &notes.lines);
-    let result = if holds { "proven" } else { "floors-fail" };
+    let result = if goal_changed {
+        "not-proven"
+    } else if holds {
+        "proven"
+    } else {
+        "floors-fail"
+    };
     output(ctx, options, "result", result);
     output(ctx, options, "pack-sha256", &pack_sha256);
     output(
