@@ -37,6 +37,19 @@ pub(crate) fn start_dir(ctx: &Context) -> std::path::PathBuf {
     }
 }
 
+/// The repository the command runs in (found from [`start_dir`]) and its configuration, for the commands
+/// that work on a checkout (`ready`, `proof verify`, `proof push`, `ship`).
+pub(crate) fn repo_and_config(
+    ctx: &Context,
+) -> Result<(crate::git::Repo, crate::config::Config), Failure> {
+    let start = start_dir(ctx);
+    let repo = crate::git::Repo::discover(&start)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
+    let config = crate::config::Config::load(repo.root(), None, &start)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    Ok((repo, config))
+}
+
 /// A command that could not do its work: what failed, why, and how to fix it.
 #[derive(Debug)]
 pub struct Failure {

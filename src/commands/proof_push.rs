@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use crate::commands::ready::ledger_failure;
 use crate::commands::remote::{self, github_failure};
 use crate::commands::{Context, Failure, write_out};
-use crate::config::Config;
 use crate::exit::ExitStatus;
-use crate::git::Repo;
 use crate::ledger::store::{Existing, Ledger};
 use crate::maps::blocks::ArtifactKind;
 use crate::pack;
@@ -42,10 +40,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
             "in CI the merge gate uploads its pack, and `aayu ship` lands it as authoritative",
         ));
     }
-    let start = super::start_dir(ctx);
-    let repo = Repo::discover(&start).map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
-    let config = Config::load(repo.root(), None, &start)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let (repo, config) = super::repo_and_config(ctx)?;
     let story = options.story;
     let local = repo.root().join(format!(".aayudha/proof/{story}"));
     let bytes = std::fs::read(local.join("pack.json")).map_err(|e| {

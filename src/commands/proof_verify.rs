@@ -10,9 +10,8 @@ use serde::Serialize;
 use crate::commands::ready::ledger_failure;
 use crate::commands::remote;
 use crate::commands::{Context, Failure, write_out};
-use crate::config::Config;
 use crate::exit::ExitStatus;
-use crate::git::{Network, Repo};
+use crate::git::Network;
 use crate::ledger::ready;
 use crate::ledger::store::Ledger;
 use crate::ledger::verify::{self, Finding, Stored};
@@ -89,10 +88,7 @@ fn through_lfs(root: &std::path::Path, pointer: &[u8]) -> Stored {
 }
 
 pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus, Failure> {
-    let start = super::start_dir(ctx);
-    let repo = Repo::discover(&start).map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
-    let config = Config::load(repo.root(), None, &start)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let (repo, config) = super::repo_and_config(ctx)?;
     let story = options.story;
     let network = Network {
         server_url: ctx

@@ -8,9 +8,7 @@ use serde_json::json;
 
 use crate::commands::remote::{self, github_failure};
 use crate::commands::{Context, Failure, write_out};
-use crate::config::Config;
 use crate::exit::ExitStatus;
-use crate::git::Repo;
 use crate::ledger::ready;
 use crate::ledger::store::{Existing, Ledger, LedgerError};
 
@@ -66,10 +64,7 @@ fn spaced(value: &serde_json::Value) -> String {
 }
 
 pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failure> {
-    let start = super::start_dir(ctx);
-    let repo = Repo::discover(&start).map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
-    let config = Config::load(repo.root(), None, &start)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let (repo, config) = super::repo_and_config(ctx)?;
     let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
     let story = options.story;
 

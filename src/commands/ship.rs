@@ -13,9 +13,7 @@ use crate::commands::action::ARTIFACT;
 use crate::commands::ready::ledger_failure;
 use crate::commands::remote::{self, Remote, github_failure};
 use crate::commands::{Context, Failure, write_out};
-use crate::config::Config;
 use crate::exit::ExitStatus;
-use crate::git::Repo;
 use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
 use crate::ledger::ready;
 use crate::ledger::store::{Existing, Ledger};
@@ -251,10 +249,7 @@ fn approver(remote: &Remote, pull: &Pull) -> Result<Option<String>, Failure> {
 }
 
 pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failure> {
-    let start = super::start_dir(ctx);
-    let repo = Repo::discover(&start).map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
-    let config = Config::load(repo.root(), None, &start)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let (repo, config) = super::repo_and_config(ctx)?;
     if ctx.env.github_actions || ctx.env.vars.contains_key("CI") {
         return Err(
             Failure::usage("`aayu ship` is a person's decision: it does not run in CI")
