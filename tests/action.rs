@@ -234,6 +234,26 @@ fn action(
     cmd
 }
 
+/// `aayu action` on a `pull_request_target` event, in the workspace, against the fakes.
+fn on_pr(
+    ws: &TestRepo,
+    runner: &Runner,
+    github: &fake_github::Server,
+    results: &fake_results::Server,
+    run_id: u64,
+    inputs: &[(&str, &str)],
+) -> common::Run {
+    run(&mut action(
+        ws.root(),
+        runner,
+        &github.url,
+        &results.url,
+        run_id,
+        "pull_request_target",
+        inputs,
+    ))
+}
+
 /// The pull request event of `action`, for the PR #3 of `origin`, from GitHub's own example.
 fn pr_event(action: &str, nth: usize, origin: &Origin, body: Option<&str>) -> Value {
     let mut event = webhook(action, nth);
@@ -297,15 +317,7 @@ fn gate_then_comment_then_a_second_run_edits_the_same_comment() {
         &origin,
         Some("Fixes blank lines.\n\nStory: #902\n"),
     ));
-    let gate = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        101,
-        "pull_request_target",
-        &[],
-    ));
+    let gate = on_pr(&ws, &runner, &github, &results, 101, &[]);
     assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
     let outputs = runner.outputs();
     assert_eq!(
@@ -341,15 +353,14 @@ fn gate_then_comment_then_a_second_run_edits_the_same_comment() {
 
     // The pack job of run 101.
     let runner2 = Runner::new(&pr_event("opened", 0, &origin, Some("Story: #902")));
-    let comment = run(&mut action(
-        ws.root(),
+    let comment = on_pr(
+        &ws,
         &runner2,
-        &github.url,
-        &results.url,
+        &github,
+        &results,
         101,
-        "pull_request_target",
         &[("MODE", "comment")],
-    ));
+    );
     assert_eq!(comment.code, 0, "{}\n{}", comment.stdout, comment.stderr);
     let comments = github.comments();
     assert_eq!(comments.len(), 1);
@@ -380,26 +391,17 @@ fn gate_then_comment_then_a_second_run_edits_the_same_comment() {
     // Run 102 (`synchronize`) and its pack job: the same comment is edited.
     let results2 = fake_results::Server::start(&runtime_token(102));
     let runner3 = Runner::new(&pr_event("synchronize", 0, &origin, Some("Story: #902")));
-    let gate2 = run(&mut action(
-        ws.root(),
-        &runner3,
-        &github.url,
-        &results2.url,
-        102,
-        "pull_request_target",
-        &[],
-    ));
+    let gate2 = on_pr(&ws, &runner3, &github, &results2, 102, &[]);
     assert_eq!(gate2.code, 0, "{}", gate2.stderr);
     let runner4 = Runner::new(&pr_event("synchronize", 0, &origin, Some("Story: #902")));
-    let comment2 = run(&mut action(
-        ws.root(),
+    let comment2 = on_pr(
+        &ws,
         &runner4,
-        &github.url,
-        &results2.url,
+        &github,
+        &results2,
         102,
-        "pull_request_target",
         &[("MODE", "comment")],
-    ));
+    );
     assert_eq!(comment2.code, 0, "{}", comment2.stderr);
     let after = github.comments();
     assert_eq!(after.len(), 1, "one comment, edited in place");
@@ -424,15 +426,7 @@ fn a_null_body_and_a_fork_verify_the_map_floors_only() {
     );
     event["pull_request"]["head"]["repo"]["full_name"] = json!("mallory/Hello-World");
     let runner = Runner::new(&event);
-    let gate = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        201,
-        "pull_request_target",
-        &[],
-    ));
+    let gate = on_pr(&ws, &runner, &github, &results, 201, &[]);
     assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
     let outputs = runner.outputs();
     assert_eq!(outputs.get("story").map(String::as_str), Some(""));
@@ -454,15 +448,7 @@ fn the_story_input_wins_and_a_bad_input_names_itself() {
     let github = github();
     let results = fake_results::Server::start(&runtime_token(301));
     let runner = Runner::new(&pr_event("labeled", 0, &origin, Some("no story here")));
-    let bad = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        301,
-        "pull_request_target",
-        &[("STORY", "nine")],
-    ));
+    let bad = on_pr(&ws, &runner, &github, &results, 301, &[("STORY", "nine")]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(
         bad.stderr
@@ -470,30 +456,14 @@ fn the_story_input_wins_and_a_bad_input_names_itself() {
         "{}",
         bad.stderr
     );
-    let mode = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        301,
-        "pull_request_target",
-        &[("MODE", "deploy")],
-    ));
+    let mode = on_pr(&ws, &runner, &github, &results, 301, &[("MODE", "deploy")]);
     assert_eq!(mode.code, 2);
     assert!(
         mode.stderr.contains("the input `mode` (INPUT_MODE)"),
         "{}",
         mode.stderr
     );
-    let good = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        301,
-        "pull_request_target",
-        &[("STORY", " 902 ")],
-    ));
+    let good = on_pr(&ws, &runner, &github, &results, 301, &[("STORY", " 902 ")]);
     assert_eq!(good.code, 0, "{}", good.stderr);
     assert_eq!(
         runner.outputs().get("story").map(String::as_str),
@@ -528,15 +498,7 @@ fn a_config_change_in_the_pull_request_is_a_notice_and_does_not_apply() {
     let github = github();
     let results = fake_results::Server::start(&runtime_token(401));
     let runner = Runner::new(&pr_event("opened", 0, &origin, None));
-    let gate = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        401,
-        "pull_request_target",
-        &[],
-    ));
+    let gate = on_pr(&ws, &runner, &github, &results, 401, &[]);
     assert_eq!(gate.code, 0, "{}", gate.stderr);
     assert!(
         gate.stdout.contains("::notice file=.aayudha/config.toml,line=1,title=aayudha configuration::this pull request changes the configuration"),
@@ -912,15 +874,7 @@ fn drift_in_the_pull_request_is_annotated_on_its_line() {
     let github = github();
     let results = fake_results::Server::start(&runtime_token(901));
     let runner = Runner::new(&pr_event("opened", 0, &origin, None));
-    let gate = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        901,
-        "pull_request_target",
-        &[],
-    ));
+    let gate = on_pr(&ws, &runner, &github, &results, 901, &[]);
     assert_eq!(gate.code, 0, "{}", gate.stderr);
     assert_eq!(
         runner.outputs().get("drift").map(String::as_str),
@@ -995,25 +949,16 @@ fn ready_gate_comment_ship_and_proof_verify_end_to_end() {
     let ws = workspace(&origin);
     let results = fake_results::Server::start(&runtime_token(101));
     let event = pr_event("opened", 0, &origin, Some("Story: #902"));
-    let gate = run(&mut action(
-        ws.root(),
-        &Runner::new(&event),
-        &github.url,
-        &results.url,
-        101,
-        "pull_request_target",
-        &[],
-    ));
+    let gate = on_pr(&ws, &Runner::new(&event), &github, &results, 101, &[]);
     assert_eq!(gate.code, 0, "{}{}", gate.stdout, gate.stderr);
-    let comment = run(&mut action(
-        ws.root(),
+    let comment = on_pr(
+        &ws,
         &Runner::new(&event),
-        &github.url,
-        &results.url,
+        &github,
+        &results,
         101,
-        "pull_request_target",
         &[("MODE", "comment")],
-    ));
+    );
     assert_eq!(comment.code, 0, "{}{}", comment.stdout, comment.stderr);
 
     // GitHub now lists run 101 of the gate, with the artifact the gate uploaded.
@@ -1105,15 +1050,7 @@ fn a_story_edited_after_ready_is_not_proven_by_the_gate_nor_the_comment_job() {
     let results = fake_results::Server::start(&runtime_token(1101));
     let event = pr_event("synchronize", 0, &origin, Some("Story: #902"));
     let runner = Runner::new(&event);
-    let gate = run(&mut action(
-        ws.root(),
-        &runner,
-        &github.url,
-        &results.url,
-        1101,
-        "pull_request_target",
-        &[],
-    ));
+    let gate = on_pr(&ws, &runner, &github, &results, 1101, &[]);
     assert_eq!(gate.code, 0, "the pack is uploaded: {}", gate.stderr);
     assert_eq!(
         runner.outputs().get("result").map(String::as_str),
@@ -1124,15 +1061,14 @@ fn a_story_edited_after_ready_is_not_proven_by_the_gate_nor_the_comment_job() {
         "{}",
         gate.stdout
     );
-    let comment = run(&mut action(
-        ws.root(),
+    let comment = on_pr(
+        &ws,
         &Runner::new(&event),
-        &github.url,
-        &results.url,
+        &github,
+        &results,
         1101,
-        "pull_request_target",
         &[("MODE", "comment")],
-    ));
+    );
     assert_eq!(comment.code, 4, "{}{}", comment.stdout, comment.stderr);
     assert!(
         github.comments()[0].body.contains("not proven"),
