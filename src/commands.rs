@@ -50,6 +50,30 @@ pub(crate) fn repo_and_config(
     Ok((repo, config))
 }
 
+/// The first 12 characters of a SHA (or the whole string when shorter), for people to read.
+pub(crate) fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// A GitHub refusal as a failure with its hint (exit 1).
+pub(crate) fn github_failure(e: crate::github::GitHubError) -> Failure {
+    let hint = e.hint();
+    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
+}
+
+/// A ledger error as a failure with its hint (exit 1).
+pub(crate) fn ledger_failure(e: crate::ledger::store::LedgerError) -> Failure {
+    use crate::ledger::store::LedgerError;
+    let hint = match &e {
+        LedgerError::Push { .. } | LedgerError::Fetch { .. } => Some(
+            "check that the token may write to the repository (contents: write) and that `origin` is reachable",
+        ),
+        LedgerError::CheckedOut(_) => Some("switch to another branch first"),
+        _ => None,
+    };
+    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint.map(str::to_string))
+}
+
 /// A command that could not do its work: what failed, why, and how to fix it.
 #[derive(Debug)]
 pub struct Failure {

@@ -791,15 +791,11 @@ fn a_cancelled_gate_stops_its_checks_and_uploads_nothing() {
     );
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(143), "128 + SIGTERM");
-    let alive = |pid: &str| {
-        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .is_ok_and(|s| !s.contains(") Z "))
-    };
     let killed_at = std::time::Instant::now();
-    while alive(&pid) && killed_at.elapsed().as_secs() < 5 {
+    while common::alive(&pid) && killed_at.elapsed().as_secs() < 5 {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert!(!alive(&pid), "the check's child {pid} was killed");
+    assert!(!common::alive(&pid), "the check's child {pid} was killed");
     assert!(
         results.state.lock().expect("lock").artifacts.is_empty(),
         "nothing was uploaded"

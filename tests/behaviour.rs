@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::hostile::{MAP, hostile};
 use common::{TestRepo, feature_md, map_readme, run, skill};
 use serde_json::Value;
@@ -33,14 +31,6 @@ fn only(report: &Value) -> &Value {
     let checks = report["checks"].as_array().expect("checks");
     assert_eq!(checks.len(), 1, "{report}");
     &checks[0]
-}
-
-fn alive(pid: &str) -> bool {
-    let pid = pid.trim();
-    Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ")
 }
 
 #[test]
@@ -272,7 +262,7 @@ fn every_process_of_a_check_is_killed_before_hashing() {
     for file in ["child.pid", "daemon.pid"] {
         let pid = std::fs::read_to_string(shared.path().join(file))
             .unwrap_or_else(|_| panic!("{file} written"));
-        assert!(!alive(&pid), "{file} {pid} outlived its check");
+        assert!(!common::alive(&pid), "{file} {pid} outlived its check");
     }
     let reasons: Vec<&str> = report["checks"]
         .as_array()
@@ -474,10 +464,10 @@ fn an_interrupted_run_kills_its_checks_and_removes_its_folders() {
     assert!(started.elapsed().as_secs() < 30);
     // SIGKILL is delivered at once, but a loaded machine may take a moment to tear the process down.
     let killed_at = std::time::Instant::now();
-    while alive(&pid) && killed_at.elapsed().as_secs() < 5 {
+    while common::alive(&pid) && killed_at.elapsed().as_secs() < 5 {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert!(!alive(&pid), "the check's child {pid} was killed");
+    assert!(!common::alive(&pid), "the check's child {pid} was killed");
     let left: Vec<String> = std::fs::read_dir(tmp.path())
         .expect("tmp")
         .filter_map(|e| e.ok())

@@ -19,7 +19,7 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::Value;
 
-use crate::commands::{Context, Failure};
+use crate::commands::{Context, Failure, github_failure};
 use crate::config::{CONFIG_PATH, Config};
 use crate::exit::ExitStatus;
 use crate::git::Repo;
@@ -379,11 +379,6 @@ fn check_out(root: &Path, sha: &str) -> Result<(), Failure> {
         )));
     }
     Ok(())
-}
-
-fn github_failure(e: crate::github::GitHubError) -> Failure {
-    let hint = e.hint();
-    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
 }
 
 fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {

@@ -70,7 +70,7 @@ pub fn run(
         None => match repo.file_at(&base_sha, CONFIG_PATH).map_err(failure_of)? {
             Some(bytes) => Config::from_text(
                 &String::from_utf8_lossy(&bytes),
-                &format!("{}:{CONFIG_PATH}", &base_sha[..12]),
+                &format!("{}:{CONFIG_PATH}", super::short(&base_sha)),
             ),
             None => Ok(Config::defaults()),
         },

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{Client, GitHubError, NewStatus, Token};
 use crate::ledger::ready;
@@ -218,15 +218,6 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
     } else {
         ExitStatus::Ok
     })
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..12).unwrap_or(sha)
-}
-
-fn github_failure(e: GitHubError) -> Failure {
-    let hint = e.hint();
-    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
 }
 
 /// The pull request of the event (`pull_request.number` in `GITHUB_EVENT_PATH`).

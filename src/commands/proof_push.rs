@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::commands::ready::ledger_failure;
-use crate::commands::remote::{self, github_failure};
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::{Context, Failure, github_failure, ledger_failure, remote, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
 use crate::maps::blocks::ArtifactKind;
@@ -154,7 +152,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
             Existing::Refuse,
             &format!(
                 "proof push: story #{story} at {} (advisory)",
-                &pack.pr_head_sha[..12.min(pack.pr_head_sha.len())]
+                short(&pack.pr_head_sha)
             ),
             &author,
         )

@@ -7,9 +7,7 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use crate::commands::ready::ledger_failure;
-use crate::commands::remote;
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::{Context, Failure, ledger_failure, remote, write_out};
 use crate::exit::ExitStatus;
 use crate::git::Network;
 use crate::ledger::ready;

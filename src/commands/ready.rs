@@ -6,11 +6,10 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::commands::remote::{self, github_failure};
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::{Context, Failure, github_failure, ledger_failure, remote, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::ready;
-use crate::ledger::store::{Existing, Ledger, LedgerError};
+use crate::ledger::store::{Existing, Ledger};
 
 /// What `aayu ready` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -27,21 +26,6 @@ impl ReadyOptions {
             refreeze: m.get_flag("refreeze"),
             repo: m.get_one::<String>("repo").cloned(),
         }
-    }
-}
-
-pub fn ledger_failure(e: LedgerError) -> Failure {
-    let hint = match &e {
-        LedgerError::Push { .. } | LedgerError::Fetch { .. } => Some(
-            "check that the token may write to the repository (contents: write) and that `origin` is reachable",
-        ),
-        LedgerError::CheckedOut(_) => Some("switch to another branch first"),
-        _ => None,
-    };
-    let failure = Failure::from_error(ExitStatus::Failure, &e);
-    match hint {
-        Some(h) => failure.with_hint(h),
-        None => failure,
     }
 }
 
@@ -124,7 +108,7 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
                 }
                 Ok(s) => format!(
                     "with another Completion Goal ({})",
-                    &s.meta.completion_goal_hash[..12]
+                    short(&s.meta.completion_goal_hash)
                 ),
                 Err(e) => format!("but it does not read: {e}"),
             };
@@ -164,10 +148,10 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     let message = if existing.is_some() {
         format!(
             "ready: story #{story} refrozen (Completion Goal {})",
-            &hash[..12]
+            short(&hash)
         )
     } else {
-        format!("ready: story #{story} (Completion Goal {})", &hash[..12])
+        format!("ready: story #{story} (Completion Goal {})", short(&hash))
     };
     let commit = ledger
         .write(&files, Existing::Replace, &message, &author)
@@ -176,7 +160,7 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
         "story #{story} is Ready: {} criteria, Completion Goal sha256 {hash}\n  {}:{path} at {}\n",
         criteria.len(),
         config.ledger.branch,
-        &commit.to_string()[..12]
+        short(&commit.to_string())
     );
     write_out(ctx.out, &line)?;
     Ok(ExitStatus::Ok)

@@ -3,10 +3,10 @@
 //! GitHub URL; the token from `GITHUB_TOKEN`, else `GH_TOKEN`, else `gh auth token` when `gh` is installed;
 //! the API from `GITHUB_API_URL` (GitHub Enterprise too).
 
-use crate::commands::Failure;
-use crate::exit::ExitStatus;
+use crate::commands::{Failure, github_failure};
+
 use crate::git::Network;
-use crate::github::{Client, GitHubError, Token};
+use crate::github::{Client, Token};
 use crate::settings::Env;
 
 /// A repository on GitHub and a client for it.
@@ -105,12 +105,6 @@ pub fn resolve(flag: Option<&str>, env: &Env, origin: Option<String>) -> Result<
         client,
         network,
     })
-}
-
-/// A GitHub refusal as a failure with its hint (exit 1).
-pub fn github_failure(e: GitHubError) -> Failure {
-    let hint = e.hint();
-    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
 }
 
 #[cfg(test)]

@@ -10,9 +10,8 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use crate::commands::action::ARTIFACT;
-use crate::commands::ready::ledger_failure;
-use crate::commands::remote::{self, Remote, github_failure};
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::remote::{self, Remote};
+use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
 use crate::ledger::ready;
@@ -209,10 +208,6 @@ fn qualify(
         artifact_id: artifact.id,
         unpacked,
     })
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..12).unwrap_or(sha)
 }
 
 /// The approving reviewer: the latest review of someone with write access, other than the author, on the

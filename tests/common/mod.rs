@@ -160,6 +160,11 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Whether a process is alive (a zombie is not).
+pub fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|s| !s.contains(") Z "))
+}
+
 /// A folder anyone may write, for a control tool to leave notes the test reads (pids, marks).
 pub fn shared_dir() -> TempDir {
     let dir = tempfile::Builder::new()
