@@ -26,15 +26,13 @@ use crate::git::Repo;
 use crate::github::{Client, Token};
 use crate::ledger::ready;
 use crate::pack::Pack;
+use crate::publish::ARTIFACT;
 use crate::publish::archive;
 use crate::publish::results::{self, Results};
 use crate::registry::CommandId;
 use crate::settings::{Binding, Env, ProofCommentOptions, VerifyOptions};
 
 use files::{Annotations, Level};
-
-/// The artifact the gate uploads and the comment job reads.
-pub const ARTIFACT: &str = "aayudha-pack";
 
 /// What the action runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

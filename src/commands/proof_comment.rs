@@ -11,14 +11,13 @@ use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{Client, GitHubError, NewStatus, Token};
 use crate::ledger::ready;
+use crate::ledger::verify::{self, Stored};
 use crate::pack::Pack;
+use crate::publish::ARTIFACT;
 use crate::publish::archive::{self, Limits};
 use crate::publish::comment::{self, ACTIONS_BOT, Outcome};
 use crate::publish::results::Results;
 use crate::settings::ProofCommentOptions;
-
-/// The artifact the gate uploads.
-pub const ARTIFACT: &str = "aayudha-pack";
 
 pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus, Failure> {
     let repo = options.repository.clone().ok_or_else(|| {
@@ -65,73 +64,63 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         }
     };
     let pack_hash = crate::pack::hash_bytes(&zip);
-    let (pack, pack_json_hash, mut problems) = match archive::read(&zip, Limits::default()) {
-        Ok(unpacked) => (Some(unpacked.pack), unpacked.pack_sha256, Vec::new()),
-        Err(e) => (None, String::new(), vec![e.to_string()]),
+    let (unpacked, mut problems) = match archive::read(&zip, Limits::default()) {
+        Ok(unpacked) => (Some(unpacked), Vec::new()),
+        Err(e) => (None, vec![e.to_string()]),
     };
+    let pack_json_hash = unpacked
+        .as_ref()
+        .map(|u| u.pack_sha256.clone())
+        .unwrap_or_default();
+    let pack = unpacked.as_ref().map(|u| &u.pack);
 
     // The pull request's head and the story's Ready snapshot, from the ledger through the contents API.
     let head = client.pull(&repo, pr).map_err(github_failure)?.head_sha;
     let mut criteria_lines = Vec::new();
-    if let Some(pack) = &pack {
+    if let (Some(unpacked), Some(pack)) = (&unpacked, pack) {
         if pack.pr_head_sha != head {
             problems.push(format!(
                 "the pack proves {} but the pull request's head is {head}",
                 short(&pack.pr_head_sha)
             ));
         }
-        if pack.story > 0 {
-            match snapshot(&client, &repo, pack.story) {
-                Ok(snapshot) => {
-                    if snapshot.meta.completion_goal_hash != pack.completion_goal_hash {
-                        problems.push(format!(
-                            "`completion_goal_hash` {} is not the Ready snapshot's {}",
-                            short(&pack.completion_goal_hash),
-                            short(&snapshot.meta.completion_goal_hash)
-                        ));
-                    }
-                    for criterion in &snapshot.criteria {
-                        let evidence = pack
-                            .criteria
-                            .iter()
-                            .find(|c| c.id == criterion.id)
-                            .map(|c| c.evidence.clone())
-                            .unwrap_or_default();
-                        if evidence.is_empty() {
-                            problems.push(format!("criterion {} has no evidence", criterion.id));
-                            criteria_lines.push(format!(
-                                "| {} | no evidence | {} |",
-                                criterion.id,
-                                comment::escape(&criterion.text)
-                            ));
-                        } else {
-                            criteria_lines.push(format!(
-                                "| {} | evidenced: {} | {} |",
-                                criterion.id,
-                                comment::escape(&evidence.join(", ")),
-                                comment::escape(&criterion.text)
-                            ));
-                        }
-                    }
-                    for extra in pack
-                        .criteria
-                        .iter()
-                        .filter(|c| !snapshot.criteria.iter().any(|s| s.id == c.id))
-                    {
-                        problems.push(format!(
-                            "criterion {} is not in the Ready snapshot",
-                            extra.id
-                        ));
-                    }
-                }
-                Err(why) => problems.push(why),
+        // The same checks as `aayu proof verify` and `aayu ship`, against the snapshot on the ledger.
+        let snapshot = (pack.story > 0).then(|| snapshot(&client, &repo, pack.story));
+        let read = |a: &crate::pack::Artifact| match unpacked.artifacts.get(&a.path) {
+            Some(bytes) => Stored::Bytes(bytes.clone()),
+            None => Stored::Missing,
+        };
+        // The head was compared above, with the pull request's full SHA in the message.
+        let outcome = verify::verify(pack, &read, snapshot.as_ref(), &Ok(None));
+        problems.extend(
+            outcome
+                .failures
+                .iter()
+                .map(|f| format!("{} {}: {}", f.check, f.subject, f.detail)),
+        );
+        if let Some(Ok(snapshot)) = &snapshot {
+            for criterion in &snapshot.criteria {
+                let evidence = pack
+                    .criteria
+                    .iter()
+                    .find(|c| c.id == criterion.id)
+                    .map(|c| c.evidence.clone())
+                    .unwrap_or_default();
+                let said = if evidence.is_empty() {
+                    "no evidence".to_string()
+                } else {
+                    format!("evidenced: {}", comment::escape(&evidence.join(", ")))
+                };
+                criteria_lines.push(format!(
+                    "| {} | {said} | {} |",
+                    criterion.id,
+                    comment::escape(&criterion.text)
+                ));
             }
         }
     }
     let verifies = problems.is_empty();
-    let holds = pack
-        .as_ref()
-        .is_some_and(|p| p.checks.iter().all(crate::pack::Check::holds));
+    let holds = pack.is_some_and(|p| p.checks.iter().all(crate::pack::Check::holds));
     let run_url = options.run_id.map(|id| {
         format!(
             "{}/{repo}/actions/runs/{id}",
@@ -139,7 +128,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         )
     });
     let text = render(
-        pack.as_ref(),
+        pack,
         &head,
         verifies,
         holds,

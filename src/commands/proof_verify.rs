@@ -209,7 +209,7 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
             _ => Stored::Missing,
         }
     };
-    let outcome = verify::verify(&pack, &read, &snapshot, &pr_head);
+    let outcome = verify::verify(&pack, &read, Some(&snapshot), &pr_head);
     let report = Report {
         schema_version: 1,
         story,

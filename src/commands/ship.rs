@@ -9,7 +9,6 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::commands::action::ARTIFACT;
 use crate::commands::remote::{self, Remote};
 use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
 use crate::exit::ExitStatus;
@@ -19,6 +18,7 @@ use crate::ledger::store::{Existing, Ledger};
 use crate::ledger::verify::{self, Stored};
 use crate::maps::blocks::ArtifactKind;
 use crate::pack::{self, Pack};
+use crate::publish::ARTIFACT;
 use crate::publish::archive::{self, Limits, Unpacked};
 
 #[derive(Debug, Clone, Default)]
@@ -183,7 +183,12 @@ fn qualify(
             None => Stored::Missing,
         }
     };
-    let outcome = verify::verify(pack, &read, snapshot, &Ok(Some(pull.head_sha.clone())));
+    let outcome = verify::verify(
+        pack,
+        &read,
+        Some(snapshot),
+        &Ok(Some(pull.head_sha.clone())),
+    );
     if let Some(f) = outcome.failures.first() {
         return Err(format!(
             "its pack does not verify: {} {}: {}{}",

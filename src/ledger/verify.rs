@@ -51,11 +51,12 @@ pub struct Outcome {
 }
 
 /// Checks a pack against its stored artifacts, its story's Ready snapshot and the pull request's head.
-/// `pr_head` is `Ok(None)` when the pack names no pull request.
+/// `snapshot` is `None` when the pack names no story (nothing to compare with); `pr_head` is `Ok(None)`
+/// when there is no pull request to compare with.
 pub fn verify(
     pack: &Pack,
     read: &dyn Fn(&pack::Artifact) -> Stored,
-    snapshot: &Result<Snapshot, String>,
+    snapshot: Option<&Result<Snapshot, String>>,
     pr_head: &Result<Option<String>, String>,
 ) -> Outcome {
     let mut out = Outcome::default();
@@ -126,10 +127,11 @@ pub fn verify(
         }
     }
     match snapshot {
-        Err(why) => out
+        None => {}
+        Some(Err(why)) => out
             .failures
             .push(finding("ready-snapshot", "ready.md", why.clone())),
-        Ok(snapshot) => {
+        Some(Ok(snapshot)) => {
             let ready: BTreeSet<u32> = snapshot.criteria.iter().map(|c| c.id).collect();
             for id in &ready {
                 let evidenced = pack
