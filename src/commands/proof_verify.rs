@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use crate::commands::{Context, Failure, ledger_failure, remote, write_out};
 use crate::exit::ExitStatus;
-use crate::git::Network;
 use crate::ledger::ready;
 use crate::ledger::store::Ledger;
 use crate::ledger::verify::{self, Finding, Stored};
@@ -88,15 +87,9 @@ fn through_lfs(root: &std::path::Path, pointer: &[u8]) -> Stored {
 pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus, Failure> {
     let (repo, config) = super::repo_and_config(ctx)?;
     let story = options.story;
-    let network = Network {
-        server_url: ctx
-            .env
-            .vars
-            .get("GITHUB_SERVER_URL")
-            .cloned()
-            .unwrap_or_else(|| "https://github.com".into()),
-        token: remote::token(ctx.env).ok().map(|t| t.expose().to_string()),
-    };
+    // The token is looked for once (it may run `gh auth token`): for the fetch, and for the PR's head.
+    let token = remote::token(ctx.env).ok();
+    let network = remote::network(ctx.env, token.as_ref());
     let ledger =
         Ledger::open(repo.root(), &config.ledger.branch, network).map_err(ledger_failure)?;
     ledger.fetch().map_err(ledger_failure)?;
@@ -178,7 +171,12 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
     let pr_head = if pack.pr == 0 {
         Ok(None)
     } else {
-        remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())
+        token
+            .as_ref()
+            .ok_or_else(remote::no_token)
+            .and_then(|t| {
+                remote::resolve_with(options.repo.as_deref(), ctx.env, repo.origin_slug(), t)
+            })
             .map_err(|f| {
                 let mut why = f.message;
                 if let Some(hint) = f.hint {

@@ -83,23 +83,39 @@ pub fn token(env: &Env) -> Result<Token, Failure> {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .filter(|t| !t.is_empty());
-    from_gh.map(Token::new).ok_or_else(|| {
-        Failure::usage("no GitHub token")
-            .with_hint("set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login` so that `gh auth token` gives one")
-    })
+    from_gh.map(Token::new).ok_or_else(no_token)
+}
+
+/// The error of a missing token, naming the ways to give one.
+pub fn no_token() -> Failure {
+    Failure::usage("no GitHub token")
+        .with_hint("set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login` so that `gh auth token` gives one")
+}
+
+/// How git reaches the server (`GITHUB_SERVER_URL`), with the token when there is one.
+pub fn network(env: &Env, token: Option<&Token>) -> Network {
+    Network {
+        server_url: var(env, "GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into()),
+        token: token.map(|t| t.expose().to_string()),
+    }
 }
 
 /// The repository, a client with the token, and how git reaches the server.
 pub fn resolve(flag: Option<&str>, env: &Env, origin: Option<String>) -> Result<Remote, Failure> {
+    resolve_with(flag, env, origin, &token(env)?)
+}
+
+/// [`resolve`] with a token already found.
+pub fn resolve_with(
+    flag: Option<&str>,
+    env: &Env,
+    origin: Option<String>,
+    token: &Token,
+) -> Result<Remote, Failure> {
     let repo = repository(flag, env, origin)?;
-    let token = token(env)?;
     let api_url = var(env, "GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
-    let server_url = var(env, "GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into());
-    let network = Network {
-        server_url: server_url.clone(),
-        token: Some(token.expose().to_string()),
-    };
-    let client = Client::new(&api_url, &token).map_err(github_failure)?;
+    let network = network(env, Some(token));
+    let client = Client::new(&api_url, token).map_err(github_failure)?;
     Ok(Remote {
         repo,
         client,
