@@ -37,17 +37,51 @@ pub(crate) fn start_dir(ctx: &Context) -> std::path::PathBuf {
     }
 }
 
+/// The repository the command runs in (found from [`start_dir`]).
+pub(crate) fn repo(ctx: &Context) -> Result<crate::git::Repo, Failure> {
+    crate::git::Repo::discover(&start_dir(ctx))
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e))
+}
+
 /// The repository the command runs in (found from [`start_dir`]) and its configuration, for the commands
-/// that work on a checkout (`ready`, `proof verify`, `proof push`, `ship`).
+/// that work on a checkout (`ready`, `proof verify`, `proof push`).
 pub(crate) fn repo_and_config(
     ctx: &Context,
 ) -> Result<(crate::git::Repo, crate::config::Config), Failure> {
     let start = start_dir(ctx);
-    let repo = crate::git::Repo::discover(&start)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e))?;
+    let repo = repo(ctx)?;
     let config = crate::config::Config::load(repo.root(), None, &start)
         .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
     Ok((repo, config))
+}
+
+/// The configuration of the repository's default branch on GitHub (through the contents API): what the
+/// comment job and `aayu ship` go by, whatever a working tree or a pull request says ("Trust in the gate").
+/// `path` is the file in that branch (`.aayudha/config.toml` unless the workflow names another); a missing
+/// file means the defaults. Returns the configuration and the branch's name.
+pub(crate) fn default_branch_config(
+    client: &crate::github::Client,
+    repo: &str,
+    path: Option<&str>,
+) -> Result<(crate::config::Config, String), Failure> {
+    use crate::config::{CONFIG_PATH, Config};
+    let branch = client
+        .repository(repo)
+        .map_err(github_failure)?
+        .default_branch;
+    let path = path.unwrap_or(CONFIG_PATH);
+    let config = match client.file(repo, path, &branch) {
+        Ok(bytes) => Config::from_text(
+            &String::from_utf8_lossy(&bytes),
+            &format!("{branch}:{path}"),
+        )
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?,
+        Err(crate::github::GitHubError::NotFound { .. }) if path == CONFIG_PATH => {
+            Config::defaults()
+        }
+        Err(e) => return Err(github_failure(e)),
+    };
+    Ok((config, branch))
 }
 
 /// The first 12 characters of a SHA (or the whole string when shorter), for people to read.

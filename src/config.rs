@@ -17,6 +17,9 @@ pub const DEFAULTS: &str = include_str!("../defaults.toml");
 /// Where a repository keeps its configuration, relative to its root.
 pub const CONFIG_PATH: &str = ".aayudha/config.toml";
 
+/// How large a configuration file may be.
+const CONFIG_CAP: u64 = 1 << 20;
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -142,17 +145,21 @@ impl Config {
     /// Reads `.aayudha/config.toml` under `root` when it exists, or `explicit` when given (relative to
     /// `cwd`, and named in errors as the user wrote it).
     pub fn load(root: &Path, explicit: Option<&Path>, cwd: &Path) -> Result<Config, ConfigError> {
-        let (path, label, required) = match explicit {
-            Some(path) => (cwd.join(path), path.display().to_string(), true),
-            None => (root.join(CONFIG_PATH), CONFIG_PATH.to_string(), false),
+        let Some(path) = explicit else {
+            // The checkout's own file: read without following a link, capped.
+            return match crate::safe_fs::read(root, CONFIG_PATH, CONFIG_CAP) {
+                Ok(bytes) => Config::from_text(&String::from_utf8_lossy(&bytes), CONFIG_PATH),
+                Err(e) if e.is_missing() => Ok(Config::defaults()),
+                Err(e) => Err(ConfigError::Read {
+                    file: PathBuf::from(CONFIG_PATH),
+                    source: std::io::Error::other(e.to_string()),
+                }),
+            };
         };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Config::from_text(&text, &label),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
-                Ok(Config::defaults())
-            }
+        match std::fs::read_to_string(cwd.join(path)) {
+            Ok(text) => Config::from_text(&text, &path.display().to_string()),
             Err(source) => Err(ConfigError::Read {
-                file: PathBuf::from(label),
+                file: path.to_path_buf(),
                 source,
             }),
         }
@@ -226,22 +233,38 @@ impl Config {
             .and_then(|config| config.validate(file, text))
     }
 
-    /// Checks what types alone cannot: the uid range.
+    /// Checks what types alone cannot: the uid range. Product code runs with these numbers as uid and gid,
+    /// so none may be a system id (below 1000) or 1001, the runner's uid on GitHub's hosted runners (in the
+    /// `docker` group, owner of the file-command files). The ids of this machine's workspace, docker socket
+    /// and file-command files are refused when the sandbox starts.
     fn validate(self, file: &str, text: &str) -> Result<Config, ConfigError> {
         let [first, last] = self.verify.sandbox_uids;
-        if first == 0 || first > last {
-            return Err(ConfigError::Invalid {
+        let problem = if first > last {
+            Some(format!(
+                "`verify.sandbox_uids` must be [first, last] with first <= last, not [{first}, {last}]"
+            ))
+        } else if first < 1000 {
+            Some(format!(
+                "`verify.sandbox_uids` [{first}, {last}] includes ids below 1000, which belong to the system: product code must run as an unused id of 1000 or more"
+            ))
+        } else if (first..=last).contains(&1001) {
+            Some(format!(
+                "`verify.sandbox_uids` [{first}, {last}] includes 1001, the runner's uid on GitHub's hosted runners (in the `docker` group, owner of `$GITHUB_ENV` and the other file-command files)"
+            ))
+        } else {
+            None
+        };
+        match problem {
+            Some(message) => Err(ConfigError::Invalid {
                 file: file.to_string(),
                 line: text
                     .lines()
                     .position(|l| l.trim_start().starts_with("sandbox_uids"))
                     .map_or(1, |i| i + 1),
-                message: format!(
-                    "`verify.sandbox_uids` must be [first, last] with 0 < first <= last, not [{first}, {last}]"
-                ),
-            });
+                message,
+            }),
+            None => Ok(self),
         }
-        Ok(self)
     }
 }
 
@@ -388,6 +411,22 @@ mod tests {
             err.to_string().contains("must be a list of strings"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn system_ids_and_the_runner_uid_are_refused_as_sandbox_ids() {
+        for (range, says) in [
+            ("[0, 10]", "below 1000"),
+            ("[999, 2000]", "below 1000"),
+            ("[1000, 1063]", "includes 1001"),
+            ("[5, 4]", "first <= last"),
+        ] {
+            let text = format!("[verify]\nsandbox_uids = {range}\n");
+            let err = Config::from_text(&text, "c.toml").expect_err(range);
+            assert!(err.to_string().starts_with("c.toml:2: "), "{err}");
+            assert!(err.to_string().contains(says), "{range}: {err}");
+        }
+        assert!(Config::from_text("[verify]\nsandbox_uids = [1002, 1100]\n", "c.toml").is_ok());
     }
 
     #[test]

@@ -300,9 +300,12 @@ impl Repo {
         Ok(self.repo.merge_base(a, b).ok())
     }
 
-    /// Writes the tree of `commit` into `dir` (which need not be in the repository), leaving the
-    /// repository's own index and working tree alone.
-    pub fn checkout_into(&self, commit: Oid, dir: &Path) -> Result<(), GitError> {
+    /// Writes the tree of `commit` into the empty folder `dir`, leaving the repository's own index and
+    /// working tree alone: every blob as a file (its executable bit kept), every link as a link (written,
+    /// never followed), submodules as empty folders. Each path is created beneath `dir` through
+    /// [`crate::safe_fs`], so no link of the tree can lead a later write out of it. (libgit2's checkout into
+    /// another folder compares with the repository's HEAD and leaves out entries whose type changed.)
+    pub fn export_tree(&self, commit: Oid, dir: &Path) -> Result<(), GitError> {
         let fail = |source| GitError::Revision {
             rev: commit.to_string(),
             source,
@@ -312,15 +315,46 @@ impl Repo {
             .find_commit(commit)
             .and_then(|c| c.tree())
             .map_err(fail)?;
-        let mut options = git2::build::CheckoutBuilder::new();
-        options
-            .target_dir(dir)
-            .update_index(false)
-            .force()
-            .recreate_missing(true);
-        self.repo
-            .checkout_tree(tree.as_object(), Some(&mut options))
-            .map_err(fail)
+        let mut failed: Option<git2::Error> = None;
+        tree.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
+            let Ok(name) = entry.name() else {
+                return git2::TreeWalkResult::Skip;
+            };
+            let rel = format!("{parent}{name}");
+            let written = match (entry.kind(), entry.filemode()) {
+                (Some(ObjectType::Tree), _) | (Some(ObjectType::Commit), _) => {
+                    crate::safe_fs::create_dirs(dir, &rel).map(|_| ())
+                }
+                (Some(ObjectType::Blob), mode) => match self.repo.find_blob(entry.id()) {
+                    Ok(blob) if mode == 0o120000 => {
+                        crate::safe_fs::symlink(dir, &rel, blob.content())
+                    }
+                    Ok(blob) => crate::safe_fs::write_mode(
+                        dir,
+                        &rel,
+                        blob.content(),
+                        if mode == 0o100755 { 0o755 } else { 0o644 },
+                    ),
+                    Err(e) => {
+                        failed = Some(e);
+                        return git2::TreeWalkResult::Abort;
+                    }
+                },
+                _ => Ok(()),
+            };
+            match written {
+                Ok(()) => git2::TreeWalkResult::Ok,
+                Err(e) => {
+                    failed = Some(git2::Error::from_str(&e.to_string()));
+                    git2::TreeWalkResult::Abort
+                }
+            }
+        })
+        .map_err(|e| fail(failed.take().unwrap_or(e)))?;
+        match failed {
+            Some(e) => Err(fail(e)),
+            None => Ok(()),
+        }
     }
 
     /// The message of a commit, for its trailers.
@@ -369,6 +403,56 @@ impl Repo {
         }
         None
     }
+}
+
+impl Repo {
+    /// The credentials the repository's own git configuration holds, by key (never the value): an
+    /// `http.<url>.extraheader` (what actions/checkout persists), a credential helper, a remote URL with a
+    /// user and password or token — also in a file the configuration includes (actions/checkout v6 keeps
+    /// them in one under `$RUNNER_TEMP`, included with `includeIf.gitdir`).
+    pub fn persisted_credentials(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let Ok(config) = self
+            .repo
+            .config()
+            .and_then(|c| c.open_level(git2::ConfigLevel::Local))
+        else {
+            return found;
+        };
+        let Ok(mut entries) = config.entries(None) else {
+            return found;
+        };
+        while let Some(Ok(entry)) = entries.next() {
+            let Ok(name) = entry.name().map(str::to_ascii_lowercase) else {
+                continue;
+            };
+            let value = entry.value().unwrap_or_default();
+            let credential = (name.starts_with("http.") && name.ends_with(".extraheader"))
+                || (name.starts_with("credential.") && name.ends_with(".helper"))
+                || name == "credential.helper"
+                || ((name.starts_with("remote.") || name.starts_with("url."))
+                    && (name.ends_with(".url") || name.ends_with(".pushurl") || name.ends_with(".insteadof"))
+                    && url_has_password(value))
+                // An included file that the checkout named for its credentials (checkout v6), even where
+                // its condition or path does not resolve here.
+                || ((name == "include.path" || name.starts_with("includeif."))
+                    && name.ends_with(".path")
+                    && value.contains("credentials"));
+            if credential && !found.contains(&name) {
+                found.push(name);
+            }
+        }
+        found
+    }
+}
+
+/// Whether a URL carries a password or token (`https://user:secret@host/…`, `https://token@host/…`).
+fn url_has_password(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    matches!(scheme, "http" | "https") && authority.contains('@')
 }
 
 /// The id git gives a blob with these bytes (what `git hash-object` prints), without touching the disk.

@@ -21,6 +21,7 @@ pub(crate) mod output;
 pub mod pack;
 pub mod publish;
 pub mod registry;
+pub(crate) mod safe_fs;
 pub(crate) mod sandbox;
 pub(crate) mod select;
 pub(crate) mod settings;

@@ -217,8 +217,24 @@ pub fn load_all(
     maps
 }
 
+/// How large a map or feature file may be.
+const MAP_FILE_CAP: u64 = 4 << 20;
+
+/// A map or feature file, read without following a link (a pull request may commit one to `/dev/zero` or
+/// `/proc/1/environ`), non-blocking, capped.
 fn read_text(root: &Path, file: &str) -> Result<String, String> {
-    let bytes = std::fs::read(root.join(file)).map_err(|e| format!("cannot read the file: {e}"))?;
+    let bytes = crate::safe_fs::read(root, file, MAP_FILE_CAP).map_err(|e| match e {
+        crate::safe_fs::Refused::Link { .. } => {
+            "the file is a symbolic link (or lies behind one), which aayu does not follow: commit the file itself".to_string()
+        }
+        crate::safe_fs::Refused::NotRegular { what, .. } => {
+            format!("the file is {what}, not a regular file")
+        }
+        crate::safe_fs::Refused::TooLarge { cap, .. } => {
+            format!("the file is larger than {cap} bytes")
+        }
+        other => format!("cannot read the file: {other}"),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         format!(
             "the file is not UTF-8 (invalid byte at offset {})",

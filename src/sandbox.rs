@@ -8,13 +8,18 @@
 //!   child subreaper, so a daemon that double-forks is still found and killed.
 //! - No network for `cli` and `lib` checks: a seccomp filter refusing `socket(AF_INET|AF_INET6)` and the
 //!   `io_uring_*` syscalls. What was really applied is recorded, never claimed when absent.
+//! - No process whose behaviour the pull request's files can influence runs as root: the toolchain is found
+//!   by reading data ([`toolchain`]), and dependencies are fetched by [`Sandbox::fetch`] as a slot uid, into
+//!   caches that are then sealed (root-owned, read-only) for every later, offline step.
 
 mod exec;
 pub(crate) mod procs;
+pub(crate) mod toolchain;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -70,6 +75,15 @@ pub enum SandboxError {
         "every sandbox uid from {first} to {last} is in use by other aayu runs on this machine"
     )]
     NoUid { first: u32, last: u32 },
+    #[error(
+        "`[verify] sandbox_uids` [{first}, {last}] includes {id}, {why}: product code must not run with that id (as uid or gid)"
+    )]
+    ForbiddenId {
+        first: u32,
+        last: u32,
+        id: u32,
+        why: String,
+    },
     #[error("cannot prepare the sandbox folder `{path}`")]
     Folder {
         path: PathBuf,
@@ -92,6 +106,19 @@ pub struct Sandbox {
     _cleanup: Vec<crate::cleanup::Registered>,
     slots: usize,
     filter: Option<BpfProgram>,
+    toolchains: toolchain::Toolchains,
+    /// As root: the caches dependencies are fetched into, sealed once fetched.
+    caches: Option<Caches>,
+    /// What a fetch passes on besides the allow-list: proxies, certificates, Go's module settings.
+    fetch_env: BTreeMap<String, OsString>,
+    fetched: std::sync::atomic::AtomicBool,
+}
+
+/// The per-run dependency caches (as root): written by a slot uid while fetching, then root-owned and
+/// read-only.
+struct Caches {
+    cargo_home: PathBuf,
+    go_mod_cache: PathBuf,
 }
 
 /// The toolchain and pass-through settings the sandbox is built from, resolved by the caller.
@@ -105,6 +132,8 @@ pub struct SandboxSettings {
     pub uids: [u32; 2],
     /// How many checks may run at once.
     pub jobs: usize,
+    /// The repository's folder: its owner's uid and its gid are never sandbox ids.
+    pub workspace: Option<PathBuf>,
 }
 
 /// One process to run in the sandbox.
@@ -143,6 +172,9 @@ impl Sandbox {
         // Orphans of a check (a daemon that forked twice) come back to aayu instead of init.
         let _ = nix::sys::prctl::set_child_subreaper(true);
         let root = nix::unistd::geteuid().is_root();
+        if root {
+            refuse_forbidden_ids(settings)?;
+        }
         let dir = tempfile::Builder::new()
             .prefix("aayu-sandbox-")
             .tempdir()
@@ -173,15 +205,53 @@ impl Sandbox {
             uids.iter()
                 .map(|&uid| crate::cleanup::processes(procs::Owner::Uid(uid))),
         );
-        Ok(Sandbox {
+        let toolchains = toolchain::Toolchains::detect(&settings.process_env);
+        let caches = if root {
+            let caches = Caches {
+                cargo_home: dir.path().join("deps/cargo"),
+                go_mod_cache: dir.path().join("deps/go"),
+            };
+            let deps = dir.path().join("deps");
+            std::fs::create_dir(&deps).map_err(|source| SandboxError::Folder {
+                path: deps.clone(),
+                source,
+            })?;
+            set_mode(&deps, 0o711)?;
+            Some(caches)
+        } else {
+            None
+        };
+        let mut sandbox = Sandbox {
             dir,
-            env: allowed_env(settings),
+            env: BTreeMap::new(),
             uids,
             _locks: locks,
             _cleanup: cleanup,
             slots,
             filter: network_filter(),
-        })
+            toolchains,
+            caches,
+            fetch_env: fetch_env(settings),
+            fetched: std::sync::atomic::AtomicBool::new(false),
+        };
+        if let Some(caches) = &sandbox.caches {
+            for dir in [&caches.cargo_home, &caches.go_mod_cache] {
+                sandbox.prepare(0, dir)?;
+                set_mode(dir, 0o755)?;
+            }
+            // The machine's own cargo configuration (registry mirrors, say) still applies: root's, trusted.
+            // Never its credentials.
+            if let Some(home) = cargo_home_of(settings) {
+                for name in ["config.toml", "config"] {
+                    if home.join(name).is_file() {
+                        let _ = std::fs::copy(home.join(name), caches.cargo_home.join(name));
+                    }
+                }
+            }
+        }
+        sandbox.env = allowed_env(settings, &sandbox.toolchains, sandbox.caches.as_ref());
+        sandbox.ask_go_version();
+        Ok(sandbox)
     }
 
     /// What a no-network process here really gets: `isolated` when the filter can be installed.
@@ -232,18 +302,187 @@ impl Sandbox {
                 nix::unistd::Uid::from_raw(uid),
                 nix::unistd::Gid::from_raw(uid),
             );
-            nix::unistd::chown(path, Some(id.0), Some(id.1)).map_err(|e| failed(e.into()))?;
+            // The folder itself, never a link in its place.
+            let fd = crate::safe_fs::open_root(path)
+                .map_err(|e| failed(std::io::Error::other(e.to_string())))?;
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(failed(std::io::Error::other("a symbolic link")));
+            }
+            nix::unistd::fchown(fd.as_fd(), Some(id.0), Some(id.1))
+                .map_err(|e| failed(e.into()))?;
         }
         set_mode(path, 0o700)
     }
 
     /// Where a slot's build cache lives for the whole run, so that a package is built once per slot.
     pub fn target_dir(&self, slot: usize) -> Result<PathBuf, SandboxError> {
-        let path = self.dir.path().join(format!("slot-{slot}-target"));
+        self.named_target_dir(slot, "target")
+    }
+
+    /// A build cache of its own for another tree (red-on-base's copy of the base): cargo names a path
+    /// package's build by its path relative to its workspace, so two trees of one package would share the
+    /// cache and a build of the base could be taken for fresh from the head's.
+    pub fn named_target_dir(&self, slot: usize, name: &str) -> Result<PathBuf, SandboxError> {
+        let path = self.dir.path().join(format!("slot-{slot}-{name}"));
         if !path.exists() {
             self.prepare(slot, &path)?;
         }
         Ok(path)
+    }
+
+    /// When Go's `VERSION` file is not beside the `go` on PATH (a version manager's shim, say), asks
+    /// `go env GOVERSION` — as a slot uid, offline, from a fresh folder, never as root.
+    fn ask_go_version(&mut self) {
+        if self
+            .toolchains
+            .go
+            .as_ref()
+            .is_none_or(|g| g.version.is_some())
+        {
+            return;
+        }
+        let Ok(cwd) = self.fresh_dir(0, "ask") else {
+            return;
+        };
+        let argv = ["go", "env", "GOVERSION"].map(String::from);
+        let asked = self.run(
+            Job {
+                argv: &argv,
+                cwd: &cwd,
+                slot: 0,
+                network: false,
+                stdin: Vec::new(),
+                timeout: Duration::from_secs(30),
+                env: Vec::new(),
+            },
+            &BTreeSet::new(),
+        );
+        if let (Ok(outcome), Some(go)) = (asked, self.toolchains.go.as_mut())
+            && outcome.code == Some(0)
+        {
+            let text = String::from_utf8_lossy(&outcome.stdout).trim().to_string();
+            if text.starts_with("go") {
+                go.version = Some(text);
+            }
+        }
+    }
+
+    /// The toolchains of this machine or image, and what a checkout may ask of them.
+    pub fn toolchains(&self) -> &toolchain::Toolchains {
+        &self.toolchains
+    }
+
+    /// Fetches the dependencies of every package (a folder relative to its tree: the checkout, or the
+    /// red-on-base copy of the base), once per run and before any test or check: `cargo fetch` or `go mod
+    /// download`, as the first slot's uid, with the network and no secret, from a fresh working directory.
+    /// Then every process of that uid is gone (each run kills them) and, as root, the caches are sealed:
+    /// root-owned and read-only to every later step, which runs offline. A failure is a warning on
+    /// `progress`: the offline build then says what is missing.
+    pub fn fetch(&self, packages: &[(PathBuf, String)], progress: &mut dyn std::io::Write) {
+        if self.fetched.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let _ = writeln!(
+                progress,
+                "warning: dependencies are fetched once per run; a second fetch was skipped"
+            );
+            return;
+        }
+        let mut seen = BTreeSet::new();
+        for (root, package) in packages {
+            let Some(kind) = toolchain::package_kind(root, package) else {
+                continue;
+            };
+            if !seen.insert((root.clone(), kind.clone())) {
+                continue;
+            }
+            if let Err(why) = self.fetch_one(root, package, &kind) {
+                let _ = writeln!(
+                    progress,
+                    "warning: fetching the dependencies of `{package}` failed: {why}"
+                );
+            }
+        }
+        if let Some(caches) = &self.caches {
+            for dir in [&caches.cargo_home, &caches.go_mod_cache] {
+                if let Err(e) = seal(dir) {
+                    let _ = writeln!(
+                        progress,
+                        "warning: cannot make the dependency cache `{}` read-only: {e}",
+                        dir.display()
+                    );
+                }
+            }
+        }
+    }
+
+    fn fetch_one(
+        &self,
+        root: &Path,
+        package: &str,
+        kind: &toolchain::PackageKind,
+    ) -> Result<(), String> {
+        let mut env: Vec<(String, OsString)> = self
+            .fetch_env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let (argv, cwd, _lock) = match kind {
+            toolchain::PackageKind::Cargo => {
+                let toolchain = self.toolchains.rust_for(root, package)?;
+                if let Some(name) = toolchain {
+                    env.push(("RUSTUP_TOOLCHAIN".into(), name.into()));
+                }
+                let manifest = root.join(package).join("Cargo.toml");
+                // The slot uid cannot write the checkout; the lock file is handed to it for the fetch.
+                let lock = match self.uid(0) {
+                    Some(uid) => Some(LockLoan::new(root, package, uid)?),
+                    None => None,
+                };
+                let cwd = self.fresh_dir(0, "fetch").map_err(|e| e.to_string())?;
+                let argv: Vec<String> = vec![
+                    "cargo".into(),
+                    "fetch".into(),
+                    "--quiet".into(),
+                    "--manifest-path".into(),
+                    manifest.display().to_string(),
+                ];
+                (argv, cwd, lock)
+            }
+            toolchain::PackageKind::Go { module } => {
+                self.toolchains.go_for(root, module)?;
+                let argv = vec!["go".to_string(), "mod".into(), "download".into()];
+                (argv, root.join(module), None)
+            }
+        };
+        let outcome = self
+            .run(
+                Job {
+                    argv: &argv,
+                    cwd: &cwd,
+                    slot: 0,
+                    network: true,
+                    stdin: Vec::new(),
+                    timeout: Duration::from_secs(600),
+                    env,
+                },
+                &BTreeSet::new(),
+            )
+            .map_err(|e| format!("cannot run `{}`: {e}", argv.join(" ")))?;
+        if outcome.timed_out {
+            return Err(format!("`{}` ran past 600 s", argv.join(" ")));
+        }
+        if outcome.code != Some(0) {
+            let stderr = String::from_utf8_lossy(&outcome.stderr);
+            let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+            return Err(format!(
+                "`{}` exited with {}: {}",
+                argv.join(" "),
+                outcome
+                    .code
+                    .map_or_else(|| "a signal".to_string(), |c| c.to_string()),
+                tail[tail.len().saturating_sub(4)..].join(" | ")
+            ));
+        }
+        Ok(())
     }
 
     /// The value the sandbox gives a variable, if any (to find the toolchain the sandbox will use).
@@ -535,8 +774,14 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), SandboxError> {
 }
 
 /// The allow-listed environment: what the toolchains need to keep working under a fresh HOME and as
-/// another uid, and nothing that could carry a secret.
-fn allowed_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
+/// another uid, and nothing that could carry a secret. Every later step runs offline: cargo with
+/// `CARGO_NET_OFFLINE`, Go with `GOPROXY=off` and `GOTOOLCHAIN=local`, and no `GOFLAGS` (go's default,
+/// `-mod=readonly`, or `vendor/`: go never writes go.mod).
+fn allowed_env(
+    settings: &SandboxSettings,
+    toolchains: &toolchain::Toolchains,
+    caches: Option<&Caches>,
+) -> BTreeMap<String, OsString> {
     let from = |name: &str| {
         settings
             .process_env
@@ -544,40 +789,42 @@ fn allowed_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
             .filter(|v| !v.is_empty())
             .cloned()
     };
-    let home = from("HOME").map(PathBuf::from);
     let mut env: BTreeMap<String, OsString> = BTreeMap::new();
     for name in ["PATH", "LANG", "LC_ALL", "CI", "TERM", "TZ"] {
         if let Some(value) = from(name) {
             env.insert(name.into(), value.into());
         }
     }
-    // Rust: the toolchain stays where it is installed, read-only; downloads happened before the sandbox.
-    let rustup_home = from("RUSTUP_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".rustup")));
-    if let Some(dir) = rustup_home.filter(|d| d.is_dir()) {
-        env.insert("RUSTUP_HOME".into(), dir.into_os_string());
+    // Rust: the toolchain stays where it is installed, read-only.
+    if let Some(dir) = &toolchains.rustup_home {
+        env.insert("RUSTUP_HOME".into(), dir.clone().into_os_string());
     }
-    if let Some(toolchain) = from("RUSTUP_TOOLCHAIN").or_else(active_toolchain) {
+    if let Some(toolchain) = &toolchains.rust_default {
         env.insert("RUSTUP_TOOLCHAIN".into(), toolchain.into());
     }
-    let cargo_home = from("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".cargo")));
-    if let Some(dir) = cargo_home.filter(|d| d.is_dir()) {
+    let cargo_home = match caches {
+        Some(caches) => Some(caches.cargo_home.clone()),
+        None => cargo_home_of(settings),
+    };
+    if let Some(dir) = cargo_home {
         env.insert("CARGO_HOME".into(), dir.into_os_string());
     }
     env.insert("CARGO_NET_OFFLINE".into(), "true".into());
-    // Go: the toolchain and module cache read-only, no toolchain downloads, the build cache per HOME.
-    for name in ["GOROOT", "GOMODCACHE", "GOPROXY"] {
-        if let Some(value) = from(name).or_else(|| go_env(name, &settings.process_env)) {
-            env.insert(name.into(), value.into());
-        }
+    // Go: its own root, the module cache read-only, no downloads, no other toolchain.
+    if let Some(root) = from("GOROOT") {
+        env.insert("GOROOT".into(), root.into());
     }
-    env.insert("GOFLAGS".into(), "-mod=mod".into());
+    let go_mod_cache = match caches {
+        Some(caches) => Some(caches.go_mod_cache.clone()),
+        None => go_mod_cache_of(settings),
+    };
+    if let Some(dir) = go_mod_cache {
+        env.insert("GOMODCACHE".into(), dir.into_os_string());
+    }
+    env.insert("GOPROXY".into(), "off".into());
     env.insert("GOTOOLCHAIN".into(), "local".into());
     for name in &settings.extra_names {
-        if is_secret_name(name) {
+        if is_secret_name(name) || name == "GOFLAGS" {
             continue;
         }
         if let Some(value) = from(name) {
@@ -587,29 +834,240 @@ fn allowed_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
     env
 }
 
-/// What `go env NAME` says in aayu's own environment (the module cache lives under the real HOME, which the
-/// sandbox does not have); `None` without Go.
-fn go_env(name: &str, process_env: &BTreeMap<String, String>) -> Option<String> {
-    let output = Command::new("go")
-        .args(["env", name])
-        .env_clear()
-        .envs(process_env.iter().filter(|(k, _)| !is_secret_name(k)))
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let value = String::from_utf8(output.stdout).ok()?.trim().to_string();
-    (output.status.success() && !value.is_empty()).then_some(value)
+/// What a dependency fetch adds to the allow-list: the network settings the downloads need (proxies,
+/// certificates, Go's proxy and checksum settings) — never a token — and the network switched back on.
+fn fetch_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
+    const PASSED: [&str; 14] = [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "GONOSUMDB",
+        "GONOSUMCHECK",
+        "GOPRIVATE",
+        "GONOPROXY",
+        "GOSUMDB",
+        "GOINSECURE",
+    ];
+    let mut env: BTreeMap<String, OsString> = PASSED
+        .iter()
+        .filter_map(|name| {
+            settings
+                .process_env
+                .get(*name)
+                .filter(|v| !v.is_empty())
+                .map(|v| (name.to_string(), OsString::from(v)))
+        })
+        .collect();
+    env.insert("CARGO_NET_OFFLINE".into(), "false".into());
+    // Go's own default when aayu was given none; `off` stays off.
+    let proxy = settings
+        .process_env
+        .get("GOPROXY")
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .unwrap_or_else(|| "https://proxy.golang.org,direct".to_string());
+    env.insert("GOPROXY".into(), proxy.into());
+    env
 }
 
-/// The toolchain rustup would pick here, so that a fresh HOME does not change it.
-fn active_toolchain() -> Option<String> {
-    let output = Command::new("rustup")
-        .args(["show", "active-toolchain"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8(output.stdout).ok()?;
-    text.split_whitespace().next().map(str::to_string)
+/// `CARGO_HOME`, else `~/.cargo`, when it exists.
+fn cargo_home_of(settings: &SandboxSettings) -> Option<PathBuf> {
+    let env = &settings.process_env;
+    env.get("CARGO_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env.get("HOME").map(|h| Path::new(h).join(".cargo")))
+        .filter(|d| d.is_dir())
+}
+
+/// Go's module cache as `go env GOMODCACHE` would say in aayu's own environment, computed from the
+/// variables rather than asked of `go`: `GOMODCACHE`, else the first `GOPATH` entry's `pkg/mod`, else
+/// `~/go/pkg/mod`.
+fn go_mod_cache_of(settings: &SandboxSettings) -> Option<PathBuf> {
+    let env = &settings.process_env;
+    let var = |n: &str| env.get(n).filter(|v| !v.is_empty());
+    if let Some(dir) = var("GOMODCACHE") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(first) = var("GOPATH").and_then(|p| std::env::split_paths(p).next()) {
+        return Some(first.join("pkg/mod"));
+    }
+    var("HOME").map(|h| Path::new(h).join("go/pkg/mod"))
+}
+
+/// Makes a fetched cache root-owned and read-only, without following a link. No process of the uid that
+/// wrote it is alive any more (each sandboxed run ends by killing them all).
+fn seal(dir: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(dir)?;
+    std::os::unix::fs::lchown(dir, Some(0), Some(0))?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(dir)? {
+            seal(&entry?.path())?;
+        }
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    let sealed = if meta.is_dir() {
+        0o555
+    } else {
+        (mode | 0o444) & !0o7222
+    };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(sealed))
+}
+
+/// The ids a sandbox uid (and gid: each slot uses the same number for both) may never be: below 1000 and
+/// 1001 (refused by the configuration already), the workspace's owner and group, and the group of the
+/// docker socket and of the runner's file-command files. On GitHub's hosted runners uid 1001 is in the
+/// `docker` group and owns `$GITHUB_ENV`, `$GITHUB_PATH` and the rest.
+fn refuse_forbidden_ids(settings: &SandboxSettings) -> Result<(), SandboxError> {
+    use std::os::unix::fs::MetadataExt;
+    let [first, last] = settings.uids;
+    let mut forbidden: Vec<(u32, String)> = Vec::new();
+    if let Some(workspace) = &settings.workspace
+        && let Ok(meta) = std::fs::metadata(workspace)
+    {
+        let at = workspace.components().collect::<PathBuf>();
+        let at = at.display();
+        forbidden.push((meta.uid(), format!("the uid of the owner of `{at}`")));
+        forbidden.push((meta.gid(), format!("the gid of `{at}`")));
+    }
+    for socket in ["/var/run/docker.sock", "/run/docker.sock"] {
+        if let Ok(meta) = std::fs::metadata(socket) {
+            forbidden.push((meta.gid(), format!("the gid of `{socket}`")));
+        }
+    }
+    for name in [
+        "GITHUB_OUTPUT",
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_STATE",
+        "GITHUB_STEP_SUMMARY",
+    ] {
+        if let Some(file) = settings.process_env.get(name).filter(|v| !v.is_empty())
+            && let Ok(meta) = std::fs::metadata(file)
+        {
+            forbidden.push((meta.uid(), format!("the uid of the owner of `${name}`")));
+            forbidden.push((meta.gid(), format!("the gid of `${name}`")));
+        }
+    }
+    match forbidden
+        .into_iter()
+        .find(|(id, _)| (first..=last).contains(id))
+    {
+        Some((id, why)) => Err(SandboxError::ForbiddenId {
+            first,
+            last,
+            id,
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A package's `Cargo.lock`, handed to the fetching slot uid for the fetch and given back afterwards (its
+/// owner and mode restored; removed again when aayu created it and the fetch left it empty). Cargo writes
+/// the lock file in place, so the folder itself stays closed to the slot uid.
+struct LockLoan {
+    dir: std::os::fd::OwnedFd,
+    name: String,
+    file: std::fs::File,
+    owner: (u32, u32, u32),
+    created: bool,
+}
+
+impl LockLoan {
+    fn new(root: &Path, package: &str, uid: u32) -> Result<LockLoan, String> {
+        use nix::fcntl::OFlag;
+        use nix::sys::stat::Mode;
+        let workspace = toolchain::cargo_workspace(root, package);
+        let dir = if workspace.is_empty() {
+            crate::safe_fs::open_root(root)
+        } else {
+            crate::safe_fs::create_dirs(root, &workspace)
+        }
+        .map_err(|e| e.to_string())?;
+        let name = "Cargo.lock".to_string();
+        let open = |flags: OFlag| {
+            nix::fcntl::openat(
+                dir.as_fd(),
+                name.as_str(),
+                flags | OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(0o644),
+            )
+        };
+        let (fd, created) = match open(OFlag::empty()) {
+            Ok(fd) => (fd, false),
+            Err(nix::errno::Errno::ENOENT) => (
+                open(OFlag::O_CREAT | OFlag::O_EXCL)
+                    .map_err(|e| format!("cannot create `Cargo.lock`: {e}"))?,
+                true,
+            ),
+            Err(e) => {
+                return Err(format!(
+                    "cannot open `{}`: {e}",
+                    join_rel(&workspace, &name)
+                ));
+            }
+        };
+        let stat = nix::sys::stat::fstat(&fd).map_err(|e| e.to_string())?;
+        if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(format!(
+                "`{}` is not a regular file",
+                join_rel(&workspace, &name)
+            ));
+        }
+        let file = std::fs::File::from(fd);
+        nix::unistd::fchown(
+            file.as_fd(),
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(uid)),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(LockLoan {
+            dir,
+            name,
+            file,
+            owner: (stat.st_uid, stat.st_gid, stat.st_mode & 0o7777),
+            created,
+        })
+    }
+}
+
+impl Drop for LockLoan {
+    fn drop(&mut self) {
+        let (uid, gid, mode) = self.owner;
+        let _ = nix::unistd::fchown(
+            self.file.as_fd(),
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(gid)),
+        );
+        let _ = nix::sys::stat::fchmod(
+            self.file.as_fd(),
+            nix::sys::stat::Mode::from_bits_truncate(mode),
+        );
+        if self.created && self.file.metadata().is_ok_and(|m| m.len() == 0) {
+            let _ = nix::unistd::unlinkat(
+                self.dir.as_fd(),
+                self.name.as_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        }
+    }
+}
+
+fn join_rel(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
 }
 
 /// The seccomp filter of no-network checks: `socket(AF_INET | AF_INET6, …)` fails with EACCES, and so do

@@ -87,6 +87,9 @@ pub struct VerifyOptions {
     pub map: bool,
     pub json: bool,
     pub config: Option<PathBuf>,
+    /// The commit the configuration is read from, `config` being a path in it: the action's `GITHUB_SHA`
+    /// (the default branch's head under `pull_request_target`). `None` on the CLI.
+    pub config_commit: Option<String>,
     /// `--check <feature>|<feature>.<check>|all`.
     pub check: Option<String>,
     pub base: Option<String>,
@@ -126,6 +129,7 @@ impl VerifyOptions {
             map: m.get_flag("map"),
             json: m.get_flag("json"),
             config: m.get_one::<PathBuf>("config").cloned(),
+            config_commit: None,
             check: m.get_one::<String>("check").cloned(),
             base: m.get_one::<String>("base").cloned(),
             head: m.get_one::<String>("head").cloned(),
@@ -158,6 +162,8 @@ pub struct ProofCommentOptions {
     pub runtime_token: Option<String>,
     pub step_summary: Option<PathBuf>,
     pub event_path: Option<PathBuf>,
+    /// The configuration file in the default branch (the action's `config` input); `None`: the usual one.
+    pub config_path: Option<String>,
 }
 
 impl ProofCommentOptions {
@@ -186,6 +192,7 @@ impl ProofCommentOptions {
             runtime_token: var("ACTIONS_RUNTIME_TOKEN"),
             step_summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
+            config_path: None,
         }
     }
 }

@@ -171,6 +171,15 @@ impl Runner {
     }
 }
 
+/// The commit checked out in a workspace.
+fn head_of(ws: &Path) -> String {
+    let out = common::git_command(ws)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .expect("git rev-parse");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// `aayu action` as the runner starts the container: every variable it sets, inputs as `INPUT_*` with
 /// hyphens kept and `""` for inputs not given, the workspace as the working directory.
 fn action(
@@ -200,7 +209,9 @@ fn action(
             "GITHUB_WORKFLOW_REF",
             format!("{REPO}/.github/workflows/aayudha-merge-gate.yml@refs/heads/main"),
         )
-        .env("GITHUB_SHA", "ffffffffffffffffffffffffffffffffffffffff")
+        // Under `pull_request_target`, the default branch's head: what the workspace holds (a sweep's
+        // workspace too).
+        .env("GITHUB_SHA", head_of(ws))
         .env("GITHUB_REF", "refs/heads/main")
         .env("GITHUB_WORKSPACE", ws)
         .env("GITHUB_API_URL", github)
@@ -1070,5 +1081,178 @@ fn a_story_edited_after_ready_is_not_proven_by_the_gate_nor_the_comment_job() {
         github.comments()[0].body.contains("not proven"),
         "{}",
         github.comments()[0].body
+    );
+}
+
+/// The gate's configuration: the `config` input names a file of the default branch's commit
+/// (`GITHUB_SHA`), never the pull request's copy of it.
+#[test]
+fn the_config_input_is_read_at_the_default_branch_not_the_pull_requests_copy() {
+    let (source, _, _) = tally(TALLY_EVIDENCE, "");
+    // Rebuild base and head with a gate config on the base that the pull request rewrites.
+    source.write(".aayudha/gate.toml", "[ledger]\nbranch = \"ledger\"\n");
+    let base = source.commit("the gate's own config");
+    source.write(".aayudha/gate.toml", "[ledger]\nbranch = \"nowhere\"\n");
+    let head = source.commit("point the gate at another ledger");
+    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    source.git(&["switch", "-q", "--orphan", "ledger"]);
+    source.write(
+        "specs/902/ready.md",
+        format!("# Story 902: Blank lines\n\n<!-- aayudha:ready {{\"story\": 902, \"completion_goal_hash\": \"{hash}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n"),
+    );
+    source.commit("ready: story 902");
+    source.git(&["switch", "-q", "main"]);
+    let origin = publish(source, base, head);
+    let ws = workspace(&origin);
+    let github = github();
+    seed_ledger(&github, &origin);
+    let results = fake_results::Server::start(&runtime_token(601));
+    let runner = Runner::new(&pr_event("opened", 0, &origin, Some("Story: #902\n")));
+    let gate = on_pr(
+        &ws,
+        &runner,
+        &github,
+        &results,
+        601,
+        &[("CONFIG", ".aayudha/gate.toml")],
+    );
+    assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
+    assert!(
+        gate.stdout.contains("::notice file=.aayudha/gate.toml,line=1,title=aayudha configuration::this pull request changes the configuration; the gate uses the default branch's"),
+        "{}",
+        gate.stdout
+    );
+    // The story's snapshot was found on `ledger`, the default branch's choice (the pull request's copy
+    // names a branch that does not exist: reading it would leave no pack at all).
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("proven"),
+        "{}",
+        runner.summary()
+    );
+    assert!(
+        !gate.stdout.contains("no Ready snapshot") && !gate.stderr.contains("no Ready snapshot"),
+        "{}\n{}",
+        gate.stdout,
+        gate.stderr
+    );
+    assert_eq!(results.state.lock().expect("lock").artifacts.len(), 1);
+
+    // A path out of the repository is refused, naming the input.
+    let runner = Runner::new(&pr_event("opened", 0, &origin, Some("Story: #902\n")));
+    let gate = on_pr(
+        &ws,
+        &runner,
+        &github,
+        &results,
+        602,
+        &[("CONFIG", "../../etc/aayu.toml")],
+    );
+    assert_eq!(gate.code, 2, "{}", gate.stderr);
+    assert!(
+        gate.stderr
+            .contains("the input `config` must be a path in the repository"),
+        "{}",
+        gate.stderr
+    );
+}
+
+/// A pull request into another branch gains nothing from that branch's weaker configuration: the gate
+/// reads the default branch's (`GITHUB_SHA`).
+#[test]
+fn a_weaker_config_on_the_target_branch_is_not_used() {
+    let (source, base, head) = tally(TALLY_EVIDENCE, "");
+    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    source.git(&["switch", "-q", "--orphan", "ledger"]);
+    source.write(
+        "specs/902/ready.md",
+        format!("# Story 902: Blank lines\n\n<!-- aayudha:ready {{\"story\": 902, \"completion_goal_hash\": \"{hash}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n"),
+    );
+    source.commit("ready: story 902");
+    // `release`, pushed by the pull request's author, points the gate at a ledger of their own.
+    source.git(&["switch", "-q", "-c", "release", &base]);
+    source.write(".aayudha/config.toml", "[ledger]\nbranch = \"mine\"\n");
+    let release = source.commit("a weaker gate");
+    source.git(&["switch", "-q", "main"]);
+    let url_source = source.root().to_path_buf();
+    let origin = publish(source, base.clone(), head);
+    common::git_command(&url_source)
+        .args([
+            "push",
+            "-q",
+            &origin.bare.path().display().to_string(),
+            "release:refs/heads/release",
+        ])
+        .status()
+        .expect("push");
+    let ws = workspace(&origin);
+    ws.git(&["fetch", "-q", "origin", "release"]);
+    ws.git(&["checkout", "-q", &release]);
+    let github = github();
+    seed_ledger(&github, &origin);
+    let results = fake_results::Server::start(&runtime_token(611));
+    let mut event = pr_event("opened", 0, &origin, Some("Story: #902\n"));
+    event["pull_request"]["base"]["sha"] = json!(release);
+    event["pull_request"]["base"]["ref"] = json!("release");
+    let runner = Runner::new(&event);
+    let mut cmd = action(
+        ws.root(),
+        &runner,
+        &github.url,
+        &results.url,
+        611,
+        "pull_request_target",
+        &[],
+    );
+    // The workflow (and so GITHUB_SHA) comes from the default branch, `main` at `base`.
+    let gate = run(cmd.env("GITHUB_SHA", &base));
+    assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("proven"),
+        "{}\n{}",
+        gate.stdout,
+        runner.summary()
+    );
+}
+
+/// A token that actions/checkout persisted in the checkout's git config would be readable by product code:
+/// the gate runs none and says how to fix the workflow.
+#[test]
+fn a_persisted_credential_stops_the_gate_before_any_product_code() {
+    let origin = origin();
+    let ws = workspace(&origin);
+    ws.git(&[
+        "config",
+        "http.https://github.com/.extraheader",
+        "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA==",
+    ]);
+    let github = github();
+    let results = fake_results::Server::start(&runtime_token(621));
+    let runner = Runner::new(&pr_event("opened", 0, &origin, Some("Story: #902\n")));
+    let gate = on_pr(&ws, &runner, &github, &results, 621, &[]);
+    assert_eq!(gate.code, 2, "{}\n{}", gate.stdout, gate.stderr);
+    assert!(
+        gate.stderr.contains("the checkout's git configuration holds a credential (http.https://github.com/.extraheader)")
+            && gate.stderr.contains("set `persist-credentials: false` on actions/checkout"),
+        "{}",
+        gate.stderr
+    );
+    assert!(!gate.stderr.contains("ghs_secret") && !gate.stdout.contains("eC1hY2Nlc3M"));
+    assert!(results.state.lock().expect("lock").artifacts.is_empty());
+    // checkout v6 keeps it in a file the config includes: the same refusal.
+    ws.git(&["config", "--unset", "http.https://github.com/.extraheader"]);
+    ws.git(&[
+        "config",
+        "includeIf.gitdir:/github/workspace/.git.path",
+        "/github/runner_temp/git-credentials-0d1f.config",
+    ]);
+    let gate = on_pr(&ws, &runner, &github, &results, 622, &[]);
+    assert_eq!(gate.code, 2, "{}", gate.stderr);
+    assert!(
+        gate.stderr
+            .contains("includeif.gitdir:/github/workspace/.git.path"),
+        "{}",
+        gate.stderr
     );
 }

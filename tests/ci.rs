@@ -3,22 +3,8 @@
 
 mod common;
 
-use common::{TALLY_EVIDENCE, TestRepo, copy_tree, example, run, tally};
+use common::{TALLY_EVIDENCE, TestRepo, copy_tree, example, ready, run, tally};
 use serde_json::Value;
-
-/// A Ready snapshot for `story` with this Completion Goal and labels.
-fn ready(repo: &TestRepo, story: u64, goal: &str, labels: &[&str]) -> String {
-    let hash = aayudha::pack::hash_bytes(goal.as_bytes());
-    let labels: Vec<String> = labels.iter().map(|l| format!("\"{l}\"")).collect();
-    let text = format!(
-        "# Story {story}: t\n\n<!-- aayudha:ready {{\"story\": {story}, \"completion_goal_hash\": \"{hash}\", \"labels\": [{}]}} -->\n\n## Completion Goal\n\n{goal}\n",
-        labels.join(", ")
-    );
-    let file = format!("ready-{story}.md");
-    let path = repo.path(&format!(".git/{file}"));
-    std::fs::write(&path, text).expect("write snapshot");
-    path.display().to_string()
-}
 
 fn ci(
     repo: &TestRepo,

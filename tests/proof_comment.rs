@@ -199,3 +199,38 @@ fn a_read_only_token_degrades_to_the_job_summary() {
     assert!(summary.contains("proven"), "{summary}");
     assert!(server.comments().is_empty());
 }
+
+#[test]
+fn the_snapshot_comes_from_the_ledger_the_default_branch_names() {
+    let server = github(false);
+    {
+        let mut fake = server.state.lock().expect("lock");
+        // The default branch keeps its ledger on `proofs`; the branch `ledger` holds a snapshot that does
+        // not match (as a pull request's author could push one).
+        let snapshot = fake
+            .files
+            .remove(&("ledger".to_string(), "specs/7/ready.md".to_string()))
+            .expect("snapshot");
+        fake.files.insert(
+            ("ledger".into(), "specs/7/ready.md".into()),
+            String::from_utf8_lossy(&snapshot)
+                .replace("Blank lines are skipped.", "Anything goes.")
+                .into_bytes(),
+        );
+        fake.files
+            .insert(("proofs".into(), "specs/7/ready.md".into()), snapshot);
+        fake.files.insert(
+            ("main".into(), ".aayudha/config.toml".into()),
+            b"[ledger]\nbranch = \"proofs\"\n".to_vec(),
+        );
+    }
+    let folder = pack(HEAD, false);
+    let (out, _) = comment(&server, folder.path(), "101");
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("proven: the pack verifies and every floor holds"),
+        "{}",
+        out.stdout
+    );
+}

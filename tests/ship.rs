@@ -662,3 +662,57 @@ fn hostile_artifact_zips_are_passed_over_with_what_is_wrong() {
     }
     assert!(w.github.state.lock().expect("lock").merged.is_empty());
 }
+
+#[test]
+fn ship_goes_by_the_default_branchs_config_not_the_working_trees() {
+    let w = world();
+    // The shipper has the pull request checked out, whose config points ship at another workflow and would
+    // land the ledger's commits on `main`.
+    w.clone.write(
+        ".aayudha/config.toml",
+        "[gate]\nworkflow = \".github/workflows/evil.yml\"\n\n[ledger]\nbranch = \"main\"\n",
+    );
+    // The default branch (on GitHub) names the ledger branch `ledger` explicitly.
+    w.github.state.lock().expect("lock").files.insert(
+        ("main".into(), ".aayudha/config.toml".into()),
+        b"[ledger]\nbranch = \"ledger\"\n".to_vec(),
+    );
+    gate_run(
+        &w,
+        FakeRun::gate(50, "aayudha-merge-gate.yml"),
+        zip(&pack_json(3, HEAD, "pass"), false, false),
+        false,
+    );
+    let main_before = common::git_command(w.origin.path())
+        .args(["rev-parse", "main"])
+        .output()
+        .expect("rev-parse")
+        .stdout;
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        on_origin(&w, "ship/7.json").is_some(),
+        "landed on the ledger"
+    );
+    let main_after = common::git_command(w.origin.path())
+        .args(["rev-parse", "main"])
+        .output()
+        .expect("rev-parse")
+        .stdout;
+    assert_eq!(main_before, main_after, "nothing was pushed to main");
+
+    // A broken config on the default branch is named as such, with its branch.
+    let w = world();
+    w.github.state.lock().expect("lock").files.insert(
+        ("main".into(), ".aayudha/config.toml".into()),
+        b"[ledger]\nbrnch = \"x\"\n".to_vec(),
+    );
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("main:.aayudha/config.toml:2: unknown key `ledger.brnch`"),
+        "{}",
+        out.stderr
+    );
+}

@@ -67,6 +67,9 @@ pub struct ActionOptions {
     pub output: Option<PathBuf>,
     pub workflow_ref: Option<String>,
     pub runner_temp: Option<PathBuf>,
+    /// `GITHUB_SHA`: under `pull_request_target`, the default branch's head, where the workflow and the
+    /// gate's configuration come from.
+    pub sha: Option<String>,
 }
 
 /// The action.yml name of a registry input: `working-directory` is declared as `working_directory`.
@@ -177,6 +180,7 @@ impl ActionOptions {
             output: var("GITHUB_OUTPUT").map(PathBuf::from),
             workflow_ref: var("GITHUB_WORKFLOW_REF"),
             runner_temp: var("RUNNER_TEMP").map(PathBuf::from),
+            sha: var("GITHUB_SHA"),
         })
     }
 
@@ -329,7 +333,8 @@ fn trust_workspace() {
 }
 
 /// Fetches `refs/pull/<n>/head` and the ledger branch with the token, before any product code runs.
-fn fetch(root: &Path, options: &ActionOptions, pr: u64, ledger: &str) -> Result<(), Failure> {
+fn fetch(repo: &Repo, options: &ActionOptions, pr: u64, ledger: &str) -> Result<(), Failure> {
+    let root = repo.root();
     let network = crate::git::Network {
         server_url: options.server_url.clone(),
         token: options.token.clone(),
@@ -361,6 +366,46 @@ fn fetch(root: &Path, options: &ActionOptions, pr: u64, ledger: &str) -> Result<
     Ok(())
 }
 
+/// The commit the gate's configuration comes from (`GITHUB_SHA`), fetched when the checkout lacks it (a
+/// shallow checkout of the pull request's base, say).
+fn config_commit(repo: &Repo, options: &ActionOptions) -> Result<String, Failure> {
+    let sha = options.sha.clone().ok_or_else(|| {
+        Failure::usage("`GITHUB_SHA` is not set: the gate reads its configuration at the commit the workflow came from")
+            .with_hint("run the gate as a step of a `pull_request_target` workflow")
+    })?;
+    if repo.sha(&sha).is_err() {
+        let network = crate::git::Network {
+            server_url: options.server_url.clone(),
+            token: options.token.clone(),
+        };
+        let _ = crate::git::git_program(
+            repo.root(),
+            &network,
+            &["fetch", "--no-tags", "--quiet", "origin", &sha],
+        );
+    }
+    repo.sha(&sha).map_err(|_| {
+        Failure::unexpected(format!(
+            "the workflow's commit {sha} (`GITHUB_SHA`), whose configuration the gate reads, is not in the checkout and could not be fetched"
+        ))
+        .with_hint("check out with `fetch-depth: 0`, or give the job `contents: read`")
+    })
+}
+
+/// Refuses to run product code in a checkout whose git configuration holds a credential: product code can
+/// read `.git/config` (and a file it includes), so a token `actions/checkout` persisted there would be its.
+fn refuse_persisted_credentials(repo: &Repo) -> Result<(), Failure> {
+    let found = repo.persisted_credentials();
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "the checkout's git configuration holds a credential ({}): product code would be able to read it, so none runs",
+        found.join(", ")
+    ))
+    .with_hint("set `persist-credentials: false` on actions/checkout (the workflow templates do)"))
+}
+
 /// Puts the pull request's head in the working tree (detached), where `verify --ci` runs it; the gate is
 /// the job's last step, so nothing trusted runs in this tree afterwards.
 fn check_out(root: &Path, sha: &str) -> Result<(), Failure> {
@@ -379,6 +424,26 @@ fn check_out(root: &Path, sha: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The `config` input: a path in the default branch's commit (default `.aayudha/config.toml`).
+fn config_input(options: &ActionOptions) -> Result<String, Failure> {
+    match &options.config {
+        None => Ok(CONFIG_PATH.to_string()),
+        Some(path)
+            if path.is_absolute()
+                || path
+                    .components()
+                    .any(|c| !matches!(c, std::path::Component::Normal(_))) =>
+        {
+            Err(Failure::usage(format!(
+                "the input `config` must be a path in the repository, not `{}`",
+                path.display()
+            ))
+            .with_hint("name the file as it is in the default branch, e.g. `.aayudha/gate.toml`"))
+        }
+        Some(path) => Ok(path.display().to_string()),
+    }
+}
+
 fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
     let event_path = options.event_path.clone().ok_or_else(|| {
         Failure::usage(
@@ -393,23 +458,24 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         .unwrap_or_else(|| pr.base_repo.clone());
     let root = options.root()?;
     trust_workspace();
-
-    // The configuration comes from the base commit (or the input): a pull request cannot relax its floors.
     let repo = Repo::discover(&root).map_err(|e| {
         Failure::usage(format!("`{}` is not a git checkout", root.display()))
             .caused_by(e)
             .with_hint("check out the base with actions/checkout before the aayudha step")
     })?;
-    // A configuration error is reported by `verify --ci` (with its file and line); here the defaults stand.
-    let base_config = match &options.config {
-        Some(file) => Config::load(repo.root(), Some(file), &root),
-        None => match repo.file_at(&pr.base_sha, CONFIG_PATH).ok().flatten() {
-            Some(bytes) => Config::from_text(&String::from_utf8_lossy(&bytes), CONFIG_PATH),
-            None => Ok(Config::defaults()),
-        },
-    }
-    .unwrap_or_else(|_| Config::defaults());
-    fetch(repo.root(), options, pr.number, &base_config.ledger.branch)?;
+    refuse_persisted_credentials(&repo)?;
+    // The configuration comes from the commit the workflow came from (`GITHUB_SHA`, the default branch's
+    // head), the `config` input being a path in it: neither the pull request nor the branch it targets can
+    // relax the gate. A configuration error is reported by `verify --ci` (with its file and line); here the
+    // defaults stand.
+    let config_path = config_input(options)?;
+    let config_sha = config_commit(&repo, options)?;
+    let base_config = match repo.file_at(&config_sha, &config_path).ok().flatten() {
+        Some(bytes) => Config::from_text(&String::from_utf8_lossy(&bytes), &config_path)
+            .unwrap_or_else(|_| Config::defaults()),
+        None => Config::defaults(),
+    };
+    fetch(&repo, options, pr.number, &base_config.ledger.branch)?;
     for (what, sha) in [("head", &pr.head_sha), ("base", &pr.base_sha)] {
         if repo.sha(sha).is_err() {
             return Err(Failure::unexpected(format!(
@@ -422,15 +488,14 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
 
     check_out(repo.root(), &pr.head_sha)?;
     let mut notes = Annotations::default();
-    if options.config.is_none()
-        && repo.file_at(&pr.base_sha, CONFIG_PATH).ok().flatten()
-            != repo.file_at(&pr.head_sha, CONFIG_PATH).ok().flatten()
+    if repo.file_at(&config_sha, &config_path).ok().flatten()
+        != repo.file_at(&pr.head_sha, &config_path).ok().flatten()
     {
         notes.add(
             Level::Notice,
-            Some((CONFIG_PATH, 1)),
+            Some((&config_path, 1)),
             "aayudha configuration",
-            "this pull request changes the configuration; the gate uses the base commit's until it merges",
+            "this pull request changes the configuration; the gate uses the default branch's until it merges",
         );
     }
 
@@ -478,7 +543,8 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         base: Some(pr.base_sha.clone()),
         head: Some(pr.head_sha.clone()),
         story,
-        config: options.config.clone(),
+        config: Some(PathBuf::from(&config_path)),
+        config_commit: Some(config_sha.clone()),
         out: Some(pack_dir.clone()),
         binding: Some(binding),
         ..VerifyOptions::default()
@@ -777,6 +843,7 @@ fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fai
         runtime_token: options.runtime_token.clone(),
         step_summary: options.step_summary.clone(),
         event_path: options.event_path.clone(),
+        config_path: options.config.as_ref().map(|p| p.display().to_string()),
     };
     super::proof_comment::run(ctx, proof)
 }
@@ -784,6 +851,9 @@ fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fai
 fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
     let root = options.root()?;
     trust_workspace();
+    if let Ok(repo) = Repo::discover(&root) {
+        refuse_persisted_credentials(&repo)?;
+    }
     let verify = VerifyOptions {
         check: Some("all".into()),
         json: true,

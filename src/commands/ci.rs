@@ -18,7 +18,7 @@ use crate::ledger::ready::{self, Snapshot};
 use crate::maps::{self, blocks::ArtifactKind};
 use crate::pack::{self, Pack};
 use crate::registry::CommandId;
-use crate::sandbox::{Network, Sandbox};
+use crate::sandbox::Network;
 use crate::select::{self, evidence_map};
 use crate::settings::VerifyOptions;
 
@@ -64,25 +64,58 @@ pub fn run(
     let head_sha = repo.sha(head).map_err(failure_of)?;
     let root = repo.root().to_path_buf();
 
-    // The configuration of the base commit: a pull request cannot relax its own floors.
-    let config = match &options.config {
-        Some(file) => Config::load(&root, Some(file), start),
-        None => match repo.file_at(&base_sha, CONFIG_PATH).map_err(failure_of)? {
-            Some(bytes) => Config::from_text(
-                &String::from_utf8_lossy(&bytes),
-                &format!("{}:{CONFIG_PATH}", super::short(&base_sha)),
-            ),
-            None => Ok(Config::defaults()),
-        },
-    }
-    .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
-    if options.config.is_none()
-        && repo.file_at(&base_sha, CONFIG_PATH).ok().flatten()
-            != repo.file_at(&head_sha, CONFIG_PATH).ok().flatten()
+    // The configuration is never read from a tree the pull request wrote: the base commit's (or a file the
+    // caller names), and in the action the commit the workflow came from ("Trust in the gate").
+    let config_failure = |e: crate::config::ConfigError| {
+        Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint())
+    };
+    let (config, config_from) = match (&options.config_commit, &options.config) {
+        (Some(rev), file) => {
+            let path = file
+                .as_ref()
+                .map_or_else(|| CONFIG_PATH.to_string(), |f| f.display().to_string());
+            let label = format!("{}:{path}", super::short(rev));
+            let config = match repo.file_at(rev, &path).map_err(failure_of)? {
+                Some(bytes) => Config::from_text(&String::from_utf8_lossy(&bytes), &label)
+                    .map_err(config_failure)?,
+                None if file.is_none() => Config::defaults(),
+                None => {
+                    return Err(Failure::usage(format!(
+                        "the configuration `{path}` is not in commit {}",
+                        super::short(rev)
+                    ))
+                    .with_hint("the `config` input names a file of the default branch"));
+                }
+            };
+            (config, Some((rev.clone(), path)))
+        }
+        (None, Some(file)) => (
+            Config::load(&root, Some(file), start).map_err(config_failure)?,
+            None,
+        ),
+        (None, None) => {
+            let config = match repo.file_at(&base_sha, CONFIG_PATH).map_err(failure_of)? {
+                Some(bytes) => Config::from_text(
+                    &String::from_utf8_lossy(&bytes),
+                    &format!("{}:{CONFIG_PATH}", super::short(&base_sha)),
+                )
+                .map_err(config_failure)?,
+                None => Config::defaults(),
+            };
+            (config, Some((base_sha.clone(), CONFIG_PATH.to_string())))
+        }
+    };
+    if let Some((rev, path)) = &config_from
+        && repo.file_at(rev, path).ok().flatten() != repo.file_at(&head_sha, path).ok().flatten()
     {
+        let whose = if options.config_commit.is_some() {
+            "the default branch's"
+        } else {
+            "the base commit's"
+        };
         let _ = writeln!(
             ctx.err,
-            "notice: this change edits {CONFIG_PATH}; the gate uses the base commit's until it merges"
+            "notice: this change edits {path}; the gate uses {whose} until it merges"
         );
     }
     let now = ctx.env.now()?;
@@ -112,27 +145,97 @@ pub fn run(
         None => None,
     };
 
-    let proof_root = root.join(".aayudha/proof");
-    std::fs::create_dir_all(&proof_root).map_err(|e| {
-        Failure::unexpected(format!("cannot create `{}`", proof_root.display())).caused_by(e)
-    })?;
+    // The run folder lives outside the checkout (a pull request may commit `.aayudha/proof` as a link);
+    // the finished pack is moved into place at the end.
+    let temp_parent = ctx
+        .env
+        .vars
+        .get("RUNNER_TEMP")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     let staging = tempfile::Builder::new()
-        .prefix(".run-")
-        .tempdir_in(&proof_root)
-        .map_err(|e| Failure::unexpected("cannot create the run folder").caused_by(e))?;
+        .prefix("aayu-run-")
+        .tempdir_in(&temp_parent)
+        .map_err(|e| {
+            Failure::unexpected(format!(
+                "cannot create the run folder in `{}`",
+                temp_parent.display()
+            ))
+            .caused_by(e)
+        })?;
     let out = staging.path();
     let _interrupted = crate::cleanup::dir(out);
     let mut floors = Vec::new();
 
-    // feature-map
+    // feature-map: no product code runs.
     let map_report = feature_map::check(repo).map_err(failure_of)?;
     write_json(out, "reports/feature-map.json", &map_report)?;
     floors.push(map_floor(&map_report, &config, now));
 
-    // behaviour: selected by the diff and the story's evidence map
+    // What will run: the behaviour checks the diff and the story's evidence map select, the mapped tests,
+    // and for a bug, the same tests on the base.
     let loaded = maps::load_repo(repo).map_err(failure_of)?;
-    let settings = super::verify::sandbox_settings(ctx, &config, options);
     let timeout = Duration::from_secs(config.verify.check_timeout_s);
+    let selected = if loaded.errors.is_empty() {
+        select::by_diff(repo, &loaded.maps, &base_sha, &head_sha, options.story).map_err(|e| {
+            match e {
+                select::SelectError::Git(g) => failure_of(g),
+                other => Failure::usage(other.to_string()),
+            }
+        })?
+    } else {
+        Vec::new()
+    };
+    let mut ids = Vec::new();
+    if let (Some(snapshot), Some(evidence)) = (&snapshot, &evidence) {
+        for criterion in &evidence.criterion {
+            for text in &criterion.tests {
+                ids.push(TestId::parse(text).map_err(|why| {
+                    Failure::usage(format!(
+                        "{}: criterion {}: {why}",
+                        evidence_map::path(snapshot.meta.story),
+                        criterion.id
+                    ))
+                })?);
+            }
+        }
+    }
+    let is_bug = match options
+        .binding
+        .as_ref()
+        .and_then(|b| b.story_labels.as_ref())
+    {
+        // In the action the story's labels come from the API (SPEC §5).
+        Some(labels) => labels.iter().any(|l| l == "type:bug"),
+        None => snapshot.as_ref().is_some_and(Snapshot::is_bug),
+    };
+    let on_base = (evidence.is_some() && (is_bug || options.red_on_base))
+        .then(|| red_on_base::prepare(repo, &base_sha, &head_sha));
+
+    // Every dependency is fetched now, before any product code runs, as a sandbox uid; then offline.
+    let sandbox = if selected.is_empty() && ids.is_empty() {
+        None
+    } else {
+        let sandbox = super::verify::new_sandbox(ctx, &config, options, &root)?;
+        let test_packages: BTreeSet<String> = ids.iter().map(|t| t.package.clone()).collect();
+        let mut packages: Vec<(PathBuf, String)> = behaviour::packages(&loaded.maps, &selected)
+            .into_iter()
+            .chain(test_packages.iter().cloned())
+            .map(|p| (root.clone(), p))
+            .collect();
+        if let Some(base_root) = on_base.as_ref().and_then(red_on_base::Prepared::root) {
+            packages.extend(
+                test_packages
+                    .iter()
+                    .map(|p| (base_root.to_path_buf(), p.clone())),
+            );
+        }
+        sandbox.fetch(&packages, ctx.err);
+        Some(sandbox)
+    };
+
+    // behaviour
     let behaviour_report = if !loaded.errors.is_empty() {
         floors.push(check(
             "behaviour",
@@ -144,36 +247,30 @@ pub fn run(
             "none",
         ));
         None
+    } else if let (false, Some(sandbox)) = (selected.is_empty(), &sandbox) {
+        let report = super::verify::run_behaviour(
+            ctx,
+            &root,
+            out,
+            &config,
+            options,
+            &loaded.maps,
+            &selected,
+            sandbox,
+        )?;
+        floors.push(behaviour_floor(&report));
+        Some(report)
     } else {
-        let selected = select::by_diff(repo, &loaded.maps, &base_sha, &head_sha, options.story)
-            .map_err(|e| match e {
-                select::SelectError::Git(g) => failure_of(g),
-                other => Failure::usage(other.to_string()),
-            })?;
-        if selected.is_empty() {
-            floors.push(check(
-                "behaviour",
-                "pass",
-                0.0,
-                0.0,
-                "aayu behaviour floor",
-                "no behaviour check selected by this change".into(),
-                "none",
-            ));
-            None
-        } else {
-            let report = super::verify::run_behaviour(
-                ctx,
-                &root,
-                out,
-                &config,
-                options,
-                &loaded.maps,
-                &selected,
-            )?;
-            floors.push(behaviour_floor(&report));
-            Some(report)
-        }
+        floors.push(check(
+            "behaviour",
+            "pass",
+            0.0,
+            0.0,
+            "aayu behaviour floor",
+            "no behaviour check selected by this change".into(),
+            "none",
+        ));
+        None
     };
 
     // tests and red-on-base: only for a story
@@ -225,27 +322,16 @@ pub fn run(
                 .collect();
         }
         (Some(snapshot), Some(evidence)) => {
-            let sandbox = Sandbox::new(&settings)
-                .map_err(|e| Failure::from_error(ExitStatus::Failure, &e))?;
-            let mut ids = Vec::new();
-            for criterion in &evidence.criterion {
-                for text in &criterion.tests {
-                    ids.push(TestId::parse(text).map_err(|why| {
-                        Failure::usage(format!(
-                            "{}: criterion {}: {why}",
-                            evidence_map::path(snapshot.meta.story),
-                            criterion.id
-                        ))
-                    })?);
-                }
-            }
-            let packages: BTreeSet<String> = ids.iter().map(|t| t.package.clone()).collect();
-            behaviour::fetch_dependencies(&root, &packages, &ctx.env.vars, ctx.err);
+            let sandbox = match &sandbox {
+                Some(sandbox) => sandbox,
+                None => &super::verify::new_sandbox(ctx, &config, options, &root)?,
+            };
             let results = tests::run_tests(
                 &tests::Run {
-                    sandbox: &sandbox,
+                    sandbox,
                     root: &root,
                     timeout,
+                    target: None,
                 },
                 &ids,
             );
@@ -260,35 +346,16 @@ pub fn run(
             floors.push(floor);
             pack_criteria = criteria;
             criteria_lines = lines;
-            let is_bug = match options
-                .binding
-                .as_ref()
-                .and_then(|b| b.story_labels.as_ref())
-            {
-                // In the action the story's labels come from the API (SPEC §5).
-                Some(labels) => labels.iter().any(|l| l == "type:bug"),
-                None => snapshot.is_bug(),
-            };
-            if is_bug || options.red_on_base {
-                let fetch = |dir: &Path| {
-                    behaviour::fetch_dependencies(
-                        dir,
-                        &packages,
-                        &ctx.env.vars,
-                        &mut std::io::sink(),
-                    )
-                };
+            if let Some(prepared) = &on_base {
                 let report = red_on_base::run(
-                    repo,
-                    &base_sha,
-                    &head_sha,
+                    prepared,
                     evidence,
                     &tests::Run {
-                        sandbox: &sandbox,
+                        sandbox,
                         root: &root,
                         timeout,
+                        target: None,
                     },
-                    &fetch,
                 );
                 write_json(out, "reports/red-on-base.json", &report)?;
                 for c in &report.criteria {
@@ -407,7 +474,14 @@ pub fn run(
     })?;
     let dir = match &options.out {
         Some(dir) => start.join(dir),
-        None => proof_root.join(story.to_string()),
+        // `.aayudha/proof` of the checkout, made without following a link a pull request committed there.
+        None => crate::safe_fs::ensure_dir(&root, ".aayudha/proof")
+            .map_err(|e| {
+                Failure::usage(format!("cannot write the pack: {e}")).with_hint(
+                    "`.aayudha/proof` must be a plain folder of the checkout (or give `--out DIR`)",
+                )
+            })?
+            .join(story.to_string()),
     };
     pack::write(&dir, &pack, out).map_err(|e| {
         Failure::unexpected(format!("cannot write the pack to `{}`", dir.display())).caused_by(e)
@@ -601,6 +675,9 @@ fn evidence_floor(
     let mut criteria = Vec::new();
     let mut lines = Vec::new();
     let mut evidenced = 0usize;
+    // A mapped test this machine cannot run (a toolchain the image lacks) blocks the floor rather than
+    // failing it, unless a test really failed.
+    let (mut failed_any, mut blocked_any) = (false, false);
     let ready: BTreeMap<u32, &ready::Criterion> =
         snapshot.criteria.iter().map(|c| (c.id, c)).collect();
     for criterion in &snapshot.criteria {
@@ -628,11 +705,15 @@ fn evidence_floor(
                         events.push('\n');
                     }
                 }
-                Some((outcome, _)) => problems.push(format!(
-                    "`{id}` {}: {}",
-                    outcome_words(outcome),
-                    outcome.detail()
-                )),
+                Some((outcome, _)) => {
+                    failed_any |= matches!(outcome, Outcome::Failed(_));
+                    blocked_any |= matches!(outcome, Outcome::Blocked(_));
+                    problems.push(format!(
+                        "`{id}` {}: {}",
+                        outcome_words(outcome),
+                        outcome.detail()
+                    ))
+                }
                 None => problems.push(format!("`{id}` did not run")),
             }
         }
@@ -711,7 +792,13 @@ fn evidence_floor(
         ));
     }
     let total = snapshot.criteria.len();
-    let result = if evidenced == total { "pass" } else { "fail" };
+    let result = if evidenced == total {
+        "pass"
+    } else if blocked_any && !failed_any {
+        "blocked"
+    } else {
+        "fail"
+    };
     let floor = check(
         "tests",
         result,
@@ -731,6 +818,7 @@ fn outcome_words(outcome: &Outcome) -> &'static str {
         Outcome::NotBuilt(_) => "did not build",
         Outcome::NotFound(_) => "was not found",
         Outcome::NotRun(_) => "did not run",
+        Outcome::Blocked(_) => "cannot run here",
     }
 }
 
@@ -867,9 +955,10 @@ fn trailer(message: &str, key: &str) -> Option<String> {
 /// The layers whose path globs in `LAYERS.md` match a changed path. A layer row names its id (`L01`…`L09`)
 /// and its globs in backticks.
 fn footprint(root: &Path, changed: &[String]) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(root.join("LAYERS.md")) else {
+    let Ok(bytes) = crate::safe_fs::read(root, "LAYERS.md", 1 << 20) else {
         return Vec::new();
     };
+    let text = String::from_utf8_lossy(&bytes);
     let mut layers = BTreeSet::new();
     for line in text.lines() {
         let Some(id) = line.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| {

@@ -74,8 +74,11 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         .unwrap_or_default();
     let pack = unpacked.as_ref().map(|u| &u.pack);
 
-    // The pull request's head and the story's Ready snapshot, from the ledger through the contents API.
+    // The pull request's head and the story's Ready snapshot, from the ledger through the contents API; the
+    // ledger's name from the default branch's configuration, never from the pull request.
     let head = client.pull(&repo, pr).map_err(github_failure)?.head_sha;
+    let (config, _) = super::default_branch_config(&client, &repo, options.config_path.as_deref())?;
+    let ledger = config.ledger.branch;
     let mut criteria_lines = Vec::new();
     if let (Some(unpacked), Some(pack)) = (&unpacked, pack) {
         if pack.pr_head_sha != head {
@@ -85,7 +88,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
             ));
         }
         // The same checks as `aayu proof verify` and `aayu ship`, against the snapshot on the ledger.
-        let snapshot = (pack.story > 0).then(|| snapshot(&client, &repo, pack.story));
+        let snapshot = (pack.story > 0).then(|| snapshot(&client, &repo, &ledger, pack.story));
         let read = |a: &crate::pack::Artifact| match unpacked.artifacts.get(&a.path) {
             Some(bytes) => Stored::Bytes(bytes.clone()),
             None => Stored::Missing,
@@ -234,13 +237,22 @@ fn pr_of_event(options: &ProofCommentOptions) -> Result<u64, Failure> {
         .ok_or_else(|| Failure::usage("the event has no `pull_request.number`: pass `--pr N`"))
 }
 
-/// The story's Ready snapshot on the ledger branch, through the contents API.
-fn snapshot(client: &Client, repo: &str, story: u64) -> Result<ready::Snapshot, String> {
+/// The story's Ready snapshot on the ledger branch (`[ledger] branch` of the default branch's
+/// configuration), through the contents API.
+fn snapshot(
+    client: &Client,
+    repo: &str,
+    ledger: &str,
+    story: u64,
+) -> Result<ready::Snapshot, String> {
     let path = format!("specs/{story}/ready.md");
-    let bytes = client
-        .file(repo, &path, "ledger")
-        .map_err(|e| format!("story #{story} has no Ready snapshot on the ledger: {e}"))?;
-    ready::parse(&String::from_utf8_lossy(&bytes), &format!("ledger:{path}"))
+    let bytes = client.file(repo, &path, ledger).map_err(|e| {
+        format!("story #{story} has no Ready snapshot on the `{ledger}` branch: {e}")
+    })?;
+    ready::parse(
+        &String::from_utf8_lossy(&bytes),
+        &format!("{ledger}:{path}"),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

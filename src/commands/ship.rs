@@ -249,7 +249,7 @@ fn approver(remote: &Remote, pull: &Pull) -> Result<Option<String>, Failure> {
 }
 
 pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failure> {
-    let (repo, config) = super::repo_and_config(ctx)?;
+    let repo = super::repo(ctx)?;
     if ctx.env.github_actions || ctx.env.vars.contains_key("CI") {
         return Err(
             Failure::usage("`aayu ship` is a person's decision: it does not run in CI")
@@ -257,6 +257,9 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         );
     }
     let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
+    // The default branch's configuration on GitHub, never the working tree's: a shipper with the pull
+    // request checked out would otherwise go by its `[gate] workflow` and `[ledger] branch`.
+    let (config, _) = super::default_branch_config(&remote.client, &remote.repo, None)?;
     let pull = remote
         .client
         .pull(&remote.repo, options.pr)

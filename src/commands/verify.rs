@@ -11,7 +11,7 @@ use crate::git::{GitError, Repo};
 use crate::maps;
 use crate::output::github::{self, Level};
 use crate::output::{json, plain};
-use crate::sandbox::SandboxSettings;
+use crate::sandbox::{Sandbox, SandboxError, SandboxSettings};
 use crate::select;
 use crate::settings::VerifyOptions;
 use std::time::Duration;
@@ -170,11 +170,22 @@ fn checks(
     let now = ctx.env.now()?;
     let out = match &options.out {
         Some(dir) => start.join(dir),
-        None => repo
-            .root()
-            .join(".aayudha/runs")
-            .join(crate::commands::utc_stamp(now, true)),
+        // In the checkout, created without following a link a pull request may have committed there.
+        None => {
+            let rel = format!(".aayudha/runs/{}", crate::commands::utc_stamp(now, true));
+            crate::safe_fs::ensure_dir(repo.root(), &rel).map_err(|e| {
+                Failure::usage(format!("cannot create the run folder: {e}")).with_hint(
+                    "`.aayudha/runs` must be a plain folder of the checkout (or give `--out DIR`)",
+                )
+            })?
+        }
     };
+    let sandbox = new_sandbox(ctx, config, options, repo.root())?;
+    let packages: Vec<(std::path::PathBuf, String)> = behaviour::packages(&loaded.maps, &selected)
+        .into_iter()
+        .map(|p| (repo.root().to_path_buf(), p))
+        .collect();
+    sandbox.fetch(&packages, ctx.err);
     let report = run_behaviour(
         ctx,
         repo.root(),
@@ -183,6 +194,7 @@ fn checks(
         options,
         &loaded.maps,
         &selected,
+        &sandbox,
     )?;
     let rendered = if options.json {
         json::render(&report)
@@ -205,16 +217,33 @@ pub(crate) fn sandbox_settings(
     ctx: &Context,
     config: &Config,
     options: &VerifyOptions,
+    root: &std::path::Path,
 ) -> SandboxSettings {
     SandboxSettings {
         process_env: ctx.env.vars.clone(),
         extra_names: config.verify.env.clone(),
         uids: config.verify.sandbox_uids,
         jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
+        workspace: Some(root.to_path_buf()),
     }
 }
 
+/// The sandbox of a run; a refused uid range is the configuration's fault (exit 2).
+pub(crate) fn new_sandbox(
+    ctx: &Context,
+    config: &Config,
+    options: &VerifyOptions,
+    root: &std::path::Path,
+) -> Result<Sandbox, Failure> {
+    Sandbox::new(&sandbox_settings(ctx, config, options, root)).map_err(|e| match e {
+        SandboxError::ForbiddenId { .. } => Failure::from_error(ExitStatus::Usage, &e)
+            .with_hint("set `[verify] sandbox_uids` in the default branch's .aayudha/config.toml to a range of unused ids at or above 1000, e.g. [61000, 61063]"),
+        other => Failure::from_error(ExitStatus::Failure, &other),
+    })
+}
+
 /// Runs selected behaviour checks into the run folder `out`; a refused target is a usage error.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_behaviour(
     ctx: &mut Context,
     root: &std::path::Path,
@@ -223,11 +252,12 @@ pub(crate) fn run_behaviour(
     options: &VerifyOptions,
     maps: &[maps::Map],
     selected: &[select::Selected],
+    sandbox: &Sandbox,
 ) -> Result<behaviour::BehaviourReport, Failure> {
     let run_options = behaviour::Options {
         root: root.to_path_buf(),
         out: out.to_path_buf(),
-        sandbox: sandbox_settings(ctx, config, options),
+        jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
         timeout: Duration::from_secs(config.verify.check_timeout_s),
         base_url: config.verify.base_url.clone(),
         seed: config.verify.seed.clone(),
@@ -237,7 +267,7 @@ pub(crate) fn run_behaviour(
         aayu: ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()),
         actions: ctx.env.github_actions,
     };
-    behaviour::run(maps, selected, &run_options, ctx.err).map_err(|e| {
+    behaviour::run(maps, selected, &run_options, sandbox, ctx.err).map_err(|e| {
         let status = match e {
             behaviour::BehaviourError::Target(_) => ExitStatus::Usage,
             _ => ExitStatus::Failure,

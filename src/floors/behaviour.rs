@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::maps::Map;
 use crate::maps::blocks::{ArtifactKind, CheckKind};
-use crate::sandbox::{self, Network, Sandbox, SandboxSettings};
+use crate::sandbox::{self, Network, Sandbox};
 use crate::select::Selected;
 
 /// A check's status in the report.
@@ -84,7 +84,8 @@ pub struct Options {
     pub root: PathBuf,
     /// The run folder: `reports/` and `behaviour/` are written here.
     pub out: PathBuf,
-    pub sandbox: SandboxSettings,
+    /// How many checks were asked to run at once (`--jobs`).
+    pub jobs: usize,
     pub timeout: Duration,
     pub base_url: String,
     pub seed: Vec<String>,
@@ -104,8 +105,6 @@ pub enum BehaviourError {
     Interrupted,
     #[error("{0}")]
     Target(String),
-    #[error(transparent)]
-    Sandbox(#[from] sandbox::SandboxError),
     #[error("cannot write `{path}`")]
     Write {
         path: PathBuf,
@@ -132,11 +131,13 @@ struct ToolArtifact {
     kind: ArtifactKind,
 }
 
-/// Runs the selected checks and writes `reports/behaviour.json`; progress goes to `progress`.
+/// Runs the selected checks in `sandbox` (whose dependencies [`packages`] names were fetched already) and
+/// writes `reports/behaviour.json`; progress goes to `progress`.
 pub fn run(
     maps: &[Map],
     selected: &[Selected],
     options: &Options,
+    sandbox: &Sandbox,
     progress: &mut dyn Write,
 ) -> Result<BehaviourReport, BehaviourError> {
     let needs_app = selected
@@ -164,13 +165,7 @@ pub fn run(
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
             .map_err(write_err(dir))?;
     }
-    prefetch(maps, selected, options, progress);
-    let sandbox = Sandbox::new(&options.sandbox)?;
-    if options.sandbox.jobs > 1
-        && sandbox.slots() == 1
-        && !sandbox.separate_uids()
-        && selected.len() > 1
-    {
+    if options.jobs > 1 && sandbox.slots() == 1 && !sandbox.separate_uids() && selected.len() > 1 {
         let _ = writeln!(
             progress,
             "note: checks run one at a time: without root every check runs as your uid, so only one at a time can be told apart and cleaned up"
@@ -182,7 +177,7 @@ pub fn run(
     let mut app_down: Option<String> = None;
     if needs_app {
         if !options.seed.is_empty() {
-            match start_seed(&sandbox, options) {
+            match start_seed(sandbox, options) {
                 Ok(child) => seed = Some(child),
                 Err(e) => {
                     app_down = Some(format!(
@@ -214,7 +209,7 @@ pub fn run(
         let (done, finished) = std::sync::mpsc::channel::<(usize, Timed, Vec<u8>)>();
         for slot in 0..sandbox.slots().min(total.max(1)) {
             let (queue, sandbox, spare, app_down, done) =
-                (&queue, &sandbox, &spare, &app_down, done.clone());
+                (&queue, sandbox, &spare, &app_down, done.clone());
             scope.spawn(move || {
                 loop {
                     let next = queue.lock().ok().and_then(|mut q| q.pop_front());
@@ -259,7 +254,7 @@ pub fn run(
         }
     });
     if let Some(seed) = seed {
-        seed.stop(&sandbox);
+        seed.stop(sandbox);
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
@@ -373,9 +368,10 @@ fn run_one(
             ));
         }
     }
-    if let Some(reason) = toolchain_unreachable(sandbox, map, &check.spec, options) {
-        return block(reason);
-    }
+    let toolchain = match toolchain_for(sandbox, map, &check.spec, options) {
+        Ok(toolchain) => toolchain,
+        Err(reason) => return block(reason),
+    };
     let out = options
         .out
         .join(".out")
@@ -399,7 +395,9 @@ fn run_one(
         network,
         stdin: request.to_string().into_bytes(),
         timeout: options.timeout,
-        env: Vec::new(),
+        env: toolchain
+            .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
+            .unwrap_or_default(),
     };
     let outcome = match sandbox.run(job, spare) {
         Ok(outcome) => outcome,
@@ -526,50 +524,53 @@ fn judge(
     )
 }
 
-/// Checks that an artifact stays inside `out` (no `..`, not absolute, no link leading out), then copies it
-/// into the run folder while hashing it, never holding it whole in memory.
+/// How large one artifact may be.
+const ARTIFACT_CAP: u64 = 2 << 30;
+
+/// Copies an artifact from the check's `out` folder into the run folder while hashing it, never holding it
+/// whole in memory. It is opened beneath `out` without following any link, non-blocking, as a regular file
+/// only: `..`, an absolute path, a link, a FIFO or a device is refused.
 fn copy_artifact(
     out: &Path,
     rel: &str,
     run: &Path,
     dest: &str,
 ) -> Result<(String, String, u64), String> {
-    let path = Path::new(rel);
-    if rel.is_empty() || path.is_absolute() || rel.contains('\\') || rel.contains('\0') {
+    if rel.is_empty() || rel.starts_with('/') || rel.contains('\\') || rel.contains('\0') {
         return Err("an artifact path must be relative to `out`".to_string());
     }
-    if path
+    if Path::new(rel)
         .components()
         .any(|c| !matches!(c, Component::Normal(_)))
+        || rel
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..")
     {
         return Err("an artifact path may not contain `..` or `.`".to_string());
     }
-    let out_real = out
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve `out`: {e}"))?;
-    let real = out
-        .join(path)
-        .canonicalize()
-        .map_err(|e| format!("does not exist ({e})"))?;
-    if !real.starts_with(&out_real) {
-        return Err("resolves outside the check's `out` folder (a symbolic link?)".to_string());
+    let (source, size) = crate::safe_fs::open_file(out, rel).map_err(|e| match e {
+        crate::safe_fs::Refused::Link { .. } => {
+            "is or passes through a symbolic link (which could lead outside the check's `out` folder)"
+                .to_string()
+        }
+        crate::safe_fs::Refused::NotRegular { what, .. } => {
+            format!("is {what}, not a regular file")
+        }
+        crate::safe_fs::Refused::Missing { .. } => "does not exist".to_string(),
+        other => other.to_string(),
+    })?;
+    if size > ARTIFACT_CAP {
+        return Err(format!("is larger than {ARTIFACT_CAP} bytes"));
     }
-    let mut source = std::fs::File::open(&real).map_err(|e| format!("cannot be read: {e}"))?;
-    if !source.metadata().is_ok_and(|m| m.is_file()) {
-        return Err("is not a regular file".to_string());
-    }
-    let clean: Vec<&str> = path
-        .components()
-        .filter_map(|c| c.as_os_str().to_str())
-        .collect();
-    let relative = format!("{dest}/{}", clean.join("/"));
+    let relative = format!("{dest}/{rel}");
     let target = run.join(&relative);
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot be copied: {e}"))?;
     }
     let file = std::fs::File::create(&target).map_err(|e| format!("cannot be copied: {e}"))?;
     let mut sink = crate::pack::HashingWriter::new(file);
-    std::io::copy(&mut source, &mut sink).map_err(|e| format!("cannot be copied: {e}"))?;
+    std::io::copy(&mut std::io::Read::take(source, ARTIFACT_CAP), &mut sink)
+        .map_err(|e| format!("cannot be copied: {e}"))?;
     let (_, sha256, size) = sink.finish();
     Ok((relative, sha256, size))
 }
@@ -585,35 +586,38 @@ fn resolve_in(program: &str, path: Option<&std::ffi::OsString>) -> Option<PathBu
 }
 
 /// For the built-in step runner: the toolchain its `build` and `test` steps need (cargo and the rustup
-/// toolchain, or go), when the sandbox uid cannot run it; checked up front so that the check is blocked
-/// with the fix instead of failing inside cargo with "permission denied".
-fn toolchain_unreachable(
+/// toolchain, or go). `Err` when the sandbox uid cannot run it, or the checkout asks for a toolchain this
+/// machine lacks — checked up front so that the check is blocked with the fix instead of failing inside
+/// cargo; `Ok(Some(name))` is the Rust toolchain the package's `rust-toolchain.toml` names.
+fn toolchain_for(
     sandbox: &Sandbox,
     map: &Map,
     spec: &serde_json::Value,
     options: &Options,
-) -> Option<String> {
-    if !sandbox.separate_uids() || map.control.first().map(String::as_str) != Some("aayu") {
-        return None;
+) -> Result<Option<String>, String> {
+    use crate::sandbox::toolchain::PackageKind;
+    if map.control.first().map(String::as_str) != Some("aayu") {
+        return Ok(None);
     }
-    let steps = spec.get("steps").and_then(serde_json::Value::as_array)?;
     let mut tools = BTreeSet::new();
-    for step in steps {
-        let package = step
-            .get("build")
-            .and_then(serde_json::Value::as_str)
-            .or_else(|| {
-                step.get("test")
-                    .and_then(|t| t.get("package"))
-                    .and_then(serde_json::Value::as_str)
-            });
-        if let Some(package) = package {
-            tools.insert(if options.root.join(package).join("Cargo.toml").is_file() {
-                "cargo"
-            } else {
-                "go"
-            });
+    let mut rust = None;
+    for package in step_packages(spec) {
+        match crate::sandbox::toolchain::package_kind(&options.root, &package) {
+            Some(PackageKind::Cargo) => {
+                tools.insert("cargo");
+                if let Some(name) = sandbox.toolchains().rust_for(&options.root, &package)? {
+                    rust.get_or_insert(name);
+                }
+            }
+            Some(PackageKind::Go { module }) => {
+                tools.insert("go");
+                sandbox.toolchains().go_for(&options.root, &module)?;
+            }
+            None => {}
         }
+    }
+    if !sandbox.separate_uids() {
+        return Ok(rust);
     }
     for tool in tools {
         let found = resolve_in(tool, sandbox.env_value("PATH"));
@@ -628,12 +632,31 @@ fn toolchain_unreachable(
                 || "on PATH".to_string(),
                 |p| format!("at `{}`", p.display()),
             );
-            return Some(format!(
+            return Err(format!(
                 "the sandbox uid cannot run `{tool}` {at}: make the toolchain readable by other users (chmod o+rx on its folders and every folder above them), or install it system-wide"
             ));
         }
     }
-    None
+    Ok(rust)
+}
+
+/// The package folders a built-in step runner check builds or tests (`build` and `test.package` steps).
+fn step_packages(spec: &serde_json::Value) -> Vec<String> {
+    let steps = spec.get("steps").and_then(serde_json::Value::as_array);
+    steps
+        .into_iter()
+        .flatten()
+        .filter_map(|step| {
+            step.get("build")
+                .and_then(serde_json::Value::as_str)
+                .or_else(|| {
+                    step.get("test")
+                        .and_then(|t| t.get("package"))
+                        .and_then(serde_json::Value::as_str)
+                })
+                .map(str::to_string)
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -691,119 +714,14 @@ fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Fetches the dependencies of the packages the built-in step runner will build or test, before the
-/// sandbox starts (it runs offline): `cargo fetch` (which also writes a missing `Cargo.lock`) or
-/// `go mod download`. Downloads only; no product code runs. A failure is reported and the check's own
-/// offline build then says what is missing.
-fn prefetch(maps: &[Map], selected: &[Selected], options: &Options, progress: &mut dyn Write) {
-    let mut packages: BTreeSet<String> = BTreeSet::new();
-    for s in selected {
-        let map = &maps[s.map];
-        if map.control.first().map(String::as_str) != Some("aayu") {
-            continue;
-        }
-        let steps = check_of(maps, s)
-            .spec
-            .get("steps")
-            .and_then(serde_json::Value::as_array);
-        for step in steps.into_iter().flatten() {
-            if let Some(dir) = step.get("build").and_then(serde_json::Value::as_str) {
-                packages.insert(dir.to_string());
-            }
-            if let Some(dir) = step
-                .get("test")
-                .and_then(|t| t.get("package"))
-                .and_then(serde_json::Value::as_str)
-            {
-                packages.insert(dir.to_string());
-            }
-        }
-    }
-    fetch_dependencies(
-        &options.root,
-        &packages,
-        &options.sandbox.process_env,
-        progress,
-    );
-}
-
-/// Fetches the dependencies of package folders under `root`: `cargo fetch` or `go mod download`, outside
-/// the sandbox but with no secret and from a neutral folder. Used before behaviour checks, test evidence
-/// and red-on-base.
-pub fn fetch_dependencies(
-    root: &Path,
-    packages: &BTreeSet<String>,
-    process_env: &std::collections::BTreeMap<String, String>,
-    progress: &mut dyn Write,
-) {
-    // The downloads need the network and the real caches, but no secret: only these names pass.
-    const FETCH_ENV: [&str; 16] = [
-        "PATH",
-        "HOME",
-        "LANG",
-        "CARGO_HOME",
-        "RUSTUP_HOME",
-        "RUSTUP_TOOLCHAIN",
-        "GOPATH",
-        "GOMODCACHE",
-        "GOPROXY",
-        "GONOSUMDB",
-        "GOPRIVATE",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "NO_PROXY",
-        "SSL_CERT_FILE",
-        "SSL_CERT_DIR",
-    ];
-    let env: Vec<(&String, &String)> = process_env
+/// The packages whose dependencies the selected checks need fetched before they run: those the built-in
+/// step runner builds or tests. A map's own control tool fetches nothing: its checks run offline.
+pub fn packages(maps: &[Map], selected: &[Selected]) -> BTreeSet<String> {
+    selected
         .iter()
-        .filter(|(k, _)| FETCH_ENV.contains(&k.as_str()))
-        .collect();
-    // Run from a neutral folder: cargo reads `.cargo/config.toml` from the working directory upwards, and
-    // a pull request's config (a credential provider, say) must not run here, outside the sandbox.
-    let neutral = std::env::temp_dir();
-    for package in packages {
-        let dir = root.join(package);
-        let mut command = if dir.join("Cargo.toml").is_file() {
-            let mut c = std::process::Command::new("cargo");
-            c.args(["fetch", "--quiet", "--manifest-path"])
-                .arg(dir.join("Cargo.toml"))
-                .current_dir(&neutral);
-            c
-        } else if let Some(module) = dir
-            .ancestors()
-            .find(|d| d.join("go.mod").is_file())
-            .filter(|d| d.starts_with(root))
-        {
-            let mut c = std::process::Command::new("go");
-            c.args(["mod", "download"]).current_dir(module);
-            c
-        } else {
-            continue;
-        };
-        command
-            .env_clear()
-            .envs(env.iter().copied())
-            .env("GOTOOLCHAIN", "local")
-            .stdin(std::process::Stdio::null());
-        match command.output() {
-            Ok(output) if output.status.success() => {}
-            Ok(output) => {
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let _ = writeln!(
-                    progress,
-                    "warning: fetching the dependencies of `{package}` failed: {}",
-                    stderr.trim()
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    progress,
-                    "warning: cannot fetch the dependencies of `{package}`: {e}"
-                );
-            }
-        }
-    }
+        .filter(|s| maps[s.map].control.first().map(String::as_str) == Some("aayu"))
+        .flat_map(|s| step_packages(&check_of(maps, s).spec))
+        .collect()
 }
 
 /// Writes a file whole or not at all: a temporary file beside it, then a rename.

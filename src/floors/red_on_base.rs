@@ -64,15 +64,78 @@ pub fn is_test_only(path: &str) -> bool {
         || components[..components.len().saturating_sub(1)].contains(&"tests")
 }
 
-/// Runs the mapped tests of every criterion on the merge base of `base` and `head`.
-pub fn run(
-    repo: &Repo,
-    base: &str,
-    head: &str,
-    evidence: &EvidenceMap,
-    run: &tests::Run,
-    prefetch: &dyn Fn(&Path),
-) -> Report {
+/// The base a bug fix's tests run on: the merge base checked out into a temporary folder with the pull
+/// request's changed test-only files on top — or why it could not be made (then every criterion is
+/// inconclusive).
+pub struct Prepared {
+    base: String,
+    tree: Result<tempfile::TempDir, String>,
+    _interrupted: Option<crate::cleanup::Registered>,
+}
+
+impl Prepared {
+    /// The folder the tests run in, when it could be made.
+    pub fn root(&self) -> Option<&Path> {
+        self.tree.as_ref().ok().map(tempfile::TempDir::path)
+    }
+}
+
+/// Checks the merge base of `base` and `head` out into a temporary folder and puts the pull request's
+/// changed test-only files on top. Every file is written beneath that folder without following a link the
+/// base's tree may hold. Nothing runs yet: the dependencies of this tree are fetched with the others'
+/// before any test or check.
+pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
+    let failed = |base: String, why: String| Prepared {
+        base,
+        tree: Err(why),
+        _interrupted: None,
+    };
+    let merge_base = match repo.merge_base(base, head) {
+        Ok(Some(oid)) => oid,
+        Ok(None) | Err(_) => {
+            let why = if repo.is_shallow() {
+                "the history is too shallow to find the merge base: fetch the full history (`fetch-depth: 0` in actions/checkout)"
+            } else {
+                "the base and head have no merge base"
+            };
+            return failed(String::new(), why.to_string());
+        }
+    };
+    let base_sha = merge_base.to_string();
+    let folder = tempfile::Builder::new()
+        .prefix("aayu-red-on-base-")
+        .tempdir();
+    let prepared = folder.map_err(|e| e.to_string()).and_then(|folder| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| e.to_string())?;
+        repo.export_tree(merge_base, folder.path())
+            .map_err(|e| e.to_string())?;
+        // The pull request's changed test-only files, as they are at the head.
+        let changed = repo
+            .changed_paths(&base_sha, head)
+            .map_err(|e| e.to_string())?;
+        for path in changed.iter().filter(|p| is_test_only(p)) {
+            match repo.file_at(head, path).map_err(|e| e.to_string())? {
+                Some(bytes) => crate::safe_fs::write(folder.path(), path, &bytes),
+                None => crate::safe_fs::remove(folder.path(), path),
+            }
+            .map_err(|e| format!("cannot put the pull request's `{path}` on the base: {e}"))?;
+        }
+        Ok(folder)
+    });
+    match prepared {
+        Ok(folder) => Prepared {
+            base: base_sha,
+            _interrupted: Some(crate::cleanup::dir(folder.path())),
+            tree: Ok(folder),
+        },
+        Err(e) => failed(base_sha, format!("the base could not be checked out: {e}")),
+    }
+}
+
+/// Runs the mapped tests of every criterion on the prepared base.
+pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &tests::Run) -> Report {
     let inconclusive_all = |base: String, reason: String| Report {
         schema_version: 1,
         base,
@@ -87,55 +150,11 @@ pub fn run(
             })
             .collect(),
     };
-    let merge_base = match repo.merge_base(base, head) {
-        Ok(Some(oid)) => oid,
-        Ok(None) | Err(_) => {
-            let why = if repo.is_shallow() {
-                "the history is too shallow to find the merge base: fetch the full history (`fetch-depth: 0` in actions/checkout)"
-            } else {
-                "the base and head have no merge base"
-            };
-            return inconclusive_all(String::new(), why.to_string());
-        }
-    };
-    let base_sha = merge_base.to_string();
-    let folder = tempfile::Builder::new()
-        .prefix("aayu-red-on-base-")
-        .tempdir();
-    let prepared = folder.map_err(|e| e.to_string()).and_then(|folder| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| e.to_string())?;
-        repo.checkout_into(merge_base, folder.path())
-            .map_err(|e| e.to_string())?;
-        // The pull request's changed test-only files, as they are at the head.
-        let changed = repo
-            .changed_paths(&base_sha, head)
-            .map_err(|e| e.to_string())?;
-        for path in changed.iter().filter(|p| is_test_only(p)) {
-            let target = folder.path().join(path);
-            match repo.file_at(head, path).map_err(|e| e.to_string())? {
-                Some(bytes) => {
-                    if let Some(parent) = target.parent() {
-                        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-                    }
-                    std::fs::write(&target, bytes).map_err(|e| e.to_string())?;
-                }
-                None => {
-                    let _ = std::fs::remove_file(&target);
-                }
-            }
-        }
-        Ok(folder)
-    });
-    let folder = match prepared {
+    let base_sha = prepared.base.clone();
+    let folder = match &prepared.tree {
         Ok(folder) => folder,
-        Err(e) => {
-            return inconclusive_all(base_sha, format!("the base could not be checked out: {e}"));
-        }
+        Err(why) => return inconclusive_all(base_sha, why.clone()),
     };
-    let _interrupted = crate::cleanup::dir(folder.path());
-    prefetch(folder.path());
     let mut ids: Vec<TestId> = Vec::new();
     let mut per_criterion: BTreeMap<u32, Vec<TestId>> = BTreeMap::new();
     for criterion in &evidence.criterion {
@@ -150,6 +169,7 @@ pub fn run(
         sandbox: run.sandbox,
         root: folder.path(),
         timeout: run.timeout,
+        target: Some("base-target"),
     };
     let results = tests::run_tests(&on_base, &ids);
     let criteria = evidence

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::sandbox::toolchain::{PackageKind, package_kind};
 use crate::sandbox::{self, Sandbox};
 
 /// A mapped test: `"<package dir>:<test>"`, where a Rust test may be qualified as `<target>/<path>`.
@@ -67,6 +68,8 @@ pub enum Outcome {
     NotBuilt(String),
     NotFound(String),
     NotRun(String),
+    /// The machine cannot run it: the checkout asks for a toolchain this image lacks, say.
+    Blocked(String),
 }
 
 impl Outcome {
@@ -77,7 +80,7 @@ impl Outcome {
             Outcome::Failed(_) => "failed",
             Outcome::NotBuilt(_) => "not-built",
             Outcome::NotFound(_) => "not-found",
-            Outcome::NotRun(_) => "not-run",
+            Outcome::NotRun(_) | Outcome::Blocked(_) => "not-run",
         }
     }
 
@@ -87,7 +90,8 @@ impl Outcome {
             Outcome::Failed(d)
             | Outcome::NotBuilt(d)
             | Outcome::NotFound(d)
-            | Outcome::NotRun(d) => d,
+            | Outcome::NotRun(d)
+            | Outcome::Blocked(d) => d,
         }
     }
 }
@@ -105,6 +109,8 @@ pub struct Run<'a> {
     /// The checkout the tests run in (the repository, or the base commit's temporary copy).
     pub root: &'a Path,
     pub timeout: Duration,
+    /// A build cache of its own (red-on-base's tree), by name; `None`: the slot's usual one.
+    pub target: Option<&'a str>,
 }
 
 /// Runs every test once and returns each one's result.
@@ -118,29 +124,22 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
     }
     let mut results = BTreeMap::new();
     for (package, tests) in by_package {
-        let dir = run.root.join(package);
-        let found = if dir.join("Cargo.toml").is_file() {
-            rust(run, &dir, &tests)
-        } else if let Some(module) = dir
-            .ancestors()
-            .find(|d| d.join("go.mod").is_file())
-            .filter(|d| d.starts_with(run.root))
-        {
-            go(run, module, package, &tests)
-        } else {
-            let why = format!("`{package}` holds neither Cargo.toml nor a Go module");
-            tests
-                .iter()
-                .map(|t| {
-                    (
-                        (*t).clone(),
-                        TestResult {
-                            outcome: Outcome::NotFound(why.clone()),
-                            events: Vec::new(),
-                        },
-                    )
-                })
-                .collect()
+        let toolchains = run.sandbox.toolchains();
+        let found = match package_kind(run.root, package) {
+            Some(PackageKind::Cargo) => match toolchains.rust_for(run.root, package) {
+                Ok(toolchain) => rust(run, package, toolchain, &tests),
+                Err(why) => all(&tests, Outcome::Blocked(why)),
+            },
+            Some(PackageKind::Go { module }) => match toolchains.go_for(run.root, &module) {
+                Ok(()) => go(run, &module, package, &tests),
+                Err(why) => all(&tests, Outcome::Blocked(why)),
+            },
+            None => all(
+                &tests,
+                Outcome::NotFound(format!(
+                    "`{package}` holds neither Cargo.toml nor a Go module"
+                )),
+            ),
         };
         results.extend(found);
     }
@@ -192,7 +191,39 @@ fn tail(bytes: &[u8]) -> String {
     lines[lines.len().saturating_sub(4)..].join(" | ")
 }
 
-fn rust(run: &Run, dir: &Path, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+/// How a program exited, for a reason: `status 101` or `signal 9`, and its stderr's last lines.
+fn exited(what: &str, outcome: &sandbox::Outcome) -> String {
+    let status = match (outcome.timed_out, outcome.code, outcome.signal) {
+        (true, _, _) => "ran past its time limit".to_string(),
+        (_, Some(code), _) => format!("exited with status {code}"),
+        (_, None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "ended".to_string(),
+    };
+    let said = tail(&outcome.stderr);
+    if said.is_empty() {
+        format!("{what} {status}")
+    } else {
+        format!("{what} {status}: {said}")
+    }
+}
+
+fn rust(
+    run: &Run,
+    package: &str,
+    toolchain: Option<String>,
+    tests: &[&TestId],
+) -> BTreeMap<TestId, TestResult> {
+    let dir = run.root.join(package);
+    let dir = dir.as_path();
+    let mut toolchain_env: Vec<(String, std::ffi::OsString)> = toolchain
+        .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
+        .unwrap_or_default();
+    if let Some(name) = run.target {
+        match run.sandbox.named_target_dir(0, name) {
+            Ok(dir) => toolchain_env.push(("CARGO_TARGET_DIR".to_string(), dir.into_os_string())),
+            Err(e) => return all(tests, Outcome::NotRun(e.to_string())),
+        }
+    }
     let manifest = dir.join("Cargo.toml").display().to_string();
     let build = [
         "cargo",
@@ -210,7 +241,7 @@ fn rust(run: &Run, dir: &Path, tests: &[&TestId]) -> BTreeMap<TestId, TestResult
         run,
         build,
         run.root,
-        Vec::new(),
+        toolchain_env.clone(),
         run.timeout.max(Duration::from_secs(600)),
     ) {
         Ok(built) => built,
@@ -263,14 +294,16 @@ fn rust(run: &Run, dir: &Path, tests: &[&TestId]) -> BTreeMap<TestId, TestResult
     }
     if executables.is_empty() {
         let why = if broken.is_empty() {
-            format!("cargo build --tests failed: {}", tail(&built.stderr))
+            exited("`cargo build --tests`", &built)
         } else {
             describe_broken(&broken)
         };
         return all(tests, Outcome::NotBuilt(why));
     }
-    // Run every executable that may hold a wanted test, with exactly those names.
+    // Run every executable that may hold a wanted test, with exactly those names. A target whose executable
+    // gave no result at all is remembered with why: a test missing from it was not looked for.
     let mut seen: BTreeMap<String, Vec<(String, Vec<Value>)>> = BTreeMap::new();
+    let mut silent: BTreeMap<String, String> = BTreeMap::new();
     let names: Vec<String> = tests
         .iter()
         .map(|t| t.name.clone())
@@ -299,9 +332,28 @@ fn rust(run: &Run, dir: &Path, tests: &[&TestId]) -> BTreeMap<TestId, TestResult
             .map(String::from),
         );
         let env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".into())];
-        let Ok(ran) = sandboxed(run, argv, dir, env, run.timeout) else {
-            continue;
+        let ran = match sandboxed(run, argv, dir, env, run.timeout) {
+            Ok(ran) => ran,
+            Err(why) => {
+                silent.insert(target.clone(), why);
+                continue;
+            }
         };
+        let finished = String::from_utf8_lossy(&ran.stdout).lines().any(|line| {
+            serde_json::from_str::<Value>(line).is_ok_and(|e| {
+                e.get("type").and_then(Value::as_str) == Some("suite")
+                    && matches!(
+                        e.get("event").and_then(Value::as_str),
+                        Some("ok" | "failed")
+                    )
+            })
+        });
+        if !finished {
+            silent.insert(
+                target.clone(),
+                exited(&format!("the test executable of target `{target}`"), &ran),
+            );
+        }
         let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         for line in String::from_utf8_lossy(&ran.stdout).lines() {
             let Ok(mut event) = serde_json::from_str::<Value>(line) else {
@@ -338,10 +390,19 @@ fn rust(run: &Run, dir: &Path, tests: &[&TestId]) -> BTreeMap<TestId, TestResult
             .unwrap_or_default();
         let outcome_and_events = match candidates.as_slice() {
             [] => {
+                let runner_error = silent
+                    .iter()
+                    .find(|(t, _)| test.target.as_ref().is_none_or(|want| want == *t))
+                    .map(|(_, why)| why.clone());
                 let why = match (&test.target, broken.is_empty()) {
                     (Some(target), _) if broken.contains_key(target) => {
                         Outcome::NotBuilt(describe_broken(&broken))
                     }
+                    _ if runner_error.is_some() => Outcome::NotRun(format!(
+                        "no result for `{}`: {}",
+                        test.name,
+                        runner_error.unwrap_or_default()
+                    )),
                     (_, false) => Outcome::NotBuilt(format!(
                         "no test `{}` ran; {}",
                         test.name,
@@ -450,12 +511,17 @@ fn without_thread_id(line: &str) -> String {
     }
 }
 
-fn go(run: &Run, module: &Path, package: &str, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
-    let rel = run.root.join(package);
-    let rel = rel
-        .strip_prefix(module)
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+    let package = package.trim_matches('/');
+    let rel = if module.is_empty() {
+        package
+    } else {
+        package
+            .strip_prefix(module)
+            .map_or("", |r| r.trim_start_matches('/'))
+    };
+    let module = run.root.join(module);
+    let module = module.as_path();
     let pkg = if rel.is_empty() {
         ".".to_string()
     } else {
@@ -486,10 +552,20 @@ fn go(run: &Run, module: &Path, package: &str, tests: &[&TestId]) -> BTreeMap<Te
     let stderr = String::from_utf8_lossy(&ran.stderr);
     let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut build_failed = stdout.contains("[build failed]") || stderr.contains("[build failed]");
+    // Whether go ran the package at all: it ends with a package-level result (pass, fail or skip).
+    let mut package_ran = false;
     for line in stdout.lines() {
         let Ok(mut event) = serde_json::from_str::<Value>(line) else {
             continue;
         };
+        if event.get("Test").is_none()
+            && matches!(
+                event.get("Action").and_then(Value::as_str),
+                Some("pass" | "fail" | "skip")
+            )
+        {
+            package_ran = true;
+        }
         if event.get("FailedBuild").is_some()
             || event.get("Action").and_then(Value::as_str) == Some("build-fail")
         {
@@ -538,7 +614,11 @@ fn go(run: &Run, module: &Path, package: &str, tests: &[&TestId]) -> BTreeMap<Te
                 None if !own.is_empty() => Outcome::NotRun(
                     "the test started but gave no result (a crash or os.Exit)".to_string(),
                 ),
-                None => Outcome::NotFound(format!("no test `{}` in `{}`", test.name, test.package)),
+                None if package_ran => {
+                    Outcome::NotFound(format!("no test `{}` in `{}`", test.name, test.package))
+                }
+                // go stopped before it ran the package (go.mod, a missing module offline…): its own words.
+                None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), &ran)),
             };
             (
                 (*test).clone(),

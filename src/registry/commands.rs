@@ -442,7 +442,7 @@ static ACTION: Command = Command {
             "config",
             InputType::Path,
             "FILE",
-            "A configuration file to read instead of the base commit's .aayudha/config.toml.",
+            "A configuration file in the default branch to read instead of .aayudha/config.toml (the gate never reads the pull request's copy).",
         ),
         valued(
             "working-directory",

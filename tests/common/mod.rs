@@ -160,6 +160,21 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Whether a test that needs root may run: `true` as root. Without root it says that it skipped, on
+/// stderr (never silently), and returns `false` — unless `AAYU_REQUIRE_ROOT_TESTS=1` (CI sets it), under
+/// which it fails instead.
+pub fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("AAYU_REQUIRE_ROOT_TESTS").as_deref() != Ok("1"),
+        "{test} needs root, and AAYU_REQUIRE_ROOT_TESTS=1 says the root tests must run: run the suite as root"
+    );
+    eprintln!("skipped: {test} needs root (the sandbox's uids); run the suite as root to cover it");
+    false
+}
+
 /// Whether a process is alive (a zombie is not).
 pub fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|s| !s.contains(") Z "))
@@ -248,3 +263,75 @@ pub fn tally(evidence: &str, config: &str) -> (TestRepo, String, String) {
 
 pub const TALLY_EVIDENCE: &str =
     "[[criterion]]\nid = 1\ntests = [\"examples/tally:TestSumSkipsBlankLines\"]\n";
+
+/// A Ready snapshot for `story` with this Completion Goal and labels, in a file inside `.git` (for
+/// `verify --ci --ready FILE`); returns its path.
+pub fn ready(repo: &TestRepo, story: u64, goal: &str, labels: &[&str]) -> String {
+    let hash = aayudha::pack::hash_bytes(goal.as_bytes());
+    let labels: Vec<String> = labels.iter().map(|l| format!("\"{l}\"")).collect();
+    let text = format!(
+        "# Story {story}: t\n\n<!-- aayudha:ready {{\"story\": {story}, \"completion_goal_hash\": \"{hash}\", \"labels\": [{}]}} -->\n\n## Completion Goal\n\n{goal}\n",
+        labels.join(", ")
+    );
+    let file = format!("ready-{story}.md");
+    let path = repo.path(&format!(".git/{file}"));
+    std::fs::write(&path, text).expect("write snapshot");
+    path.display().to_string()
+}
+
+/// Every regular file under `dir`, recursively (links not followed).
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let kind = entry.file_type().expect("type");
+        if kind.is_dir() {
+            found.extend(files(&entry.path()));
+        } else if kind.is_file() {
+            found.push(entry.path());
+        }
+    }
+    found
+}
+
+/// Runs a command like [`run`], but kills it and fails the test when it is still running after `limit`:
+/// for fixtures that once made aayu hang.
+pub fn run_within(cmd: &mut Command, limit: std::time::Duration) -> Run {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aayu runs");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the command was still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}

@@ -1,0 +1,432 @@
+//! Which toolchains product code runs with, found without running any of them as root (SPEC §4): `rustup
+//! show` and `go env` read the checkout's `rust-toolchain.toml`, `go.mod` and `go.work` and may run or fetch
+//! another toolchain, so `aayu` reads data instead — the environment it was given, rustup's
+//! `settings.toml` and installed `toolchains/`, Go's `VERSION` file — and reads what a checkout asks for as
+//! text, through [`crate::safe_fs`]. A request the image cannot meet (a channel it lacks, a toolchain by
+//! `path`, a Go version newer than its own) makes the work that needs it blocked, naming the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How much of a toolchain file is read.
+const FILE_CAP: u64 = 1 << 20;
+
+/// The toolchains of the image (or the developer's machine).
+#[derive(Debug, Clone, Default)]
+pub struct Toolchains {
+    /// `RUSTUP_HOME` when rustup manages Rust here.
+    pub rustup_home: Option<PathBuf>,
+    /// The toolchain product code gets when the checkout names none: `RUSTUP_TOOLCHAIN`, else rustup's
+    /// default.
+    pub rust_default: Option<String>,
+    /// The folders of `$RUSTUP_HOME/toolchains`, e.g. `1.95.0-x86_64-unknown-linux-gnu`.
+    pub rust_installed: Vec<String>,
+    /// Go's root and version (`go1.22.5`), when `go` is on `PATH` or `GOROOT` is set.
+    pub go: Option<Go>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Go {
+    /// The first line of `$GOROOT/VERSION` (`go1.22.5`), when there is one.
+    pub version: Option<String>,
+}
+
+impl Toolchains {
+    /// Reads what is installed from `aayu`'s own environment; runs nothing.
+    pub fn detect(env: &BTreeMap<String, String>) -> Toolchains {
+        let var = |name: &str| env.get(name).filter(|v| !v.is_empty()).cloned();
+        let home = var("HOME").map(PathBuf::from);
+        let rustup_home = var("RUSTUP_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".rustup")))
+            .filter(|d| d.join("toolchains").is_dir());
+        let mut rust_installed: Vec<String> = rustup_home
+            .as_ref()
+            .and_then(|h| std::fs::read_dir(h.join("toolchains")).ok())
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| !name.starts_with('.'))
+            .collect();
+        rust_installed.sort();
+        let settings_default = rustup_home.as_ref().and_then(|h| {
+            let text = std::fs::read_to_string(h.join("settings.toml")).ok()?;
+            let table: toml::Table = toml::from_str(&text).ok()?;
+            table
+                .get("default_toolchain")
+                .and_then(toml::Value::as_str)
+                .map(str::to_string)
+        });
+        let rust_default = var("RUSTUP_TOOLCHAIN").or(settings_default);
+        Toolchains {
+            rustup_home,
+            rust_default,
+            rust_installed,
+            go: detect_go(&var("GOROOT"), &var("PATH")),
+        }
+    }
+
+    /// The Rust toolchain to run a package with (`package` relative to `root`): the channel its
+    /// `rust-toolchain.toml` (or `rust-toolchain`, in the package or a folder above it inside `root`) names,
+    /// when installed; else the default. `Err` says why it cannot run here.
+    pub fn rust_for(&self, root: &Path, package: &str) -> Result<Option<String>, String> {
+        let Some(home) = &self.rustup_home else {
+            // Without rustup, cargo ignores toolchain files: the installed toolchain is the only one.
+            return Ok(None);
+        };
+        let Some((file, request)) = rust_request(root, package)? else {
+            return Ok(self.rust_default.clone());
+        };
+        match request {
+            RustRequest::Path(path) => Err(format!(
+                "`{file}` names a toolchain by `path` (`{path}`): aayu never runs a toolchain from a path; name an installed channel instead ({})",
+                self.installed_list()
+            )),
+            RustRequest::Channel(channel) => match self.installed(&channel) {
+                Some(name) => Ok(Some(name)),
+                None => Err(format!(
+                    "`{file}` asks for the Rust toolchain `{channel}`, which this image lacks (installed in `{}`: {}); use an image with it, or change the channel",
+                    home.join("toolchains").display(),
+                    self.installed_list()
+                )),
+            },
+        }
+    }
+
+    fn installed_list(&self) -> String {
+        if self.rust_installed.is_empty() {
+            "none".to_string()
+        } else {
+            self.rust_installed.join(", ")
+        }
+    }
+
+    /// The installed toolchain folder a channel names: itself, `<channel>-<host>`, or for a two-part version
+    /// (`1.95`) any installed `1.95.N`.
+    fn installed(&self, channel: &str) -> Option<String> {
+        let host_suffix =
+            |rest: &str| !rest.is_empty() && !rest.starts_with(|c: char| c.is_ascii_digit());
+        self.rust_installed
+            .iter()
+            .find(|name| {
+                *name == channel
+                    || name
+                        .strip_prefix(channel)
+                        .and_then(|r| r.strip_prefix('-'))
+                        .is_some_and(host_suffix)
+            })
+            .or_else(|| {
+                let two_part = channel.split('.').count() == 2
+                    && channel.split('.').all(|p| p.parse::<u32>().is_ok());
+                two_part
+                    .then(|| {
+                        self.rust_installed.iter().find(|name| {
+                            name.strip_prefix(channel)
+                                .and_then(|r| r.strip_prefix('.'))
+                                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+                        })
+                    })
+                    .flatten()
+            })
+            .cloned()
+    }
+
+    /// Whether the Go module in `module` (relative to `root`) can be built by this image's Go: its `go.mod`
+    /// (and a `go.work` above it inside `root`) may not ask for a newer Go (`go` or `toolchain` line), since
+    /// every Go step runs with `GOTOOLCHAIN=local`.
+    pub fn go_for(&self, root: &Path, module: &str) -> Result<(), String> {
+        let Some(go) = &self.go else {
+            return Err(
+                "Go is not installed here (no `go` on PATH): install it, or use an image with Go"
+                    .to_string(),
+            );
+        };
+        let Some(local) = go.version.as_deref().and_then(parse_go_version) else {
+            return Ok(());
+        };
+        let mut files = vec![join(module, "go.mod")];
+        let mut dir = module.to_string();
+        loop {
+            files.push(join(&dir, "go.work"));
+            if dir.is_empty() {
+                break;
+            }
+            dir = dir
+                .rsplit_once('/')
+                .map_or(String::new(), |(p, _)| p.to_string());
+        }
+        for file in files {
+            let Ok(bytes) = crate::safe_fs::read(root, &file, FILE_CAP) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            for line in text.lines() {
+                let mut words = line.split("//").next().unwrap_or("").split_whitespace();
+                let (Some(key), Some(value), None) = (words.next(), words.next(), words.next())
+                else {
+                    continue;
+                };
+                let asked = match key {
+                    "go" => value.to_string(),
+                    "toolchain" => value.trim_start_matches("go").to_string(),
+                    _ => continue,
+                };
+                if parse_go_version(&asked).is_some_and(|v| v > local) {
+                    return Err(format!(
+                        "`{file}` asks for Go {asked} (its `{key}` line), and this image has {}: every Go step runs with GOTOOLCHAIN=local, so use an image with Go {asked} or newer",
+                        go.version.as_deref().unwrap_or("an older Go")
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a package folder is built and tested.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PackageKind {
+    /// A `Cargo.toml` in the folder itself.
+    Cargo,
+    /// A Go package: `module` is the folder of the nearest `go.mod` at or above it, inside the tree.
+    Go { module: String },
+}
+
+/// What a package folder (relative to `root`) is, by its manifest — looked at without following a link;
+/// `None` when it holds neither.
+pub fn package_kind(root: &Path, package: &str) -> Option<PackageKind> {
+    let package = package.trim_matches('/');
+    if crate::safe_fs::is_regular(root, &join(package, "Cargo.toml")) {
+        return Some(PackageKind::Cargo);
+    }
+    let mut dir = package.to_string();
+    loop {
+        if crate::safe_fs::is_regular(root, &join(&dir, "go.mod")) {
+            return Some(PackageKind::Go { module: dir });
+        }
+        if dir.is_empty() {
+            return None;
+        }
+        dir = dir
+            .rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string());
+    }
+}
+
+/// The folder of the Cargo workspace a package belongs to, where its `Cargo.lock` lives: the nearest
+/// folder at or above it (inside `root`) whose `Cargo.toml` has a `[workspace]` table, else the package.
+pub fn cargo_workspace(root: &Path, package: &str) -> String {
+    let package = package.trim_matches('/').to_string();
+    let mut dir = package.clone();
+    loop {
+        let is_workspace = crate::safe_fs::read(root, &join(&dir, "Cargo.toml"), FILE_CAP)
+            .ok()
+            .and_then(|b| toml::from_str::<toml::Table>(&String::from_utf8_lossy(&b)).ok())
+            .is_some_and(|t| t.contains_key("workspace"));
+        if is_workspace {
+            return dir;
+        }
+        if dir.is_empty() {
+            return package;
+        }
+        dir = dir
+            .rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string());
+    }
+}
+
+/// What a Rust toolchain file asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum RustRequest {
+    Channel(String),
+    Path(String),
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The nearest toolchain file from `package` up to `root`, as rustup looks for one, and what it asks.
+fn rust_request(root: &Path, package: &str) -> Result<Option<(String, RustRequest)>, String> {
+    let mut dir = package.trim_matches('/').to_string();
+    loop {
+        for name in ["rust-toolchain.toml", "rust-toolchain"] {
+            let file = join(&dir, name);
+            match crate::safe_fs::read(root, &file, FILE_CAP) {
+                Ok(bytes) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    return parse_rust_request(&text)
+                        .map(|r| Some((file.clone(), r)))
+                        .map_err(|why| format!("`{file}`: {why}"));
+                }
+                Err(e) if e.is_missing() => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        if dir.is_empty() {
+            return Ok(None);
+        }
+        dir = dir
+            .rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string());
+    }
+}
+
+fn parse_rust_request(text: &str) -> Result<RustRequest, String> {
+    let trimmed = text.trim();
+    // The old single-line form: just a channel name.
+    if !trimmed.contains(['=', '[', '\n']) && !trimmed.is_empty() {
+        return Ok(RustRequest::Channel(trimmed.to_string()));
+    }
+    let table: toml::Table = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let toolchain = table
+        .get("toolchain")
+        .and_then(toml::Value::as_table)
+        .ok_or("no `[toolchain]` table")?;
+    if let Some(path) = toolchain.get("path").and_then(toml::Value::as_str) {
+        return Ok(RustRequest::Path(path.to_string()));
+    }
+    toolchain
+        .get("channel")
+        .and_then(toml::Value::as_str)
+        .map(|c| RustRequest::Channel(c.to_string()))
+        .ok_or_else(|| "`[toolchain]` names neither `channel` nor `path`".to_string())
+}
+
+/// `1.21`, `1.21.3`, `1.21rc2`, `go1.19.8` → comparable numbers (a release candidate sorts before `.0`).
+fn parse_go_version(text: &str) -> Option<(u32, u32, i64)> {
+    let text = text.trim().trim_start_matches("go");
+    let (numbers, rc) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&text[..i], true),
+        None => (text, false),
+    };
+    let mut parts = numbers.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().map_or(Some(0), |p| p.parse().ok())?;
+    let patch: i64 = parts.next().map_or(Some(0), |p| p.parse().ok())?;
+    Some((major, minor, if rc { -1 } else { patch }))
+}
+
+/// Go's root: `GOROOT`, else the folder above `bin/go` found on `PATH` (links resolved: they are the
+/// image's own, e.g. Debian's `/usr/bin/go -> ../lib/go-1.19/bin/go`), with the version its `VERSION`
+/// file states.
+fn detect_go(goroot: &Option<String>, path: &Option<String>) -> Option<Go> {
+    let root = match goroot {
+        Some(root) => PathBuf::from(root),
+        None => {
+            let found = std::env::split_paths(path.as_deref()?)
+                .map(|d| d.join("go"))
+                .find(|p| p.is_file())?;
+            let real = found.canonicalize().ok()?;
+            real.parent()?.parent()?.to_path_buf()
+        }
+    };
+    let version = std::fs::read_to_string(root.join("VERSION"))
+        .ok()
+        .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
+        .filter(|v| v.starts_with("go"));
+    Some(Go { version })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn installed(names: &[&str]) -> Toolchains {
+        Toolchains {
+            rustup_home: Some(PathBuf::from("/rustup")),
+            rust_default: Some("stable-x86_64-unknown-linux-gnu".into()),
+            rust_installed: names.iter().map(|s| s.to_string()).collect(),
+            go: None,
+        }
+    }
+
+    #[test]
+    fn channels_match_installed_toolchains() {
+        let t = installed(&[
+            "1.95.0-x86_64-unknown-linux-gnu",
+            "stable-x86_64-unknown-linux-gnu",
+            "nightly-2026-01-01-x86_64-unknown-linux-gnu",
+        ]);
+        assert_eq!(
+            t.installed("stable").as_deref(),
+            Some("stable-x86_64-unknown-linux-gnu")
+        );
+        assert_eq!(
+            t.installed("1.95.0").as_deref(),
+            Some("1.95.0-x86_64-unknown-linux-gnu")
+        );
+        assert_eq!(
+            t.installed("1.95").as_deref(),
+            Some("1.95.0-x86_64-unknown-linux-gnu")
+        );
+        assert_eq!(t.installed("1.80"), None);
+        assert_eq!(t.installed("nightly"), None);
+        assert!(t.installed("nightly-2026-01-01").is_some());
+    }
+
+    #[test]
+    fn toolchain_files_are_read_as_data() {
+        assert_eq!(
+            parse_rust_request("[toolchain]\nchannel = \"1.80\"\n"),
+            Ok(RustRequest::Channel("1.80".into()))
+        );
+        assert_eq!(
+            parse_rust_request("[toolchain]\npath = \"/tmp/evil\"\n"),
+            Ok(RustRequest::Path("/tmp/evil".into()))
+        );
+        assert_eq!(
+            parse_rust_request("nightly-2026-01-01\n"),
+            Ok(RustRequest::Channel("nightly-2026-01-01".into()))
+        );
+        assert!(parse_rust_request("[other]\n").is_err());
+    }
+
+    #[test]
+    fn go_versions_compare() {
+        assert!(parse_go_version("1.21").expect("v") > parse_go_version("go1.19.8").expect("v"));
+        assert!(parse_go_version("1.21rc1").expect("v") < parse_go_version("1.21.0").expect("v"));
+        assert_eq!(parse_go_version("go1.19.8"), Some((1, 19, 8)));
+        assert_eq!(parse_go_version("x"), None);
+    }
+
+    #[test]
+    fn a_rust_request_comes_from_the_nearest_file_inside_the_root() {
+        let dir = tempfile::tempdir().expect("temp");
+        std::fs::create_dir_all(dir.path().join("a/b")).expect("mkdir");
+        std::fs::write(
+            dir.path().join("rust-toolchain.toml"),
+            "[toolchain]\nchannel = \"stable\"\n",
+        )
+        .expect("write");
+        std::fs::write(
+            dir.path().join("a/rust-toolchain.toml"),
+            "[toolchain]\npath = \"/x\"\n",
+        )
+        .expect("write");
+        let t = installed(&["stable-x86_64-unknown-linux-gnu"]);
+        assert!(
+            t.rust_for(dir.path(), "a/b")
+                .expect_err("path")
+                .contains("by `path`")
+        );
+        assert_eq!(
+            t.rust_for(dir.path(), "").expect("stable").as_deref(),
+            Some("stable-x86_64-unknown-linux-gnu")
+        );
+        std::fs::write(
+            dir.path().join("rust-toolchain.toml"),
+            "[toolchain]\nchannel = \"1.70\"\n",
+        )
+        .expect("write");
+        assert!(
+            t.rust_for(dir.path(), "")
+                .expect_err("missing")
+                .contains("`1.70`")
+        );
+    }
+}
