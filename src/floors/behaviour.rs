@@ -597,7 +597,14 @@ fn toolchain_for(
 ) -> Result<Option<String>, String> {
     use crate::sandbox::toolchain::PackageKind;
     if map.control.first().map(String::as_str) != Some("aayu") {
-        return Ok(None);
+        // A map's own control tool may build with cargo from the repository root: it gets the toolchain the
+        // root's `rust-toolchain.toml` pins when that one is installed (it may not use Rust at all, so a
+        // missing one does not block it).
+        return Ok(sandbox
+            .toolchains()
+            .rust_for(&options.root, "")
+            .ok()
+            .flatten());
     }
     let mut tools = BTreeSet::new();
     let mut rust = None;
