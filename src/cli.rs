@@ -15,12 +15,12 @@ use crate::settings::{self, Env};
 pub fn main() -> ExitCode {
     let env = Env::from_process();
     let stdout = io::stdout();
-    let stderr = io::stderr();
     let mut out = stdout.lock();
-    let mut err = stderr.lock();
+    let mut err = crate::output::github::Log::new(Box::new(io::stderr()), env.github_actions);
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let status = run(std::env::args_os(), env, &mut input, &mut out, &mut err);
+    let _ = err.close();
     // An interrupted run ends from the signal thread, once it has cleaned up, with 128 + the signal.
     while crate::cleanup::interrupted() {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -34,7 +34,7 @@ pub fn run(
     env: Env,
     input: &mut dyn io::Read,
     out: &mut dyn Write,
-    err: &mut dyn Write,
+    err: &mut crate::output::github::Log,
 ) -> ExitStatus {
     let matches = match build().try_get_matches_from(args) {
         Ok(matches) => matches,
@@ -52,6 +52,7 @@ pub fn run(
                 e.render().to_string()
             };
             let target: &mut dyn Write = if e.use_stderr() { err } else { out };
+            // (stderr is a Log: inside Actions the usage error, which quotes the arguments, is fenced.)
             let _ = target.write_all(rendered.as_bytes());
             return status;
         }
@@ -119,7 +120,8 @@ fn not_built(command: &Command) -> Failure {
         .with_hint(format!("it lands with {}", command.lands_with))
 }
 
-/// Prints a failure as `error:`, `caused by:` and `hint:` lines; a closed pipe is not an error.
+/// Prints a failure as `error:`, `caused by:` and `hint:` lines; a closed pipe is not an error. A message
+/// may quote a pull request's text: on a [`Log`](crate::output::github::Log) it is fenced data in Actions.
 pub(crate) fn render_failure(failure: &Failure, err: &mut dyn Write) -> ExitStatus {
     let mut text = format!("error: {}\n", failure.message);
     for cause in &failure.causes {

@@ -19,10 +19,12 @@ use crate::exit::ExitStatus;
 use crate::settings::{Env, Global};
 
 /// What every command gets: its output streams, the environment read at start-up, the shared options.
+/// stderr is a [`Log`](crate::output::github::Log): inside GitHub Actions whatever is written to it is
+/// fenced data, and aayu's own workflow commands go through its `command`.
 pub struct Context<'a> {
     pub input: &'a mut dyn std::io::Read,
     pub out: &'a mut dyn Write,
-    pub err: &'a mut dyn Write,
+    pub err: &'a mut crate::output::github::Log,
     pub env: &'a Env,
     pub global: &'a Global,
 }
@@ -176,6 +178,17 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// Writes a readable report to stdout, fenced inside GitHub Actions (it names paths, ids and reasons that
+/// come from the pull request); a closed pipe ends the command quietly with success. JSON needs no fence:
+/// no line of it can start with `::`.
+pub(crate) fn write_report(ctx: &mut Context, text: &str) -> Result<bool, Failure> {
+    if ctx.env.github_actions && !text.is_empty() {
+        write_out(ctx.out, &crate::output::github::fenced(text))
+    } else {
+        write_out(ctx.out, text)
     }
 }
 

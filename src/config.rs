@@ -37,6 +37,7 @@ pub struct Verify {
     pub production: Vec<String>,
     pub targets: Vec<String>,
     pub check_timeout_s: u64,
+    pub memory_limit_mb: u64,
     pub drift_blocking_from: BlockingDate,
     pub red_on_base_blocking_from: BlockingDate,
     pub maintainer: String,

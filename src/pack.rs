@@ -283,12 +283,13 @@ pub(crate) fn files_under(root: &Path) -> std::io::Result<Vec<String>> {
     Ok(found)
 }
 
-/// Whether a pack path is safe: relative, `/`-separated, no `.`/`..`, no backslash or NUL.
+/// Whether a pack path is safe: relative, `/`-separated, no `.`/`..`, no backslash, no control character
+/// (a newline in a path would start a forged line wherever the path is printed).
 pub fn safe_path(path: &str) -> bool {
     // Split by hand: `Path::components` silently drops an inner `.` and a doubled `/`.
     !path.is_empty()
         && !path.contains('\\')
-        && !path.contains('\0')
+        && !path.chars().any(char::is_control)
         && path
             .split('/')
             .all(|part| !part.is_empty() && part != "." && part != "..")

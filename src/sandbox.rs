@@ -25,14 +25,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule,
-};
+use seccompiler::BpfProgram;
 use serde::Serialize;
 
 /// How much of a process's stdout (and stderr) is kept; the rest is read and dropped.
 pub const OUTPUT_CAP: usize = 1 << 20;
+
+/// The most processes a slot uid may have (`RLIMIT_NPROC`), and without root the most a check may start
+/// beyond those its user already has.
+const NPROC: u64 = 1024;
+
+/// How many processes of one check end it (a fork bomb held at [`NPROC`] is still ended, and blocked).
+const PROCESS_WATCH: u64 = NPROC * 9 / 10;
 
 /// Environment variable names that never reach product code, whatever `[verify] env` says.
 pub fn is_secret_name(name: &str) -> bool {
@@ -105,7 +109,12 @@ pub struct Sandbox {
     /// The folder and the uids, cleaned up if aayu is interrupted.
     _cleanup: Vec<crate::cleanup::Registered>,
     slots: usize,
-    filter: Option<BpfProgram>,
+    /// The seccomp filter of no-network processes (`socket()` for `AF_UNIX` only), and of the others
+    /// (`AF_UNIX`, `AF_INET`, `AF_INET6`, `AF_NETLINK`); `None` where seccomp is not available.
+    isolated: Option<BpfProgram>,
+    networked: Option<BpfProgram>,
+    /// `[verify] memory_limit_mb`, in bytes: what a check's processes together may hold resident.
+    memory_limit: u64,
     toolchains: toolchain::Toolchains,
     /// As root: the caches dependencies are fetched into, sealed once fetched.
     caches: Option<Caches>,
@@ -134,6 +143,8 @@ pub struct SandboxSettings {
     pub jobs: usize,
     /// The repository's folder: its owner's uid and its gid are never sandbox ids.
     pub workspace: Option<PathBuf>,
+    /// `[verify] memory_limit_mb`.
+    pub memory_limit_mb: u64,
 }
 
 /// One process to run in the sandbox.
@@ -161,6 +172,10 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// How many processes were still alive when the check ended and were killed.
     pub killed: usize,
+    /// A limit the check went over (memory, processes), which ended it: the reason, in words.
+    pub over_limit: Option<String>,
+    /// Processes of the check still alive after every round of the kill.
+    pub survivors: Vec<i32>,
 }
 
 impl Sandbox {
@@ -228,7 +243,14 @@ impl Sandbox {
             _locks: locks,
             _cleanup: cleanup,
             slots,
-            filter: network_filter(),
+            isolated: socket_filter(&[libc::AF_UNIX]),
+            networked: socket_filter(&[
+                libc::AF_UNIX,
+                libc::AF_INET,
+                libc::AF_INET6,
+                libc::AF_NETLINK,
+            ]),
+            memory_limit: settings.memory_limit_mb.saturating_mul(1 << 20),
             toolchains,
             caches,
             fetch_env: fetch_env(settings),
@@ -256,7 +278,7 @@ impl Sandbox {
 
     /// What a no-network process here really gets: `isolated` when the filter can be installed.
     pub fn no_network(&self) -> Network {
-        if self.filter.is_some() {
+        if self.isolated.is_some() {
             Network::Isolated
         } else {
             Network::NotIsolated
@@ -470,6 +492,9 @@ impl Sandbox {
         if outcome.timed_out {
             return Err(format!("`{}` ran past 600 s", argv.join(" ")));
         }
+        if let Some(over) = &outcome.over_limit {
+            return Err(format!("`{}` went over a limit: {over}", argv.join(" ")));
+        }
         if outcome.code != Some(0) {
             let stderr = String::from_utf8_lossy(&outcome.stderr);
             let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -555,12 +580,30 @@ impl Sandbox {
             .env_clear()
             .envs(env);
         let uid = self.uid(slot);
+        // Processes: a slot uid may have NPROC; without root the limit counts every process of the
+        // user's, so it is what the user has now plus NPROC. Both never above the hard limit aayu has.
+        let (_, nproc_hard) =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NPROC)
+                .unwrap_or((u64::MAX, u64::MAX));
+        let nproc = match uid {
+            Some(_) => NPROC,
+            None => {
+                (procs::count_of_uid(nix::unistd::getuid().as_raw()) as u64).saturating_add(NPROC)
+            }
+        }
+        .min(nproc_hard);
+        // Data: twice the check's memory limit per process, a backstop for one allocation too fast for
+        // the watch; the watch of the processes' resident memory together is the limit itself.
+        let (_, data_hard) =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_DATA)
+                .unwrap_or((u64::MAX, u64::MAX));
         exec::confine(
             &mut command,
             exec::Confinement {
                 ids: uid.map(|u| (u, u)),
                 filter,
-                nproc: uid.map(|_| 4096),
+                nproc: Some(nproc),
+                data: Some(self.memory_limit.saturating_mul(2).min(data_hard)),
             },
         );
         Ok(command)
@@ -575,7 +618,7 @@ impl Sandbox {
         let env = self
             .env_for(usize::MAX, Vec::new())
             .map_err(std::io::Error::other)?;
-        self.command(argv, cwd, usize::MAX, &env, None)?
+        self.command(argv, cwd, usize::MAX, &env, self.networked.clone())?
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -590,9 +633,9 @@ impl Sandbox {
             .map_err(std::io::Error::other)?;
         let wanted_isolation = !job.network;
         let filter = if wanted_isolation {
-            self.filter.clone()
+            self.isolated.clone()
         } else {
-            None
+            self.networked.clone()
         };
         let network = match (wanted_isolation, &filter) {
             (false, _) => Network::Allowed,
@@ -617,17 +660,19 @@ impl Sandbox {
                 network,
             ),
             // ENOSYS from the hook: the filter could not be installed here. Run without it and say so.
-            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) && network == Network::Isolated => {
-                self.finish(
-                    spawn(None)?,
-                    job.stdin,
-                    job.timeout,
-                    job.slot,
-                    keep,
-                    started,
-                    Network::NotIsolated,
-                )
-            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => self.finish(
+                spawn(None)?,
+                job.stdin,
+                job.timeout,
+                job.slot,
+                keep,
+                started,
+                if wanted_isolation {
+                    Network::NotIsolated
+                } else {
+                    Network::Allowed
+                },
+            ),
             Err(e) => Err(e),
         }
     }
@@ -657,15 +702,39 @@ impl Sandbox {
                 let _ = pipe.write_all(&stdin);
             })
         });
-        let out = child
-            .stdout
-            .take()
-            .map(|pipe| std::thread::spawn(move || capped(pipe)));
-        let err = child
-            .stderr
-            .take()
-            .map(|pipe| std::thread::spawn(move || capped(pipe)));
+        // The readers hand their text over a channel: a process that survived the kill may hold a pipe
+        // open, and the check must not wait for it forever.
+        let reader = |pipe: Option<Box<dyn Read + Send>>| {
+            let (sent, received) = std::sync::mpsc::channel();
+            if let Some(pipe) = pipe {
+                std::thread::spawn(move || {
+                    let _ = sent.send(capped(pipe));
+                });
+            }
+            received
+        };
+        let out = reader(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let err = reader(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let owner = match self.uid(slot) {
+            Some(uid) => procs::Owner::Uid(uid),
+            None => procs::Owner::Tree {
+                leader,
+                keep: keep.clone(),
+            },
+        };
         let mut timed_out = false;
+        let mut over_limit = None;
+        let mut watched = Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait()? {
                 break Some(status);
@@ -674,20 +743,30 @@ impl Sandbox {
                 timed_out = true;
                 break None;
             }
+            // What the check's processes use, every 100 ms: over a limit, it ends here.
+            if watched.elapsed() >= Duration::from_millis(100) {
+                watched = Instant::now();
+                let usage = procs::usage(&owner);
+                if usage.rss_bytes > self.memory_limit {
+                    over_limit = Some(format!(
+                        "its processes used more than {} MiB of memory together (`[verify] memory_limit_mb`), so it was killed with every process it started",
+                        self.memory_limit >> 20
+                    ));
+                    break None;
+                }
+                if usage.processes as u64 >= PROCESS_WATCH {
+                    over_limit = Some(format!(
+                        "it started {} processes or more (a fork bomb?), so it was killed with every process it started",
+                        PROCESS_WATCH
+                    ));
+                    break None;
+                }
+            }
             std::thread::sleep(Duration::from_millis(10));
         };
         // Every process of the check dies before anything it wrote is read: its uid's, or its tree's.
-        let owner = match self.uid(slot) {
-            Some(uid) => procs::Owner::Uid(uid),
-            None => procs::Owner::Tree {
-                leader,
-                keep: keep.clone(),
-            },
-        };
-        let killed = procs::kill_all(&owner, Some(leader))
-            .into_iter()
-            .filter(|pid| *pid != leader)
-            .count();
+        let ended = procs::kill_all(&owner, Some(leader));
+        let killed = ended.killed.iter().filter(|pid| **pid != leader).count();
         let status = match status {
             Some(status) => status,
             None => {
@@ -695,11 +774,18 @@ impl Sandbox {
                 child.wait()?
             }
         };
-        if let Some(feeder) = feeder {
+        if let Some(feeder) = feeder
+            && ended.survivors.is_empty()
+        {
             let _ = feeder.join();
         }
-        let (stdout, stdout_truncated) = out.and_then(|h| h.join().ok()).unwrap_or_default();
-        let (stderr, _) = err.and_then(|h| h.join().ok()).unwrap_or_default();
+        let wait = if ended.survivors.is_empty() {
+            Duration::from_secs(30)
+        } else {
+            Duration::from_millis(500)
+        };
+        let (stdout, stdout_truncated) = out.recv_timeout(wait).unwrap_or_default();
+        let (stderr, _) = err.recv_timeout(wait).unwrap_or_default();
         use std::os::unix::process::ExitStatusExt;
         Ok(Outcome {
             code: status.code(),
@@ -711,6 +797,8 @@ impl Sandbox {
             network,
             elapsed: started.elapsed(),
             killed,
+            over_limit,
+            survivors: ended.survivors,
         })
     }
 }
@@ -1070,34 +1158,86 @@ fn join_rel(dir: &str, name: &str) -> String {
     }
 }
 
-/// The seccomp filter of no-network checks: `socket(AF_INET | AF_INET6, …)` fails with EACCES, and so do
-/// the io_uring syscalls, whose socket and connect operations would bypass a `socket()` filter.
-fn network_filter() -> Option<BpfProgram> {
-    let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).ok()?;
-    let family = |af: i32| {
-        SeccompRule::new(vec![
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64).ok()?,
-        ])
-        .ok()
+/// The seccomp filter of a sandboxed process, written as classic BPF: `socket()` only for the address
+/// families in `families` (an allow-list: netlink, vsock, packet and the rest fail with `EACCES`), the
+/// `io_uring_*` syscalls refused (their socket and connect operations would bypass a `socket()` filter),
+/// and on x86_64 the x32 syscall range refused (its `socket` is another number). A process of another
+/// architecture (a 32-bit binary) is killed. `None` on an architecture it is not written for.
+fn socket_filter(families: &[i32]) -> Option<BpfProgram> {
+    use seccompiler::sock_filter;
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JGE_K: u16 = 0x35;
+    const RET_K: u16 = 0x06;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_KILL_PROCESS: u32 = 0x8000_0000;
+    const RET_ERRNO: u32 = 0x0005_0000 | libc::EACCES as u32;
+    const OFFSET_NR: u32 = 0;
+    const OFFSET_ARCH: u32 = 4;
+    // The low 32 bits of the first argument, on a little-endian machine.
+    const OFFSET_ARG0: u32 = 16;
+    const X32_BIT: u32 = 0x4000_0000;
+    let (arch, x32) = match std::env::consts::ARCH {
+        "x86_64" => (0xC000_003E_u32, true),
+        "aarch64" => (0xC000_00B7_u32, false),
+        _ => return None,
     };
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(
-        libc::SYS_socket,
-        vec![family(libc::AF_INET)?, family(libc::AF_INET6)?],
-    );
-    for call in [
+    let uring = [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
-    ] {
-        rules.insert(call, Vec::new());
+    ];
+    // Where each part starts, so that jumps (counted from the next instruction) can be written.
+    let checks = 4 + usize::from(x32);
+    let allow_a = checks + 1 + uring.len();
+    let sock = allow_a + 1;
+    let errno = sock + 1 + families.len();
+    let allow_b = errno + 1;
+    let to = |from: usize, target: usize| u8::try_from(target - from - 1).ok();
+    let op = |code: u16, k: u32| sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |code: u16, k: u32, jt: u8| sock_filter { code, jt, jf: 0, k };
+    let mut program = vec![
+        op(LD_W_ABS, OFFSET_ARCH),
+        sock_filter {
+            code: JEQ_K,
+            jt: 1,
+            jf: 0,
+            k: arch,
+        },
+        op(RET_K, RET_KILL_PROCESS),
+        op(LD_W_ABS, OFFSET_NR),
+    ];
+    if x32 {
+        program.push(jump(JGE_K, X32_BIT, to(program.len(), errno)?));
     }
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES as u32),
-        arch,
-    )
-    .ok()?;
-    filter.try_into().ok()
+    program.push(jump(
+        JEQ_K,
+        u32::try_from(libc::SYS_socket).ok()?,
+        to(program.len(), sock)?,
+    ));
+    for call in uring {
+        program.push(jump(
+            JEQ_K,
+            u32::try_from(call).ok()?,
+            to(program.len(), errno)?,
+        ));
+    }
+    program.push(op(RET_K, RET_ALLOW));
+    program.push(op(LD_W_ABS, OFFSET_ARG0));
+    for family in families {
+        program.push(jump(
+            JEQ_K,
+            u32::try_from(*family).ok()?,
+            to(program.len(), allow_b)?,
+        ));
+    }
+    program.push(op(RET_K, RET_ERRNO));
+    program.push(op(RET_K, RET_ALLOW));
+    debug_assert_eq!(program.len(), allow_b + 1);
+    Some(program)
 }

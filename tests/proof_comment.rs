@@ -106,14 +106,30 @@ fn a_pack_that_verifies_gets_one_comment_and_a_success_status() {
     assert!(
         comments[0]
             .body
-            .contains("| 1 | evidenced: evidence/criterion-1.jsonl |"),
+            .contains("| 1 | evidenced: `evidence/criterion-1.jsonl` |"),
         "{}",
         comments[0].body
     );
-    assert!(
-        !comments[0].body.contains("@octocat") && !comments[0].body.contains("<!-- x -->"),
-        "floor details are escaped"
+    // The floor's detail (`@octocat <!-- x -->`) is shown as code: the comment has exactly the heading,
+    // the link and the hidden markers aayu wrote, no mention, no HTML of the pack's.
+    let shape = common::rendered(&comments[0].body);
+    assert_eq!(
+        shape.headings,
+        vec!["aayudha proof — proven: the pack verifies and every floor holds"]
     );
+    assert_eq!(
+        shape.links,
+        vec!["https://github.example/octo/shop/actions/runs/101"]
+    );
+    assert!(
+        shape.mentions.is_empty() && shape.images.is_empty(),
+        "{shape:?}"
+    );
+    assert!(
+        shape.html.iter().all(|h| h.starts_with("<!-- aayudha:")),
+        "{shape:?}"
+    );
+    assert!(comments[0].body.contains("`@octocat <!-- x -->`"));
     let statuses = server.state.lock().expect("lock").statuses.clone();
     assert_eq!(statuses.len(), 1);
     let status = &statuses[0];

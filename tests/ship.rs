@@ -409,7 +409,9 @@ fn a_qualifying_run_ships_and_a_repeat_duplicates_nothing() {
         assert_eq!(fake.merged, [(3, HEAD.to_string())]);
         let body = fake.issues[&7].body.clone().expect("body");
         assert!(
-            body.contains("## Complete") && body.contains("approved by bob") && body.contains(&sha),
+            body.contains("## Complete")
+                && body.contains("approved by `bob`")
+                && body.contains(&sha),
             "{body}"
         );
         assert!(

@@ -13,6 +13,7 @@ pub mod files;
 pub use event::story_in_body;
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
@@ -32,7 +33,7 @@ use crate::publish::results::{self, Results};
 use crate::registry::CommandId;
 use crate::settings::{Binding, Env, ProofCommentOptions, VerifyOptions};
 
-use files::{Annotations, Level};
+use crate::output::github::{Annotations, Level, Log, Shared};
 
 /// What the action runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,7 +264,9 @@ pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Fail
     }
 }
 
-/// A nested command's run: its exit, and what it printed.
+/// A nested command's run: its exit, its stdout, and its log (stderr), which a [`Log`] made: inside
+/// Actions every text in it is fenced already and its commands (a group per check) are aayu's own, so it
+/// is echoed as it is.
 struct Captured {
     status: Result<ExitStatus, Failure>,
     out: String,
@@ -276,7 +279,8 @@ fn captured(
     run: impl FnOnce(&mut Context) -> Result<ExitStatus, Failure>,
 ) -> Captured {
     let mut out = Vec::new();
-    let mut err = Vec::new();
+    let buffer = Shared::default();
+    let mut err = Log::new(Box::new(buffer.clone()), ctx.env.github_actions);
     let mut input = std::io::empty();
     let global = crate::settings::Global {
         directory: Some(directory.to_path_buf()),
@@ -289,12 +293,18 @@ fn captured(
             env: ctx.env,
             global: &global,
         };
-        run(&mut inner)
+        let status = run(&mut inner);
+        // A failure is rendered into the log as the CLI would, fenced like everything else in it.
+        if let Err(failure) = &status {
+            crate::cli::render_failure(failure, inner.err);
+        }
+        status
     };
+    let _ = err.close();
     Captured {
         status,
         out: String::from_utf8_lossy(&out).into_owned(),
-        err: String::from_utf8_lossy(&err).into_owned(),
+        err: String::from_utf8_lossy(&buffer.take()).into_owned(),
     }
 }
 
@@ -550,12 +560,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         ..VerifyOptions::default()
     };
     let run = captured(ctx, &root, |inner| super::verify::run(inner, verify));
-    if !run.err.is_empty() {
-        say(
-            ctx,
-            &files::group("aayu verify --ci: messages", &files::fenced(&run.err)),
-        );
-    }
+    say(ctx, &run.err);
     if crate::cleanup::interrupted() {
         // The signal thread is ending the process (128 + the signal): write no verdict.
         return Err(Failure::unexpected("interrupted: nothing was uploaded"));
@@ -567,7 +572,10 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             summary(
                 ctx,
                 options,
-                &format!("### aayudha merge gate — no pack\n\n{}\n", failure.message),
+                &format!(
+                    "### aayudha merge gate — no pack\n\n{}",
+                    crate::output::markdown::block(&failure.message)
+                ),
             );
             return Err(failure);
         }
@@ -606,13 +614,6 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         .map_err(|e| {
             Failure::unexpected(format!("cannot upload the `{ARTIFACT}` artifact")).caused_by(e)
         })?;
-
-    // One group per behaviour check, from the report in the pack.
-    if let Ok(text) = std::fs::read_to_string(pack_dir.join("artifacts/reports/behaviour.json"))
-        && let Ok(report) = serde_json::from_str::<Value>(&text)
-    {
-        say(ctx, &check_groups(&report));
-    }
 
     // Outputs, annotations, the summary.
     let holds = status == ExitStatus::Ok;
@@ -730,39 +731,7 @@ fn map_drift(pack_dir: &Path) -> Vec<(String, usize, String)> {
         .collect()
 }
 
-/// `::group::` per behaviour check of a report, its reason and artifacts fenced: they come from product code.
-fn check_groups(report: &Value) -> String {
-    let mut text = String::new();
-    for c in report["checks"].as_array().into_iter().flatten() {
-        let title = format!(
-            "{}.{}: {}",
-            c["feature"].as_str().unwrap_or_default(),
-            c["check"].as_str().unwrap_or_default(),
-            c["status"].as_str().unwrap_or_default()
-        );
-        let mut body = String::new();
-        if let Some(reason) = c["reason"].as_str().filter(|r| !r.is_empty()) {
-            let _ = writeln!(body, "{reason}");
-        }
-        for a in c["artifacts"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                body,
-                "artifact {} ({})",
-                a["path"].as_str().unwrap_or_default(),
-                a["kind"].as_str().unwrap_or_default()
-            );
-        }
-        text.push_str(&files::group(&title, &files::fenced(&body)));
-    }
-    text
-}
-
-/// Markdown table cells cannot break out of their cell or the summary.
-fn cell(text: &str) -> String {
-    crate::publish::comment::escape(text)
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-}
+use crate::output::markdown::{cell, code};
 
 fn gate_summary(
     pack: &Pack,
@@ -823,7 +792,7 @@ fn gate_summary(
     if !overflow.is_empty() {
         text.push_str("\n**More findings** (GitHub shows 10 annotations of each level):\n\n");
         for line in overflow {
-            let _ = writeln!(text, "- {}", cell(line));
+            let _ = writeln!(text, "- {}", code(line));
         }
     }
     text
@@ -861,19 +830,10 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
         ..VerifyOptions::default()
     };
     let run = captured(ctx, &root, |inner| super::verify::run(inner, verify));
-    if !run.err.is_empty() {
-        say(
-            ctx,
-            &files::group(
-                "aayu verify --check all: messages",
-                &files::fenced(&run.err),
-            ),
-        );
-    }
+    say(ctx, &run.err);
     let status = run.status?;
     let report: Value = serde_json::from_str(&run.out)
         .map_err(|e| Failure::unexpected("`verify --check all` gave no report").caused_by(e))?;
-    say(ctx, &check_groups(&report));
     let checks = report["checks"].as_array().cloned().unwrap_or_default();
     let mut notes = Annotations::default();
     let mut table = String::from("| Check | Status | Reason |\n|---|---|---|\n");
@@ -922,7 +882,7 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
     if !notes.overflow.is_empty() {
         text.push_str("\n**More findings:**\n\n");
         for line in &notes.overflow {
-            let _ = writeln!(text, "- {}", cell(line));
+            let _ = writeln!(text, "- {}", code(line));
         }
     }
     summary(ctx, options, &text);

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -494,12 +495,12 @@ pub fn run(
     }
 
     let holds = pack.checks.iter().all(pack::Check::holds);
-    let text = if options.json {
-        crate::output::json::render(&pack)
+    let written = if options.json {
+        write_out(ctx.out, &crate::output::json::render(&pack))?
     } else {
-        render_table(&pack, &criteria_lines, &dir)
+        super::write_report(ctx, &render_table(&pack, &criteria_lines, &dir))?
     };
-    if !write_out(ctx.out, &text)? {
+    if !written {
         return Ok(ExitStatus::Ok);
     }
     Ok(if holds {
@@ -738,7 +739,7 @@ fn evidence_floor(
                         .filter(|a| a.kind == criterion.evidence)
                         .collect();
                     if own.is_empty() {
-                        problems.push(format!("check `{name}` produced no `{}` artifact (the criterion's evidence kind)", kind_word(criterion.evidence)));
+                        problems.push(format!("check `{name}` produced no `{}` artifact (the criterion's evidence kind)", behaviour::kind_word(criterion.evidence)));
                     }
                     paths.extend(own.iter().map(|a| a.path.clone()));
                 }
@@ -820,13 +821,6 @@ fn outcome_words(outcome: &Outcome) -> &'static str {
         Outcome::NotRun(_) => "did not run",
         Outcome::Blocked(_) => "cannot run here",
     }
-}
-
-fn kind_word(kind: ArtifactKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn red_floor(

@@ -4,14 +4,16 @@
 //! floor does not hold. It never writes to the ledger, and a read-only token degrades to the job summary.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use serde_json::Value;
 
-use crate::commands::{Context, Failure, github_failure, short, write_out};
+use crate::commands::{Context, Failure, github_failure, short};
 use crate::exit::ExitStatus;
 use crate::github::{Client, GitHubError, NewStatus, Token};
 use crate::ledger::ready;
 use crate::ledger::verify::{self, Stored};
+use crate::output::markdown::{cell, code};
 use crate::pack::Pack;
 use crate::publish::ARTIFACT;
 use crate::publish::archive::{self, Limits};
@@ -112,12 +114,19 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
                 let said = if evidence.is_empty() {
                     "no evidence".to_string()
                 } else {
-                    format!("evidenced: {}", comment::escape(&evidence.join(", ")))
+                    format!(
+                        "evidenced: {}",
+                        evidence
+                            .iter()
+                            .map(|e| cell(e))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 };
                 criteria_lines.push(format!(
                     "| {} | {said} | {} |",
                     criterion.id,
-                    comment::escape(&criterion.text)
+                    cell(&criterion.text)
                 ));
             }
         }
@@ -200,7 +209,8 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
             .open(summary)
             .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
     }
-    if !write_out(ctx.out, &format!("{text}\n"))? {
+    // The comment's text names artifact paths and details from the pack: fenced in the job's log.
+    if !super::write_report(ctx, &format!("{text}\n"))? {
         return Ok(ExitStatus::Ok);
     }
     Ok(if !verifies {
@@ -276,7 +286,7 @@ fn render(
     if !problems.is_empty() {
         text.push_str("**Does not verify:**\n\n");
         for p in problems {
-            let _ = writeln!(text, "- {}", comment::escape(p));
+            let _ = writeln!(text, "- {}", code(p));
         }
         text.push('\n');
     }
@@ -286,11 +296,11 @@ fn render(
             let _ = writeln!(
                 text,
                 "| {} | {} | {} | {} | {} |",
-                c.floor,
-                c.result,
+                cell(&c.floor),
+                cell(&c.result),
                 c.value,
                 c.threshold,
-                comment::escape(&c.detail)
+                cell(&c.detail)
             );
         }
         if !criteria.is_empty() {

@@ -184,7 +184,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
                 } else {
                     "a floor does not hold"
                 },
-                crate::publish::comment::escape(&login),
+                crate::output::markdown::code(&login),
                 pack.pr_head_sha
             );
             // A repeated push of the same pack does not comment twice.

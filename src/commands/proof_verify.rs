@@ -222,12 +222,12 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
         floors_hold: pack.checks.iter().all(pack::Check::holds),
         notes: outcome.notes,
     };
-    let text = if options.json {
-        crate::output::json::render(&report)
+    let written = if options.json {
+        write_out(ctx.out, &crate::output::json::render(&report))?
     } else {
-        render(&report)
+        super::write_report(ctx, &render(&report))?
     };
-    if !write_out(ctx.out, &text)? {
+    if !written {
         return Ok(ExitStatus::Ok);
     }
     Ok(if report.verifies {

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use serde_json::json;
 
@@ -521,7 +522,7 @@ fn finish(
             "\n\n## Complete\n\n{marker}\nShipped by pull request #{} at `{}`, approved by {}, on the merge gate's run {} (pack.json sha256 `{}`); the authoritative pack is on the ledger under `proof/{story}/{}/authoritative/`.\n",
             pull.number,
             pull.head_sha,
-            crate::publish::comment::escape(approver),
+            crate::output::markdown::code(approver),
             record["gate_run"],
             record["pack_sha256"].as_str().unwrap_or_default(),
             pull.head_sha
@@ -539,7 +540,7 @@ fn finish(
     if record["solo_bypass"] == json!(true) {
         let note = format!(
             "<!-- aayudha:solo-bypass -->\nShipped with `--solo-bypass` by {} (no second person approved).",
-            crate::publish::comment::escape(approver)
+            crate::output::markdown::code(approver)
         );
         let already = remote
             .client

@@ -2,7 +2,7 @@
 //! `--head` with `--story`, SPEC §4). `--ci` and the pack land with their own issue; asking for them exits
 //! 2 and says so.
 
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::{Context, Failure, write_out, write_report};
 use crate::config::Config;
 use crate::exit::ExitStatus;
 use crate::floors::behaviour;
@@ -50,19 +50,21 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
     let now = ctx.env.now()?;
     let report = feature_map::check(&repo).map_err(git_failure)?;
 
-    let rendered = if options.json {
-        json::render(&report)
+    let written = if options.json {
+        write_out(ctx.out, &json::render(&report))?
     } else {
-        plain::map_report(&report)
+        write_report(ctx, &plain::map_report(&report))?
     };
-    if !write_out(ctx.out, &rendered)? {
+    if !written {
         return Ok(ExitStatus::Ok);
     }
     if ctx.env.github_actions {
         let blocking = config.verify.drift_blocking_from.blocks_at(now);
         // Annotations go to stderr so that `--json` on stdout stays one clean document; the runner reads
         // workflow commands from both streams.
-        let _ = ctx.err.write_all(annotations(&report, blocking).as_bytes());
+        for line in annotations(&report, blocking) {
+            let _ = ctx.err.command(&line);
+        }
     }
     Ok(status_of(&report))
 }
@@ -78,32 +80,29 @@ pub fn status_of(report: &MapReport) -> ExitStatus {
     }
 }
 
-fn annotations(report: &MapReport, blocking: bool) -> String {
+fn annotations(report: &MapReport, blocking: bool) -> Vec<String> {
     let level = if blocking {
         Level::Error
     } else {
         Level::Warning
     };
-    let mut text = String::new();
-    for d in &report.drift {
-        text.push_str(&github::annotation(
+    let drift = report.drift.iter().map(|d| {
+        github::annotation(
             level,
-            &d.file,
-            d.line,
+            Some((&d.file, d.line)),
             &format!("drift: {}", d.kind.as_str()),
             &d.detail,
-        ));
-    }
-    for e in &report.errors {
-        text.push_str(&github::annotation(
+        )
+    });
+    let errors = report.errors.iter().map(|e| {
+        github::annotation(
             Level::Error,
-            &e.file,
-            e.line,
+            Some((&e.file, e.line)),
             "feature map contract error",
             &e.message,
-        ));
-    }
-    text
+        )
+    });
+    drift.chain(errors).collect()
 }
 
 fn git_failure(e: GitError) -> Failure {
@@ -196,12 +195,12 @@ fn checks(
         &selected,
         &sandbox,
     )?;
-    let rendered = if options.json {
-        json::render(&report)
+    let written = if options.json {
+        write_out(ctx.out, &json::render(&report))?
     } else {
-        plain::behaviour_report(&report, &out)
+        write_report(ctx, &plain::behaviour_report(&report, &out))?
     };
-    if !write_out(ctx.out, &rendered)? {
+    if !written {
         return Ok(ExitStatus::Ok);
     }
     Ok(if report.holds() {
@@ -225,6 +224,7 @@ pub(crate) fn sandbox_settings(
         uids: config.verify.sandbox_uids,
         jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
         workspace: Some(root.to_path_buf()),
+        memory_limit_mb: config.verify.memory_limit_mb,
     }
 }
 
@@ -265,7 +265,6 @@ pub(crate) fn run_behaviour(
         targets: config.verify.targets.clone(),
         require_isolation: config.verify.require_isolation,
         aayu: ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()),
-        actions: ctx.env.github_actions,
     };
     behaviour::run(maps, selected, &run_options, sandbox, ctx.err).map_err(|e| {
         let status = match e {

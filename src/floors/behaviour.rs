@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::maps::Map;
 use crate::maps::blocks::{ArtifactKind, CheckKind};
+use crate::output::github::Log;
 use crate::sandbox::{self, Network, Sandbox};
 use crate::select::Selected;
 
@@ -94,8 +95,6 @@ pub struct Options {
     pub require_isolation: bool,
     /// This very binary, which a leading `aayu` in a control argv stands for.
     pub aayu: PathBuf,
-    /// Print `::group::` around each check's output (in GitHub Actions).
-    pub actions: bool,
 }
 
 /// Why the floor could not run at all.
@@ -138,7 +137,7 @@ pub fn run(
     selected: &[Selected],
     options: &Options,
     sandbox: &Sandbox,
-    progress: &mut dyn Write,
+    progress: &mut Log,
 ) -> Result<BehaviourReport, BehaviourError> {
     let needs_app = selected
         .iter()
@@ -172,10 +171,32 @@ pub fn run(
         );
     }
 
-    // The app of ui and api checks: started once, stopped at the end whatever happens.
-    let mut seed = None;
-    let mut app_down: Option<String> = None;
-    if needs_app {
+    // Two phases: the cli and lib checks first, with no app running (a check without network must not be
+    // handed a socket of a running app); then the app of the ui and api checks, started once and stopped
+    // at the end whatever happens, and those checks.
+    let (offline, online): (Vec<usize>, Vec<usize>) =
+        (0..selected.len()).partition(|&n| !check_of(maps, &selected[n]).kind.needs_network());
+    let total = selected.len();
+    let mut results: Vec<CheckResult> = Vec::with_capacity(total);
+    let mut done = 0usize;
+    run_phase(
+        &Phase {
+            maps,
+            selected,
+            options,
+            sandbox,
+            spare: &BTreeSet::new(),
+            app_down: None,
+            total,
+        },
+        &offline,
+        &mut done,
+        &mut results,
+        progress,
+    );
+    if !online.is_empty() {
+        let mut seed = None;
+        let mut app_down: Option<String> = None;
         if !options.seed.is_empty() {
             match start_seed(sandbox, options) {
                 Ok(child) => seed = Some(child),
@@ -198,63 +219,25 @@ pub fn run(
                 options.base_url
             ));
         }
-    }
-    let spare: BTreeSet<i32> = seed.as_ref().map(|s: &SeedApp| s.pid).into_iter().collect();
-
-    let queue: Mutex<VecDeque<(usize, &Selected)>> =
-        Mutex::new(selected.iter().enumerate().collect());
-    let total = selected.len();
-    let mut results: Vec<CheckResult> = Vec::with_capacity(total);
-    std::thread::scope(|scope| {
-        let (done, finished) = std::sync::mpsc::channel::<(usize, Timed, Vec<u8>)>();
-        for slot in 0..sandbox.slots().min(total.max(1)) {
-            let (queue, sandbox, spare, app_down, done) =
-                (&queue, sandbox, &spare, &app_down, done.clone());
-            scope.spawn(move || {
-                loop {
-                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
-                    let Some((n, selection)) = next else { break };
-                    let check = check_of(maps, selection);
-                    let (result, log) = match app_down {
-                        Some(reason) if check.kind.needs_network() => (
-                            blocked(
-                                &maps[selection.map],
-                                selection,
-                                check.kind,
-                                Network::Allowed,
-                                reason.clone(),
-                            ),
-                            Vec::new(),
-                        ),
-                        _ => run_one(sandbox, maps, selection, slot, options, spare),
-                    };
-                    if done.send((n, result, log)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(done);
-        // Progress as each check ends, in the order they end; the report is sorted afterwards.
-        for (count, (n, result, log)) in finished.iter().enumerate() {
-            let selection = &selected[n];
-            let map = &maps[selection.map];
-            let label = format!("{}.{}", result.0.feature, result.0.check);
-            report_progress(
-                progress,
-                count + 1,
+        let spare: BTreeSet<i32> = seed.as_ref().map(|s: &SeedApp| s.pid).into_iter().collect();
+        run_phase(
+            &Phase {
+                maps,
+                selected,
+                options,
+                sandbox,
+                spare: &spare,
+                app_down: app_down.as_deref(),
                 total,
-                &map.product,
-                &label,
-                &result,
-                &log,
-                options.actions,
-            );
-            results.push(result.0);
+            },
+            &online,
+            &mut done,
+            &mut results,
+            progress,
+        );
+        if let Some(seed) = seed {
+            seed.stop(sandbox);
         }
-    });
-    if let Some(seed) = seed {
-        seed.stop(sandbox);
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
@@ -273,6 +256,87 @@ pub fn run(
     write_atomic(&path, crate::output::json::render(&report).as_bytes())
         .map_err(write_err(&path))?;
     Ok(report)
+}
+
+/// What every check of a phase shares.
+struct Phase<'a> {
+    maps: &'a [Map],
+    selected: &'a [Selected],
+    options: &'a Options,
+    sandbox: &'a Sandbox,
+    /// The seed app's pid, which a check's cleanup leaves alone (without root).
+    spare: &'a BTreeSet<i32>,
+    /// Why the app is not there, which blocks every check that needs it.
+    app_down: Option<&'a str>,
+    total: usize,
+}
+
+/// Runs the checks `which` (indices into the selection) on the sandbox's slots, reporting each as it ends.
+fn run_phase(
+    phase: &Phase,
+    which: &[usize],
+    done: &mut usize,
+    results: &mut Vec<CheckResult>,
+    progress: &mut Log,
+) {
+    if which.is_empty() {
+        return;
+    }
+    let queue: Mutex<VecDeque<usize>> = Mutex::new(which.iter().copied().collect());
+    std::thread::scope(|scope| {
+        let (sent, finished) = std::sync::mpsc::channel::<(usize, Timed, Vec<u8>)>();
+        for slot in 0..phase.sandbox.slots().min(which.len()) {
+            let (queue, sent) = (&queue, sent.clone());
+            scope.spawn(move || {
+                loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                    let Some(n) = next else { break };
+                    let selection = &phase.selected[n];
+                    let check = check_of(phase.maps, selection);
+                    let (result, log) = match phase.app_down {
+                        Some(reason) if check.kind.needs_network() => (
+                            blocked(
+                                &phase.maps[selection.map],
+                                selection,
+                                check.kind,
+                                Network::Allowed,
+                                reason.to_string(),
+                            ),
+                            Vec::new(),
+                        ),
+                        _ => run_one(
+                            phase.sandbox,
+                            phase.maps,
+                            selection,
+                            slot,
+                            phase.options,
+                            phase.spare,
+                        ),
+                    };
+                    if sent.send((n, result, log)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sent);
+        // Progress as each check ends, in the order they end; the report is sorted afterwards.
+        for (n, result, log) in finished.iter() {
+            *done += 1;
+            let map = &phase.maps[phase.selected[n].map];
+            let label = format!("{}.{}", result.0.feature, result.0.check);
+            report_progress(
+                progress,
+                *done,
+                phase.total,
+                &map.product,
+                &label,
+                &result,
+                &log,
+            );
+            results.push(result.0);
+        }
+    });
 }
 
 fn check_of<'m>(maps: &'m [Map], s: &Selected) -> &'m crate::maps::Check {
@@ -446,6 +510,16 @@ fn judge(
     } else {
         String::new()
     };
+    if !outcome.survivors.is_empty() {
+        return blocked(format!(
+            "{} process(es) of the check survived every round of the kill (pids {:?}): what it wrote cannot be trusted",
+            outcome.survivors.len(),
+            outcome.survivors
+        ));
+    }
+    if let Some(over) = &outcome.over_limit {
+        return blocked(format!("the control tool went over a limit: {over}"));
+    }
     if outcome.timed_out {
         return blocked(format!(
             "the control tool ran past the limit of {} s and was killed with every process it started",
@@ -509,7 +583,12 @@ fn judge(
                 sha256,
                 size,
             }),
-            Err(why) => return blocked(format!("artifact `{}`: {why}", artifact.path)),
+            Err(why) => {
+                return blocked(format!(
+                    "artifact \"{}\": {why}",
+                    artifact.path.escape_debug()
+                ));
+            }
         }
     }
     artifacts.sort_by(|a, b| a.path.cmp(&b.path));
@@ -536,7 +615,13 @@ fn copy_artifact(
     run: &Path,
     dest: &str,
 ) -> Result<(String, String, u64), String> {
-    if rel.is_empty() || rel.starts_with('/') || rel.contains('\\') || rel.contains('\0') {
+    if rel.chars().any(char::is_control) {
+        return Err(
+            "an artifact path may not hold a control character (a newline, a tab, an escape)"
+                .to_string(),
+        );
+    }
+    if rel.is_empty() || rel.starts_with('/') || rel.contains('\\') {
         return Err("an artifact path must be relative to `out`".to_string());
     }
     if Path::new(rel)
@@ -666,59 +751,48 @@ fn step_packages(spec: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// One line per finished check; inside GitHub Actions a group per check whose title is aayu's and whose
+/// body — the reason, the artifacts and what the control tool wrote to stderr, all from product code — is
+/// fenced data.
 #[allow(clippy::too_many_arguments)]
 fn report_progress(
-    out: &mut dyn Write,
+    out: &mut Log,
     n: usize,
     total: usize,
     product: &str,
     label: &str,
     result: &Timed,
     log: &[u8],
-    actions: bool,
 ) {
     let (r, elapsed) = result;
-    let why = if r.reason.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", r.reason)
-    };
-    let line = format!(
-        "[{n}/{total}] {product} {label}: {} ({:.1} s){why}",
+    let head = format!(
+        "[{n}/{total}] {product} {label}: {} ({:.1} s)",
         r.status.as_str(),
         elapsed.as_secs_f64()
     );
-    if actions {
-        // The product's output is data: wrapped so that it cannot issue workflow commands.
-        let token = random_token();
-        let _ = writeln!(
-            out,
-            "::group::{}",
-            crate::output::github::escape_data(&line)
-        );
-        let _ = writeln!(out, "::stop-commands::{token}");
-        let _ = out.write_all(log);
-        let _ = writeln!(out, "\n::{token}::");
-        let _ = writeln!(out, "::endgroup::");
+    if out.actions() {
+        let mut body = Vec::new();
+        if !r.reason.is_empty() {
+            let _ = writeln!(body, "{}", r.reason);
+        }
+        for a in &r.artifacts {
+            let _ = writeln!(body, "artifact {} ({})", a.path, kind_word(a.kind));
+        }
+        body.extend_from_slice(log);
+        let _ = out.group(&head, &body);
+    } else if r.reason.is_empty() {
+        let _ = writeln!(out, "{head}");
     } else {
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{head}: {}", r.reason);
     }
 }
 
-/// A token no product could guess in advance, for `::stop-commands::`.
-fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .is_err()
-    {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        bytes[..16].copy_from_slice(&nanos.to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// An artifact kind as the contract spells it (`api-trace`).
+pub(crate) fn kind_word(kind: ArtifactKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// The packages whose dependencies the selected checks need fetched before they run: those the built-in

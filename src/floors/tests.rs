@@ -167,6 +167,19 @@ fn sandboxed(
             &BTreeSet::new(),
         )
         .map_err(|e| format!("cannot run `{}`: {e}", argv.join(" ")))
+        .and_then(|outcome| {
+            if !outcome.survivors.is_empty() {
+                return Err(format!(
+                    "{} process(es) of `{}` survived the kill: its result cannot be trusted",
+                    outcome.survivors.len(),
+                    argv.join(" ")
+                ));
+            }
+            match &outcome.over_limit {
+                Some(over) => Err(format!("`{}` went over a limit: {over}", argv.join(" "))),
+                None => Ok(outcome),
+            }
+        })
 }
 
 fn all(tests: &[&TestId], outcome: Outcome) -> BTreeMap<TestId, TestResult> {

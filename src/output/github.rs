@@ -1,10 +1,19 @@
-//! GitHub workflow commands (annotations), escaped as the actions toolkit's `command.ts` does: `%`, CR and
-//! LF in the message; additionally `:` and `,` in property values.
+//! The one writer of GitHub workflow commands. Everything aayu says to the runner is made here: annotations
+//! (escaped as the actions toolkit's `command.ts` does: `%`, CR and LF in the message, and `:` and `,` in
+//! property values), groups, and the `::stop-commands::<random>` fence around every text that may come
+//! from a pull request — paths, ids, reasons, compiler output, product output, error messages quoting any
+//! of them — so that such text is data, never a command.
 //! <https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands>
+
+use std::io::Write;
+
+/// GitHub shows at most 10 annotations of each level per step.
+pub const ANNOTATIONS_PER_LEVEL: usize = 10;
 
 /// The level of an annotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    Notice,
     Warning,
     Error,
 }
@@ -12,21 +21,30 @@ pub enum Level {
 impl Level {
     fn as_str(self) -> &'static str {
         match self {
+            Level::Notice => "notice",
             Level::Warning => "warning",
             Level::Error => "error",
         }
     }
 }
 
-/// `::warning file=F,line=L,title=T::message`, one line.
-pub fn annotation(level: Level, file: &str, line: usize, title: &str, message: &str) -> String {
+/// `::warning file=F,line=L,title=T::message`, one line; `file` and `line` left out when there is none.
+pub fn annotation(level: Level, file: Option<(&str, usize)>, title: &str, message: &str) -> String {
+    let mut properties = Vec::new();
+    if let Some((file, line)) = file {
+        properties.push(format!("file={}", escape_property(file)));
+        if line > 0 {
+            properties.push(format!("line={line}"));
+        }
+    }
+    properties.push(format!("title={}", escape_property(title)));
+    // GitHub cuts a message at 4096 characters; cut it first, on a character boundary.
+    let message: String = message.chars().take(4000).collect();
     format!(
-        "::{} file={},line={},title={}::{}\n",
+        "::{} {}::{}\n",
         level.as_str(),
-        escape_property(file),
-        line,
-        escape_property(title),
-        escape_data(message)
+        properties.join(","),
+        escape_data(&message)
     )
 }
 
@@ -38,6 +56,208 @@ pub fn escape_data(text: &str) -> String {
 
 pub fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// A random token (hex) for `::stop-commands::` and heredoc delimiters, from the kernel's generator.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if read.is_err() {
+        // No /dev/urandom: the clock and the pid still make a token a product cannot predict in advance.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+            ^ u128::from(std::process::id()) << 64;
+        bytes = seed.to_le_bytes();
+    }
+    crate::pack::hex(&bytes)
+}
+
+/// Text fenced so that the runner reads no workflow command in it.
+pub fn fenced(text: &str) -> String {
+    let token = random_token();
+    let mut out = format!("::stop-commands::{token}\n{text}");
+    if !text.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!("::{token}::\n"));
+    out
+}
+
+/// Annotations of one step: at most [`ANNOTATIONS_PER_LEVEL`] of each level are printed; the rest are
+/// kept for the summary.
+#[derive(Debug, Default)]
+pub struct Annotations {
+    printed: [usize; 3],
+    pub lines: String,
+    pub overflow: Vec<String>,
+}
+
+impl Annotations {
+    pub fn add(&mut self, level: Level, file: Option<(&str, usize)>, title: &str, message: &str) {
+        let slot = level as usize;
+        if self.printed[slot] >= ANNOTATIONS_PER_LEVEL {
+            let place = file.map(|(f, l)| format!("{f}:{l}: ")).unwrap_or_default();
+            self.overflow
+                .push(format!("{}: {place}{title}: {message}", level.as_str()));
+            return;
+        }
+        self.printed[slot] += 1;
+        self.lines
+            .push_str(&annotation(level, file, title, message));
+    }
+}
+
+/// One stream of the log as the runner reads it. Inside GitHub Actions every byte written through `Write`
+/// is data: a fence is opened before the first byte and closed before any command of aayu's own
+/// ([`Log::command`]) and at the end, so nothing a pull request wrote can issue a command, however it
+/// reached the text. Outside Actions it passes text through, and commands are left out.
+pub struct Log {
+    inner: Box<dyn Write + Send>,
+    actions: bool,
+    /// The token of the open fence.
+    fence: Option<String>,
+    /// Whether the last byte written ended a line (a fence's end must start one).
+    line_start: bool,
+}
+
+impl Log {
+    pub fn new(inner: Box<dyn Write + Send>, actions: bool) -> Log {
+        Log {
+            inner,
+            actions,
+            fence: None,
+            line_start: true,
+        }
+    }
+
+    /// Whether commands reach the runner (inside GitHub Actions).
+    pub fn actions(&self) -> bool {
+        self.actions
+    }
+
+    /// Ends the open fence, if any.
+    pub fn close(&mut self) -> std::io::Result<()> {
+        if let Some(token) = self.fence.take() {
+            if !self.line_start {
+                self.inner.write_all(b"\n")?;
+            }
+            writeln!(self.inner, "::{token}::")?;
+            self.line_start = true;
+        }
+        self.inner.flush()
+    }
+
+    /// Writes aayu's own workflow command (one line made by this module), outside any fence; nothing
+    /// outside Actions.
+    pub fn command(&mut self, line: &str) -> std::io::Result<()> {
+        if !self.actions {
+            return Ok(());
+        }
+        self.close()?;
+        let line = line.trim_end_matches('\n');
+        writeln!(self.inner, "{line}")?;
+        self.inner.flush()
+    }
+
+    /// A group: its title, its body as data, its end. Outside Actions, the title and the body.
+    pub fn group(&mut self, title: &str, body: &[u8]) -> std::io::Result<()> {
+        if !self.actions {
+            writeln!(self, "{title}")?;
+            if !body.is_empty() {
+                self.write_all(body)?;
+                if !body.ends_with(b"\n") {
+                    self.write_all(b"\n")?;
+                }
+            }
+            return Ok(());
+        }
+        self.command(&format!("::group::{}", escape_data(title)))?;
+        self.write_all(body)?;
+        self.command("::endgroup::")
+    }
+}
+
+impl Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.actions && self.fence.is_none() {
+            let token = random_token();
+            if !self.line_start {
+                self.inner.write_all(b"\n")?;
+            }
+            writeln!(self.inner, "::stop-commands::{token}")?;
+            self.fence = Some(token);
+        }
+        self.inner.write_all(buf)?;
+        self.line_start = buf.ends_with(b"\n");
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// A writer into a buffer shared with whoever made it: for a [`Log`] whose output is read back.
+#[derive(Clone, Default)]
+pub struct Shared(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Shared {
+    pub fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default()
+    }
+}
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("a poisoned buffer"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The lines of a log that the runner would act on as workflow commands, given the fences before them.
+#[cfg(test)]
+fn live_commands(log: &str) -> Vec<String> {
+    let mut fence: Option<String> = None;
+    let mut live = Vec::new();
+    for line in log.lines() {
+        match &fence {
+            Some(token) => {
+                if line == format!("::{token}::") {
+                    fence = None;
+                }
+            }
+            None => {
+                if let Some(token) = line.strip_prefix("::stop-commands::") {
+                    fence = Some(token.to_string());
+                } else if line.starts_with("::") {
+                    live.push(line.to_string());
+                }
+            }
+        }
+    }
+    live
 }
 
 #[cfg(test)]
@@ -59,8 +279,7 @@ mod tests {
     fn an_annotation_cannot_be_broken_out_of() {
         let line = annotation(
             Level::Warning,
-            "src/a,b.rs",
-            3,
+            Some(("src/a,b.rs", 3)),
             "drift: x",
             "evil\n::error::forged",
         );
@@ -69,5 +288,81 @@ mod tests {
             "::warning file=src/a%2Cb.rs,line=3,title=drift%3A x::evil%0A::error::forged\n"
         );
         assert_eq!(line.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn product_output_cannot_issue_workflow_commands() {
+        let fenced = fenced("::set-output name=result::proven\n::add-mask::x");
+        let lines: Vec<&str> = fenced.lines().collect();
+        let token = lines[0].strip_prefix("::stop-commands::").expect("fence");
+        assert_eq!(token.len(), 32);
+        assert_eq!(lines.last().copied(), Some(format!("::{token}::").as_str()));
+        assert_ne!(random_token(), random_token());
+        assert!(live_commands(&fenced).is_empty());
+    }
+
+    #[test]
+    fn a_log_fences_its_data_and_not_its_commands() {
+        let buffer = Shared::default();
+        {
+            let mut log = Log::new(Box::new(buffer.clone()), true);
+            write!(log, "fine\n::error title=forged::proven").expect("write");
+            log.command(&annotation(Level::Error, None, "aayudha", "real"))
+                .expect("command");
+            log.group("check a.b: passed", b"::warning::inside a group")
+                .expect("group");
+            writeln!(log, "::add-mask::tail").expect("write");
+        }
+        let text = String::from_utf8(buffer.take()).expect("utf-8");
+        assert_eq!(
+            live_commands(&text),
+            vec![
+                "::error title=aayudha::real".to_string(),
+                "::group::check a.b: passed".to_string(),
+                "::endgroup::".to_string(),
+            ],
+            "{text}"
+        );
+        // Outside Actions: plain text, no commands.
+        let plain = Shared::default();
+        {
+            let mut log = Log::new(Box::new(plain.clone()), false);
+            write!(log, "hello").expect("write");
+            log.command("::error::x").expect("command");
+        }
+        assert_eq!(plain.take(), b"hello");
+    }
+
+    #[test]
+    fn at_most_ten_annotations_a_level_the_rest_kept() {
+        let mut a = Annotations::default();
+        for i in 0..12 {
+            a.add(
+                Level::Error,
+                Some(("src/a,b.rs", i + 1)),
+                "drift",
+                "msg\n::error::x",
+            );
+        }
+        a.add(Level::Warning, None, "t", "w");
+        assert_eq!(
+            a.lines
+                .lines()
+                .filter(|l| l.starts_with("::error "))
+                .count(),
+            10
+        );
+        assert_eq!(
+            a.lines
+                .lines()
+                .filter(|l| l.starts_with("::warning "))
+                .count(),
+            1
+        );
+        assert_eq!(a.overflow.len(), 2);
+        assert!(
+            a.lines
+                .contains("file=src/a%2Cb.rs,line=1,title=drift::msg%0A::error::x")
+        );
     }
 }

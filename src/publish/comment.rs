@@ -38,14 +38,6 @@ pub fn body(run_id: u64, head: &str, text: &str) -> String {
     format!("{head_line}{text}")
 }
 
-/// User-controlled text made harmless in a comment: it cannot close an HTML comment or @-mention anyone.
-pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('@', "&#64;")
-}
-
 /// The run and head a comment records, from its hidden line.
 fn recorded(body: &str) -> Option<(u64, &str)> {
     let mut parts = body
@@ -154,15 +146,5 @@ mod tests {
         );
         assert!(!keeps_over(&body(5, "h1", ""), &body(10, "h2", ""), "h2"));
         assert!(!keeps_over("no record", &body(10, "h2", ""), "h2"));
-    }
-
-    #[test]
-    fn user_text_cannot_close_the_marker_or_mention() {
-        let evil = "--> <!-- aayudha:proof --> @octocat";
-        let safe = escape(evil);
-        assert!(
-            !safe.contains("-->") && !safe.contains("<!--") && !safe.contains('@'),
-            "{safe}"
-        );
     }
 }

@@ -1,4 +1,5 @@
-//! The one place with `unsafe`: the steps a sandboxed child takes between `fork` and `exec`.
+//! The one place with `unsafe`: the steps a sandboxed child takes between `fork` and `exec`, and the
+//! helper that kills every process of a slot uid at once.
 //!
 //! Only async-signal-safe system calls run here (the child of a multi-threaded process may not allocate
 //! or take locks): each is a thin `nix` or `seccompiler` wrapper around one syscall.
@@ -8,17 +9,21 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use nix::sys::resource::{Resource, setrlimit};
-use nix::unistd::{Gid, Uid, setgid, setgroups, setsid, setuid};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::{Gid, Pid, Uid, setgid, setgroups, setsid, setuid};
 use seccompiler::BpfProgram;
 
 /// What the child does to itself before it runs product code.
 pub struct Confinement {
     /// Drop to this uid and gid, with no supplementary groups (only when aayu runs as root).
     pub ids: Option<(u32, u32)>,
-    /// The seccomp filter refusing inet sockets and io_uring (no-network checks).
+    /// The seccomp filter: socket families by allow-list, no io_uring, no x32 syscalls.
     pub filter: Option<BpfProgram>,
-    /// Limit the number of processes of the uid (only meaningful with a uid of its own).
+    /// The most processes the uid may have (`RLIMIT_NPROC`: counted per real uid).
     pub nproc: Option<u64>,
+    /// The most data (heap and private writable mappings) one process may have, in bytes (`RLIMIT_DATA`,
+    /// which leaves the large address-space reservations of Go, Node and Chromium alone).
+    pub data: Option<u64>,
 }
 
 const CORE: u64 = 0;
@@ -43,6 +48,9 @@ pub fn confine(command: &mut Command, confinement: Confinement) {
         if let Some(nproc) = confinement.nproc {
             setrlimit(Resource::RLIMIT_NPROC, nproc, nproc)?;
         }
+        if let Some(data) = confinement.data {
+            setrlimit(Resource::RLIMIT_DATA, data, data)?;
+        }
         if let Some(filter) = &confinement.filter {
             seccompiler::apply_filter(filter)
                 .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOSYS))?;
@@ -55,4 +63,25 @@ pub fn confine(command: &mut Command, confinement: Confinement) {
     unsafe {
         command.pre_exec(hook);
     }
+}
+
+/// Sends SIGKILL to every process of `uid` at once: a child becomes that uid and calls `kill(-1)`, which
+/// signals every process the caller may signal but itself — so a process of the uid that forks while it is
+/// being killed cannot slip between a scan and a kill. The child never execs. Only as root.
+pub fn kill_every_process_of(uid: u32) {
+    let mut command = Command::new("/");
+    let hook = move || -> std::io::Result<()> {
+        setgroups(&[])?;
+        setgid(Gid::from_raw(uid))?;
+        setuid(Uid::from_raw(uid))?;
+        let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+        // Not an error: ends the child here, before any exec, as spawn reports a hook's error.
+        Err(std::io::Error::from_raw_os_error(libc::ECANCELED))
+    };
+    // SAFETY: as in `confine`: the hook calls only async-signal-safe syscalls (setgroups with an empty
+    // list, setgid, setuid, kill), allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(hook);
+    }
+    let _ = command.spawn();
 }

@@ -1,5 +1,6 @@
-//! Finding and killing every process of a check through `/proc`: by uid (as root, each parallel slot has a
-//! uid of its own), or by session, process group and parentage (without root, one check at a time).
+//! Finding, measuring and killing every process of a check through `/proc`: by uid (as root, each parallel
+//! slot has a uid of its own), or by session, process group and parentage (without root, one check at a
+//! time). A kill is checked, not hoped: what is still alive afterwards is reported.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
-/// One line of `/proc/<pid>/stat` and `status`: what tells whose a process is.
+/// One line of `/proc/<pid>/stat` and `status`: what tells whose a process is, and what it uses.
 #[derive(Debug, Clone, Copy)]
 struct Proc {
     pid: i32,
@@ -16,6 +17,9 @@ struct Proc {
     pgrp: i32,
     session: i32,
     uid: u32,
+    zombie: bool,
+    /// Resident memory, in KiB.
+    rss_kib: u64,
 }
 
 fn all() -> Vec<Proc> {
@@ -33,23 +37,24 @@ fn read(pid: i32) -> Option<Proc> {
     let rest = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let uid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+    };
     Some(Proc {
         pid,
         ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
         session: fields.get(3)?.parse().ok()?,
-        uid,
+        uid: field("Uid:")?.parse().ok()?,
+        zombie: fields.first() == Some(&"Z"),
+        rss_kib: field("VmRSS:").and_then(|v| v.parse().ok()).unwrap_or(0),
     })
 }
 
-/// Whose processes to kill.
+/// Whose processes a check has.
 #[derive(Debug, Clone)]
 pub enum Owner {
     /// Every process running as this uid (a sandbox slot's own uid).
@@ -59,45 +64,91 @@ pub enum Owner {
     Tree { leader: i32, keep: BTreeSet<i32> },
 }
 
-/// Kills every process of `owner` with SIGKILL until none is left (bounded), reaping those that were
-/// re-parented to aayu, except `child`, which its `std::process::Child` handle reaps. Returns the pids it
-/// killed.
-pub fn kill_all(owner: &Owner, child: Option<i32>) -> BTreeSet<i32> {
-    let me = std::process::id() as i32;
-    let mut killed = BTreeSet::new();
-    for _ in 0..50 {
-        let targets: Vec<Proc> = all()
-            .into_iter()
-            .filter(|p| p.pid != me)
-            .filter(|p| match owner {
+impl Owner {
+    fn owns(&self, p: &Proc, me: i32) -> bool {
+        p.pid != me
+            && match self {
                 Owner::Uid(uid) => p.uid == *uid,
                 Owner::Tree { leader, keep } => {
                     p.session == *leader
                         || p.pgrp == *leader
                         || (p.ppid == me && !keep.contains(&p.pid) && p.pid != *leader)
                 }
-            })
-            .collect();
+            }
+    }
+}
+
+/// What a check's processes use right now: how many are alive, and their resident memory together.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub processes: usize,
+    pub rss_bytes: u64,
+}
+
+pub fn usage(owner: &Owner) -> Usage {
+    let me = std::process::id() as i32;
+    let mut usage = Usage::default();
+    for p in all().iter().filter(|p| !p.zombie && owner.owns(p, me)) {
+        usage.processes += 1;
+        usage.rss_bytes += p.rss_kib * 1024;
+    }
+    usage
+}
+
+/// How many processes this uid has now (every one, not just a check's).
+pub fn count_of_uid(uid: u32) -> usize {
+    all().iter().filter(|p| p.uid == uid && !p.zombie).count()
+}
+
+/// The end of a kill: the pids killed, and those still alive after every round.
+#[derive(Debug, Default)]
+pub struct Killed {
+    pub killed: BTreeSet<i32>,
+    pub survivors: Vec<i32>,
+}
+
+/// Kills every process of `owner` with SIGKILL until none is left (at most 50 rounds), reaping those that
+/// were re-parented to aayu, except `child`, which its `std::process::Child` handle reaps. A slot uid's
+/// processes are killed all at once (`kill(-1)` as that uid), so one that forks cannot slip between a scan
+/// and a kill; a tree's are killed by pid, round after round. What is still alive at the end is returned.
+pub fn kill_all(owner: &Owner, child: Option<i32>) -> Killed {
+    let me = std::process::id() as i32;
+    let mut killed = BTreeSet::new();
+    for _ in 0..50 {
+        let owned: Vec<Proc> = all().into_iter().filter(|p| owner.owns(p, me)).collect();
+        reap(&owned, me, child);
+        let targets: Vec<&Proc> = owned.iter().filter(|p| !p.zombie).collect();
         if targets.is_empty() {
             break;
+        }
+        if let Owner::Uid(uid) = owner {
+            super::exec::kill_every_process_of(*uid);
         }
         for p in &targets {
             let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
             killed.insert(p.pid);
         }
-        for p in targets
-            .iter()
-            .filter(|p| p.ppid == me && Some(p.pid) != child)
-        {
-            let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
-        }
         std::thread::sleep(Duration::from_millis(10));
     }
-    // Orphans that died between the scans are still aayu's zombies: reap them.
-    for pid in killed.iter().filter(|pid| Some(**pid) != child) {
-        let _ = waitpid(Pid::from_raw(*pid), Some(WaitPidFlag::WNOHANG));
+    let owned: Vec<Proc> = all().into_iter().filter(|p| owner.owns(p, me)).collect();
+    reap(&owned, me, child);
+    let survivors = owned
+        .iter()
+        .filter(|p| !p.zombie && read(p.pid).is_some_and(|now| !now.zombie))
+        .map(|p| p.pid)
+        .collect();
+    Killed { killed, survivors }
+}
+
+/// Reaps the check's processes that ended and were re-parented to aayu (the child subreaper), except
+/// `child`, which its own handle waits for — never another check's.
+fn reap(owned: &[Proc], me: i32, child: Option<i32>) {
+    for p in owned
+        .iter()
+        .filter(|p| p.ppid == me && Some(p.pid) != child)
+    {
+        let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
     }
-    killed
 }
 
 #[cfg(test)]
@@ -109,5 +160,7 @@ mod tests {
         let me = read(std::process::id() as i32).expect("own stat");
         assert_eq!(me.pid, std::process::id() as i32);
         assert_eq!(me.uid, nix::unistd::getuid().as_raw());
+        assert!(me.rss_kib > 0);
+        assert!(!me.zombie);
     }
 }

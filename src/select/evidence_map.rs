@@ -31,14 +31,36 @@ pub struct Criterion {
     pub checks: Vec<String>,
 }
 
-/// Parses an evidence map; errors name the file and line.
+/// Parses an evidence map; errors name the file and line. A test or check name holding a control
+/// character (a newline that would start a forged line in a log, say) is refused, shown escaped.
 pub fn parse(text: &str, file: &str) -> Result<EvidenceMap, String> {
-    toml::from_str(text).map_err(|e| {
+    let map: EvidenceMap = toml::from_str(text).map_err(|e| {
         let line = e
             .span()
             .map_or(1, |s| crate::config::line_of(text, s.start));
         format!("{file}:{line}: {}", e.message())
-    })
+    })?;
+    for criterion in &map.criterion {
+        for (what, name) in criterion
+            .tests
+            .iter()
+            .map(|t| ("tests", t))
+            .chain(criterion.checks.iter().map(|c| ("checks", c)))
+        {
+            if name.chars().any(char::is_control) {
+                let shown = name.escape_debug().to_string();
+                let line = text
+                    .lines()
+                    .position(|l| l.contains(&shown) || l.contains(name.as_str()))
+                    .map_or(1, |i| i + 1);
+                return Err(format!(
+                    "{file}:{line}: criterion {}: `{what}` entry \"{shown}\" holds a control character: a test or check name is one line of printable text",
+                    criterion.id
+                ));
+            }
+        }
+    }
+    Ok(map)
 }
 
 #[cfg(test)]
@@ -55,5 +77,15 @@ mod tests {
         assert_eq!(map.criterion[0].checks, vec!["add-note.adds"]);
         let err = parse("[[criterion]]\nid = 1\ncheck = []\n", "e.toml").expect_err("unknown");
         assert!(err.starts_with("e.toml:3: unknown field `check`"), "{err}");
+        let err = parse(
+            "[[criterion]]\nid = 2\ntests = [\"nocolon\\n::error title=aayudha::forged\"]\n",
+            "e.toml",
+        )
+        .expect_err("control");
+        assert_eq!(
+            err,
+            "e.toml:3: criterion 2: `tests` entry \"nocolon\\n::error title=aayudha::forged\" holds a control character: a test or check name is one line of printable text"
+        );
+        assert!(!err.contains('\n'));
     }
 }

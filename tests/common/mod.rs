@@ -335,3 +335,73 @@ pub fn run_within(cmd: &mut Command, limit: std::time::Duration) -> Run {
         stderr: err.join().unwrap_or_default(),
     }
 }
+
+/// The lines of a log that GitHub's runner would act on as workflow commands: those starting with `::`
+/// outside every `::stop-commands::<token>` … `::<token>::` fence.
+pub fn live_commands(log: &str) -> Vec<String> {
+    let mut fence: Option<String> = None;
+    let mut live = Vec::new();
+    for line in log.lines() {
+        match &fence {
+            Some(token) => {
+                if line == format!("::{token}::") {
+                    fence = None;
+                }
+            }
+            None => {
+                if let Some(token) = line.strip_prefix("::stop-commands::") {
+                    fence = Some(token.to_string());
+                } else if line.starts_with("::") {
+                    live.push(line.to_string());
+                }
+            }
+        }
+    }
+    live
+}
+
+/// What a Markdown body renders to, as far as a hostile text could change it: its headings, its links and
+/// images, its raw HTML, and the `@` mentions in its plain text (code is no text: GitHub links nothing
+/// there).
+#[derive(Debug, Default, PartialEq)]
+pub struct Rendered {
+    pub headings: Vec<String>,
+    pub links: Vec<String>,
+    pub images: Vec<String>,
+    pub html: Vec<String>,
+    pub mentions: Vec<String>,
+    pub emphasis: usize,
+}
+
+pub fn rendered(markdown: &str) -> Rendered {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut out = Rendered::default();
+    let mut heading: Option<String> = None;
+    for event in Parser::new_ext(markdown, Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::Heading { .. }) => heading = Some(String::new()),
+            Event::End(TagEnd::Heading(_)) => out.headings.extend(heading.take()),
+            Event::Start(Tag::Link { dest_url, .. }) => out.links.push(dest_url.to_string()),
+            Event::Start(Tag::Image { dest_url, .. }) => out.images.push(dest_url.to_string()),
+            Event::Start(Tag::Emphasis | Tag::Strong) => out.emphasis += 1,
+            Event::Html(h) | Event::InlineHtml(h) => out.html.push(h.trim().to_string()),
+            Event::Text(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+                out.mentions.extend(
+                    t.split_whitespace()
+                        .filter(|w| w.starts_with('@') && w.len() > 1)
+                        .map(str::to_string),
+                );
+            }
+            Event::Code(c) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&c);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
