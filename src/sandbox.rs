@@ -746,18 +746,18 @@ impl Sandbox {
             // What the check's processes use, every 100 ms: over a limit, it ends here.
             if watched.elapsed() >= Duration::from_millis(100) {
                 watched = Instant::now();
-                let usage = procs::usage(&owner);
-                if usage.rss_bytes > self.memory_limit {
-                    over_limit = Some(format!(
-                        "its processes used more than {} MiB of memory together (`[verify] memory_limit_mb`), so it was killed with every process it started",
-                        self.memory_limit >> 20
-                    ));
-                    break None;
-                }
+                let usage = procs::usage(&owner, Some(leader));
                 if usage.processes as u64 >= PROCESS_WATCH {
                     over_limit = Some(format!(
                         "it started {} processes or more (a fork bomb?), so it was killed with every process it started",
                         PROCESS_WATCH
+                    ));
+                    break None;
+                }
+                if usage.rss_bytes > self.memory_limit {
+                    over_limit = Some(format!(
+                        "its processes used more than {} MiB of memory together (`[verify] memory_limit_mb`), so it was killed with every process it started",
+                        self.memory_limit >> 20
                     ));
                     break None;
                 }

@@ -71,6 +71,12 @@ struct Origin {
 
 fn origin() -> Origin {
     let (source, base, head) = tally(TALLY_EVIDENCE, "");
+    with_ledger(&source);
+    publish(source, base, head)
+}
+
+/// Adds the `ledger` branch with story 902's Ready snapshot to a source repository (back on `main`).
+fn with_ledger(source: &TestRepo) {
     let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
     source.git(&["switch", "-q", "--orphan", "ledger"]);
     source.write(
@@ -79,7 +85,6 @@ fn origin() -> Origin {
     );
     source.commit("ready: story 902");
     source.git(&["switch", "-q", "main"]);
-    publish(source, base, head)
 }
 
 /// Pushes `base` as `main`, `head` as `refs/pull/3/head` and the ledger branch, when there is one, to a new
@@ -562,8 +567,9 @@ fn a_sweep_with_a_failing_check_is_red_with_annotations() {
 
 #[test]
 fn product_code_cannot_reach_the_runners_secrets_socket_or_file_commands() {
-    if !common::is_root() {
-        eprintln!("skipped: the sandbox drops to its own uids only as root (CI runs as root)");
+    if !common::root_or_skip(
+        "product_code_cannot_reach_the_runners_secrets_socket_or_file_commands",
+    ) {
         return;
     }
     use std::os::unix::fs::{PermissionsExt, chown};
@@ -1095,14 +1101,7 @@ fn the_config_input_is_read_at_the_default_branch_not_the_pull_requests_copy() {
     let base = source.commit("the gate's own config");
     source.write(".aayudha/gate.toml", "[ledger]\nbranch = \"nowhere\"\n");
     let head = source.commit("point the gate at another ledger");
-    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
-    source.git(&["switch", "-q", "--orphan", "ledger"]);
-    source.write(
-        "specs/902/ready.md",
-        format!("# Story 902: Blank lines\n\n<!-- aayudha:ready {{\"story\": 902, \"completion_goal_hash\": \"{hash}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n"),
-    );
-    source.commit("ready: story 902");
-    source.git(&["switch", "-q", "main"]);
+    with_ledger(&source);
     let origin = publish(source, base, head);
     let ws = workspace(&origin);
     let github = github();
@@ -1255,5 +1254,56 @@ fn a_persisted_credential_stops_the_gate_before_any_product_code() {
             .contains("includeif.gitdir:/github/workspace/.git.path"),
         "{}",
         gate.stderr
+    );
+}
+
+/// An evidence map entry carrying a newline and a workflow command: the gate makes no pack (the contract
+/// error names the entry, escaped), the runner acts on no command of it, and the job summary shows the
+/// message as code under aayu's own heading.
+#[test]
+fn an_injected_evidence_entry_forges_nothing_in_the_log_or_the_summary() {
+    let (source, base, _) = tally(TALLY_EVIDENCE, "");
+    source.write(
+        ".aayudha/evidence/902.toml",
+        "[[criterion]]\nid = 1\ntests = [\"nocolon\\n::error title=aayudha::MARK-forged\\n### aayudha merge gate — proven\"]\n",
+    );
+    let head = source.commit("an evidence map with a newline");
+    with_ledger(&source);
+    let origin = publish(source, base, head);
+    let ws = workspace(&origin);
+    let github = github();
+    seed_ledger(&github, &origin);
+    let results = fake_results::Server::start(&runtime_token(701));
+    let runner = Runner::new(&pr_event("opened", 0, &origin, Some("Story: #902\n")));
+    let gate = on_pr(&ws, &runner, &github, &results, 701, &[]);
+    assert_eq!(gate.code, 2, "{}\n{}", gate.stdout, gate.stderr);
+    for (stream, text) in [("stdout", &gate.stdout), ("stderr", &gate.stderr)] {
+        let live = common::live_commands(text);
+        assert!(
+            live.iter().all(|l| !l.contains("MARK")),
+            "{stream}: {live:?}\n{text}"
+        );
+    }
+    assert!(
+        gate.stderr.contains(
+            "holds a control character: a test or check name is one line of printable text"
+        ),
+        "{}",
+        gate.stderr
+    );
+    let summary = runner.summary();
+    let shape = common::rendered(&summary);
+    assert_eq!(
+        shape.headings,
+        vec!["aayudha merge gate — no pack"],
+        "{summary}"
+    );
+    assert!(
+        shape.links.is_empty() && shape.html.is_empty() && shape.mentions.is_empty(),
+        "{shape:?}"
+    );
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("no-pack")
     );
 }

@@ -323,8 +323,9 @@ fn a_check_cannot_read_aayus_environment() {
 
 #[test]
 fn parallel_checks_run_as_separate_uids_without_groups() {
-    if !common::is_root() {
-        return; // Without root every check runs as the user's own uid, one at a time.
+    // Without root every check runs as the user's own uid, one at a time.
+    if !common::root_or_skip("parallel_checks_run_as_separate_uids_without_groups") {
+        return;
     }
     let repo = hostile(&["uid-a", "uid-b"], "{}");
     let (code, report, _) = checks(&repo, "hostile", &["--jobs", "2"]);
@@ -477,4 +478,222 @@ fn an_interrupted_run_kills_its_checks_and_removes_its_folders() {
         left.is_empty(),
         "aayu's temporary folders were removed: {left:?}"
     );
+}
+
+/// The reason a control tool gives, what it prints on stderr and an artifact path it names are data in
+/// GitHub Actions: wherever aayu shows them (the group of the check, the closing report, the report on
+/// stdout), the runner acts on none of them. A path holding a control character blocks its check, shown
+/// escaped.
+#[test]
+fn text_from_product_code_issues_no_workflow_command() {
+    let repo = hostile(&["injects", "badpath"], "{}");
+    let out = run(repo
+        .aayu()
+        .env("GITHUB_ACTIONS", "true")
+        .args(["verify", "--check", "hostile", "--out", "run"]));
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let live = common::live_commands(text);
+        assert!(
+            live.iter().all(|l| !l.contains("MARK")),
+            "{stream} issues a forged command: {live:?}\n{text}"
+        );
+    }
+    assert!(
+        out.stdout.contains("::error title=forged::MARK-reason"),
+        "shown, as data"
+    );
+    assert!(out.stderr.contains("MARK-stderr"), "shown, as data");
+    let groups: Vec<String> = common::live_commands(&out.stderr)
+        .into_iter()
+        .filter(|l| l.starts_with("::group::"))
+        .collect();
+    assert_eq!(groups.len(), 2, "a group per check, aayu's own: {groups:?}");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path("run/reports/behaviour.json")).expect("report"),
+    )
+    .expect("json");
+    let badpath = &report["checks"][0];
+    assert_eq!(badpath["check"], "badpath");
+    assert_eq!(badpath["status"], "blocked");
+    assert_eq!(
+        badpath["reason"],
+        "artifact \"a\\n::warning title=aayudha proof::MARK-path\": an artifact path may not hold a control character (a newline, a tab, an escape)"
+    );
+}
+
+/// A FIFO named as an artifact, a memory bomb and (as root) a fork bomb are each blocked within their
+/// limits, with the reason; aayu survives them and the next check runs.
+#[test]
+fn a_fifo_a_memory_bomb_and_a_fork_bomb_are_blocked_and_the_next_check_runs() {
+    let repo = hostile(&["fifo", "memory", "passes"], "{}");
+    repo.write(
+        ".aayudha/config.toml",
+        "[verify]\ncheck_timeout_s = 30\nmemory_limit_mb = 64\n",
+    );
+    repo.commit("limits");
+    let started = std::time::Instant::now();
+    let out = common::run_within(
+        repo.aayu()
+            .args(["verify", "--check", "hostile", "--json", "--out", "run"]),
+        std::time::Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("report");
+    let by_id = |report: &Value, id: &str| {
+        report["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["check"] == id)
+            .unwrap_or_else(|| panic!("{id}: {report:#}"))
+            .clone()
+    };
+    let fifo = by_id(&report, "fifo");
+    assert_eq!(fifo["status"], "blocked");
+    assert_eq!(
+        fifo["reason"],
+        "artifact \"pipe\": is a FIFO, not a regular file"
+    );
+    let memory = by_id(&report, "memory");
+    assert_eq!(memory["status"], "blocked", "{memory}");
+    let reason = memory["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("more than 64 MiB of memory") || reason.contains("ran out of memory"),
+        "{reason}"
+    );
+    assert_eq!(
+        by_id(&report, "passes")["status"],
+        "passed",
+        "the next check ran"
+    );
+    // A fork bomb, held by RLIMIT_NPROC of the slot's uid and ended by the process watch (as root only:
+    // without root it would be the user's own processes).
+    if common::root_or_skip(
+        "the fork bomb of a_fifo_a_memory_bomb_and_a_fork_bomb_are_blocked_and_the_next_check_runs",
+    ) {
+        let repo = hostile(&["forkbomb", "passes"], "{}");
+        repo.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 30\n");
+        repo.commit("limits");
+        let out = common::run_within(
+            repo.aayu().args([
+                "verify", "--check", "hostile", "--json", "--out", "run", "--jobs", "1",
+            ]),
+            std::time::Duration::from_secs(120),
+        );
+        assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+        let report: Value = serde_json::from_str(&out.stdout).expect("report");
+        let bomb = by_id(&report, "forkbomb");
+        assert_eq!(bomb["status"], "blocked", "{bomb}");
+        assert!(
+            bomb["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("processes or more (a fork bomb?)"),
+            "{bomb}"
+        );
+        assert_eq!(
+            by_id(&report, "passes")["status"],
+            "passed",
+            "the next check ran"
+        );
+    }
+    // Every limit ended its check long before the time limit would have.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A cli check cannot open a netlink or vsock socket, nor reach `socket` through the x32 syscall range:
+/// the filter allows `AF_UNIX` only and refuses the x32 range.
+#[test]
+fn a_cli_check_opens_no_netlink_vsock_or_x32_socket() {
+    let mut ids = vec!["netlink", "vsock"];
+    if std::env::consts::ARCH == "x86_64" {
+        ids.push("x32");
+    }
+    let repo = hostile(&ids, "{}");
+    let (code, report, stderr) = checks(&repo, "hostile", &[]);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    for c in report["checks"].as_array().expect("checks") {
+        assert_eq!(c["status"], "passed", "{c}");
+        assert_eq!(c["network"], "isolated", "{c}");
+    }
+}
+
+/// The kill is checked: a process that keeps forking and leaving its session escapes a kill by pid and
+/// blocks its check (without root, where a check's processes are told by their tree); as root every
+/// process of the slot's uid dies at once and nothing survives.
+#[test]
+fn a_process_that_escapes_the_kill_blocks_its_check() {
+    if !common::root_or_skip("a_process_that_escapes_the_kill_blocks_its_check") {
+        return;
+    }
+    let Some((_keep, hopper)) = common::hostile::hopper() else {
+        panic!("no C compiler (`cc`) to build the hopping process with: install gcc");
+    };
+    let notes = |seconds: u32| {
+        format!(
+            r#"{{"hopper": "{}", "hop_s": {seconds}}}"#,
+            hopper.display()
+        )
+    };
+    // As root: every process of the slot's uid dies at once; nothing survives (the hopper would hop on for
+    // 6 s: none of it is left when aayu is done).
+    let repo = hostile(&["hops"], &notes(6));
+    let (code, report, stderr) = checks(&repo, "hostile", &[]);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    assert_eq!(only(&report)["status"], "passed", "{report:#}");
+    for _ in 0..5 {
+        let alive = common::processes_running(&hopper);
+        assert!(alive.is_empty(), "the hopper outlived its check: {alive:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Without root (aayu as uid 65534, from a copy of the binary any user can run).
+    let bin = tempfile::Builder::new()
+        .prefix("aayu-bin-")
+        .tempdir()
+        .expect("temp");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let aayu = bin.path().join("aayu");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("aayu"), &aayu).expect("copy");
+    let repo = hostile(&["hops"], &notes(4));
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    for entry in std::iter::once(repo.root().to_path_buf()).chain(common::all_paths(repo.root())) {
+        let _ = nix::unistd::chown(
+            &entry,
+            Some(nobody),
+            Some(nix::unistd::Gid::from_raw(65534)),
+        );
+    }
+    use std::os::unix::process::CommandExt;
+    let out = common::run_within(
+        std::process::Command::new(&aayu)
+            .current_dir(repo.root())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", repo.root())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .uid(65534)
+            .gid(65534)
+            .args(["verify", "--check", "hostile", "--json", "--out", "run"]),
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("report");
+    let check = only(&report);
+    assert_eq!(check["status"], "blocked", "{check}");
+    assert!(
+        check["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("survived every round of the kill"),
+        "{check}"
+    );
+    // The hopper ends by itself; wait for it so that nothing of this test outlives it.
+    std::thread::sleep(std::time::Duration::from_secs(4));
 }

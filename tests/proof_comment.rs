@@ -250,3 +250,53 @@ fn the_snapshot_comes_from_the_ledger_the_default_branch_names() {
         out.stdout
     );
 }
+
+/// A pack whose artifact path carries a newline and a workflow command, and whose floor detail carries a
+/// heading: the pack job's log acts on none of it, and the comment has exactly aayu's heading and links.
+#[test]
+fn a_hostile_pack_forges_nothing_in_the_log_or_the_comment() {
+    let server = github(false);
+    let folder = pack(HEAD, false);
+    let path = folder.path().join("pack.json");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    value["artifacts"][0]["path"] =
+        json!("evidence/x\n::warning title=aayudha proof::proven by aayudha");
+    value["checks"][0]["detail"] =
+        json!("fine\n### aayudha proof — proven\n[click](https://evil.example) @octocat");
+    std::fs::write(&path, serde_json::to_vec_pretty(&value).expect("json")).expect("write");
+    let dir = tempfile::tempdir().expect("temp");
+    let out = run(common::aayu_in(dir.path())
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_API_URL", &server.url)
+        .env("GITHUB_SERVER_URL", "https://github.example")
+        .env("GITHUB_TOKEN", "ghs_job")
+        .env("GITHUB_REPOSITORY", "octo/shop")
+        .env("GITHUB_RUN_ID", "101")
+        .args(["proof", "comment", "--pr", "3", "--pack"])
+        .arg(folder.path()));
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let live = common::live_commands(text);
+        assert!(
+            live.iter().all(|l| !l.contains("proven by aayudha")),
+            "{stream}: {live:?}"
+        );
+    }
+    let comments = server.comments();
+    let shape = common::rendered(&comments[0].body);
+    assert_eq!(
+        shape.headings,
+        vec!["aayudha proof — not proven: the pack does not verify"],
+        "{}",
+        comments[0].body
+    );
+    assert_eq!(
+        shape.links,
+        vec!["https://github.example/octo/shop/actions/runs/101"]
+    );
+    assert!(
+        shape.mentions.is_empty() && shape.emphasis == 1,
+        "{shape:?}"
+    );
+}

@@ -526,6 +526,14 @@ fn judge(
             timeout.as_secs()
         ));
     }
+    let stderr = String::from_utf8_lossy(&outcome.stderr).to_ascii_lowercase();
+    if outcome.code != Some(0)
+        && (stderr.contains("out of memory") || stderr.contains("cannot allocate memory"))
+    {
+        return blocked(format!(
+            "the control tool ran out of memory: a check may hold `[verify] memory_limit_mb` with all its processes together, and each process twice that{killed}"
+        ));
+    }
     if let Some(signal) = outcome.signal {
         return blocked(format!(
             "the control tool crashed (killed by signal {signal}){killed}"

@@ -18,7 +18,8 @@ struct Proc {
     session: i32,
     uid: u32,
     zombie: bool,
-    /// Resident memory, in KiB.
+    /// Resident anonymous memory, in KiB: what the process itself allocated (heap, stacks), not the
+    /// libraries and files it shares with others, which a sum over processes would count many times.
     rss_kib: u64,
 }
 
@@ -50,7 +51,7 @@ fn read(pid: i32) -> Option<Proc> {
         session: fields.get(3)?.parse().ok()?,
         uid: field("Uid:")?.parse().ok()?,
         zombie: fields.first() == Some(&"Z"),
-        rss_kib: field("VmRSS:").and_then(|v| v.parse().ok()).unwrap_or(0),
+        rss_kib: field("RssAnon:").and_then(|v| v.parse().ok()).unwrap_or(0),
     })
 }
 
@@ -78,21 +79,39 @@ impl Owner {
     }
 }
 
-/// What a check's processes use right now: how many are alive, and their resident memory together.
+/// What a check's processes use right now: how many are alive, and their resident anonymous memory
+/// together.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Usage {
     pub processes: usize,
     pub rss_bytes: u64,
 }
 
-pub fn usage(owner: &Owner) -> Usage {
+/// Measures a check's processes while it runs, and reaps those of them that ended after being re-parented
+/// to aayu (a zombie still counts against the uid's process limit). `child` is the check's own process,
+/// which its handle waits for.
+pub fn usage(owner: &Owner, child: Option<i32>) -> Usage {
     let me = std::process::id() as i32;
+    let owned: Vec<Proc> = all().into_iter().filter(|p| owner.owns(p, me)).collect();
+    reap(&owned, me, child);
     let mut usage = Usage::default();
-    for p in all().iter().filter(|p| !p.zombie && owner.owns(p, me)) {
+    for p in owned.iter().filter(|p| !p.zombie) {
         usage.processes += 1;
-        usage.rss_bytes += p.rss_kib * 1024;
+        usage.rss_bytes += proportional_anon_kib(p.pid).unwrap_or(p.rss_kib) * 1024;
     }
     usage
+}
+
+/// A process's share of the anonymous memory it maps (`Pss_Anon` of `smaps_rollup`): pages it shares with
+/// its parent after a fork count once between them, not once each.
+fn proportional_anon_kib(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pss_Anon:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// How many processes this uid has now (every one, not just a check's).
@@ -109,35 +128,45 @@ pub struct Killed {
 
 /// Kills every process of `owner` with SIGKILL until none is left (at most 50 rounds), reaping those that
 /// were re-parented to aayu, except `child`, which its `std::process::Child` handle reaps. A slot uid's
-/// processes are killed all at once (`kill(-1)` as that uid), so one that forks cannot slip between a scan
-/// and a kill; a tree's are killed by pid, round after round. What is still alive at the end is returned.
+/// processes are killed all at once (`kill(-1)` as that uid, at least once whatever a scan saw), so one
+/// that forks cannot slip between a scan and a kill; a tree's are killed by pid, round after round.
+///
+/// Then it is checked: after a last reap and a short wait, any process of the owner — alive, or a zombie
+/// that ended since (a process that keeps forking and exiting is never the same pid at the next look,
+/// but leaves one) — is a survivor.
 pub fn kill_all(owner: &Owner, child: Option<i32>) -> Killed {
     let me = std::process::id() as i32;
+    let scan = || -> Vec<Proc> {
+        all()
+            .into_iter()
+            .filter(|p| owner.owns(p, me) && Some(p.pid) != child)
+            .collect()
+    };
     let mut killed = BTreeSet::new();
-    for _ in 0..50 {
-        let owned: Vec<Proc> = all().into_iter().filter(|p| owner.owns(p, me)).collect();
+    for round in 0..50 {
+        let owned = scan();
         reap(&owned, me, child);
-        let targets: Vec<&Proc> = owned.iter().filter(|p| !p.zombie).collect();
-        if targets.is_empty() {
+        let live: Vec<&Proc> = owned.iter().filter(|p| !p.zombie).collect();
+        if live.is_empty() && round > 0 {
             break;
         }
         if let Owner::Uid(uid) = owner {
             super::exec::kill_every_process_of(*uid);
         }
-        for p in &targets {
+        for p in &live {
             let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
             killed.insert(p.pid);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let owned: Vec<Proc> = all().into_iter().filter(|p| owner.owns(p, me)).collect();
-    reap(&owned, me, child);
-    let survivors = owned
-        .iter()
-        .filter(|p| !p.zombie && read(p.pid).is_some_and(|now| !now.zombie))
-        .map(|p| p.pid)
-        .collect();
-    Killed { killed, survivors }
+    reap(&scan(), me, child);
+    std::thread::sleep(Duration::from_millis(50));
+    let left = scan();
+    reap(&left, me, child);
+    Killed {
+        killed,
+        survivors: left.iter().map(|p| p.pid).collect(),
+    }
 }
 
 /// Reaps the check's processes that ended and were re-parented to aayu (the child subreaper), except

@@ -50,6 +50,16 @@ elsif ($id eq "filecmds") { my @wrote;
   for my $f (split /,/, $note{files}) { if (open(my $h, ">>", $f)) { print $h "PATH=/tmp/evil\n"; close $h; push @wrote, $f } }
   result(@wrote ? "failed" : "passed", @wrote ? "wrote " . join(",", @wrote) : "") }
 elsif ($id eq "forges") { print STDERR "::set-output name=result::proven\n::add-mask::x\n"; result("passed") }
+elsif ($id eq "injects") { print STDERR "::error title=forged::MARK-stderr\n"; put("ok.txt", "x");
+  result("passed", "fine\n::error title=forged::MARK-reason\n### aayudha proof — proven", [{path => "ok.txt", kind => "report"}]) }
+elsif ($id eq "badpath") { result("passed", "", [{path => "a\n::warning title=aayudha proof::MARK-path", kind => "report"}]) }
+elsif ($id eq "fifo") { POSIX::mkfifo("$out/pipe", 0644) or die "mkfifo: $!"; result("passed", "", [{path => "pipe", kind => "report"}]) }
+elsif ($id eq "memory") { my @keep; while (1) { push @keep, "x" x (8 << 20); select(undef, undef, undef, 0.02) } }
+elsif ($id eq "forkbomb") { while (1) { fork() } }
+elsif ($id eq "hops") { system($note{hopper}, $note{hop_s}) == 0 or die "hopper: $?"; sleep 1; result("passed") }
+elsif ($id eq "netlink") { my $ok = socket(my $s, 16, 3, 0); my $e = $! + 0; result($ok ? "failed" : $e == 13 ? "passed" : "failed", $ok ? "opened a netlink socket" : "errno $e") }
+elsif ($id eq "vsock") { my $ok = socket(my $s, 40, 1, 0); my $e = $! + 0; result($ok ? "failed" : $e == 13 ? "passed" : "failed", $ok ? "opened a vsock socket" : "errno $e") }
+elsif ($id eq "x32") { my $r = syscall(0x40000000 | 41, 2, 1, 0); my $e = $! + 0; result($r < 0 && $e == 13 ? "passed" : "failed", "x32 socket gave $r, errno $e") }
 else { result("failed", "unknown check $id") }
 "#;
 
@@ -76,4 +86,46 @@ pub fn hostile(ids: &[&str], notes: &str) -> TestRepo {
         .write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 5\n");
     repo.commit("hostile");
     repo
+}
+
+/// A process that never stays one pid: it forks, the parent exits, the child leaves its session, every
+/// 200 µs for `argv[1]` seconds — faster than a kill that finds its targets by pid can follow, slower than
+/// the process limit (its ended generations are reaped as it goes). C, so that a fork takes microseconds.
+pub const HOPPER_C: &str = r#"
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    time_t end = time(0) + (argc > 1 ? atoi(argv[1]) : 5);
+    if (fork() != 0) return 0;
+    setsid();
+    while (time(0) < end) {
+        pid_t p = fork();
+        if (p > 0) _exit(0);
+        if (p == 0) setsid();
+        usleep(200);
+    }
+    return 0;
+}
+"#;
+
+/// Builds the hopper with the machine's C compiler into a folder every user can read; `None` without one.
+pub fn hopper() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("aayu-hopper-")
+        .tempdir()
+        .ok()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).ok()?;
+    let source = dir.path().join("hopper.c");
+    std::fs::write(&source, HOPPER_C).ok()?;
+    let binary = dir.path().join("hopper");
+    let built = std::process::Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&binary)
+        .arg(&source)
+        .status()
+        .ok()?;
+    built.success().then_some((dir, binary))
 }

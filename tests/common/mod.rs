@@ -405,3 +405,34 @@ pub fn rendered(markdown: &str) -> Rendered {
     }
     out
 }
+
+/// Every path under `dir` (folders and files, links not followed).
+pub fn all_paths(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        found.push(entry.path());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(all_paths(&entry.path()));
+        }
+    }
+    found
+}
+
+/// The pids of live (not zombie) processes running `program`.
+pub fn processes_running(program: &Path) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                c.split(|b| *b == 0)
+                    .next()
+                    .is_some_and(|arg0| arg0 == program.as_os_str().as_encoded_bytes())
+            }) && alive(&pid.to_string())
+        })
+        .collect()
+}
