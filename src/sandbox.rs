@@ -471,6 +471,11 @@ impl Sandbox {
             }
             toolchain::PackageKind::Go { module } => {
                 self.toolchains.go_for(root, module)?;
+                // A module that requires nothing has nothing to download (and `go mod download` says "no
+                // modules specified" and fails on older Go).
+                if !toolchain::go_requires_modules(root, module) {
+                    return Ok(());
+                }
                 let argv = vec!["go".to_string(), "mod".into(), "download".into()];
                 (argv, root.join(module), None)
             }

@@ -123,6 +123,24 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
             .push(test);
     }
     let mut results = BTreeMap::new();
+    if !run.sandbox.reachable(run.root, false) {
+        let why = format!(
+            "the sandbox uid cannot reach `{}`: make the checkout and every folder above it readable by other users (chmod o+rx on each), as GitHub's workspace is",
+            run.root.display()
+        );
+        return tests
+            .iter()
+            .map(|t| {
+                (
+                    t.clone(),
+                    TestResult {
+                        outcome: Outcome::Blocked(why.clone()),
+                        events: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+    }
     for (package, tests) in by_package {
         let toolchains = run.sandbox.toolchains();
         let found = match package_kind(run.root, package) {

@@ -213,6 +213,17 @@ pub fn package_kind(root: &Path, package: &str) -> Option<PackageKind> {
     }
 }
 
+/// Whether a Go module's `go.mod` (read as text) requires any module, in a `require` line or block.
+pub fn go_requires_modules(root: &Path, module: &str) -> bool {
+    let Ok(bytes) = crate::safe_fs::read(root, &join(module, "go.mod"), FILE_CAP) else {
+        return true;
+    };
+    String::from_utf8_lossy(&bytes).lines().any(|line| {
+        let line = line.split("//").next().unwrap_or("").trim();
+        line == "require (" || line.starts_with("require ") || line.starts_with("require(")
+    })
+}
+
 /// The folder of the Cargo workspace a package belongs to, where its `Cargo.lock` lives: the nearest
 /// folder at or above it (inside `root`) whose `Cargo.toml` has a `[workspace]` table, else the package.
 pub fn cargo_workspace(root: &Path, package: &str) -> String {
