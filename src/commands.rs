@@ -8,14 +8,14 @@ pub(crate) mod proof_comment;
 pub(crate) mod proof_push;
 pub(crate) mod proof_verify;
 pub(crate) mod ready;
-pub(crate) mod remote;
+
 pub(crate) mod ship;
 pub(crate) mod verify;
 
-use std::fmt;
 use std::io::Write;
 
 use crate::exit::ExitStatus;
+pub(crate) use crate::failure::{Failure, github_failure, ledger_failure};
 use crate::settings::{Env, Global};
 
 /// What every command gets: its output streams, the environment read at start-up, the shared options.
@@ -91,102 +91,14 @@ pub(crate) fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
 
-/// A GitHub refusal as a failure with its hint (exit 1).
-pub(crate) fn github_failure(e: crate::github::GitHubError) -> Failure {
-    let hint = e.hint();
-    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
-}
-
-/// A ledger error as a failure with its hint (exit 1).
-pub(crate) fn ledger_failure(e: crate::ledger::store::LedgerError) -> Failure {
-    use crate::ledger::store::LedgerError;
-    let hint = match &e {
-        LedgerError::Push { .. } | LedgerError::Fetch { .. } => Some(
-            "check that the token may write to the repository (contents: write) and that `origin` is reachable",
-        ),
-        LedgerError::CheckedOut(_) => Some("switch to another branch first"),
-        _ => None,
-    };
-    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint.map(str::to_string))
-}
-
-/// A command that could not do its work: what failed, why, and how to fix it.
-#[derive(Debug)]
-pub struct Failure {
-    pub status: ExitStatus,
-    pub message: String,
-    pub causes: Vec<String>,
-    pub hint: Option<String>,
-}
-
-impl Failure {
-    pub fn new(status: ExitStatus, message: impl Into<String>) -> Failure {
-        Failure {
-            status,
-            message: message.into(),
-            causes: Vec::new(),
-            hint: None,
-        }
-    }
-
-    /// A usage or contract error (exit 2).
-    pub fn usage(message: impl Into<String>) -> Failure {
-        Failure::new(ExitStatus::Usage, message)
-    }
-
-    /// An unexpected failure: I/O, the network (exit 1).
-    pub fn unexpected(message: impl Into<String>) -> Failure {
-        Failure::new(ExitStatus::Failure, message)
-    }
-
-    /// A failure whose message is `error` itself and whose causes are its sources.
-    pub fn from_error(status: ExitStatus, error: &dyn std::error::Error) -> Failure {
-        let mut failure = Failure::new(status, error.to_string());
-        let mut source = error.source();
-        while let Some(e) = source {
-            failure.causes.push(e.to_string());
-            source = e.source();
-        }
-        failure
-    }
-
-    /// Adds a hint when there is one.
-    pub fn with_optional_hint(self, hint: Option<impl Into<String>>) -> Failure {
-        match hint {
-            Some(hint) => self.with_hint(hint),
-            None => self,
-        }
-    }
-
-    /// Adds the chain of an underlying error as `caused by:` lines.
-    pub fn caused_by(mut self, error: impl std::error::Error) -> Failure {
-        self.causes.push(error.to_string());
-        let mut source = error.source();
-        while let Some(e) = source {
-            self.causes.push(e.to_string());
-            source = e.source();
-        }
-        self
-    }
-
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Failure {
-        self.hint = Some(hint.into());
-        self
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
 /// Writes a readable report to stdout, fenced inside GitHub Actions (it names paths, ids and reasons that
 /// come from the pull request); a closed pipe ends the command quietly with success. JSON needs no fence:
 /// no line of it can start with `::`.
 pub(crate) fn write_report(ctx: &mut Context, text: &str) -> Result<bool, Failure> {
     if ctx.env.github_actions && !text.is_empty() {
-        write_out(ctx.out, &crate::output::github::fenced(text))
+        let fenced = crate::output::github::fenced(text)
+            .map_err(|e| Failure::unexpected("cannot fence the report").caused_by(e))?;
+        write_out(ctx.out, &fenced)
     } else {
         write_out(ctx.out, text)
     }

@@ -5,4 +5,4 @@ pub(crate) mod behaviour;
 pub(crate) mod feature_map;
 pub(crate) mod red_on_base;
 pub(crate) mod scan;
-pub(crate) mod tests;
+pub(crate) mod test_evidence;

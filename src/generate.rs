@@ -432,7 +432,7 @@ fn replace_action_inputs(text: &str, inputs: &str) -> Result<String, GenerateErr
 
 fn man_page() -> Vec<u8> {
     let mut out = Vec::new();
-    let command = crate::cli::build();
+    let command = crate::registry::clap::build();
     let _ = clap_mangen::Man::new(command).render(&mut out);
     out
 }

@@ -565,6 +565,9 @@ pub fn git_program(
     let mut command = std::process::Command::new("git");
     command
         .current_dir(root)
+        // aayu reads git's stderr (a rejected push, a missing ref): in git's own words, not a translation.
+        .env("LC_ALL", "C")
+        .env("LANGUAGE", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env_remove("GIT_CONFIG_COUNT")
         .args(["-c", &format!("safe.directory={}", root.display())])

@@ -11,6 +11,7 @@ pub mod cli;
 pub(crate) mod commands;
 pub mod config;
 pub mod exit;
+pub(crate) mod failure;
 pub(crate) mod floors;
 pub mod generate;
 pub(crate) mod git;

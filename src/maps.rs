@@ -3,6 +3,7 @@
 //! line and field; a map with any contract error is not judged for drift.
 
 pub(crate) mod blocks;
+pub(crate) mod glob;
 pub(crate) mod markdown;
 
 use std::path::Path;
@@ -369,7 +370,7 @@ fn read_map_block(map: &mut Map, block: &str, fence: usize, error: &mut impl FnM
         }
         for (j, glob) in rule.files.iter().enumerate() {
             let line = cursor.line_of_string(glob);
-            if let Err(e) = crate::floors::scan::compile_glob(glob) {
+            if let Err(e) = glob::compile(glob) {
                 error(
                     line,
                     format!(

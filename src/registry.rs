@@ -5,6 +5,7 @@
 //! [`CommandId`] is the closed list, [`command`] maps each id to its data with an exhaustive `match`, and
 //! the dispatcher in `cli` matches on the same enum.
 
+pub mod clap;
 mod commands;
 mod raci;
 

@@ -8,7 +8,9 @@ use clap::ArgMatches;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::commands::Failure;
+use crate::failure::Failure;
+
+pub(crate) mod remote;
 
 /// What the process environment says, read once at start-up.
 #[derive(Debug, Clone, Default)]

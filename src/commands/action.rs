@@ -112,7 +112,7 @@ impl ActionOptions {
                 .or_else(|| var(&hyphened).map(|v| (hyphened.clone(), v)))
             {
                 // Parse each input alone, so that an error names the input it comes from.
-                let alone = crate::cli::build().try_get_matches_from([
+                let alone = crate::registry::clap::build().try_get_matches_from([
                     "aayu".into(),
                     "action".into(),
                     format!("--{}", input.name).into(),
@@ -137,7 +137,7 @@ impl ActionOptions {
                 sources.push((input.name.to_string(), variable));
             }
         }
-        let matches = crate::cli::build()
+        let matches = crate::registry::clap::build()
             .try_get_matches_from(argv)
             .map_err(|e| Failure::usage(e.to_string().trim().to_string()))?;
         let m = matches.subcommand_matches("action").ok_or_else(|| {

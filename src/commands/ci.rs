@@ -13,7 +13,7 @@ use crate::exit::ExitStatus;
 use crate::floors::behaviour::{self, BehaviourReport, Status};
 use crate::floors::feature_map::{self, MapReport};
 use crate::floors::red_on_base::{self, Verdict};
-use crate::floors::tests::{self, Outcome, TestId};
+use crate::floors::test_evidence::{self as tests, Outcome, TestId};
 use crate::git::Repo;
 use crate::ledger::ready::{self, Snapshot};
 use crate::maps::{self, blocks::ArtifactKind};
@@ -962,7 +962,7 @@ fn footprint(root: &Path, changed: &[String]) -> Vec<String> {
         };
         let globs: Vec<&str> = line.split('`').skip(1).step_by(2).collect();
         for glob in globs {
-            if let Ok(g) = crate::floors::scan::compile_glob(glob) {
+            if let Ok(g) = crate::maps::glob::compile(glob) {
                 let matcher = g.compile_matcher();
                 if changed.iter().any(|p| matcher.is_match(p)) {
                     layers.insert(id.to_string());

@@ -58,7 +58,7 @@ pub fn completions(ctx: &mut Context, shell: &str) -> Result<ExitStatus, Failure
             )));
         }
     };
-    let mut command = crate::cli::build();
+    let mut command = crate::registry::clap::build();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, "aayu", &mut out);
     write_out(ctx.out, &String::from_utf8_lossy(&out))?;

@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::commands::{Context, Failure, github_failure, ledger_failure, remote, short, write_out};
+use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
 use crate::maps::blocks::ArtifactKind;
 use crate::pack;
+use crate::settings::remote;
 
 /// The marker of the advisory comment: another marker than the gate's, so neither replaces the other.
 pub const ADVISORY_MARKER: &str = "<!-- aayudha:advisory -->";

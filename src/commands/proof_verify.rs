@@ -7,12 +7,13 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use crate::commands::{Context, Failure, ledger_failure, remote, write_out};
+use crate::commands::{Context, Failure, ledger_failure, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::ready;
 use crate::ledger::store::Ledger;
 use crate::ledger::verify::{self, Finding, Stored};
 use crate::pack::{self, Pack};
+use crate::settings::remote;
 
 #[derive(Debug, Clone, Default)]
 pub struct ProofVerifyOptions {
@@ -60,6 +61,7 @@ struct Candidate {
 fn through_lfs(root: &std::path::Path, pointer: &[u8]) -> Stored {
     let child = std::process::Command::new("git")
         .current_dir(root)
+        .env("LC_ALL", "C")
         .args(["lfs", "smudge"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::commands::{Context, Failure, github_failure, ledger_failure, remote, short, write_out};
+use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::ready;
 use crate::ledger::store::{Existing, Ledger};
+use crate::settings::remote;
 
 /// What `aayu ready` was asked to do.
 #[derive(Debug, Clone, Default)]

@@ -10,7 +10,6 @@ use std::io::Write as _;
 
 use serde_json::json;
 
-use crate::commands::remote::{self, Remote};
 use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
@@ -21,6 +20,7 @@ use crate::maps::blocks::ArtifactKind;
 use crate::pack::{self, Pack};
 use crate::publish::ARTIFACT;
 use crate::publish::archive::{self, Limits, Unpacked};
+use crate::settings::remote::{self, Remote};
 
 #[derive(Debug, Clone, Default)]
 pub struct ShipOptions {

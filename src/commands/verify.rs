@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::exit::ExitStatus;
 use crate::floors::behaviour;
 use crate::floors::feature_map::{self, MapReport};
-use crate::git::{GitError, Repo};
+use crate::git::Repo;
 use crate::maps;
 use crate::output::github::{self, Level};
 use crate::output::{json, plain};
@@ -36,10 +36,10 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
             .with_hint("`aayu verify --map` checks the feature maps against the source"));
     }
     let start = super::start_dir(ctx);
-    let repo = Repo::discover(&start).map_err(git_failure)?;
+    let repo = Repo::discover(&start).map_err(crate::failure::git_failure)?;
     if options.ci {
         // The gate reads the base commit's configuration, not the working tree's.
-        return crate::commands::ci::run(ctx, &repo, &options, &start, git_failure);
+        return crate::commands::ci::run(ctx, &repo, &options, &start, crate::failure::git_failure);
     }
     // Like git -C, a relative `--config` is taken from the directory aayu runs in.
     let config = Config::load(repo.root(), options.config.as_deref(), &start)
@@ -48,7 +48,7 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
         return checks(ctx, &repo, &config, &options, &start);
     }
     let now = ctx.env.now()?;
-    let report = feature_map::check(&repo).map_err(git_failure)?;
+    let report = feature_map::check(&repo).map_err(crate::failure::git_failure)?;
 
     let written = if options.json {
         write_out(ctx.out, &json::render(&report))?
@@ -105,27 +105,6 @@ fn annotations(report: &MapReport, blocking: bool) -> Vec<String> {
     drift.chain(errors).collect()
 }
 
-fn git_failure(e: GitError) -> Failure {
-    let (status, hint) = match &e {
-        GitError::NotARepository { .. } => (
-            ExitStatus::Usage,
-            Some("run aayu inside a git repository, or pass `-C DIR`"),
-        ),
-        GitError::Bare { .. } => (
-            ExitStatus::Usage,
-            Some("run aayu in a checkout with a working tree"),
-        ),
-        GitError::Revision { .. } => (
-            ExitStatus::Usage,
-            Some(
-                "name a commit this clone has (a SHA, a branch or HEAD~1); a shallow clone may need `fetch-depth: 0`",
-            ),
-        ),
-        GitError::List { .. } => (ExitStatus::Failure, None),
-    };
-    Failure::from_error(status, &e).with_optional_hint(hint)
-}
-
 /// `verify --check …` or `verify --base … --head …`: select, run, report; exit 3 when the floor fails.
 fn checks(
     ctx: &mut Context,
@@ -134,7 +113,7 @@ fn checks(
     options: &VerifyOptions,
     start: &std::path::Path,
 ) -> Result<ExitStatus, Failure> {
-    let loaded = maps::load_repo(repo).map_err(git_failure)?;
+    let loaded = maps::load_repo(repo).map_err(crate::failure::git_failure)?;
     if let Some(first) = loaded.errors.first() {
         let mut failure =
             Failure::usage(format!("{}:{}: {}", first.file, first.line, first.message));
@@ -159,7 +138,7 @@ fn checks(
         (Some(_), _, _) => return Err(Failure::usage("`--check` chooses the checks itself: leave out `--base` and `--head`")),
     }
     .map_err(|e| match e {
-        select::SelectError::Git(g) => git_failure(g),
+        select::SelectError::Git(g) => crate::failure::git_failure(g),
         other => Failure::usage(other.to_string()),
     })?;
     if selected.is_empty() {

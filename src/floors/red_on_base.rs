@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::floors::tests::{self, Outcome, TestId};
+use crate::floors::test_evidence::{self as tests, Outcome, TestId};
 use crate::git::Repo;
 use crate::select::evidence_map::EvidenceMap;
 

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use git2::Oid;
-use globset::{Glob, GlobBuilder};
 use rayon::prelude::*;
 
 use crate::git::{FileStat, WorktreeFiles};
@@ -16,14 +15,6 @@ use crate::maps::{Map, Warning};
 
 /// How many leading bytes decide that a file is binary (a NUL among them), as git and ripgrep do.
 const BINARY_PROBE: usize = 8000;
-
-/// A glob of a surface rule, with git's meaning of `*` (not across `/`) and `**` (any depth).
-pub fn compile_glob(glob: &str) -> Result<Glob, globset::Error> {
-    GlobBuilder::new(glob)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-}
 
 /// A surface found in source.
 #[derive(Debug, Clone)]
@@ -208,7 +199,7 @@ pub fn scan(root: &Path, listed: &WorktreeFiles, maps: &[Map], need_blobs: &[Vec
     for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
         for (r, rule) in map.rules.iter().enumerate() {
             for (g, glob) in rule.files.iter().enumerate() {
-                let Ok(compiled) = compile_glob(glob) else {
+                let Ok(compiled) = crate::maps::glob::compile(glob) else {
                     continue;
                 };
                 let matcher = compiled.compile_matcher();
@@ -500,10 +491,14 @@ mod tests {
 
     #[test]
     fn globs_keep_star_inside_a_folder() {
-        let glob = compile_glob("src/*.rs").expect("glob").compile_matcher();
+        let glob = crate::maps::glob::compile("src/*.rs")
+            .expect("glob")
+            .compile_matcher();
         assert!(glob.is_match("src/main.rs"));
         assert!(!glob.is_match("src/cli/mod.rs"));
-        let deep = compile_glob("src/**/*.rs").expect("glob").compile_matcher();
+        let deep = crate::maps::glob::compile("src/**/*.rs")
+            .expect("glob")
+            .compile_matcher();
         assert!(deep.is_match("src/cli/mod.rs"));
         assert!(deep.is_match("src/main.rs"));
     }

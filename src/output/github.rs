@@ -58,32 +58,24 @@ pub fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// A random token (hex) for `::stop-commands::` and heredoc delimiters, from the kernel's generator.
-pub fn random_token() -> String {
+/// A random token (hex) for `::stop-commands::` and heredoc delimiters, from the kernel's generator (the
+/// `getrandom` syscall); a failure is an error, never a guessable fallback.
+pub fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
-    let read = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
-    if read.is_err() {
-        // No /dev/urandom: the clock and the pid still make a token a product cannot predict in advance.
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-            ^ u128::from(std::process::id()) << 64;
-        bytes = seed.to_le_bytes();
-    }
-    crate::pack::hex(&bytes)
+    getrandom::fill(&mut bytes)
+        .map_err(|e| std::io::Error::other(format!("the kernel's random generator failed: {e}")))?;
+    Ok(crate::pack::hex(&bytes))
 }
 
 /// Text fenced so that the runner reads no workflow command in it.
-pub fn fenced(text: &str) -> String {
-    let token = random_token();
+pub fn fenced(text: &str) -> std::io::Result<String> {
+    let token = random_token()?;
     let mut out = format!("::stop-commands::{token}\n{text}");
     if !text.ends_with('\n') {
         out.push('\n');
     }
     out.push_str(&format!("::{token}::\n"));
-    out
+    Ok(out)
 }
 
 /// Annotations of one step: at most [`ANNOTATIONS_PER_LEVEL`] of each level are printed; the rest are
@@ -186,7 +178,7 @@ impl Write for Log {
             return Ok(0);
         }
         if self.actions && self.fence.is_none() {
-            let token = random_token();
+            let token = random_token()?;
             if !self.line_start {
                 self.inner.write_all(b"\n")?;
             }
@@ -292,12 +284,12 @@ mod tests {
 
     #[test]
     fn product_output_cannot_issue_workflow_commands() {
-        let fenced = fenced("::set-output name=result::proven\n::add-mask::x");
+        let fenced = fenced("::set-output name=result::proven\n::add-mask::x").expect("token");
         let lines: Vec<&str> = fenced.lines().collect();
         let token = lines[0].strip_prefix("::stop-commands::").expect("fence");
         assert_eq!(token.len(), 32);
         assert_eq!(lines.last().copied(), Some(format!("::{token}::").as_str()));
-        assert_ne!(random_token(), random_token());
+        assert_ne!(random_token().expect("a"), random_token().expect("b"));
         assert!(live_commands(&fenced).is_empty());
     }
 

@@ -12,9 +12,9 @@ pub const SUMMARY_LIMIT: usize = 1024 * 1024;
 
 /// Appends `name<<DELIM` … `DELIM` to the output file, with a random delimiter the value cannot contain.
 pub fn set_output(file: &Path, name: &str, value: &str) -> std::io::Result<()> {
-    let mut delimiter = format!("ghadelimiter_{}", random_token());
+    let mut delimiter = format!("ghadelimiter_{}", random_token()?);
     while value.contains(&delimiter) {
-        delimiter = format!("ghadelimiter_{}", random_token());
+        delimiter = format!("ghadelimiter_{}", random_token()?);
     }
     append(
         file,

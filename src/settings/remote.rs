@@ -3,7 +3,7 @@
 //! GitHub URL; the token from `GITHUB_TOKEN`, else `GH_TOKEN`, else `gh auth token` when `gh` is installed;
 //! the API from `GITHUB_API_URL` (GitHub Enterprise too).
 
-use crate::commands::{Failure, github_failure};
+use crate::failure::{Failure, github_failure};
 
 use crate::git::Network;
 use crate::github::{Client, Token};
