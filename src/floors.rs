@@ -1,8 +1,114 @@
-//! The floors of the gate. For now the feature-map floor's engine: drift and stale features
-//! (`feature_map`), over a scanner that reads each source file once (`scan`).
+//! The floors of the gate, each a stage that judges one side of a change and owns its verdict
+//! ([`FloorResult`]): `feature_map` (drift and stale features, over `scan`, which reads each source file
+//! once), `behaviour` (the checks, in the sandbox), `test_evidence` (the mapped tests and the criteria they
+//! evidence) and `red_on_base` (a bug fix's tests on the base).
 
 pub(crate) mod behaviour;
 pub(crate) mod feature_map;
 pub(crate) mod red_on_base;
 pub(crate) mod scan;
 pub(crate) mod test_evidence;
+
+use crate::pack;
+use crate::sandbox::Network;
+
+/// The floors, by the names SPEC §5 gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Floor {
+    FeatureMap,
+    Behaviour,
+    Tests,
+    RedOnBase,
+}
+
+impl Floor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Floor::FeatureMap => "feature-map",
+            Floor::Behaviour => "behaviour",
+            Floor::Tests => "tests",
+            Floor::RedOnBase => "red-on-base",
+        }
+    }
+}
+
+/// A floor's result, as SPEC §1 names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Skipped,
+    #[allow(dead_code, reason = "SPEC §1 names it; no floor waives anything yet")]
+    Waived,
+    Blocked,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Skipped => "skipped",
+            Verdict::Waived => "waived",
+            Verdict::Blocked => "blocked",
+        }
+    }
+
+    /// Whether the floor holds: everything but `fail` and `blocked`.
+    pub fn holds(self) -> bool {
+        !matches!(self, Verdict::Fail | Verdict::Blocked)
+    }
+}
+
+/// What a floor decided, with the numbers behind it and the isolation its product code really had
+/// (`None`: no product code ran).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloorResult {
+    pub floor: Floor,
+    pub verdict: Verdict,
+    pub value: f64,
+    pub threshold: f64,
+    pub tool: &'static str,
+    pub detail: String,
+    pub network: Option<Network>,
+}
+
+impl FloorResult {
+    pub fn new(floor: Floor, verdict: Verdict, tool: &'static str, detail: String) -> FloorResult {
+        FloorResult {
+            floor,
+            verdict,
+            value: 0.0,
+            threshold: 0.0,
+            tool,
+            detail,
+            network: None,
+        }
+    }
+
+    pub fn numbers(mut self, value: f64, threshold: f64) -> FloorResult {
+        self.value = value;
+        self.threshold = threshold;
+        self
+    }
+
+    pub fn network(mut self, network: Network) -> FloorResult {
+        self.network = Some(network);
+        self
+    }
+
+    /// The pack's record of it (SPEC §5: `floor`, `result`, `value`, `threshold`, `tool`, `version`,
+    /// `detail`, `network`).
+    pub fn to_check(&self) -> pack::Check {
+        pack::Check {
+            floor: self.floor.as_str().to_string(),
+            result: self.verdict.as_str().to_string(),
+            value: self.value,
+            threshold: self.threshold,
+            tool: self.tool.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            detail: self.detail.clone(),
+            network: self.network.map_or("none", Network::as_str).to_string(),
+        }
+    }
+}

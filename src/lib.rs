@@ -13,6 +13,7 @@ pub mod config;
 pub mod exit;
 pub(crate) mod failure;
 pub(crate) mod floors;
+pub(crate) mod gate;
 pub mod generate;
 pub(crate) mod git;
 pub mod github;

@@ -6,3 +6,4 @@ pub(crate) mod github;
 pub(crate) mod json;
 pub(crate) mod markdown;
 pub(crate) mod plain;
+pub(crate) mod summary;

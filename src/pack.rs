@@ -2,6 +2,7 @@
 //! and size. Decoding reads `schema_version` first, validates the document against that version's JSON
 //! Schema (`schemas/pack.v1.json`, embedded), and refuses a newer version.
 
+pub(crate) mod build;
 use std::io::Write;
 use std::path::Path;
 

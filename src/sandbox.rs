@@ -35,6 +35,9 @@ pub const OUTPUT_CAP: usize = 1 << 20;
 /// beyond those its user already has.
 const NPROC: u64 = 1024;
 
+/// How often a long-running process is mentioned in the log.
+const HEARTBEAT: Duration = Duration::from_secs(10);
+
 /// How many processes of one check end it (a fork bomb held at [`NPROC`] is still ended, and blocked).
 const PROCESS_WATCH: u64 = NPROC * 9 / 10;
 
@@ -128,6 +131,9 @@ pub struct Sandbox {
 struct Caches {
     cargo_home: PathBuf,
     go_mod_cache: PathBuf,
+    /// The machine's own `CARGO_HOME` (root's), whose downloaded crates seed the per-run one.
+    host_cargo_home: Option<PathBuf>,
+    seeded: std::sync::atomic::AtomicBool,
 }
 
 /// The toolchain and pass-through settings the sandbox is built from, resolved by the caller.
@@ -157,6 +163,8 @@ pub struct Job<'a> {
     pub timeout: Duration,
     /// Variables set for this process only (the step runner's own, the check's).
     pub env: Vec<(String, OsString)>,
+    /// Told every ~10 s how long the process has been running, for a line in the log.
+    pub heartbeat: Option<&'a dyn Fn(Duration)>,
 }
 
 /// How a sandboxed process ended.
@@ -225,6 +233,8 @@ impl Sandbox {
             let caches = Caches {
                 cargo_home: dir.path().join("deps/cargo"),
                 go_mod_cache: dir.path().join("deps/go"),
+                host_cargo_home: cargo_home_of(settings),
+                seeded: std::sync::atomic::AtomicBool::new(false),
             };
             let deps = dir.path().join("deps");
             std::fs::create_dir(&deps).map_err(|source| SandboxError::Folder {
@@ -376,6 +386,7 @@ impl Sandbox {
                 stdin: Vec::new(),
                 timeout: Duration::from_secs(30),
                 env: Vec::new(),
+                heartbeat: None,
             },
             &BTreeSet::new(),
         );
@@ -416,7 +427,20 @@ impl Sandbox {
             if !seen.insert((root.clone(), kind.clone())) {
                 continue;
             }
-            if let Err(why) = self.fetch_one(root, package, &kind) {
+            let beat = |elapsed: Duration| {
+                let _ = writeln!(
+                    progress,
+                    "… fetching the dependencies of `{package}`: still running after {} s",
+                    elapsed.as_secs()
+                );
+            };
+            let fetched = {
+                let beat = std::cell::RefCell::new(beat);
+                self.fetch_one(root, package, &kind, &|elapsed| {
+                    (beat.borrow_mut())(elapsed)
+                })
+            };
+            if let Err(why) = fetched {
                 let _ = writeln!(
                     progress,
                     "warning: fetching the dependencies of `{package}` failed: {why}"
@@ -441,6 +465,7 @@ impl Sandbox {
         root: &Path,
         package: &str,
         kind: &toolchain::PackageKind,
+        heartbeat: &dyn Fn(Duration),
     ) -> Result<(), String> {
         let mut env: Vec<(String, OsString)> = self
             .fetch_env
@@ -480,6 +505,33 @@ impl Sandbox {
                 (argv, root.join(module), None)
             }
         };
+        // As root the per-run cargo cache starts with the machine's downloaded crates (hard links that the
+        // slot uid can read, not change): then an offline fetch is enough when nothing new is needed.
+        if matches!(kind, toolchain::PackageKind::Cargo) && self.seed_cargo_cache() {
+            let mut offline = argv.clone();
+            offline.push("--offline".into());
+            let ran = self.run(
+                Job {
+                    argv: &offline,
+                    cwd: &cwd,
+                    slot: 0,
+                    network: false,
+                    stdin: Vec::new(),
+                    timeout: Duration::from_secs(600),
+                    env: env.clone(),
+                    heartbeat: Some(heartbeat),
+                },
+                &BTreeSet::new(),
+            );
+            if ran.is_ok_and(|o| o.code == Some(0)) {
+                return Ok(());
+            }
+            // Something new is needed: fetch online with an index of its own (the linked index files are
+            // root's and cannot be updated in place).
+            if let Some(caches) = &self.caches {
+                let _ = std::fs::remove_dir_all(caches.cargo_home.join("registry/index"));
+            }
+        }
         let outcome = self
             .run(
                 Job {
@@ -490,6 +542,7 @@ impl Sandbox {
                     stdin: Vec::new(),
                     timeout: Duration::from_secs(600),
                     env,
+                    heartbeat: Some(heartbeat),
                 },
                 &BTreeSet::new(),
             )
@@ -513,6 +566,39 @@ impl Sandbox {
             ));
         }
         Ok(())
+    }
+
+    /// Hard-links the machine's downloaded crates and registry index cache into the per-run cargo cache,
+    /// once (as root only; a file that cannot be linked is left out). Whether there is anything to use.
+    fn seed_cargo_cache(&self) -> bool {
+        let Some(caches) = &self.caches else {
+            return false;
+        };
+        let Some(host) = &caches.host_cargo_home else {
+            return false;
+        };
+        if caches
+            .seeded
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return true;
+        }
+        let registry = caches.cargo_home.join("registry");
+        if std::fs::create_dir_all(&registry).is_err() {
+            return false;
+        }
+        if let Some(uid) = self.uid(0) {
+            let _ = std::os::unix::fs::lchown(&registry, Some(uid), Some(uid));
+        }
+        let mut linked = 0usize;
+        for part in ["cache", "index", "src"] {
+            linked += link_tree(
+                &host.join("registry").join(part),
+                &registry.join(part),
+                self.uid(0),
+            );
+        }
+        linked > 0
     }
 
     /// The value the sandbox gives a variable, if any (to find the toolchain the sandbox will use).
@@ -654,11 +740,12 @@ impl Sandbox {
                 .stderr(Stdio::piped())
                 .spawn()
         };
+        let heartbeat = job.heartbeat;
         match spawn(filter) {
             Ok(child) => self.finish(
                 child,
                 job.stdin,
-                job.timeout,
+                (job.timeout, heartbeat),
                 job.slot,
                 keep,
                 started,
@@ -668,7 +755,7 @@ impl Sandbox {
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => self.finish(
                 spawn(None)?,
                 job.stdin,
-                job.timeout,
+                (job.timeout, heartbeat),
                 job.slot,
                 keep,
                 started,
@@ -687,7 +774,7 @@ impl Sandbox {
         &self,
         mut child: std::process::Child,
         stdin: Vec<u8>,
-        timeout: Duration,
+        (timeout, heartbeat): (Duration, Option<&dyn Fn(Duration)>),
         slot: usize,
         keep: &BTreeSet<i32>,
         started: Instant,
@@ -740,6 +827,7 @@ impl Sandbox {
         let mut timed_out = false;
         let mut over_limit = None;
         let mut watched = Instant::now();
+        let mut beaten = Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait()? {
                 break Some(status);
@@ -747,6 +835,12 @@ impl Sandbox {
             if started.elapsed() >= timeout {
                 timed_out = true;
                 break None;
+            }
+            if let Some(heartbeat) = heartbeat
+                && beaten.elapsed() >= HEARTBEAT
+            {
+                beaten = Instant::now();
+                heartbeat(started.elapsed());
             }
             // What the check's processes use, every 100 ms: over a limit, it ends here.
             if watched.elapsed() >= Duration::from_millis(100) {
@@ -993,10 +1087,43 @@ fn go_mod_cache_of(settings: &SandboxSettings) -> Option<PathBuf> {
     var("HOME").map(|h| Path::new(h).join("go/pkg/mod"))
 }
 
+/// Recreates the folders of `from` under `to` (owned by `uid`, so that cargo can add to them) with every
+/// regular file hard-linked (root's, read-only to that uid); links and anything else are left out. Returns
+/// how many files were linked.
+fn link_tree(from: &Path, to: &Path, uid: Option<u32>) -> usize {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return 0;
+    };
+    if std::fs::create_dir_all(to).is_err() {
+        return 0;
+    }
+    if let Some(uid) = uid {
+        let _ = std::os::unix::fs::lchown(to, Some(uid), Some(uid));
+    }
+    let mut linked = 0;
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            linked += link_tree(&entry.path(), &target, uid);
+        } else if kind.is_file() && std::fs::hard_link(entry.path(), &target).is_ok() {
+            linked += 1;
+        }
+    }
+    linked
+}
+
 /// Makes a fetched cache root-owned and read-only, without following a link. No process of the uid that
 /// wrote it is alive any more (each sandboxed run ends by killing them all).
 fn seal(dir: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(dir)?;
+    // A file linked from the machine's own cache is root's already and read-only to the sandbox: it (and
+    // its mode, shared with the original) is left alone.
+    if meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Ok(());
+    }
     std::os::unix::fs::lchown(dir, Some(0), Some(0))?;
     if meta.file_type().is_symlink() {
         return Ok(());

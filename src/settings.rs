@@ -89,9 +89,6 @@ pub struct VerifyOptions {
     pub map: bool,
     pub json: bool,
     pub config: Option<PathBuf>,
-    /// The commit the configuration is read from, `config` being a path in it: the action's `GITHUB_SHA`
-    /// (the default branch's head under `pull_request_target`). `None` on the CLI.
-    pub config_commit: Option<String>,
     /// `--check <feature>|<feature>.<check>|all`.
     pub check: Option<String>,
     pub base: Option<String>,
@@ -102,10 +99,6 @@ pub struct VerifyOptions {
     pub ci: bool,
     pub red_on_base: bool,
     pub ready: Option<PathBuf>,
-    /// Flags of parts of `verify` that are not built yet, as typed, so the command can say which.
-    pub unbuilt: Vec<&'static str>,
-    /// What the merge gate (`aayu action`) knows and writes into the pack itself; `None` on the CLI.
-    pub binding: Option<Binding>,
 }
 
 /// The pack's binding to a pull request and a run, filled in by `aayu action` from the event and the API —
@@ -126,12 +119,10 @@ pub struct Binding {
 
 impl VerifyOptions {
     pub fn from_matches(m: &ArgMatches) -> Result<VerifyOptions, Failure> {
-        let unbuilt: Vec<&'static str> = Vec::new();
         Ok(VerifyOptions {
             map: m.get_flag("map"),
             json: m.get_flag("json"),
             config: m.get_one::<PathBuf>("config").cloned(),
-            config_commit: None,
             check: m.get_one::<String>("check").cloned(),
             base: m.get_one::<String>("base").cloned(),
             head: m.get_one::<String>("head").cloned(),
@@ -143,8 +134,6 @@ impl VerifyOptions {
             ci: m.get_flag("ci"),
             red_on_base: m.get_flag("red-on-base"),
             ready: m.get_one::<PathBuf>("ready").cloned(),
-            unbuilt,
-            binding: None,
         })
     }
 }

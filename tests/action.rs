@@ -555,14 +555,17 @@ fn a_sweep_with_a_failing_check_is_red_with_annotations() {
         summary.contains("### aayudha sweep — 1 of 3 checks fail"),
         "{summary}"
     );
-    // The forged command is shown, inside a stop-commands fence: the runner acts on none of it.
-    assert!(out.stdout.contains("::set-output name=result::proven"));
-    let live = common::live_commands(&out.stdout);
-    assert!(
-        live.iter()
-            .all(|l| !l.contains("set-output") && !l.contains("add-mask")),
-        "{live:?}"
-    );
+    // The forged command is shown (in the check's group, on stderr as it streams), inside a
+    // stop-commands fence: the runner acts on none of it, on either stream.
+    assert!(out.stderr.contains("::set-output name=result::proven"));
+    for text in [&out.stdout, &out.stderr] {
+        let live = common::live_commands(text);
+        assert!(
+            live.iter()
+                .all(|l| !l.contains("set-output") && !l.contains("add-mask")),
+            "{live:?}"
+        );
+    }
 }
 
 #[test]
@@ -839,8 +842,9 @@ fn the_sweep_groups_each_check_and_fences_what_it_said() {
         &[],
     ));
     assert_eq!(out.code, 3, "{}", out.stdout);
+    // The groups stream on stderr as each check ends.
     let groups: Vec<&str> = out
-        .stdout
+        .stderr
         .lines()
         .filter_map(|l| l.strip_prefix("::group::"))
         .collect();
@@ -855,8 +859,8 @@ fn the_sweep_groups_each_check_and_fences_what_it_said() {
         .iter()
         .find(|g| g.contains("shop hostile.fails: failed ("))
         .unwrap_or_else(|| panic!("{groups:?}"));
-    let fails = &out.stdout[out
-        .stdout
+    let fails = &out.stderr[out
+        .stderr
         .find(&format!("::group::{title}"))
         .expect("group")..];
     let fence = fails

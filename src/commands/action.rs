@@ -12,28 +12,28 @@ pub mod files;
 
 pub use event::story_in_body;
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
 use clap::parser::ValueSource;
-use serde_json::Value;
 
-use crate::commands::{Context, Failure, github_failure};
+use crate::commands::{Context, Failure, github_failure, short};
 use crate::config::{CONFIG_PATH, Config};
 use crate::exit::ExitStatus;
+use crate::failure::git_failure;
+use crate::floors::behaviour::Status;
+use crate::gate::Story;
 use crate::git::Repo;
 use crate::github::{Client, Token};
 use crate::ledger::ready;
-use crate::pack::Pack;
 use crate::publish::ARTIFACT;
 use crate::publish::archive;
 use crate::publish::results::{self, Results};
 use crate::registry::CommandId;
 use crate::settings::{Binding, Env, ProofCommentOptions, VerifyOptions};
 
-use crate::output::github::{Annotations, Level, Log, Shared};
+use crate::output::github::{Annotations, Level};
 
 /// What the action runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,50 +264,6 @@ pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Fail
     }
 }
 
-/// A nested command's run: its exit, its stdout, and its log (stderr), which a [`Log`] made: inside
-/// Actions every text in it is fenced already and its commands (a group per check) are aayu's own, so it
-/// is echoed as it is.
-struct Captured {
-    status: Result<ExitStatus, Failure>,
-    out: String,
-    err: String,
-}
-
-fn captured(
-    ctx: &Context,
-    directory: &Path,
-    run: impl FnOnce(&mut Context) -> Result<ExitStatus, Failure>,
-) -> Captured {
-    let mut out = Vec::new();
-    let buffer = Shared::default();
-    let mut err = Log::new(Box::new(buffer.clone()), ctx.env.github_actions);
-    let mut input = std::io::empty();
-    let global = crate::settings::Global {
-        directory: Some(directory.to_path_buf()),
-    };
-    let status = {
-        let mut inner = Context {
-            input: &mut input,
-            out: &mut out,
-            err: &mut err,
-            env: ctx.env,
-            global: &global,
-        };
-        let status = run(&mut inner);
-        // A failure is rendered into the log as the CLI would, fenced like everything else in it.
-        if let Err(failure) = &status {
-            crate::cli::render_failure(failure, inner.err);
-        }
-        status
-    };
-    let _ = err.close();
-    Captured {
-        status,
-        out: String::from_utf8_lossy(&out).into_owned(),
-        err: String::from_utf8_lossy(&buffer.take()).into_owned(),
-    }
-}
-
 fn say(ctx: &mut Context, text: &str) {
     let _ = ctx.out.write_all(text.as_bytes());
 }
@@ -476,16 +432,45 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
     refuse_persisted_credentials(&repo)?;
     // The configuration comes from the commit the workflow came from (`GITHUB_SHA`, the default branch's
     // head), the `config` input being a path in it: neither the pull request nor the branch it targets can
-    // relax the gate. A configuration error is reported by `verify --ci` (with its file and line); here the
-    // defaults stand.
+    // relax the gate. It is read once, here; an error in it (file and line) leaves no pack.
     let config_path = config_input(options)?;
     let config_sha = config_commit(&repo, options)?;
-    let base_config = match repo.file_at(&config_sha, &config_path).ok().flatten() {
-        Some(bytes) => Config::from_text(&String::from_utf8_lossy(&bytes), &config_path)
-            .unwrap_or_else(|_| Config::defaults()),
-        None => Config::defaults(),
+    let no_pack = |ctx: &mut Context, failure: Failure| {
+        output(ctx, options, "result", "no-pack");
+        summary(
+            ctx,
+            options,
+            &crate::output::summary::no_pack(&failure.message),
+        );
+        failure
     };
-    fetch(&repo, options, pr.number, &base_config.ledger.branch)?;
+    let config = match repo
+        .file_at(&config_sha, &config_path)
+        .map_err(git_failure)?
+    {
+        Some(bytes) => Config::from_text(
+            &String::from_utf8_lossy(&bytes),
+            &format!("{}:{config_path}", short(&config_sha)),
+        )
+        .map_err(|e| {
+            no_pack(
+                ctx,
+                Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()),
+            )
+        })?,
+        None if options.config.is_none() => Config::defaults(),
+        None => {
+            return Err(no_pack(
+                ctx,
+                Failure::usage(format!(
+                    "the configuration `{config_path}` is not in the default branch's commit {}",
+                    short(&config_sha)
+                ))
+                .with_hint("the `config` input names a file of the default branch"),
+            ));
+        }
+    };
+    fetch(&repo, options, pr.number, &config.ledger.branch)?;
     for (what, sha) in [("head", &pr.head_sha), ("base", &pr.base_sha)] {
         if repo.sha(sha).is_err() {
             return Err(Failure::unexpected(format!(
@@ -509,8 +494,9 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         );
     }
 
-    // The story: the input, else the body; its labels and Completion Goal as they are now.
-    let story = options
+    // The story: the input, else the body; its labels and Completion Goal as they are now, its Ready
+    // snapshot from the ledger.
+    let number = options
         .story
         .or_else(|| pr.body.as_deref().and_then(event::story_in_body));
     let mut binding = Binding {
@@ -521,25 +507,37 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         pr_url: pr.html_url.clone(),
         ..Binding::default()
     };
-    if let Some(story) = story {
-        let token = options.token.clone().ok_or_else(|| {
-            Failure::usage("no token: the gate reads the story through the API (input `token`)")
-        })?;
-        let client = Client::new(&options.api_url, &Token::new(token)).map_err(github_failure)?;
-        let issue = client.issue(&repository, story).map_err(github_failure)?;
-        binding.story_labels = Some(issue.labels);
-        // A story whose body lost its Completion Goal hashes to nothing, which no snapshot matches.
-        binding.completion_goal_hash = Some(
-            issue
-                .body
-                .as_deref()
-                .and_then(ready::completion_goal)
-                .map(|goal| ready::goal_hash(&goal))
-                .unwrap_or_default(),
-        );
-    }
+    let story = match number {
+        Some(number) => {
+            let token = options.token.clone().ok_or_else(|| {
+                Failure::usage("no token: the gate reads the story through the API (input `token`)")
+            })?;
+            let client =
+                Client::new(&options.api_url, &Token::new(token)).map_err(github_failure)?;
+            let issue = client.issue(&repository, number).map_err(github_failure)?;
+            binding.story_labels = Some(issue.labels);
+            // A story whose body lost its Completion Goal hashes to nothing, which no snapshot matches.
+            binding.completion_goal_hash = Some(
+                issue
+                    .body
+                    .as_deref()
+                    .and_then(ready::completion_goal)
+                    .map(|goal| ready::goal_hash(&goal))
+                    .unwrap_or_default(),
+            );
+            let snapshot =
+                super::ci::read_snapshot(&repo, number, None, &root, &config.ledger.branch)
+                    .map_err(|f| no_pack(ctx, f))?;
+            Some(Story { number, snapshot })
+        }
+        None => None,
+    };
+    let snapshot_hash = story
+        .as_ref()
+        .map(|s| s.snapshot.meta.completion_goal_hash.clone());
 
-    // verify --ci, bound to the pull request, its pack written outside the workspace.
+    // The gate, bound to the pull request, its pack written outside the workspace; its progress streams to
+    // the log as it happens.
     let temp = match &options.runner_temp {
         Some(dir) => tempfile::Builder::new().prefix("aayudha-").tempdir_in(dir),
         None => tempfile::Builder::new().prefix("aayudha-").tempdir(),
@@ -547,44 +545,29 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
     .map_err(|e| Failure::unexpected("cannot create a temporary folder").caused_by(e))?;
     let _interrupted = crate::cleanup::dir(temp.path());
     let pack_dir = temp.path().join("pack");
-    let verify = VerifyOptions {
-        ci: true,
-        json: true,
-        base: Some(pr.base_sha.clone()),
-        head: Some(pr.head_sha.clone()),
+    let inputs = crate::gate::Inputs {
+        repo: &repo,
+        config: &config,
+        base: pr.base_sha.clone(),
+        head: pr.head_sha.clone(),
         story,
-        config: Some(PathBuf::from(&config_path)),
-        config_commit: Some(config_sha.clone()),
-        out: Some(pack_dir.clone()),
         binding: Some(binding),
-        ..VerifyOptions::default()
+        force_red_on_base: false,
+        sandbox: crate::gate::sandbox_settings(ctx.env, &config, None, repo.root()),
+        aayu: ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()),
+        out: pack_dir.clone(),
+        temp: temp.path().to_path_buf(),
+        now: ctx.env.now()?,
+        slug: repository.clone(),
+        actions: true,
     };
-    let run = captured(ctx, &root, |inner| super::verify::run(inner, verify));
-    say(ctx, &run.err);
+    let run = crate::gate::run(&inputs, ctx.err);
     if crate::cleanup::interrupted() {
         // The signal thread is ending the process (128 + the signal): write no verdict.
         return Err(Failure::unexpected("interrupted: nothing was uploaded"));
     }
-    let status = match run.status {
-        Ok(status) => status,
-        Err(failure) => {
-            output(ctx, options, "result", "no-pack");
-            summary(
-                ctx,
-                options,
-                &format!(
-                    "### aayudha merge gate — no pack\n\n{}",
-                    crate::output::markdown::block(&failure.message)
-                ),
-            );
-            return Err(failure);
-        }
-    };
-    let pack: Pack = serde_json::from_str(&run.out)
-        .map_err(|e| Failure::unexpected("`verify --ci` gave no pack").caused_by(e))?;
-    let pack_bytes = std::fs::read(pack_dir.join("pack.json"))
-        .map_err(|e| Failure::unexpected("the pack folder has no pack.json").caused_by(e))?;
-    let pack_sha256 = crate::pack::hash_bytes(&pack_bytes);
+    let run = run.map_err(|e| no_pack(ctx, super::ci::gate_failure(e)))?;
+    let pack = &run.pack;
 
     // The artifact.
     let zip_path = temp.path().join("aayudha-pack.zip");
@@ -600,7 +583,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
     };
     let requested = options
         .retention_days
-        .unwrap_or(base_config.proof.retention_days);
+        .unwrap_or(config.proof.retention_days);
     let (days, warning) = results::retention(requested, options.retention_max);
     if let Some(warning) = warning {
         let _ = writeln!(ctx.err, "warning: {warning}");
@@ -616,35 +599,36 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         })?;
 
     // Outputs, annotations, the summary.
-    let holds = status == ExitStatus::Ok;
-    let drift = map_drift(&pack_dir);
     // Drift is an error once the feature-map floor blocks on it, a warning while it is advisory.
-    let drift_level = match pack.checks.iter().find(|c| c.floor == "feature-map") {
-        Some(c) if !c.holds() => Level::Error,
+    let drift_level = match run
+        .floors
+        .iter()
+        .find(|f| f.floor == crate::floors::Floor::FeatureMap)
+    {
+        Some(f) if !f.verdict.holds() => Level::Error,
         _ => Level::Warning,
     };
-    for d in &drift {
+    for d in &run.map.drift {
         notes.add(
             drift_level,
-            Some((d.0.as_str(), d.1)),
+            Some((d.file.as_str(), d.line)),
             "aayudha drift",
-            &d.2,
+            &format!("{}: {}", d.kind.as_str(), d.detail),
         );
     }
-    for check in pack.checks.iter().filter(|c| !c.holds()) {
+    for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
         notes.add(
             Level::Error,
             None,
-            &format!("aayudha {} floor: {}", check.floor, check.result),
-            &check.detail,
+            &format!(
+                "aayudha {} floor: {}",
+                floor.floor.as_str(),
+                floor.verdict.as_str()
+            ),
+            &floor.detail,
         );
     }
     // The story edited after Ready: the pack cannot verify against its snapshot, whatever the floors say.
-    let snapshot_hash = story.and_then(|n| {
-        repo.file_on_branch(&base_config.ledger.branch, &format!("specs/{n}/ready.md"))
-            .and_then(|b| ready::parse(&String::from_utf8_lossy(&b), "ready.md").ok())
-            .map(|s| s.meta.completion_goal_hash)
-    });
     let goal_changed = snapshot_hash
         .as_ref()
         .is_some_and(|h| *h != pack.completion_goal_hash);
@@ -655,34 +639,34 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             "aayudha: the story changed after Ready",
             &format!(
                 "story #{}'s Completion Goal is not the one frozen in its Ready snapshot: agree on it, then run `aayu ready {} --refreeze`",
-                story.unwrap_or(0),
-                story.unwrap_or(0)
+                number.unwrap_or(0),
+                number.unwrap_or(0)
             ),
         );
     }
     say(ctx, &notes.lines);
     let result = if goal_changed {
         "not-proven"
-    } else if holds {
+    } else if run.holds() {
         "proven"
     } else {
         "floors-fail"
     };
     output(ctx, options, "result", result);
-    output(ctx, options, "pack-sha256", &pack_sha256);
+    output(ctx, options, "pack-sha256", &run.pack_sha256);
     output(
         ctx,
         options,
         "story",
-        &story.map(|s| s.to_string()).unwrap_or_default(),
+        &number.map(|s| s.to_string()).unwrap_or_default(),
     );
-    output(ctx, options, "drift", &drift.len().to_string());
+    output(ctx, options, "drift", &run.map.drift.len().to_string());
     summary(
         ctx,
         options,
-        &gate_summary(
-            &pack,
-            &pack_sha256,
+        &crate::output::summary::gate(
+            pack,
+            &run.pack_sha256,
             &format!(
                 "run {} attempt {}, artifact {}",
                 options.run_id.unwrap_or(0),
@@ -696,106 +680,12 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
     say(
         ctx,
         &format!(
-            "aayudha merge gate: {result}; pack.json sha256 {pack_sha256}; uploaded as `{ARTIFACT}` ({} bytes)\n",
-            uploaded.size
+            "aayudha merge gate: {result}; pack.json sha256 {}; uploaded as `{ARTIFACT}` ({} bytes)\n",
+            run.pack_sha256, uploaded.size
         ),
     );
     // The pack is uploaded: the `pack` job reports the verdict.
     Ok(ExitStatus::Ok)
-}
-
-/// The drift of the feature-map report in a pack folder: (file, line, message).
-fn map_drift(pack_dir: &Path) -> Vec<(String, usize, String)> {
-    let Ok(text) = std::fs::read_to_string(pack_dir.join("artifacts/reports/feature-map.json"))
-    else {
-        return Vec::new();
-    };
-    let Ok(report) = serde_json::from_str::<Value>(&text) else {
-        return Vec::new();
-    };
-    report["drift"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|d| {
-            (
-                d["file"].as_str().unwrap_or_default().to_string(),
-                d["line"].as_u64().unwrap_or(0) as usize,
-                format!(
-                    "{}: {}",
-                    d["kind"].as_str().unwrap_or_default(),
-                    d["detail"].as_str().unwrap_or_default()
-                ),
-            )
-        })
-        .collect()
-}
-
-use crate::output::markdown::{cell, code};
-
-fn gate_summary(
-    pack: &Pack,
-    pack_sha256: &str,
-    run: &str,
-    fork: bool,
-    overflow: &[String],
-) -> String {
-    let holds = pack.checks.iter().all(crate::pack::Check::holds);
-    let mut text = format!(
-        "### aayudha merge gate — {}\n\nHead `{}` · base `{}` · story {} · pack.json sha256 `{pack_sha256}` · `{ARTIFACT}` of {run}\n\n| Floor | Result | Value | Threshold | Detail |\n|---|---|---|---|---|\n",
-        if holds {
-            "every floor holds"
-        } else {
-            "a floor does not hold"
-        },
-        pack.pr_head_sha,
-        pack.base_sha,
-        if pack.story > 0 {
-            format!("#{}", pack.story)
-        } else {
-            "none".into()
-        },
-    );
-    if fork {
-        text = text.replacen(
-            "\n\n| Floor",
-            "\n\nFrom a fork: its code ran in aayu's sandbox as an unprivileged user, with no token in its environment.\n\n| Floor",
-            1,
-        );
-    }
-    for c in &pack.checks {
-        let _ = writeln!(
-            text,
-            "| {} | {} | {} | {} | {} |",
-            cell(&c.floor),
-            cell(&c.result),
-            c.value,
-            c.threshold,
-            cell(&c.detail)
-        );
-    }
-    if !pack.criteria.is_empty() {
-        text.push_str("\n| Criterion | Evidence |\n|---|---|\n");
-        for c in &pack.criteria {
-            let evidence = if c.evidence.is_empty() {
-                "none".to_string()
-            } else {
-                c.evidence
-                    .iter()
-                    .map(|e| cell(e))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let _ = writeln!(text, "| {} | {evidence} |", c.id);
-        }
-    }
-    if !overflow.is_empty() {
-        text.push_str("\n**More findings** (GitHub shows 10 annotations of each level):\n\n");
-        for line in overflow {
-            let _ = writeln!(text, "- {}", code(line));
-        }
-    }
-    text
 }
 
 fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
@@ -820,72 +710,53 @@ fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fai
 fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
     let root = options.root()?;
     trust_workspace();
-    if let Ok(repo) = Repo::discover(&root) {
-        refuse_persisted_credentials(&repo)?;
-    }
+    let repo = Repo::discover(&root).map_err(git_failure)?;
+    refuse_persisted_credentials(&repo)?;
     let verify = VerifyOptions {
         check: Some("all".into()),
-        json: true,
         config: options.config.clone(),
         ..VerifyOptions::default()
     };
-    let run = captured(ctx, &root, |inner| super::verify::run(inner, verify));
-    say(ctx, &run.err);
-    let status = run.status?;
-    let report: Value = serde_json::from_str(&run.out)
-        .map_err(|e| Failure::unexpected("`verify --check all` gave no report").caused_by(e))?;
-    let checks = report["checks"].as_array().cloned().unwrap_or_default();
+    // The sweep runs on the default branch's checkout (a schedule or a dispatch): its configuration is the
+    // working tree's.
+    let config = Config::load(repo.root(), options.config.as_deref(), &root)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let ran = super::verify::run_checks(ctx, &repo, &config, &verify, &root)?;
+    let checks = ran.map(|(report, _)| report.checks).unwrap_or_default();
     let mut notes = Annotations::default();
-    let mut table = String::from("| Check | Status | Reason |\n|---|---|---|\n");
-    let mut failed = 0;
     for c in &checks {
-        let name = format!(
-            "{}.{}",
-            c["feature"].as_str().unwrap_or_default(),
-            c["check"].as_str().unwrap_or_default()
-        );
-        let state = c["status"].as_str().unwrap_or_default();
-        let reason = c["reason"].as_str().unwrap_or_default();
-        let _ = writeln!(
-            table,
-            "| {} | {} | {} |",
-            cell(&name),
-            cell(state),
-            cell(reason)
-        );
-        match state {
-            "failed" | "blocked" => {
-                failed += 1;
-                notes.add(
-                    Level::Error,
-                    None,
-                    &format!("aayudha check {name} {state}"),
-                    reason,
-                );
-            }
-            "unreachable" => notes.add(
+        let name = format!("{}.{}", c.feature, c.check);
+        match c.status {
+            Status::Failed | Status::Blocked => notes.add(
+                Level::Error,
+                None,
+                &format!("aayudha check {name} {}", c.status.as_str()),
+                &c.reason,
+            ),
+            Status::Unreachable => notes.add(
                 Level::Warning,
                 None,
                 &format!("aayudha check {name} unreachable"),
-                reason,
+                &c.reason,
             ),
-            _ => {}
+            Status::Passed => {}
         }
     }
     say(ctx, &notes.lines);
-    let verdict = if failed == 0 && status == ExitStatus::Ok {
+    let failed = checks
+        .iter()
+        .filter(|c| matches!(c.status, Status::Failed | Status::Blocked))
+        .count();
+    let verdict = if failed == 0 {
         "every check passes".to_string()
     } else {
         format!("{failed} of {} checks fail", checks.len())
     };
-    let mut text = format!("### aayudha sweep — {verdict}\n\n{table}");
-    if !notes.overflow.is_empty() {
-        text.push_str("\n**More findings:**\n\n");
-        for line in &notes.overflow {
-            let _ = writeln!(text, "- {}", code(line));
-        }
-    }
-    summary(ctx, options, &text);
+    summary(
+        ctx,
+        options,
+        &crate::output::summary::sweep(&verdict, &checks, &notes.overflow),
+    );
     output(
         ctx,
         options,
@@ -893,5 +764,9 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
         if failed == 0 { "passed" } else { "failed" },
     );
     say(ctx, &format!("aayudha sweep: {verdict}\n"));
-    Ok(status)
+    Ok(if failed == 0 {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::FloorFails
+    })
 }

@@ -11,16 +11,12 @@ use crate::git::Repo;
 use crate::maps;
 use crate::output::github::{self, Level};
 use crate::output::{json, plain};
-use crate::sandbox::{Sandbox, SandboxError, SandboxSettings};
+use crate::sandbox::Sandbox;
 use crate::select;
 use crate::settings::VerifyOptions;
 use std::time::Duration;
 
 pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Failure> {
-    if let Some(flag) = options.unbuilt.first() {
-        return Err(Failure::usage(format!("`aayu verify --{flag}` is not built yet"))
-            .with_hint("it lands with the proof pack; `aayu verify --map` and `aayu verify --check` work today"));
-    }
     let behaviour = options.check.is_some() || options.base.is_some() || options.head.is_some();
     if options.ci && options.map {
         return Err(Failure::usage(
@@ -39,7 +35,7 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
     let repo = Repo::discover(&start).map_err(crate::failure::git_failure)?;
     if options.ci {
         // The gate reads the base commit's configuration, not the working tree's.
-        return crate::commands::ci::run(ctx, &repo, &options, &start, crate::failure::git_failure);
+        return crate::commands::ci::run(ctx, &repo, &options, &start);
     }
     // Like git -C, a relative `--config` is taken from the directory aayu runs in.
     let config = Config::load(repo.root(), options.config.as_deref(), &start)
@@ -113,6 +109,34 @@ fn checks(
     options: &VerifyOptions,
     start: &std::path::Path,
 ) -> Result<ExitStatus, Failure> {
+    let Some((report, out)) = run_checks(ctx, repo, config, options, start)? else {
+        let _ = write_out(ctx.out, "no behaviour check selected\n")?;
+        return Ok(ExitStatus::Ok);
+    };
+    let written = if options.json {
+        write_out(ctx.out, &json::render(&report))?
+    } else {
+        write_report(ctx, &plain::behaviour_report(&report, &out))?
+    };
+    if !written {
+        return Ok(ExitStatus::Ok);
+    }
+    Ok(if report.holds() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::FloorFails
+    })
+}
+
+/// Selects the checks (`--check`, or the diff of `--base`/`--head`), fetches their dependencies and runs
+/// them into the run folder; `None` when nothing is selected. Also the nightly sweep's run.
+pub(crate) fn run_checks(
+    ctx: &mut Context,
+    repo: &Repo,
+    config: &Config,
+    options: &VerifyOptions,
+    start: &std::path::Path,
+) -> Result<Option<(behaviour::BehaviourReport, std::path::PathBuf)>, Failure> {
     let loaded = maps::load_repo(repo).map_err(crate::failure::git_failure)?;
     if let Some(first) = loaded.errors.first() {
         let mut failure =
@@ -142,8 +166,7 @@ fn checks(
         other => Failure::usage(other.to_string()),
     })?;
     if selected.is_empty() {
-        let _ = write_out(ctx.out, "no behaviour check selected\n")?;
-        return Ok(ExitStatus::Ok);
+        return Ok(None);
     }
     let now = ctx.env.now()?;
     let out = match &options.out {
@@ -174,37 +197,7 @@ fn checks(
         &selected,
         &sandbox,
     )?;
-    let written = if options.json {
-        write_out(ctx.out, &json::render(&report))?
-    } else {
-        write_report(ctx, &plain::behaviour_report(&report, &out))?
-    };
-    if !written {
-        return Ok(ExitStatus::Ok);
-    }
-    Ok(if report.holds() {
-        ExitStatus::Ok
-    } else {
-        ExitStatus::FloorFails
-    })
-}
-
-/// The sandbox settings of a run: the environment read at start-up, `[verify] env` and `sandbox_uids`,
-/// and `--jobs` (default: the number of cores).
-pub(crate) fn sandbox_settings(
-    ctx: &Context,
-    config: &Config,
-    options: &VerifyOptions,
-    root: &std::path::Path,
-) -> SandboxSettings {
-    SandboxSettings {
-        process_env: ctx.env.vars.clone(),
-        extra_names: config.verify.env.clone(),
-        uids: config.verify.sandbox_uids,
-        jobs: options.jobs.unwrap_or(ctx.env.cores).max(1),
-        workspace: Some(root.to_path_buf()),
-        memory_limit_mb: config.verify.memory_limit_mb,
-    }
+    Ok(Some((report, out)))
 }
 
 /// The sandbox of a run; a refused uid range is the configuration's fault (exit 2).
@@ -214,11 +207,13 @@ pub(crate) fn new_sandbox(
     options: &VerifyOptions,
     root: &std::path::Path,
 ) -> Result<Sandbox, Failure> {
-    Sandbox::new(&sandbox_settings(ctx, config, options, root)).map_err(|e| match e {
-        SandboxError::ForbiddenId { .. } => Failure::from_error(ExitStatus::Usage, &e)
-            .with_hint("set `[verify] sandbox_uids` in the default branch's .aayudha/config.toml to a range of unused ids at or above 1000, e.g. [61000, 61063]"),
-        other => Failure::from_error(ExitStatus::Failure, &other),
-    })
+    Sandbox::new(&crate::gate::sandbox_settings(
+        ctx.env,
+        config,
+        options.jobs,
+        root,
+    ))
+    .map_err(|e| super::ci::gate_failure(e.into()))
 }
 
 /// Runs selected behaviour checks into the run folder `out`; a refused target is a usage error.

@@ -164,9 +164,10 @@ pub fn run(
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
             .map_err(write_err(dir))?;
     }
+    let progress = Mutex::new(progress);
     if options.jobs > 1 && sandbox.slots() == 1 && !sandbox.separate_uids() && selected.len() > 1 {
         let _ = writeln!(
-            progress,
+            progress.lock().map_err(|_| BehaviourError::Interrupted)?,
             "note: checks run one at a time: without root every check runs as your uid, so only one at a time can be told apart and cleaned up"
         );
     }
@@ -192,7 +193,7 @@ pub fn run(
         &offline,
         &mut done,
         &mut results,
-        progress,
+        &progress,
     );
     if !online.is_empty() {
         let mut seed = None;
@@ -233,7 +234,7 @@ pub fn run(
             &online,
             &mut done,
             &mut results,
-            progress,
+            &progress,
         );
         if let Some(seed) = seed {
             seed.stop(sandbox);
@@ -277,7 +278,7 @@ fn run_phase(
     which: &[usize],
     done: &mut usize,
     results: &mut Vec<CheckResult>,
-    progress: &mut Log,
+    progress: &Mutex<&mut Log>,
 ) {
     if which.is_empty() {
         return;
@@ -311,6 +312,7 @@ fn run_phase(
                             slot,
                             phase.options,
                             phase.spare,
+                            progress,
                         ),
                     };
                     if sent.send((n, result, log)).is_err() {
@@ -325,8 +327,11 @@ fn run_phase(
             *done += 1;
             let map = &phase.maps[phase.selected[n].map];
             let label = format!("{}.{}", result.0.feature, result.0.check);
+            let Ok(mut progress) = progress.lock() else {
+                continue;
+            };
             report_progress(
-                progress,
+                &mut progress,
                 *done,
                 phase.total,
                 &map.product,
@@ -402,6 +407,7 @@ fn run_one(
     slot: usize,
     options: &Options,
     spare: &BTreeSet<i32>,
+    progress: &Mutex<&mut Log>,
 ) -> (Timed, Vec<u8>) {
     let map = &maps[s.map];
     let feature = &map.features[s.feature];
@@ -443,6 +449,18 @@ fn run_one(
     if let Err(e) = sandbox.prepare(slot, &out) {
         return block(format!("cannot prepare the check's out folder: {e}"));
     }
+    // A line from aayu every ~10 s while the check runs (never inside another check's group: groups are
+    // written whole when a check ends).
+    let heartbeat = |elapsed: Duration| {
+        if let Ok(mut log) = progress.lock() {
+            let _ = writeln!(
+                log,
+                "… {} {label}: still running after {} s",
+                map.product,
+                elapsed.as_secs()
+            );
+        }
+    };
     let request = serde_json::json!({
         "product": map.product,
         "feature": feature.id.value,
@@ -462,6 +480,7 @@ fn run_one(
         env: toolchain
             .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
             .unwrap_or_default(),
+        heartbeat: Some(&heartbeat),
     };
     let outcome = match sandbox.run(job, spare) {
         Ok(outcome) => outcome,
@@ -861,4 +880,61 @@ fn start_seed(sandbox: &Sandbox, options: &Options) -> std::io::Result<SeedApp> 
         child,
         _interrupted: crate::cleanup::processes(owner),
     })
+}
+
+const FLOOR_TOOL: &str = "aayu behaviour floor";
+
+/// The behaviour floor's verdict: a failed check fails it, a blocked one blocks it; the network is the
+/// least isolation any check had.
+pub fn floor(report: &BehaviourReport) -> crate::floors::FloorResult {
+    use crate::floors::{Floor, FloorResult, Verdict};
+    let count = |s: Status| report.checks.iter().filter(|c| c.status == s).count();
+    let (failed, blocked) = (count(Status::Failed), count(Status::Blocked));
+    let network = if report
+        .checks
+        .iter()
+        .any(|c| c.network == Network::NotIsolated)
+    {
+        Network::NotIsolated
+    } else if report.checks.iter().any(|c| c.network == Network::Allowed) {
+        Network::Allowed
+    } else {
+        Network::Isolated
+    };
+    let detail = format!(
+        "{} checks: {} passed, {failed} failed, {blocked} blocked, {} unreachable",
+        report.checks.len(),
+        count(Status::Passed),
+        count(Status::Unreachable)
+    );
+    let verdict = if failed > 0 {
+        Verdict::Fail
+    } else if blocked > 0 {
+        Verdict::Blocked
+    } else {
+        Verdict::Pass
+    };
+    FloorResult::new(Floor::Behaviour, verdict, FLOOR_TOOL, detail)
+        .numbers((failed + blocked) as f64, 0.0)
+        .network(network)
+}
+
+/// The behaviour floor when no check ran: none selected (it holds), or the maps do not parse (blocked).
+pub fn floor_without_checks(maps_broken: bool) -> crate::floors::FloorResult {
+    use crate::floors::{Floor, FloorResult, Verdict};
+    if maps_broken {
+        FloorResult::new(
+            Floor::Behaviour,
+            Verdict::Blocked,
+            FLOOR_TOOL,
+            "the maps have contract errors: `aayu verify --map` lists them".into(),
+        )
+    } else {
+        FloorResult::new(
+            Floor::Behaviour,
+            Verdict::Pass,
+            FLOOR_TOOL,
+            "no behaviour check selected by this change".into(),
+        )
+    }
 }

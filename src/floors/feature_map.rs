@@ -497,3 +497,48 @@ fn short_list(items: &[&str]) -> String {
     }
     text
 }
+
+/// The feature-map floor's verdict: blocked by contract errors, skipped without maps, and drift advisory
+/// until `drift_blocking_from`, failing from that UTC day on.
+pub fn floor(
+    report: &MapReport,
+    rule: crate::config::BlockingDate,
+    now: time::OffsetDateTime,
+) -> crate::floors::FloorResult {
+    use crate::floors::{Floor, FloorResult, Verdict};
+    let tool = "aayu verify --map";
+    let result = |verdict, detail| FloorResult::new(Floor::FeatureMap, verdict, tool, detail);
+    if !report.errors.is_empty() {
+        return result(
+            Verdict::Blocked,
+            format!("{} contract error(s) in the maps", report.errors.len()),
+        )
+        .numbers(report.errors.len() as f64, 0.0);
+    }
+    if report.maps == 0 {
+        return result(Verdict::Skipped, "no feature map in the checkout".into());
+    }
+    if report.drift.is_empty() {
+        return result(
+            Verdict::Pass,
+            format!("{} maps, {} features in sync", report.maps, report.features),
+        );
+    }
+    let drift = report.drift.len();
+    if rule.blocks_at(now) {
+        result(
+            Verdict::Fail,
+            format!(
+                "{drift} drift (blocking since {})",
+                rule.0.map(|d| d.to_string()).unwrap_or_default()
+            ),
+        )
+        .numbers(drift as f64, 0.0)
+    } else {
+        result(
+            Verdict::Pass,
+            format!("{}: {drift} drift", rule.advisory_detail()),
+        )
+        .numbers(drift as f64, 0.0)
+    }
+}

@@ -170,6 +170,7 @@ pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &tests::Run) -> Rep
         root: folder.path(),
         timeout: run.timeout,
         target: Some("base-target"),
+        heartbeat: run.heartbeat,
     };
     let results = tests::run_tests(&on_base, &ids);
     let criteria = evidence
@@ -226,6 +227,76 @@ pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &tests::Run) -> Rep
         schema_version: 1,
         base: base_sha,
         criteria,
+    }
+}
+
+/// The red-on-base floor's verdict: it passes when no criterion is green; a green one makes it `skipped`
+/// (advisory) before `red_on_base_blocking_from` and `fail` from that UTC day on.
+pub fn floor(
+    report: &Report,
+    rule: crate::config::BlockingDate,
+    now: time::OffsetDateTime,
+    network: crate::sandbox::Network,
+) -> crate::floors::FloorResult {
+    use crate::floors::{Floor, FloorResult, Verdict as FloorVerdict};
+    let tool = "aayu red-on-base";
+    let green = report.green();
+    let count = |v: Verdict| report.criteria.iter().filter(|c| c.verdict == v).count();
+    if green.is_empty() {
+        let detail = format!(
+            "{} red, {} inconclusive on base {}",
+            count(Verdict::Red),
+            count(Verdict::Inconclusive),
+            &report.base.get(..12).unwrap_or(&report.base)
+        );
+        return FloorResult::new(Floor::RedOnBase, FloorVerdict::Pass, tool, detail)
+            .network(network);
+    }
+    let list = green
+        .iter()
+        .map(|id| id.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (verdict, detail) = if rule.blocks_at(now) {
+        (
+            FloorVerdict::Fail,
+            format!("green on base: criteria {list} (their tests do not show the fix)"),
+        )
+    } else {
+        (
+            FloorVerdict::Skipped,
+            format!("{}: green on base: criteria {list}", rule.advisory_detail()),
+        )
+    };
+    FloorResult::new(Floor::RedOnBase, verdict, tool, detail)
+        .numbers(green.len() as f64, 0.0)
+        .network(network)
+}
+
+/// The floor when it does not run, with why.
+pub fn skipped(detail: &str) -> crate::floors::FloorResult {
+    crate::floors::FloorResult::new(
+        crate::floors::Floor::RedOnBase,
+        crate::floors::Verdict::Skipped,
+        "aayu red-on-base",
+        detail.to_string(),
+    )
+}
+
+impl Report {
+    /// One line per criterion for a person: `criterion 1: red on base — <reason>`.
+    pub fn lines(&self) -> Vec<String> {
+        self.criteria
+            .iter()
+            .map(|c| {
+                let word = match c.verdict {
+                    Verdict::Red => "red",
+                    Verdict::Green => "green",
+                    Verdict::Inconclusive => "inconclusive",
+                };
+                format!("criterion {}: {word} on base — {}", c.id, c.reason)
+            })
+            .collect()
     }
 }
 

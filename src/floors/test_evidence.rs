@@ -12,8 +12,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::floors::behaviour::{self, BehaviourReport, Status};
+use crate::floors::{Floor, FloorResult, Verdict};
+use crate::ledger::ready::{self, Snapshot};
+use crate::pack;
+use crate::sandbox::Network;
 use crate::sandbox::toolchain::{PackageKind, package_kind};
 use crate::sandbox::{self, Sandbox};
+use crate::select::evidence_map::EvidenceMap;
 
 /// A mapped test: `"<package dir>:<test>"`, where a Rust test may be qualified as `<target>/<path>`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -103,6 +109,9 @@ pub struct TestResult {
     pub events: Vec<String>,
 }
 
+/// Told what is still running and for how long.
+pub type Heartbeat<'a> = dyn Fn(&str, Duration) + 'a;
+
 /// What a run of tests needs.
 pub struct Run<'a> {
     pub sandbox: &'a Sandbox,
@@ -111,6 +120,8 @@ pub struct Run<'a> {
     pub timeout: Duration,
     /// A build cache of its own (red-on-base's tree), by name; `None`: the slot's usual one.
     pub target: Option<&'a str>,
+    /// Told every ~10 s what is still running (a build, a test executable) and for how long.
+    pub heartbeat: Option<&'a Heartbeat<'a>>,
 }
 
 /// Runs every test once and returns each one's result.
@@ -166,11 +177,17 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
 
 fn sandboxed(
     run: &Run,
+    what: &str,
     argv: Vec<String>,
     cwd: &Path,
     env: Vec<(String, std::ffi::OsString)>,
     timeout: Duration,
 ) -> Result<sandbox::Outcome, String> {
+    let beat = |elapsed: Duration| {
+        if let Some(heartbeat) = run.heartbeat {
+            heartbeat(what, elapsed);
+        }
+    };
     run.sandbox
         .run(
             sandbox::Job {
@@ -181,6 +198,7 @@ fn sandboxed(
                 stdin: Vec::new(),
                 timeout,
                 env,
+                heartbeat: Some(&beat),
             },
             &BTreeSet::new(),
         )
@@ -270,6 +288,7 @@ fn rust(
     .to_vec();
     let built = match sandboxed(
         run,
+        &format!("building the tests of `{package}` (cargo build --tests)"),
         build,
         run.root,
         toolchain_env.clone(),
@@ -363,7 +382,14 @@ fn rust(
             .map(String::from),
         );
         let env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".into())];
-        let ran = match sandboxed(run, argv, dir, env, run.timeout) {
+        let ran = match sandboxed(
+            run,
+            &format!("running the tests of `{package}`, target `{target}`"),
+            argv,
+            dir,
+            env,
+            run.timeout,
+        ) {
             Ok(ran) => ran,
             Err(why) => {
                 silent.insert(target.clone(), why);
@@ -571,6 +597,7 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
     let env = vec![("GODEBUG".to_string(), "gotestjsonbuildtext=0".into())];
     let ran = match sandboxed(
         run,
+        &format!("go test `{pkg}` in `{}`", module.display()),
         argv,
         module,
         env,
@@ -660,6 +687,203 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
             )
         })
         .collect()
+}
+
+const TOOL: &str = "aayu test evidence (cargo test, go test -json)";
+
+/// What the tests floor found: its verdict, each criterion's evidence (artifact paths, empty when it has
+/// none) and a line per criterion saying why.
+#[derive(Debug)]
+pub struct Evidenced {
+    pub floor: FloorResult,
+    pub criteria: Vec<pack::Criterion>,
+    pub lines: Vec<String>,
+}
+
+/// The tests floor of a story without an evidence map: it fails, naming the file to commit.
+pub fn floor_without_map(snapshot: &Snapshot) -> Evidenced {
+    let file = crate::select::evidence_map::path(snapshot.meta.story);
+    Evidenced {
+        floor: FloorResult::new(
+            Floor::Tests,
+            Verdict::Fail,
+            "aayu test evidence",
+            format!(
+                "no evidence map: commit `{file}` naming the tests and checks of each criterion"
+            ),
+        )
+        .numbers(0.0, snapshot.criteria.len() as f64),
+        criteria: snapshot
+            .criteria
+            .iter()
+            .map(|c| pack::Criterion {
+                id: c.id,
+                evidence: Vec::new(),
+            })
+            .collect(),
+        lines: Vec::new(),
+    }
+}
+
+/// Per criterion: evidence only when every mapped test passed and every mapped check passed with an
+/// artifact of the criterion's evidence kind.
+pub fn floor(
+    out: &Path,
+    snapshot: &Snapshot,
+    evidence: &EvidenceMap,
+    results: &BTreeMap<TestId, TestResult>,
+    behaviour: Option<&BehaviourReport>,
+    network: Network,
+) -> std::io::Result<Evidenced> {
+    let mut criteria = Vec::new();
+    let mut lines = Vec::new();
+    let mut evidenced = 0usize;
+    // A mapped test this machine cannot run (a toolchain the image lacks) blocks the floor rather than
+    // failing it, unless a test really failed.
+    let (mut failed_any, mut blocked_any) = (false, false);
+    let ready: BTreeMap<u32, &ready::Criterion> =
+        snapshot.criteria.iter().map(|c| (c.id, c)).collect();
+    for criterion in &snapshot.criteria {
+        let Some(mapped) = evidence.criterion.iter().find(|c| c.id == criterion.id) else {
+            lines.push(format!(
+                "criterion {}: no evidence — the evidence map does not name it",
+                criterion.id
+            ));
+            criteria.push(pack::Criterion {
+                id: criterion.id,
+                evidence: Vec::new(),
+            });
+            continue;
+        };
+        let mut problems = Vec::new();
+        let mut events = String::new();
+        for text in &mapped.tests {
+            let Ok(id) = TestId::parse(text) else {
+                continue;
+            };
+            match results.get(&id).map(|r| (&r.outcome, &r.events)) {
+                Some((Outcome::Passed, own)) => {
+                    for event in own {
+                        events.push_str(event);
+                        events.push('\n');
+                    }
+                }
+                Some((outcome, _)) => {
+                    failed_any |= matches!(outcome, Outcome::Failed(_));
+                    blocked_any |= matches!(outcome, Outcome::Blocked(_));
+                    problems.push(format!(
+                        "`{id}` {}: {}",
+                        outcome_words(outcome),
+                        outcome.detail()
+                    ))
+                }
+                None => problems.push(format!("`{id}` did not run")),
+            }
+        }
+        let mut paths = Vec::new();
+        for name in &mapped.checks {
+            let found = behaviour.and_then(|b| {
+                b.checks
+                    .iter()
+                    .find(|c| format!("{}.{}", c.feature, c.check) == *name)
+            });
+            match found {
+                None => problems.push(format!("check `{name}` did not run")),
+                Some(c) if c.status != Status::Passed => problems.push(format!(
+                    "check `{name}` {}: {}",
+                    c.status.as_str(),
+                    c.reason
+                )),
+                Some(c) => {
+                    let own: Vec<&crate::floors::behaviour::Artifact> = c
+                        .artifacts
+                        .iter()
+                        .filter(|a| a.kind == criterion.evidence)
+                        .collect();
+                    if own.is_empty() {
+                        problems.push(format!("check `{name}` produced no `{}` artifact (the criterion's evidence kind)", behaviour::kind_word(criterion.evidence)));
+                    }
+                    paths.extend(own.iter().map(|a| a.path.clone()));
+                }
+            }
+        }
+        if mapped.tests.is_empty() && mapped.checks.is_empty() {
+            problems.push("the evidence map names no test or check for it".to_string());
+        }
+        if problems.is_empty() {
+            if !mapped.tests.is_empty() {
+                let rel = format!("evidence/criterion-{}.jsonl", criterion.id);
+                let path = out.join(&rel);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                behaviour::write_atomic(&path, events.as_bytes())?;
+                paths.insert(0, rel);
+            }
+            evidenced += 1;
+            lines.push(format!(
+                "criterion {}: evidenced ({})",
+                criterion.id,
+                paths.join(", ")
+            ));
+            criteria.push(pack::Criterion {
+                id: criterion.id,
+                evidence: paths,
+            });
+        } else {
+            lines.push(format!(
+                "criterion {}: no evidence — {}",
+                criterion.id,
+                problems.join("; ")
+            ));
+            criteria.push(pack::Criterion {
+                id: criterion.id,
+                evidence: Vec::new(),
+            });
+        }
+    }
+    for extra in evidence
+        .criterion
+        .iter()
+        .filter(|c| !ready.contains_key(&c.id))
+    {
+        lines.push(format!(
+            "criterion {}: the evidence map names it, but the Ready snapshot has no such criterion",
+            extra.id
+        ));
+    }
+    let total = snapshot.criteria.len();
+    let verdict = if evidenced == total {
+        Verdict::Pass
+    } else if blocked_any && !failed_any {
+        Verdict::Blocked
+    } else {
+        Verdict::Fail
+    };
+    let floor = FloorResult::new(
+        Floor::Tests,
+        verdict,
+        TOOL,
+        format!("{evidenced} of {total} criteria evidenced"),
+    )
+    .numbers(evidenced as f64, total as f64)
+    .network(network);
+    Ok(Evidenced {
+        floor,
+        criteria,
+        lines,
+    })
+}
+
+fn outcome_words(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Passed => "passed",
+        Outcome::Failed(_) => "failed",
+        Outcome::NotBuilt(_) => "did not build",
+        Outcome::NotFound(_) => "was not found",
+        Outcome::NotRun(_) => "did not run",
+        Outcome::Blocked(_) => "cannot run here",
+    }
 }
 
 #[cfg(test)]

@@ -201,10 +201,12 @@ impl Drop for Log {
     }
 }
 
-/// A writer into a buffer shared with whoever made it: for a [`Log`] whose output is read back.
+/// A writer into a buffer shared with whoever made it: for a [`Log`] whose output a test reads back.
+#[cfg(test)]
 #[derive(Clone, Default)]
 pub struct Shared(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
+#[cfg(test)]
 impl Shared {
     pub fn take(&self) -> Vec<u8> {
         self.0
@@ -214,6 +216,7 @@ impl Shared {
     }
 }
 
+#[cfg(test)]
 impl Write for Shared {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0

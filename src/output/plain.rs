@@ -131,3 +131,34 @@ pub fn behaviour_report(
     );
     text
 }
+
+/// The table `aayu verify --ci` prints: a line per floor, a line per criterion, and the pack.
+pub fn gate_table(
+    pack: &crate::pack::Pack,
+    criteria: &[String],
+    dir: &std::path::Path,
+    pack_sha256: &str,
+) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{:<12} {:<8} {:>6} {:>9}  detail",
+        "floor", "result", "value", "threshold"
+    );
+    for c in &pack.checks {
+        let _ = writeln!(
+            text,
+            "{:<12} {:<8} {:>6} {:>9}  {}",
+            c.floor, c.result, c.value, c.threshold, c.detail
+        );
+    }
+    for line in criteria {
+        let _ = writeln!(text, "{line}");
+    }
+    let _ = writeln!(
+        text,
+        "pack: {} (sha256 {pack_sha256})",
+        dir.join("pack.json").display()
+    );
+    text
+}

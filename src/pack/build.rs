@@ -1,0 +1,191 @@
+//! Assembling a pack from what the gate found: the run folder's files hashed into artifacts, the binding
+//! fields (written by aayu alone), the trailers of the head commit, the footprint from `LAYERS.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::floors::behaviour::BehaviourReport;
+use crate::gate::Story;
+use crate::git::Repo;
+use crate::maps::blocks::ArtifactKind;
+use crate::pack::{self, Pack};
+use crate::registry::CommandId;
+use crate::settings::Binding;
+
+/// Every file of the run folder, hashed (streamed), with its kind and store: reports and evidence are
+/// `git`; a check's artifact has the kind it declared, and media are `bucket` when a bucket is set, else
+/// `none` (never in git).
+pub fn artifacts(
+    out: &Path,
+    behaviour: Option<&BehaviourReport>,
+    bucket: bool,
+) -> std::io::Result<Vec<pack::Artifact>> {
+    let kinds: BTreeMap<&str, ArtifactKind> = behaviour
+        .into_iter()
+        .flat_map(|b| {
+            b.checks
+                .iter()
+                .flat_map(|c| c.artifacts.iter().map(|a| (a.path.as_str(), a.kind)))
+        })
+        .collect();
+    let mut artifacts = Vec::new();
+    for rel in pack::files_under(out)? {
+        let (sha256, size) = pack::hash_file(&out.join(&rel))?;
+        let kind = if rel.starts_with("reports/") {
+            ArtifactKind::Report
+        } else if rel.starts_with("evidence/") {
+            ArtifactKind::ApiTrace
+        } else {
+            kinds
+                .get(rel.as_str())
+                .copied()
+                .unwrap_or(ArtifactKind::Report)
+        };
+        let store = if pack::is_media(kind) {
+            if bucket { "bucket" } else { "none" }
+        } else {
+            "git"
+        };
+        artifacts.push(pack::Artifact {
+            path: rel,
+            kind,
+            sha256,
+            size,
+            store: store.to_string(),
+            object: String::new(),
+            tombstone: None,
+        });
+    }
+    Ok(artifacts)
+}
+
+/// What a pack is made of.
+pub struct Parts<'a> {
+    pub repo: &'a Repo,
+    pub slug: &'a str,
+    pub story: Option<&'a Story>,
+    pub binding: Option<&'a Binding>,
+    pub base: &'a str,
+    pub head: &'a str,
+    pub actions: bool,
+    pub criteria: Vec<pack::Criterion>,
+    pub artifacts: Vec<pack::Artifact>,
+    pub checks: Vec<pack::Check>,
+    pub now: time::OffsetDateTime,
+}
+
+/// The pack of SPEC §5 (fields from the Go struct of `seeds/proof-packs.txt`).
+pub fn assemble(parts: Parts) -> Pack {
+    let Parts {
+        repo,
+        slug,
+        story,
+        binding,
+        base,
+        head,
+        actions,
+        criteria,
+        artifacts,
+        checks,
+        now,
+    } = parts;
+    let number = story.map_or(0, |s| s.number);
+    let message = repo.message(head).unwrap_or_default();
+    let changed = repo.changed_paths(base, head).unwrap_or_default();
+    Pack {
+        schema_version: pack::SCHEMA_VERSION,
+        repo: slug.to_string(),
+        story: number,
+        pr: binding.map_or(0, |b| b.pr),
+        pr_head_sha: head.to_string(),
+        base_sha: base.to_string(),
+        checkpoint: trailer(&message, "Aayudha-Checkpoint")
+            .filter(|c| {
+                c.split_once('/')
+                    .is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok())
+            })
+            .unwrap_or_default(),
+        seat: CommandId::Verify.spec().seat.id().to_string(),
+        host: if binding.is_some() { "action" } else { "cli" }.to_string(),
+        model: trailer(&message, "Aayudha-Model").unwrap_or_default(),
+        identity: if actions { "ci" } else { "human" }.to_string(),
+        // Only `aayu ship` writes an authoritative pack; the gate's records the run that built it.
+        authority: pack::Authority {
+            kind: "advisory".into(),
+            workflow: binding.map(|b| b.workflow.clone()).unwrap_or_default(),
+            run_id: binding.map_or(0, |b| b.run_id),
+            writer: if binding.is_some() {
+                "aayu action (merge gate)".into()
+            } else {
+                String::new()
+            },
+        },
+        // The action hashes the story's body as it is now, so a story edited after Ready no longer matches.
+        completion_goal_hash: match (binding.and_then(|b| b.completion_goal_hash.clone()), story) {
+            (Some(hash), Some(_)) => hash,
+            (_, story) => story
+                .map(|s| s.snapshot.meta.completion_goal_hash.clone())
+                .unwrap_or_default(),
+        },
+        footprint: footprint(repo.root(), &changed),
+        criteria,
+        artifacts,
+        checks,
+        cost: pack::Cost::default(),
+        links: pack::Links {
+            issue: if number > 0 {
+                format!("{slug}#{number}")
+            } else {
+                String::new()
+            },
+            pr: binding.map(|b| b.pr_url.clone()).unwrap_or_default(),
+            ready_snapshot: if number > 0 {
+                format!("specs/{number}/ready.md")
+            } else {
+                String::new()
+            },
+            run: binding.map(|b| b.run_url.clone()).unwrap_or_default(),
+        },
+        created_at: crate::commands::utc_stamp(now, false),
+    }
+}
+
+/// A commit trailer's value (`Aayudha-Checkpoint: 2/3`).
+fn trailer(message: &str, key: &str) -> Option<String> {
+    message
+        .lines()
+        .rev()
+        .find_map(|l| {
+            l.strip_prefix(key)
+                .and_then(|r| r.strip_prefix(':'))
+                .map(|v| v.trim().to_string())
+        })
+        .filter(|v| !v.is_empty())
+}
+
+/// The layers whose path globs in `LAYERS.md` match a changed path. A layer row names its id (`L01`…`L09`)
+/// and its globs in backticks.
+fn footprint(root: &Path, changed: &[String]) -> Vec<String> {
+    let Ok(bytes) = crate::safe_fs::read(root, "LAYERS.md", 1 << 20) else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut layers = BTreeSet::new();
+    for line in text.lines() {
+        let Some(id) = line.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| {
+            w.len() == 3 && w.starts_with("L0") && w[2..].chars().all(|c| c.is_ascii_digit())
+        }) else {
+            continue;
+        };
+        let globs: Vec<&str> = line.split('`').skip(1).step_by(2).collect();
+        for glob in globs {
+            if let Ok(g) = crate::maps::glob::compile(glob) {
+                let matcher = g.compile_matcher();
+                if changed.iter().any(|p| matcher.is_match(p)) {
+                    layers.insert(id.to_string());
+                }
+            }
+        }
+    }
+    layers.into_iter().collect()
+}
