@@ -63,7 +63,7 @@ pub(crate) fn repo_and_config(
 /// file means the defaults. Returns the configuration and the branch's name.
 pub(crate) fn default_branch_config(
     client: &crate::github::Client,
-    repo: &str,
+    repo: &crate::github::RepoSlug,
     path: Option<&str>,
 ) -> Result<(crate::config::Config, String), Failure> {
     use crate::config::{CONFIG_PATH, Config};

@@ -35,9 +35,38 @@ impl std::fmt::Debug for Token {
     }
 }
 
-/// `owner/name`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepoSlug(pub String);
+/// A repository on GitHub, `owner/name`, checked: two parts of letters, digits, `-`, `_` and `.`. Every
+/// method of the client takes one, so a path in a URL is never built from an unchecked string.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RepoSlug(String);
+
+impl RepoSlug {
+    /// `owner/name`, or `None` when it is not one.
+    pub fn parse(text: &str) -> Option<RepoSlug> {
+        let mut parts = text.split('/');
+        let ok = |p: Option<&str>| {
+            p.is_some_and(|p| {
+                !p.is_empty()
+                    && p != "."
+                    && p != ".."
+                    && p.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            })
+        };
+        (ok(parts.next()) && ok(parts.next()) && parts.next().is_none())
+            .then(|| RepoSlug(text.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RepoSlug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// What GitHub refused, and why.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -97,8 +126,8 @@ impl GitHubError {
 }
 
 /// How many times one request is tried, and the longest wait GitHub may ask for between tries.
-const ATTEMPTS: u32 = 5;
-const LONGEST_WAIT: Duration = Duration::from_secs(60);
+/// How GitHub's requests are retried.
+const RETRY: crate::retry::Policy = crate::retry::NETWORK;
 
 /// The client. Blocking to its callers: it owns a small runtime for octocrab.
 pub struct Client {
@@ -166,7 +195,7 @@ impl Client {
     ) -> Result<Answer, GitHubError> {
         let url = self.url(path);
         let mut limited = 0;
-        for attempt in 0..ATTEMPTS {
+        for attempt in 0..RETRY.attempts {
             let result = self.runtime.block_on(async {
                 let response = match method {
                     Method::GET => self.octo._get(url.as_str()).await,
@@ -191,10 +220,7 @@ impl Client {
                 })
             });
             match result {
-                Err(message) if attempt + 1 < ATTEMPTS => {
-                    let _ = message;
-                    std::thread::sleep(Duration::from_millis(250 * 2u64.pow(attempt)));
-                }
+                Err(_) if RETRY.another_after(attempt) => RETRY.wait(attempt, None),
                 Err(message) => {
                     return Err(GitHubError::Transport {
                         what: what.to_string(),
@@ -204,8 +230,8 @@ impl Client {
                 Ok(answer) => {
                     if let Some(wait) = rate_limit_wait(&answer) {
                         limited += 1;
-                        if attempt + 1 < ATTEMPTS {
-                            std::thread::sleep(wait.min(LONGEST_WAIT));
+                        if RETRY.another_after(attempt) {
+                            RETRY.wait(attempt, Some(wait));
                             continue;
                         }
                         return Err(GitHubError::RateLimited {
@@ -213,8 +239,8 @@ impl Client {
                             attempts: limited,
                         });
                     }
-                    if answer.status >= 500 && attempt + 1 < ATTEMPTS {
-                        std::thread::sleep(Duration::from_millis(250 * 2u64.pow(attempt)));
+                    if answer.status >= 500 && RETRY.another_after(attempt) {
+                        RETRY.wait(attempt, None);
                         continue;
                     }
                     return check(answer, what);
@@ -421,6 +447,26 @@ fn next_link(link: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slug_is_two_plain_parts() {
+        assert_eq!(
+            RepoSlug::parse("octo/shop.rs").map(|s| s.to_string()),
+            Some("octo/shop.rs".to_string())
+        );
+        for bad in [
+            "octo",
+            "octo/",
+            "/shop",
+            "a/b/c",
+            "../shop",
+            "octo/..",
+            "oc to/shop",
+            "o/s?x",
+        ] {
+            assert_eq!(RepoSlug::parse(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn the_next_page_comes_from_the_link_header() {

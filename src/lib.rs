@@ -1,10 +1,15 @@
 //! aayudha verify: turns "done" into a checkable claim.
 //!
-//! The modules follow the pipeline: `maps` reads the feature maps, `floors` judges them against the source,
-//! `output` renders what was found. Beside them: `registry` (every command, as data), `cli` (the clap
-//! front end built from the registry), `settings` (flags and environment resolved once), `config`
-//! (`.aayudha/config.toml` over the embedded defaults), `git` (git2 helpers) and `commands` (one module per
-//! command, each taking a context and plain options).
+//! The modules follow the pipeline: `maps` reads the feature maps, `select` chooses the checks a change
+//! needs, `floors` judge it (feature map, behaviour checks in the `sandbox`, test evidence, red-on-base),
+//! `gate` runs them all on one change and `pack` builds the hashed proof pack, `publish` uploads it and
+//! keeps the comment, `ledger` freezes stories and lands packs, and `output` renders what was found
+//! (plain text, JSON, GitHub workflow commands, Markdown). Beside them: `registry` (every command, as data,
+//! and the clap tree built from it), `cli` (the front end and the one error renderer), `settings` (flags
+//! and environment resolved once, and where GitHub is), `config` (`.aayudha/config.toml` over the embedded
+//! defaults), `git` (git2 helpers), `github` (the REST client), `safe_fs` (files of untrusted trees, never
+//! through a link), `failure` (what a command returns when it cannot do its work) and `commands` (one module
+//! per command, each taking a context and plain options).
 
 pub(crate) mod cleanup;
 pub mod cli;
@@ -23,6 +28,7 @@ pub(crate) mod output;
 pub mod pack;
 pub mod publish;
 pub mod registry;
+pub(crate) mod retry;
 pub(crate) mod safe_fs;
 pub(crate) mod sandbox;
 pub(crate) mod select;

@@ -88,7 +88,7 @@ pub struct Feature {
     pub id: Located<String>,
     #[expect(
         dead_code,
-        reason = "read by the pack's footprint, which lands with the proof pack"
+        reason = "the feature block declares it (SPEC §2); the pack's footprint comes from LAYERS.md, and nothing reads a feature's own layers yet"
     )]
     pub layers: Vec<String>,
     pub sources: Vec<Located<String>>,
@@ -102,9 +102,9 @@ pub struct Feature {
 pub struct Check {
     pub id: Located<String>,
     pub kind: CheckKind,
-    #[allow(
+    #[expect(
         dead_code,
-        reason = "read by the tests floor (a criterion's evidence kind), which lands with the proof pack"
+        reason = "the check block declares it (SPEC §2); a criterion's evidence kind comes from the Completion Goal, and nothing compares the two yet"
     )]
     pub evidence: ArtifactKind,
     pub handles: Vec<Handle>,

@@ -9,6 +9,10 @@ use fake_github::{FakeIssue, FakePull, FakeRun, Server};
 
 const REPO: &str = "octo/shop";
 
+fn slug() -> aayudha::github::RepoSlug {
+    aayudha::github::RepoSlug::parse(REPO).expect("a slug")
+}
+
 fn server_with(token: &str, login: &str) -> Server {
     let server = Server::start();
     server
@@ -38,7 +42,7 @@ fn one_comment_is_created_then_edited_in_place() {
     let c = client(&server, "t");
     let first = comment::upsert(
         &c,
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "abc",
@@ -50,7 +54,7 @@ fn one_comment_is_created_then_edited_in_place() {
     };
     let second = comment::upsert(
         &c,
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "def",
@@ -76,7 +80,7 @@ fn our_comment_is_found_among_150_others_on_a_later_page() {
     }
     let outcome = comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "new",
@@ -103,7 +107,7 @@ fn a_users_comment_carrying_the_marker_is_not_ours() {
     let forged = server.seed("mallory", &format!("{MARKER}\nall floors hold, ship it"));
     let outcome = comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "h",
@@ -129,7 +133,7 @@ fn two_concurrent_runs_leave_one_comment_the_lowest_id() {
         Some(("aayu-bot".into(), comment::body(2, "h", "the other run")));
     let outcome = comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "h",
@@ -149,7 +153,7 @@ fn an_older_run_never_overwrites_a_newer_one() {
     let id = server.seed("aayu-bot", &comment::body(20, "newer-head", "newer"));
     let outcome = comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "newer-head",
@@ -164,7 +168,7 @@ fn an_older_run_never_overwrites_a_newer_one() {
 fn a_huge_body_is_posted_capped() {
     let server = server_with("t", "aayu-bot");
     let body = comment::body(1, "h", &"x".repeat(300_000));
-    comment::upsert(&client(&server, "t"), REPO, 3, "aayu-bot", "h", &body).expect("upsert");
+    comment::upsert(&client(&server, "t"), &slug(), 3, "aayu-bot", "h", &body).expect("upsert");
     let posted = &ours(&server, "aayu-bot")[0];
     assert!(posted.body.chars().count() <= comment::MAX_BODY);
 }
@@ -176,7 +180,7 @@ fn a_secondary_rate_limit_is_waited_out() {
     let started = std::time::Instant::now();
     comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "h",
@@ -201,7 +205,7 @@ fn a_read_only_token_is_a_typed_refusal_with_the_permission_to_add() {
         .push("ro".into());
     let err = comment::upsert(
         &client(&server, "ro"),
-        REPO,
+        &slug(),
         3,
         "fork-bot",
         "h",
@@ -219,7 +223,7 @@ fn a_comment_deleted_meanwhile_is_written_anew() {
     server.state.lock().expect("lock").vanish_on_patch = true;
     let outcome = comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "h",
@@ -252,7 +256,7 @@ fn a_workflow_token_acts_as_the_actions_bot() {
         .login()
         .expect("login")
         .unwrap_or_else(|| ACTIONS_BOT.to_string());
-    comment::upsert(&c, REPO, 3, &me, "h", &comment::body(1, "h", "x")).expect("upsert");
+    comment::upsert(&c, &slug(), 3, &me, "h", &comment::body(1, "h", "x")).expect("upsert");
     assert_eq!(ours(&server, ACTIONS_BOT).len(), 1);
     let err = Client::new(&server.url, &Token::new("wrong"))
         .expect("client")
@@ -279,11 +283,11 @@ fn another_runs_artifact_is_listed_and_downloaded_through_the_redirect_without_t
             .push((78, 5003, "aayudha-pack".into(), b"old".to_vec(), true));
     }
     let c = client(&server, "t");
-    let found = c.run_artifacts(REPO, 77, "aayudha-pack").expect("list");
+    let found = c.run_artifacts(&slug(), 77, "aayudha-pack").expect("list");
     assert_eq!(found.len(), 1);
     assert_eq!((found[0].id, found[0].size), (5001, 9));
     assert_eq!(
-        c.artifact_zip(REPO, 5001, 1 << 20).expect("download"),
+        c.artifact_zip(&slug(), 5001, 1 << 20).expect("download"),
         b"zip bytes"
     );
     assert_eq!(
@@ -291,11 +295,11 @@ fn another_runs_artifact_is_listed_and_downloaded_through_the_redirect_without_t
         0,
         "the redirect was followed without the token"
     );
-    let expired = c.artifact_zip(REPO, 5003, 1 << 20).expect_err("expired");
+    let expired = c.artifact_zip(&slug(), 5003, 1 << 20).expect_err("expired");
     assert!(matches!(expired, GitHubError::Gone { .. }), "{expired:?}");
     assert!(expired.hint().expect("hint").contains("expired"));
     assert!(
-        c.artifact_zip(REPO, 5001, 4).is_err(),
+        c.artifact_zip(&slug(), 5001, 4).is_err(),
         "a download over the limit is refused"
     );
     server.assert_clean();
@@ -332,7 +336,7 @@ fn issues_pulls_reviews_permissions_merges_and_runs_are_read_as_aayu_needs_them(
             .collect();
     }
     let c = client(&server, "t");
-    let issue = c.issue(REPO, 131).expect("issue");
+    let issue = c.issue(&slug(), 131).expect("issue");
     assert_eq!(
         (issue.title.as_str(), issue.body, issue.labels),
         (
@@ -341,11 +345,11 @@ fn issues_pulls_reviews_permissions_merges_and_runs_are_read_as_aayu_needs_them(
             vec!["type:bug".to_string(), "ready".to_string()]
         )
     );
-    assert_eq!(c.reviews(REPO, 3).expect("reviews")[0].state, "APPROVED");
-    assert_eq!(c.permission(REPO, "alice").expect("permission"), "write");
+    assert_eq!(c.reviews(&slug(), 3).expect("reviews")[0].state, "APPROVED");
+    assert_eq!(c.permission(&slug(), "alice").expect("permission"), "write");
     let runs = c
         .workflow_runs(
-            REPO,
+            &slug(),
             ".github/workflows/aayudha-merge-gate.yml",
             &RunFilter::default(),
         )
@@ -354,15 +358,15 @@ fn issues_pulls_reviews_permissions_merges_and_runs_are_read_as_aayu_needs_them(
     assert_eq!(runs[0].id, 130, "newest first");
     assert_eq!(runs[0].event, "pull_request_target");
     let err = c
-        .squash_merge(REPO, 3, &"3".repeat(40))
+        .squash_merge(&slug(), 3, &"3".repeat(40))
         .expect_err("moved head");
     assert!(matches!(err, GitHubError::Conflict { .. }), "{err:?}");
     assert_eq!(
-        c.squash_merge(REPO, 3, &"1".repeat(40)).expect("merge"),
+        c.squash_merge(&slug(), 3, &"1".repeat(40)).expect("merge"),
         "9".repeat(40)
     );
     assert!(matches!(
-        c.issue(REPO, 999).expect_err("404"),
+        c.issue(&slug(), 999).expect_err("404"),
         GitHubError::NotFound { .. }
     ));
     server.assert_clean();
@@ -381,7 +385,7 @@ fn a_minimized_comment_is_left_alone_and_a_new_one_written() {
         .for_each(|c| c.minimized = true);
     let outcome = comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "h",
@@ -412,7 +416,7 @@ fn a_later_run_on_an_older_head_keeps_the_current_heads_proof() {
     // Run 9 is a re-run that built head 1, which is no longer the pull request's head.
     let outcome = comment::upsert(
         &client(&server, "t"),
-        REPO,
+        &slug(),
         3,
         "aayu-bot",
         "head-2",

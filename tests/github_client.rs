@@ -9,6 +9,10 @@ use fake_github::{FakeIssue, FakePull, FakeRun, Server};
 
 const REPO: &str = "octo/shop";
 
+fn slug() -> aayudha::github::RepoSlug {
+    aayudha::github::RepoSlug::parse(REPO).expect("a slug")
+}
+
 fn server() -> Server {
     let server = Server::start();
     server
@@ -41,22 +45,22 @@ fn the_repository_and_a_story_are_read_and_the_story_is_edited() {
         },
     );
     let c = client(&server);
-    let repo = c.repository(REPO).expect("repository");
+    let repo = c.repository(&slug()).expect("repository");
     assert_eq!(
         (repo.full_name.as_str(), repo.default_branch.as_str()),
         (REPO, "main")
     );
-    let issue = c.issue(REPO, 131).expect("issue");
+    let issue = c.issue(&slug(), 131).expect("issue");
     assert_eq!(issue.title, "Fix totals");
     assert!(!issue.is_pull_request);
     assert_eq!(
-        c.issue_labels(REPO, 131).expect("labels").len(),
+        c.issue_labels(&slug(), 131).expect("labels").len(),
         120,
         "labels on page 2 are read too"
     );
     let edited = c
         .update_issue(
-            REPO,
+            &slug(),
             131,
             Some("done"),
             Some(&["type:bug".to_string(), "complete".to_string()]),
@@ -64,11 +68,12 @@ fn the_repository_and_a_story_are_read_and_the_story_is_edited() {
         .expect("edit");
     assert_eq!(edited.body.as_deref(), Some("done"));
     assert_eq!(
-        c.issue(REPO, 131).expect("issue").labels,
+        c.issue(&slug(), 131).expect("issue").labels,
         ["type:bug", "complete"]
     );
     assert!(matches!(
-        c.repository("someone/else").expect_err("404"),
+        c.repository(&aayudha::github::RepoSlug::parse("someone/else").expect("slug"))
+            .expect_err("404"),
         GitHubError::NotFound { .. }
     ));
     server.assert_clean();
@@ -91,31 +96,31 @@ fn pull_requests_their_commits_reviews_and_permissions() {
         fake.permissions.insert("alice".into(), "maintain".into());
     }
     let c = client(&server);
-    let pull = c.pull(REPO, 3).expect("pull");
+    let pull = c.pull(&slug(), 3).expect("pull");
     assert_eq!(
         (pull.head_sha.as_str(), pull.head_repo.as_deref()),
         (sha('a').as_str(), Some(REPO))
     );
     assert_eq!(
-        c.pull(REPO, 4).expect("fork").head_repo,
+        c.pull(&slug(), 4).expect("fork").head_repo,
         None,
         "a deleted fork"
     );
-    assert_eq!(c.pull_commits(REPO, 3).expect("commits").len(), 130);
-    let open = c.pulls(REPO, "open", None).expect("pulls");
+    assert_eq!(c.pull_commits(&slug(), 3).expect("commits").len(), 130);
+    let open = c.pulls(&slug(), "open", None).expect("pulls");
     assert_eq!(open.len(), 2);
     let mine = c
-        .pulls(REPO, "open", Some("octo:feature"))
+        .pulls(&slug(), "open", Some("octo:feature"))
         .expect("filtered");
     assert_eq!(mine.iter().map(|p| p.number).collect::<Vec<_>>(), [3]);
-    assert_eq!(c.reviews(REPO, 3).expect("reviews")[0].user, "alice");
+    assert_eq!(c.reviews(&slug(), 3).expect("reviews")[0].user, "alice");
     assert_eq!(
-        c.permission(REPO, "alice").expect("permission"),
+        c.permission(&slug(), "alice").expect("permission"),
         "maintain",
         "the finer role, not the folded `write`"
     );
     assert!(matches!(
-        c.permission(REPO, "mallory")
+        c.permission(&slug(), "mallory")
             .expect_err("not a collaborator"),
         GitHubError::NotFound { .. }
     ));
@@ -134,7 +139,7 @@ fn statuses_are_set_listed_newest_first_and_combined() {
     let c = client(&server);
     let set = |state, context, description: &str| {
         c.create_status(
-            REPO,
+            &slug(),
             &sha('a'),
             &NewStatus {
                 state,
@@ -149,7 +154,7 @@ fn statuses_are_set_listed_newest_first_and_combined() {
     set("success", "aayudha/proof", &"d".repeat(300));
     let ci = set("failure", "ci", "red");
     assert_eq!(ci.creator.as_deref(), Some("aayu-bot"));
-    let all = c.statuses(REPO, &sha('a')).expect("statuses");
+    let all = c.statuses(&slug(), &sha('a')).expect("statuses");
     assert_eq!(
         all.iter().map(|s| s.state.as_str()).collect::<Vec<_>>(),
         ["failure", "success", "pending"],
@@ -160,7 +165,7 @@ fn statuses_are_set_listed_newest_first_and_combined() {
         Some(140),
         "the description is cut to GitHub's limit"
     );
-    let (state, latest) = c.combined_status(REPO, "feature").expect("combined");
+    let (state, latest) = c.combined_status(&slug(), "feature").expect("combined");
     assert_eq!(state, "failure");
     assert_eq!(latest.len(), 2, "the latest of each context");
     server.assert_clean();
@@ -181,31 +186,34 @@ fn files_refs_branches_and_commits() {
     }
     let c = client(&server);
     assert_eq!(
-        c.file(REPO, "proof/7/a b.json", "ledger").expect("file"),
+        c.file(&slug(), "proof/7/a b.json", "ledger").expect("file"),
         big,
         "base64 wrapped at 60 columns is decoded"
     );
     assert!(matches!(
-        c.file(REPO, "proof/7/a b.json", "main")
+        c.file(&slug(), "proof/7/a b.json", "main")
             .expect_err("absent"),
         GitHubError::NotFound { .. }
     ));
-    assert_eq!(c.git_ref(REPO, "heads/feature/x").expect("ref"), sha('2'));
-    let branch = c.branch(REPO, "feature/x").expect("branch");
+    assert_eq!(
+        c.git_ref(&slug(), "heads/feature/x").expect("ref"),
+        sha('2')
+    );
+    let branch = c.branch(&slug(), "feature/x").expect("branch");
     assert_eq!((branch.sha, branch.protected), (sha('2'), false));
-    assert!(c.branch(REPO, "main").expect("main").protected);
-    let commit = c.commit(REPO, "feature/x").expect("commit");
+    assert!(c.branch(&slug(), "main").expect("main").protected);
+    let commit = c.commit(&slug(), "feature/x").expect("commit");
     assert_eq!(
         (commit.message.as_str(), commit.parents),
         ("Fix totals", vec![sha('1')])
     );
-    c.delete_ref(REPO, "heads/feature/x").expect("delete");
+    c.delete_ref(&slug(), "heads/feature/x").expect("delete");
     assert!(matches!(
-        c.git_ref(REPO, "heads/feature/x").expect_err("gone"),
+        c.git_ref(&slug(), "heads/feature/x").expect_err("gone"),
         GitHubError::NotFound { .. }
     ));
     assert!(matches!(
-        c.delete_ref(REPO, "heads/feature/x").expect_err("twice"),
+        c.delete_ref(&slug(), "heads/feature/x").expect_err("twice"),
         GitHubError::Unprocessable { .. }
     ));
     server.assert_clean();
@@ -230,7 +238,7 @@ fn workflows_runs_attempts_jobs_and_artifacts() {
             .push((40, 7001, "aayudha-pack".into(), b"zip".to_vec(), false));
     }
     let c = client(&server);
-    let workflows = c.workflows(REPO).expect("workflows");
+    let workflows = c.workflows(&slug()).expect("workflows");
     assert_eq!(
         workflows
             .iter()
@@ -242,12 +250,12 @@ fn workflows_runs_attempts_jobs_and_artifacts() {
         ]
     );
     let all = c
-        .workflow_runs(REPO, "aayudha-merge-gate.yml", &RunFilter::default())
+        .workflow_runs(&slug(), "aayudha-merge-gate.yml", &RunFilter::default())
         .expect("runs");
     assert_eq!(all.iter().map(|r| r.id).collect::<Vec<_>>(), [41, 40]);
     let filtered = c
         .workflow_runs(
-            REPO,
+            &slug(),
             ".github/workflows/aayudha-merge-gate.yml",
             &RunFilter {
                 event: Some("pull_request_target"),
@@ -256,23 +264,23 @@ fn workflows_runs_attempts_jobs_and_artifacts() {
         )
         .expect("filtered");
     assert_eq!(filtered.iter().map(|r| r.id).collect::<Vec<_>>(), [40]);
-    let run = c.run(REPO, 40).expect("run");
+    let run = c.run(&slug(), 40).expect("run");
     assert_eq!(
         (run.run_attempt, run.conclusion.as_deref()),
         (2, Some("success"))
     );
-    let first = c.run_attempt(REPO, 40, 1).expect("attempt 1");
+    let first = c.run_attempt(&slug(), 40, 1).expect("attempt 1");
     assert_eq!(first.conclusion.as_deref(), Some("failure"));
     assert!(matches!(
-        c.run_attempt(REPO, 40, 3).expect_err("no attempt 3"),
+        c.run_attempt(&slug(), 40, 3).expect_err("no attempt 3"),
         GitHubError::NotFound { .. }
     ));
-    let jobs = c.run_jobs(REPO, 40).expect("jobs");
+    let jobs = c.run_jobs(&slug(), 40).expect("jobs");
     assert_eq!(
         jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>(),
         ["merge-gate", "pack"]
     );
-    let artifact = c.artifact(REPO, 7001).expect("artifact");
+    let artifact = c.artifact(&slug(), 7001).expect("artifact");
     assert_eq!((artifact.run_id, artifact.size), (Some(40), 3));
     server.assert_clean();
 }
@@ -286,14 +294,17 @@ fn server_errors_and_dropped_connections_are_retried() {
         fake.reset_next = 1;
     }
     let c = client(&server);
-    assert_eq!(c.repository(REPO).expect("after retries").full_name, REPO);
+    assert_eq!(
+        c.repository(&slug()).expect("after retries").full_name,
+        REPO
+    );
     assert_eq!(
         server.state.lock().expect("lock").requests.len(),
         4,
         "a reset, two server errors, then the answer"
     );
     server.state.lock().expect("lock").fail_next = vec![500; 10];
-    let err = c.repository(REPO).expect_err("gives up");
+    let err = c.repository(&slug()).expect_err("gives up");
     assert!(
         matches!(err, GitHubError::Status { status: 500, .. }),
         "{err:?}"
@@ -319,7 +330,7 @@ fn refusals_are_typed_with_a_hint() {
     let reader = Client::new(&server.url, &Token::new("ro")).expect("client");
     let err = reader
         .create_status(
-            REPO,
+            &slug(),
             &sha('a'),
             &NewStatus {
                 state: "success",
@@ -334,21 +345,21 @@ fn refusals_are_typed_with_a_hint() {
         "{err}"
     );
     let err = reader
-        .update_issue(REPO, 7, Some("x"), None)
+        .update_issue(&slug(), 7, Some("x"), None)
         .expect_err("read-only");
     assert!(err.hint().expect("hint").contains("issues: write"), "{err}");
     let err = reader
-        .squash_merge(REPO, 3, &sha('a'))
+        .squash_merge(&slug(), 3, &sha('a'))
         .expect_err("read-only");
     assert!(matches!(err, GitHubError::Forbidden { .. }), "{err:?}");
     let stranger = Client::new(&server.url, &Token::new("nope")).expect("client");
-    let err = stranger.pull(REPO, 3).expect_err("401");
+    let err = stranger.pull(&slug(), 3).expect_err("401");
     assert!(matches!(err, GitHubError::Unauthorized { .. }));
     assert!(err.hint().expect("hint").contains("token"));
     let c = client(&server);
-    let err = c.squash_merge(REPO, 3, &sha('b')).expect_err("moved");
+    let err = c.squash_merge(&slug(), 3, &sha('b')).expect_err("moved");
     assert!(matches!(err, GitHubError::Conflict { .. }), "{err:?}");
-    c.squash_merge(REPO, 3, &sha('a')).expect("merge");
-    assert!(c.pull(REPO, 3).expect("pull").merged);
+    c.squash_merge(&slug(), 3, &sha('a')).expect("merge");
+    assert!(c.pull(&slug(), 3).expect("pull").merged);
     server.assert_clean();
 }

@@ -25,7 +25,7 @@ use crate::failure::git_failure;
 use crate::floors::behaviour::Status;
 use crate::gate::Story;
 use crate::git::Repo;
-use crate::github::{Client, Token};
+use crate::github::{Client, RepoSlug, Token};
 use crate::ledger::ready;
 use crate::publish::ARTIFACT;
 use crate::publish::archive;
@@ -422,6 +422,11 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         .repository
         .clone()
         .unwrap_or_else(|| pr.base_repo.clone());
+    let repository = RepoSlug::parse(&repository).ok_or_else(|| {
+        Failure::usage(format!(
+            "`{repository}` (GITHUB_REPOSITORY, or the event's base repository) is not OWNER/NAME"
+        ))
+    })?;
     let root = options.root()?;
     trust_workspace();
     let repo = Repo::discover(&root).map_err(|e| {
@@ -558,7 +563,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         out: pack_dir.clone(),
         temp: temp.path().to_path_buf(),
         now: ctx.env.now()?,
-        slug: repository.clone(),
+        slug: repository.to_string(),
         actions: true,
     };
     let run = crate::gate::run(&inputs, ctx.err);

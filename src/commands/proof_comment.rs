@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::commands::{Context, Failure, github_failure, short};
 use crate::exit::ExitStatus;
-use crate::github::{Client, GitHubError, NewStatus, Token};
+use crate::github::{Client, GitHubError, NewStatus, RepoSlug, Token};
 use crate::ledger::ready;
 use crate::ledger::verify::{self, Stored};
 use crate::output::markdown::{cell, code};
@@ -27,6 +27,11 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
             "`GITHUB_REPOSITORY` is not set: `aayu proof comment` runs in GitHub Actions",
         )
         .with_hint("set GITHUB_REPOSITORY=owner/name to run it elsewhere")
+    })?;
+    let repo = RepoSlug::parse(&repo).ok_or_else(|| {
+        Failure::usage(format!(
+            "`GITHUB_REPOSITORY` is `{repo}`, not a repository: write OWNER/NAME"
+        ))
     })?;
     let token = options.token.clone().ok_or_else(|| {
         Failure::usage("no token: set `GITHUB_TOKEN` (or the action's `token` input)")
@@ -251,7 +256,7 @@ fn pr_of_event(options: &ProofCommentOptions) -> Result<u64, Failure> {
 /// configuration), through the contents API.
 fn snapshot(
     client: &Client,
-    repo: &str,
+    repo: &RepoSlug,
     ledger: &str,
     story: u64,
 ) -> Result<ready::Snapshot, String> {

@@ -68,7 +68,7 @@ fn qualify(
     story: u64,
     snapshot: &Result<ready::Snapshot, String>,
 ) -> Result<Qualified, String> {
-    let (file, reference) = run_workflow(&run.path, &remote.repo);
+    let (file, reference) = run_workflow(&run.path, remote.repo.as_str());
     if file != gate_workflow {
         return Err(format!("another workflow ({file}), not {gate_workflow}"));
     }
@@ -82,7 +82,7 @@ fn qualify(
             reference.as_deref().unwrap_or(&run.head_branch)
         ));
     }
-    if run.repository != remote.repo {
+    if run.repository != remote.repo.as_str() {
         return Err(format!("ran in {}, not {}", run.repository, remote.repo));
     }
     match run.event.as_str() {

@@ -1,6 +1,5 @@
-//! `aayu verify`: the map check (`--map`, SPEC §3) and the behaviour floor (`--check`, or `--base` and
-//! `--head` with `--story`, SPEC §4). `--ci` and the pack land with their own issue; asking for them exits
-//! 2 and says so.
+//! `aayu verify`: the map check (`--map`, SPEC §3), the behaviour floor (`--check`, or `--base` and
+//! `--head` with `--story`, SPEC §4), and the whole gate with its pack (`--ci`, in [`super::ci`]).
 
 use crate::commands::{Context, Failure, write_out, write_report};
 use crate::config::Config;

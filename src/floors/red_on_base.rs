@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::floors::test_evidence::{self as tests, Outcome, TestId};
+use crate::floors::test_evidence::{self, Outcome, TestId};
 use crate::git::Repo;
 use crate::select::evidence_map::EvidenceMap;
 
@@ -135,7 +135,7 @@ pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
 }
 
 /// Runs the mapped tests of every criterion on the prepared base.
-pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &tests::Run) -> Report {
+pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &test_evidence::Run) -> Report {
     let inconclusive_all = |base: String, reason: String| Report {
         schema_version: 1,
         base,
@@ -165,14 +165,14 @@ pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &tests::Run) -> Rep
             }
         }
     }
-    let on_base = tests::Run {
+    let on_base = test_evidence::Run {
         sandbox: run.sandbox,
         root: folder.path(),
         timeout: run.timeout,
         target: Some("base-target"),
         heartbeat: run.heartbeat,
     };
-    let results = tests::run_tests(&on_base, &ids);
+    let results = test_evidence::run_tests(&on_base, &ids);
     let criteria = evidence
         .criterion
         .iter()

@@ -1,6 +1,7 @@
 //! The Actions endpoints aayu uses (SPEC §9): workflows, their runs, a run's attempts, jobs and
 //! artifacts, and an artifact's zip through its signed URL.
 
+use super::RepoSlug;
 use http::Method;
 use serde_json::Value;
 
@@ -94,7 +95,7 @@ fn artifact_of(item: &Value) -> RunArtifact {
 
 impl Client {
     /// Every workflow of the repository (all pages).
-    pub fn workflows(&self, repo: &str) -> Result<Vec<Workflow>, GitHubError> {
+    pub fn workflows(&self, repo: &RepoSlug) -> Result<Vec<Workflow>, GitHubError> {
         Ok(self
             .list_in(
                 &format!("/repos/{repo}/actions/workflows"),
@@ -114,7 +115,7 @@ impl Client {
     /// Every run of a workflow file (all pages), newest first.
     pub fn workflow_runs(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         workflow_file: &str,
         filter: &RunFilter<'_>,
     ) -> Result<Vec<WorkflowRun>, GitHubError> {
@@ -140,7 +141,7 @@ impl Client {
     }
 
     /// `GET /repos/{o}/{r}/actions/runs/{id}`: the run as of its latest attempt.
-    pub fn run(&self, repo: &str, run_id: u64) -> Result<WorkflowRun, GitHubError> {
+    pub fn run(&self, repo: &RepoSlug, run_id: u64) -> Result<WorkflowRun, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/actions/runs/{run_id}"),
@@ -153,7 +154,7 @@ impl Client {
     /// One attempt of a run.
     pub fn run_attempt(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         run_id: u64,
         attempt: u64,
     ) -> Result<WorkflowRun, GitHubError> {
@@ -167,7 +168,7 @@ impl Client {
     }
 
     /// The jobs of a run's latest attempt (all pages).
-    pub fn run_jobs(&self, repo: &str, run_id: u64) -> Result<Vec<Job>, GitHubError> {
+    pub fn run_jobs(&self, repo: &RepoSlug, run_id: u64) -> Result<Vec<Job>, GitHubError> {
         Ok(self
             .list_in(
                 &format!("/repos/{repo}/actions/runs/{run_id}/jobs"),
@@ -188,7 +189,7 @@ impl Client {
     /// Every artifact of a run named `name` (all pages).
     pub fn run_artifacts(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         run_id: u64,
         name: &str,
     ) -> Result<Vec<RunArtifact>, GitHubError> {
@@ -209,7 +210,7 @@ impl Client {
     }
 
     /// `GET /repos/{o}/{r}/actions/artifacts/{id}`.
-    pub fn artifact(&self, repo: &str, artifact_id: u64) -> Result<RunArtifact, GitHubError> {
+    pub fn artifact(&self, repo: &RepoSlug, artifact_id: u64) -> Result<RunArtifact, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/actions/artifacts/{artifact_id}"),
@@ -224,7 +225,7 @@ impl Client {
     /// 410 means it expired.
     pub fn artifact_zip(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         artifact_id: u64,
         limit: u64,
     ) -> Result<Vec<u8>, GitHubError> {

@@ -2,6 +2,7 @@
 //! permissions, commit statuses, contents, refs, branches and commits — each read into the few fields aayu
 //! needs, every list through all its pages.
 
+use super::RepoSlug;
 use base64::Engine as _;
 use http::Method;
 use serde_json::{Value, json};
@@ -185,7 +186,7 @@ fn commit_of(v: &Value) -> Commit {
 
 impl Client {
     /// `GET /repos/{o}/{r}`.
-    pub fn repository(&self, repo: &str) -> Result<Repository, GitHubError> {
+    pub fn repository(&self, repo: &RepoSlug) -> Result<Repository, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}"),
@@ -200,7 +201,7 @@ impl Client {
     }
 
     /// `GET /repos/{o}/{r}/issues/{n}`.
-    pub fn issue(&self, repo: &str, number: u64) -> Result<Issue, GitHubError> {
+    pub fn issue(&self, repo: &RepoSlug, number: u64) -> Result<Issue, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/issues/{number}"),
@@ -213,7 +214,7 @@ impl Client {
     /// `PATCH /repos/{o}/{r}/issues/{n}`: a new body and/or a new set of labels; what is `None` is kept.
     pub fn update_issue(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         number: u64,
         body: Option<&str>,
         labels: Option<&[String]>,
@@ -235,7 +236,7 @@ impl Client {
     }
 
     /// `GET /repos/{o}/{r}/issues/{n}/labels`, every page.
-    pub fn issue_labels(&self, repo: &str, number: u64) -> Result<Vec<String>, GitHubError> {
+    pub fn issue_labels(&self, repo: &RepoSlug, number: u64) -> Result<Vec<String>, GitHubError> {
         Ok(self
             .list(
                 &format!("/repos/{repo}/issues/{number}/labels"),
@@ -247,7 +248,7 @@ impl Client {
     }
 
     /// Every comment of an issue or pull request, oldest first (all pages).
-    pub fn comments(&self, repo: &str, number: u64) -> Result<Vec<IssueComment>, GitHubError> {
+    pub fn comments(&self, repo: &RepoSlug, number: u64) -> Result<Vec<IssueComment>, GitHubError> {
         Ok(self
             .list(
                 &format!("/repos/{repo}/issues/{number}/comments"),
@@ -258,7 +259,7 @@ impl Client {
             .collect())
     }
 
-    pub fn comment(&self, repo: &str, id: u64) -> Result<IssueComment, GitHubError> {
+    pub fn comment(&self, repo: &RepoSlug, id: u64) -> Result<IssueComment, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/issues/comments/{id}"),
@@ -270,7 +271,7 @@ impl Client {
 
     pub fn create_comment(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         number: u64,
         body: &str,
     ) -> Result<IssueComment, GitHubError> {
@@ -285,7 +286,7 @@ impl Client {
 
     pub fn update_comment(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         id: u64,
         body: &str,
     ) -> Result<IssueComment, GitHubError> {
@@ -298,7 +299,7 @@ impl Client {
         Ok(comment_of(&v))
     }
 
-    pub fn delete_comment(&self, repo: &str, id: u64) -> Result<(), GitHubError> {
+    pub fn delete_comment(&self, repo: &RepoSlug, id: u64) -> Result<(), GitHubError> {
         self.send(
             Method::DELETE,
             &format!("/repos/{repo}/issues/comments/{id}"),
@@ -309,7 +310,7 @@ impl Client {
     }
 
     /// `GET /repos/{o}/{r}/pulls/{n}`.
-    pub fn pull(&self, repo: &str, number: u64) -> Result<Pull, GitHubError> {
+    pub fn pull(&self, repo: &RepoSlug, number: u64) -> Result<Pull, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/pulls/{number}"),
@@ -322,7 +323,7 @@ impl Client {
     /// `GET /repos/{o}/{r}/pulls?state=…[&head=owner:branch]`, every page.
     pub fn pulls(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         state: &str,
         head: Option<&str>,
     ) -> Result<Vec<Pull>, GitHubError> {
@@ -338,7 +339,7 @@ impl Client {
     }
 
     /// The SHAs of a pull request's commits, oldest first (GitHub lists at most 250).
-    pub fn pull_commits(&self, repo: &str, number: u64) -> Result<Vec<String>, GitHubError> {
+    pub fn pull_commits(&self, repo: &RepoSlug, number: u64) -> Result<Vec<String>, GitHubError> {
         Ok(self
             .list(
                 &format!("/repos/{repo}/pulls/{number}/commits"),
@@ -350,7 +351,7 @@ impl Client {
     }
 
     /// Every review of a pull request (all pages).
-    pub fn reviews(&self, repo: &str, number: u64) -> Result<Vec<Review>, GitHubError> {
+    pub fn reviews(&self, repo: &RepoSlug, number: u64) -> Result<Vec<Review>, GitHubError> {
         Ok(self
             .list(
                 &format!("/repos/{repo}/pulls/{number}/reviews"),
@@ -366,7 +367,12 @@ impl Client {
     }
 
     /// Squash-merges a pull request, only if its head is still `sha`; answers the merge commit's SHA.
-    pub fn squash_merge(&self, repo: &str, number: u64, sha: &str) -> Result<String, GitHubError> {
+    pub fn squash_merge(
+        &self,
+        repo: &RepoSlug,
+        number: u64,
+        sha: &str,
+    ) -> Result<String, GitHubError> {
         let body = json!({"sha": sha, "merge_method": "squash"});
         let v = self.json(
             Method::PUT,
@@ -378,7 +384,7 @@ impl Client {
     }
 
     /// A user's permission on the repository: `admin`, `maintain`, `write`, `triage`, `read` or `none`.
-    pub fn permission(&self, repo: &str, user: &str) -> Result<String, GitHubError> {
+    pub fn permission(&self, repo: &RepoSlug, user: &str) -> Result<String, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!(
@@ -397,7 +403,7 @@ impl Client {
     /// `POST /repos/{o}/{r}/statuses/{sha}`.
     pub fn create_status(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         sha: &str,
         status: &NewStatus<'_>,
     ) -> Result<CommitStatus, GitHubError> {
@@ -419,7 +425,11 @@ impl Client {
     }
 
     /// Every status set on a commit, newest first (all pages).
-    pub fn statuses(&self, repo: &str, reference: &str) -> Result<Vec<CommitStatus>, GitHubError> {
+    pub fn statuses(
+        &self,
+        repo: &RepoSlug,
+        reference: &str,
+    ) -> Result<Vec<CommitStatus>, GitHubError> {
         Ok(self
             .list(
                 &format!("/repos/{repo}/commits/{}/statuses", encode_path(reference)),
@@ -433,7 +443,7 @@ impl Client {
     /// The combined state of a commit and the latest status of each context (all pages).
     pub fn combined_status(
         &self,
-        repo: &str,
+        repo: &RepoSlug,
         reference: &str,
     ) -> Result<(String, Vec<CommitStatus>), GitHubError> {
         let pages = self.list(
@@ -451,7 +461,12 @@ impl Client {
     }
 
     /// A file's bytes at a ref, through the contents API (files up to GitHub's 1 MB limit of it).
-    pub fn file(&self, repo: &str, path: &str, reference: &str) -> Result<Vec<u8>, GitHubError> {
+    pub fn file(
+        &self,
+        repo: &RepoSlug,
+        path: &str,
+        reference: &str,
+    ) -> Result<Vec<u8>, GitHubError> {
         let what = format!("{reference}:{path}");
         let v = self.json(
             Method::GET,
@@ -484,7 +499,7 @@ impl Client {
     }
 
     /// The SHA a ref (`heads/ledger`, `tags/v1`) points at.
-    pub fn git_ref(&self, repo: &str, reference: &str) -> Result<String, GitHubError> {
+    pub fn git_ref(&self, repo: &RepoSlug, reference: &str) -> Result<String, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/git/ref/{}", encode_path(reference)),
@@ -495,7 +510,7 @@ impl Client {
     }
 
     /// Deletes a ref (`heads/aayudha/tmp`).
-    pub fn delete_ref(&self, repo: &str, reference: &str) -> Result<(), GitHubError> {
+    pub fn delete_ref(&self, repo: &RepoSlug, reference: &str) -> Result<(), GitHubError> {
         self.send(
             Method::DELETE,
             &format!("/repos/{repo}/git/refs/{}", encode_path(reference)),
@@ -506,7 +521,7 @@ impl Client {
     }
 
     /// `GET /repos/{o}/{r}/branches/{b}`.
-    pub fn branch(&self, repo: &str, branch: &str) -> Result<Branch, GitHubError> {
+    pub fn branch(&self, repo: &RepoSlug, branch: &str) -> Result<Branch, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/branches/{}", encode_path(branch)),
@@ -521,7 +536,7 @@ impl Client {
     }
 
     /// `GET /repos/{o}/{r}/commits/{ref}`.
-    pub fn commit(&self, repo: &str, reference: &str) -> Result<Commit, GitHubError> {
+    pub fn commit(&self, repo: &RepoSlug, reference: &str) -> Result<Commit, GitHubError> {
         let v = self.json(
             Method::GET,
             &format!("/repos/{repo}/commits/{}", encode_path(reference)),

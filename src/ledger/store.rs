@@ -32,7 +32,8 @@ pub enum LedgerError {
 }
 
 /// How many times a write is rebuilt on a moved tip before giving up.
-const TRIES: u32 = 8;
+/// How a push that lost a race is retried.
+const RETRY: crate::retry::Policy = crate::retry::PUSH;
 
 /// Who a ledger commit is by (SPEC §6: git's `user.name`/`user.email`, else the GitHub login).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,7 +182,7 @@ impl Ledger {
         {
             return Err(LedgerError::CheckedOut(self.branch.clone()));
         }
-        for attempt in 1..=TRIES {
+        for attempt in 0..RETRY.attempts {
             self.fetch()?;
             let parent = self.tip();
             let Some(commit) = self.commit_on(parent, files, existing, message, author)? else {
@@ -230,13 +231,10 @@ impl Ledger {
                     stderr: stderr.trim().to_string(),
                 });
             }
-            // Back off a little, differently per process, so that racing writers spread out.
-            let jitter = u64::from(std::process::id() % 97);
-            std::thread::sleep(std::time::Duration::from_millis(
-                50 * u64::from(attempt) + jitter,
-            ));
+            // Back off a little, at random, so that racing writers spread out.
+            RETRY.wait(attempt, None);
         }
-        Err(LedgerError::Contended(self.branch.clone(), TRIES))
+        Err(LedgerError::Contended(self.branch.clone(), RETRY.attempts))
     }
 
     /// A commit adding `files` on top of `parent`, or `None` when it would change nothing.

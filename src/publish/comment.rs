@@ -2,7 +2,7 @@
 //! its hidden marker **and** its author being the token's own identity, across every page; edited in
 //! place; duplicates from a race deleted, the lowest id kept; never overwritten by an older run.
 
-use crate::github::{Client, GitHubError};
+use crate::github::{Client, GitHubError, RepoSlug};
 
 /// The hidden marker every proof comment starts with.
 pub const MARKER: &str = "<!-- aayudha:proof -->";
@@ -64,7 +64,7 @@ fn keeps_over(theirs: &str, ours: &str, current_head: &str) -> bool {
 /// one is left alone and a new one written.
 pub fn upsert(
     client: &Client,
-    repo: &str,
+    repo: &RepoSlug,
     pr: u64,
     me: &str,
     current_head: &str,

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 pub const BLOCK: usize = 8 << 20;
 
 /// How often a block, the block list or FinalizeArtifact is tried before the upload gives up.
-const ATTEMPTS: u32 = 4;
+/// How the results service and the blob store are retried.
+const RETRY: crate::retry::Policy = crate::retry::NETWORK;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArtifactError {
@@ -263,7 +264,7 @@ impl Results {
             "hash": format!("sha256:{sha256}"),
         });
         let mut last = None;
-        for attempt in 0..ATTEMPTS {
+        for attempt in 0..RETRY.attempts {
             match self.twirp("FinalizeArtifact", finalize.clone()) {
                 Ok(done) => {
                     let id = field(&done, &["artifact_id", "artifactId"]).unwrap_or_default();
@@ -277,7 +278,9 @@ impl Results {
                 Err(e @ ArtifactError::Transport { .. }) => last = Some(e),
                 Err(e) => return Err(e),
             }
-            backoff(attempt);
+            if RETRY.another_after(attempt) {
+                RETRY.wait(attempt, None);
+            }
         }
         Err(last.unwrap_or_else(|| ArtifactError::Protocol("FinalizeArtifact failed".into())))
     }
@@ -290,7 +293,7 @@ impl Results {
         send: impl Fn() -> Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<(), ArtifactError> {
         let mut last = String::new();
-        for attempt in 0..ATTEMPTS {
+        for attempt in 0..RETRY.attempts {
             match send() {
                 Ok(response) if response.status().is_success() => return Ok(()),
                 Ok(mut response)
@@ -311,11 +314,13 @@ impl Results {
                 }
                 Err(e) => last = e.to_string(),
             }
-            backoff(attempt);
+            if RETRY.another_after(attempt) {
+                RETRY.wait(attempt, None);
+            }
         }
         Err(ArtifactError::Transport {
             call: what.to_string(),
-            error: format!("{ATTEMPTS} attempts failed, the last with {last}"),
+            error: format!("{} attempts failed, the last with {last}", RETRY.attempts),
         })
     }
 
@@ -395,10 +400,6 @@ fn fill(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-fn backoff(attempt: u32) {
-    std::thread::sleep(Duration::from_millis(200 * 2u64.pow(attempt)));
 }
 
 /// A string field under any of its spellings (the service may answer snake_case or camelCase, and

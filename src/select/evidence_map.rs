@@ -21,10 +21,6 @@ pub struct Criterion {
     pub id: u32,
     /// `"<package dir>:<test name>"`.
     #[serde(default)]
-    #[allow(
-        dead_code,
-        reason = "run by the tests floor, which lands with the proof pack"
-    )]
     pub tests: Vec<String>,
     /// `"<feature>.<check>"`.
     #[serde(default)]

@@ -6,12 +6,12 @@
 use crate::failure::{Failure, github_failure};
 
 use crate::git::Network;
-use crate::github::{Client, Token};
+use crate::github::{Client, RepoSlug, Token};
 use crate::settings::Env;
 
 /// A repository on GitHub and a client for it.
 pub struct Remote {
-    pub repo: String,
+    pub repo: RepoSlug,
     pub client: Client,
     pub network: Network,
 }
@@ -23,24 +23,12 @@ fn var(env: &Env, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-fn valid_slug(slug: &str) -> bool {
-    let mut parts = slug.split('/');
-    let ok = |p: Option<&str>| {
-        p.is_some_and(|p| {
-            !p.is_empty()
-                && p.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        })
-    };
-    ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
-}
-
 /// The repository: `--repo`, `GH_REPO`, `GITHUB_REPOSITORY`, then `origin`.
 pub fn repository(
     flag: Option<&str>,
     env: &Env,
     origin: Option<String>,
-) -> Result<String, Failure> {
+) -> Result<RepoSlug, Failure> {
     let (slug, from) = if let Some(flag) = flag {
         (flag.to_string(), "--repo")
     } else if let Some(v) = var(env, "GH_REPO") {
@@ -61,12 +49,11 @@ pub fn repository(
     } else {
         slug
     };
-    if !valid_slug(&slug) {
-        return Err(Failure::usage(format!(
+    RepoSlug::parse(&slug).ok_or_else(|| {
+        Failure::usage(format!(
             "`{slug}` (from {from}) is not a repository: write OWNER/NAME"
-        )));
-    }
-    Ok(slug)
+        ))
+    })
 }
 
 /// The token: `GITHUB_TOKEN`, `GH_TOKEN`, then `gh auth token`.
@@ -141,20 +128,31 @@ mod tests {
     fn the_repository_comes_from_the_first_of_four_places() {
         let all = env(&[("GH_REPO", "a/gh"), ("GITHUB_REPOSITORY", "a/actions")]);
         assert_eq!(
-            repository(Some("a/flag"), &all, Some("a/origin".into())).expect("flag"),
+            repository(Some("a/flag"), &all, Some("a/origin".into()))
+                .expect("flag")
+                .to_string(),
             "a/flag"
         );
-        assert_eq!(repository(None, &all, None).expect("gh"), "a/gh");
         assert_eq!(
-            repository(None, &env(&[("GITHUB_REPOSITORY", "a/actions")]), None).expect("actions"),
+            repository(None, &all, None).expect("gh").to_string(),
+            "a/gh"
+        );
+        assert_eq!(
+            repository(None, &env(&[("GITHUB_REPOSITORY", "a/actions")]), None)
+                .expect("actions")
+                .to_string(),
             "a/actions"
         );
         assert_eq!(
-            repository(None, &env(&[]), Some("a/origin".into())).expect("origin"),
+            repository(None, &env(&[]), Some("a/origin".into()))
+                .expect("origin")
+                .to_string(),
             "a/origin"
         );
         assert_eq!(
-            repository(None, &env(&[("GH_REPO", "github.example.com/a/b")]), None).expect("host"),
+            repository(None, &env(&[("GH_REPO", "github.example.com/a/b")]), None)
+                .expect("host")
+                .to_string(),
             "a/b"
         );
         let none = repository(None, &env(&[]), None).expect_err("none");
