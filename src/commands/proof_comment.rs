@@ -3,7 +3,6 @@
 //! request, and sets the `aayudha/proof` status on its head. Exit 4 when the pack does not verify, 3 when a
 //! floor does not hold. It never writes to the ledger, and a read-only token degrades to the job summary.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 
 use serde_json::Value;
@@ -13,8 +12,7 @@ use crate::exit::ExitStatus;
 use crate::github::{Client, GitHubError, NewStatus, RepoSlug, Token};
 use crate::ledger::ready;
 use crate::ledger::verify::{self, Stored};
-use crate::output::markdown::{cell, code};
-use crate::pack::Pack;
+use crate::output::markdown::cell;
 use crate::publish::ARTIFACT;
 use crate::publish::archive::{self, Limits};
 use crate::publish::comment::{self, ACTIONS_BOT, Outcome};
@@ -144,17 +142,17 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
             options.server_url.trim_end_matches('/')
         )
     });
-    let text = render(
+    let text = crate::output::summary::proof(&crate::output::summary::Proof {
         pack,
-        &head,
+        head: &head,
         verifies,
         holds,
-        &problems,
-        &criteria_lines,
-        &pack_json_hash,
-        &pack_hash,
-        run_url.as_deref(),
-    );
+        problems: &problems,
+        criteria: &criteria_lines,
+        pack_json: &pack_json_hash,
+        zip: &pack_hash,
+        run_url: run_url.as_deref(),
+    });
     let run_id = options.run_id.unwrap_or(0);
     let body = comment::body(run_id, &head, &text);
 
@@ -268,59 +266,4 @@ fn snapshot(
         &String::from_utf8_lossy(&bytes),
         &format!("{ledger}:{path}"),
     )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn render(
-    pack: Option<&Pack>,
-    head: &str,
-    verifies: bool,
-    holds: bool,
-    problems: &[String],
-    criteria: &[String],
-    pack_json: &str,
-    zip: &str,
-    run_url: Option<&str>,
-) -> String {
-    let verdict = match (verifies, holds) {
-        (true, true) => "proven: the pack verifies and every floor holds",
-        (true, false) => "not proven: a floor does not hold",
-        (false, _) => "not proven: the pack does not verify",
-    };
-    let mut text = format!("### aayudha proof — {verdict}\n\nHead: `{head}`\n\n");
-    if !problems.is_empty() {
-        text.push_str("**Does not verify:**\n\n");
-        for p in problems {
-            let _ = writeln!(text, "- {}", code(p));
-        }
-        text.push('\n');
-    }
-    if let Some(pack) = pack {
-        text.push_str("| floor | result | value | threshold | detail |\n|---|---|---|---|---|\n");
-        for c in &pack.checks {
-            let _ = writeln!(
-                text,
-                "| {} | {} | {} | {} | {} |",
-                cell(&c.floor),
-                cell(&c.result),
-                c.value,
-                c.threshold,
-                cell(&c.detail)
-            );
-        }
-        if !criteria.is_empty() {
-            text.push_str("\n| criterion | verdict | text |\n|---|---|---|\n");
-            for line in criteria {
-                let _ = writeln!(text, "{line}");
-            }
-        }
-    }
-    let _ = write!(
-        text,
-        "\npack.json sha256 `{pack_json}` · artifact zip sha256 `{zip}`"
-    );
-    if let Some(url) = run_url {
-        let _ = write!(text, " · [run and artifact]({url})");
-    }
-    text
 }

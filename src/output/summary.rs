@@ -1,5 +1,5 @@
-//! The job summaries of `aayu action` (Markdown for `$GITHUB_STEP_SUMMARY`): the merge gate's, the gate's
-//! when it made no pack, and the nightly sweep's. Every text from a pull request or a pack is code
+//! The Markdown aayu writes for people on GitHub: the merge gate's job summary (and the one when it made no
+//! pack), the nightly sweep's, and the proof comment's text (also the pack job's summary). Every text from a pull request or a pack is code
 //! ([`super::markdown`]).
 
 use std::fmt::Write as _;
@@ -91,6 +91,68 @@ pub fn sweep(verdict: &str, checks: &[CheckResult], overflow: &[String]) -> Stri
         for line in overflow {
             let _ = writeln!(text, "- {}", code(line));
         }
+    }
+    text
+}
+
+/// What the proof comment says.
+pub struct Proof<'a> {
+    pub pack: Option<&'a Pack>,
+    pub head: &'a str,
+    pub verifies: bool,
+    pub holds: bool,
+    /// Why the pack does not verify, each a line.
+    pub problems: &'a [String],
+    /// Table rows of the criteria, rendered by the caller (`| 1 | evidenced: … | … |`).
+    pub criteria: &'a [String],
+    pub pack_json: &'a str,
+    pub zip: &'a str,
+    pub run_url: Option<&'a str>,
+}
+
+/// The proof comment's text (after its hidden marker): the verdict, what does not verify, the floors, the
+/// criteria, the hashes and the run.
+pub fn proof(p: &Proof) -> String {
+    let verdict = match (p.verifies, p.holds) {
+        (true, true) => "proven: the pack verifies and every floor holds",
+        (true, false) => "not proven: a floor does not hold",
+        (false, _) => "not proven: the pack does not verify",
+    };
+    let mut text = format!("### aayudha proof — {verdict}\n\nHead: `{}`\n\n", p.head);
+    if !p.problems.is_empty() {
+        text.push_str("**Does not verify:**\n\n");
+        for problem in p.problems {
+            let _ = writeln!(text, "- {}", code(problem));
+        }
+        text.push('\n');
+    }
+    if let Some(pack) = p.pack {
+        text.push_str("| floor | result | value | threshold | detail |\n|---|---|---|---|---|\n");
+        for c in &pack.checks {
+            let _ = writeln!(
+                text,
+                "| {} | {} | {} | {} | {} |",
+                cell(&c.floor),
+                cell(&c.result),
+                c.value,
+                c.threshold,
+                cell(&c.detail)
+            );
+        }
+        if !p.criteria.is_empty() {
+            text.push_str("\n| criterion | verdict | text |\n|---|---|---|\n");
+            for line in p.criteria {
+                let _ = writeln!(text, "{line}");
+            }
+        }
+    }
+    let _ = write!(
+        text,
+        "\npack.json sha256 `{}` · artifact zip sha256 `{}`",
+        p.pack_json, p.zip
+    );
+    if let Some(url) = p.run_url {
+        let _ = write!(text, " · [run and artifact]({url})");
     }
     text
 }
