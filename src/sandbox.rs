@@ -32,8 +32,9 @@ use serde::Serialize;
 pub const OUTPUT_CAP: usize = 1 << 20;
 
 /// The most processes a slot uid may have (`RLIMIT_NPROC`), and without root the most a check may start
-/// beyond those its user already has.
-const NPROC: u64 = 1024;
+/// beyond those its user already has: far above a build's or a browser's, low enough that aayu's watch
+/// still gets the CPU while a fork bomb spins.
+const NPROC: u64 = 512;
 
 /// How often a long-running process is mentioned in the log.
 const HEARTBEAT: Duration = Duration::from_secs(10);

@@ -32,11 +32,10 @@ fn all() -> Vec<Proc> {
         .collect()
 }
 
+/// One read of `/proc/<pid>/status` (not `stat` as well: a fork bomb can make thousands of processes, and
+/// the watch must stay quick while they take the CPU). The group and session are the ones of aayu's own
+/// PID namespace (`NSpgid`, `NSsid`), as the pids are.
 fn read(pid: i32) -> Option<Proc> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: the fields start after the last `)`.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status
@@ -46,11 +45,11 @@ fn read(pid: i32) -> Option<Proc> {
     };
     Some(Proc {
         pid,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        session: fields.get(3)?.parse().ok()?,
+        ppid: field("PPid:")?.parse().ok()?,
+        pgrp: field("NSpgid:")?.parse().ok()?,
+        session: field("NSsid:")?.parse().ok()?,
         uid: field("Uid:")?.parse().ok()?,
-        zombie: fields.first() == Some(&"Z"),
+        zombie: field("State:") == Some("Z"),
         rss_kib: field("RssAnon:").and_then(|v| v.parse().ok()).unwrap_or(0),
     })
 }
