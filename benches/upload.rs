@@ -4,7 +4,7 @@
 //!     cargo bench --bench upload                 # 200 MB
 //!     AAYU_BENCH_MB=50 cargo bench --bench upload
 
-#[path = "../tests/support/fake_results.rs"]
+#[path = "../tests/it/support/fake_results.rs"]
 mod fake_results;
 
 use std::io::Write;

@@ -58,10 +58,18 @@ impl Failure {
         let mut failure = Failure::new(status, error.to_string());
         let mut source = error.source();
         while let Some(e) = source {
-            failure.causes.push(e.to_string());
+            failure.cause(e.to_string());
             source = e.source();
         }
         failure
+    }
+
+    /// Adds a `caused by:` line, unless it only repeats the message or the line before it (some errors'
+    /// sources say the same again).
+    fn cause(&mut self, text: String) {
+        if self.causes.last() != Some(&text) && text != self.message {
+            self.causes.push(text);
+        }
     }
 
     /// Adds a hint when there is one.
@@ -72,12 +80,13 @@ impl Failure {
         }
     }
 
-    /// Adds the chain of an underlying error as `caused by:` lines.
+    /// Adds the chain of an underlying error as `caused by:` lines (a line that only repeats the one
+    /// before it, as some errors' sources do, once).
     pub fn caused_by(mut self, error: impl std::error::Error) -> Failure {
-        self.causes.push(error.to_string());
+        self.cause(error.to_string());
         let mut source = error.source();
         while let Some(e) = source {
-            self.causes.push(e.to_string());
+            self.cause(e.to_string());
             source = e.source();
         }
         self

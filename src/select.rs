@@ -85,7 +85,11 @@ pub fn explicit(maps: &[Map], arg: &str) -> Result<Vec<Selected>, SelectError> {
             .flat_map(|m| m.features.iter())
             .map(|f| {
                 let checks: Vec<&str> = f.checks.iter().map(|c| c.id.value.as_str()).collect();
-                format!("{} ({})", f.id.value, checks.join(", "))
+                if checks.is_empty() {
+                    format!("{} (no checks)", f.id.value)
+                } else {
+                    format!("{} ({})", f.id.value, checks.join(", "))
+                }
             })
             .collect();
         let why = if known.is_empty() {
@@ -210,7 +214,11 @@ pub fn find_check(maps: &[Map], name: &str) -> Result<(usize, usize, usize), Str
             let checks: Vec<&str> = feature.checks.iter().map(|c| c.id.value.as_str()).collect();
             format!(
                 "names no check: feature `{feature_id}` has {}",
-                checks.join(", ")
+                if checks.is_empty() {
+                    "no checks".to_string()
+                } else {
+                    checks.join(", ")
+                }
             )
         }
         None => format!("names no feature: there is no feature `{feature_id}`"),

@@ -162,6 +162,8 @@ pub(crate) fn run_checks(
     }
     .map_err(|e| match e {
         select::SelectError::Git(g) => crate::failure::git_failure(g),
+        unknown @ select::SelectError::Unknown { .. } => Failure::usage(unknown.to_string())
+            .with_hint("`--check all` runs every check, `--check <feature>` every check of a feature"),
         other => Failure::usage(other.to_string()),
     })?;
     if selected.is_empty() {

@@ -1,0 +1,173 @@
+//! Bad input never panics: binary, huge and non-UTF-8 sources, globs that match nothing, symlink loops.
+
+use crate::common::{TestRepo, feature_md, map_readme, run, skill};
+use serde_json::Value;
+
+const MAP: &str = r#"{"product": "shop", "control": ["aayu", "control"],
+ "surfaces": [{"kind": "command", "files": ["src/**"], "pattern": "cmd\\(\"([a-z]+)\"\\)"},
+              {"kind": "route", "files": ["web/**/*.ts"], "pattern": "route\\('([a-z/]+)'\\)"}]}"#;
+
+const FEATURE: &str = r#"{"id": "buy", "layers": ["L02"], "sources": ["src"],
+ "surfaces": {"command": ["buy"]}, "verified_at": ""}"#;
+
+const CHECK: &str = r#"{"id": "pays", "kind": "ui", "evidence": "screenshot", "steps": [{"click": {"name": "Pay"}}]}"#;
+
+fn shop() -> TestRepo {
+    let repo = TestRepo::new();
+    let dir = skill("", "shop");
+    repo.write(
+        "src/main.rs",
+        "fn main() { cmd(\"buy\"); button(\"Pay\"); }\n",
+    )
+    .write(&format!("{dir}/README.md"), map_readme(MAP, &["buy.md"]))
+    .write(&format!("{dir}/buy.md"), feature_md(FEATURE, &[CHECK]));
+    repo
+}
+
+fn report(repo: &TestRepo) -> (i32, Value, String) {
+    let out = run(repo.aayu().args(["verify", "--map", "--json"]));
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    (out.code, value, out.stderr)
+}
+
+fn warnings(report: &Value) -> Vec<String> {
+    report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .map(|w| {
+            format!(
+                "{}: {}",
+                w["file"].as_str().expect("file"),
+                w["message"].as_str().expect("message")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_glob_that_matches_nothing_is_reported() {
+    let repo = shop();
+    let (code, report, _) = report(&repo);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        warnings(&report),
+        vec![format!(
+            "{}/README.md: surface rule 1 (`route`): `files[0]` `web/**/*.ts` matches no file",
+            skill("", "shop")
+        )]
+    );
+    let out = run(repo.aayu().args(["verify", "--map"]));
+    assert!(out.stdout.contains("warnings\n"), "{}", out.stdout);
+}
+
+#[test]
+fn binary_and_non_utf8_sources_do_not_panic() {
+    let repo = shop();
+    repo.write("web/app.ts", "route('/home')\n");
+    let mut binary = b"cmd(\"hidden\")".to_vec();
+    binary.extend_from_slice(&[0, 159, 146, 150, 0, 255]);
+    repo.write("src/logo.bin", &binary);
+    // Invalid UTF-8 around a real surface: the surface is still found.
+    let mut latin1 = b"// caf\xe9\n".to_vec();
+    latin1.extend_from_slice(b"cmd(\"sell\")\n");
+    repo.write("src/legacy.rs", &latin1);
+    let (code, report, _) = report(&repo);
+    assert_eq!(code, 3);
+    let drift: Vec<&str> = report["drift"]
+        .as_array()
+        .expect("drift")
+        .iter()
+        .map(|d| d["detail"].as_str().expect("d"))
+        .collect();
+    assert!(
+        drift.iter().any(|d| d.contains("command `sell`")),
+        "{drift:?}"
+    );
+    assert!(
+        drift.iter().any(|d| d.contains("route `/home`")),
+        "{drift:?}"
+    );
+    assert!(
+        !drift.iter().any(|d| d.contains("hidden")),
+        "a binary file is not searched: {drift:?}"
+    );
+    assert!(warnings(&report).contains(
+        &"src/logo.bin: a binary file: not searched for surfaces or handles".to_string()
+    ));
+}
+
+#[test]
+fn a_fifty_megabyte_source_is_read() {
+    let repo = shop();
+    let mut big = "// filler line of a generated file\n".repeat(50 * 1024 * 1024 / 35);
+    big.push_str("cmd(\"bulk\")\n");
+    repo.write("src/generated.rs", big.as_bytes());
+    let (code, report, _) = report(&repo);
+    assert_eq!(code, 3);
+    let drift = &report["drift"][0];
+    assert_eq!(drift["file"], "src/generated.rs");
+    assert!(
+        drift["detail"]
+            .as_str()
+            .expect("d")
+            .contains("command `bulk`")
+    );
+    assert_eq!(drift["line"], 50 * 1024 * 1024 / 35 + 1);
+}
+
+#[test]
+fn symlinks_are_not_followed_and_loops_do_not_hang() {
+    let repo = shop();
+    std::os::unix::fs::symlink("loop-b", repo.path("src/loop-a")).expect("symlink");
+    std::os::unix::fs::symlink("loop-a", repo.path("src/loop-b")).expect("symlink");
+    std::os::unix::fs::symlink("/etc/passwd", repo.path("src/outside")).expect("symlink");
+    std::os::unix::fs::symlink("..", repo.path("src/up")).expect("symlink");
+    let (code, report, _) = report(&repo);
+    assert_eq!(code, 0, "{report}");
+    let warnings = warnings(&report);
+    for link in ["src/loop-a", "src/loop-b", "src/outside", "src/up"] {
+        assert!(
+            warnings.contains(&format!(
+                "{link}: a symbolic link: not followed when looking for surfaces"
+            )),
+            "{warnings:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_map_that_is_not_utf8_is_a_contract_error() {
+    let repo = shop();
+    repo.write(
+        &format!("{}/README.md", skill("", "shop")),
+        b"# Map\n\xff\xfe\n",
+    );
+    let (code, report, _) = report(&repo);
+    assert_eq!(code, 2);
+    assert!(
+        report["errors"][0]["message"]
+            .as_str()
+            .expect("m")
+            .contains("not UTF-8"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_deleted_tracked_source_is_missing() {
+    let repo = shop();
+    repo.write("src/extra.rs", "// extra\n");
+    repo.commit("all");
+    let dir = skill("", "shop");
+    repo.write(
+        &format!("{dir}/buy.md"),
+        feature_md(&FEATURE.replace(r#"["src"]"#, r#"["src/extra.rs"]"#), &[]),
+    );
+    repo.remove("src/extra.rs");
+    let (code, report, _) = report(&repo);
+    assert_eq!(code, 3);
+    assert_eq!(report["drift"][0]["kind"], "missing-source");
+}

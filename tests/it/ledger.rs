@@ -1,0 +1,310 @@
+//! The ledger branch and `aayu ready` through the real binary, against the fake GitHub and a local bare
+//! `origin`: snapshots frozen from the story as GitHub has it, refusals, `--refreeze`, concurrent writers,
+//! and the user's working tree, index and HEAD left alone.
+
+use crate::common;
+use crate::support::fake_github;
+
+use std::path::Path;
+
+use crate::common::{TestRepo, run};
+use fake_github::FakeIssue;
+
+const GOAL: &str = "1. Blank lines are skipped.\n2. The total is printed.";
+
+/// A clone with a bare `origin`, and the fake GitHub knowing story 7.
+struct World {
+    clone: TestRepo,
+    origin: tempfile::TempDir,
+    github: fake_github::Server,
+}
+
+fn world() -> World {
+    let origin = tempfile::Builder::new()
+        .prefix("aayu-origin-")
+        .tempdir()
+        .expect("temp");
+    common::git_command(origin.path())
+        .args(["init", "-q", "--bare", "-b", "main"])
+        .status()
+        .expect("init");
+    let clone = TestRepo::new();
+    clone.write("README.md", "# shop\n");
+    clone.commit("first");
+    clone.git(&[
+        "remote",
+        "add",
+        "origin",
+        &origin.path().display().to_string(),
+    ]);
+    clone.git(&["push", "-q", "origin", "main"]);
+    let github = fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.tokens.insert("t".into(), "alice".into());
+        fake.issues.insert(
+            7,
+            FakeIssue {
+                title: "Blank lines".into(),
+                body: Some(format!(
+                    "Why.\r\n\r\n## Completion Goal\r\n\r\n{GOAL}\r\n\r\n## Notes\r\nx\r\n"
+                )),
+                labels: vec!["type:bug".into()],
+                state: "open".into(),
+            },
+        );
+    }
+    World {
+        clone,
+        origin,
+        github,
+    }
+}
+
+fn aayu(world: &World, dir: &Path, args: &[&str]) -> common::Run {
+    run(common::aayu_in(dir)
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_API_URL", &world.github.url)
+        .env("GH_REPO", "octo/shop")
+        .env("AAYUDHA_NOW", "2026-11-29T10:00:00Z")
+        .args(args))
+}
+
+/// A file on origin's ledger branch.
+fn on_origin(world: &World, path: &str) -> Option<String> {
+    let out = common::git_command(world.origin.path())
+        .args(["show", &format!("ledger:{path}")])
+        .output()
+        .expect("git show");
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn ready_freezes_the_completion_goal_on_origins_ledger_and_touches_nothing_else() {
+    let w = world();
+    w.clone.write("work.txt", "uncommitted\n");
+    w.clone.git(&["add", "work.txt"]);
+    let head_before = w.clone.git(&["rev-parse", "HEAD"]);
+    let status_before = w.clone.git(&["status", "--porcelain"]);
+    let out = aayu(&w, w.clone.root(), &["ready", "7"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    assert!(
+        out.stdout.contains(&format!(
+            "story #7 is Ready: 2 criteria, Completion Goal sha256 {hash}"
+        )),
+        "{}",
+        out.stdout
+    );
+    let snapshot = on_origin(&w, "specs/7/ready.md").expect("on origin");
+    assert_eq!(
+        snapshot,
+        format!(
+            "# Story 7: Blank lines\n\n<!-- aayudha:ready {{\"story\": 7, \"completion_goal_hash\": \"{hash}\", \"labels\": [\"type:bug\"], \"source\": \"octo/shop#7\", \"frozen_at\": \"2026-11-29T10:00:00Z\"}} -->\n\n## Completion Goal\n\n{GOAL}\n"
+        )
+    );
+    assert_eq!(
+        w.clone.git(&["rev-parse", "HEAD"]),
+        head_before,
+        "HEAD unchanged"
+    );
+    assert_eq!(
+        w.clone.git(&["status", "--porcelain"]),
+        status_before,
+        "index and working tree unchanged"
+    );
+    let author = common::git_command(w.origin.path())
+        .args(["log", "-1", "--format=%an <%ae>%n%s", "ledger"])
+        .output()
+        .expect("log");
+    let author = String::from_utf8_lossy(&author.stdout).into_owned();
+    let (who, subject) = author.trim().split_once('\n').expect("two lines");
+    assert!(
+        who.starts_with("alice <") && who.ends_with("+alice@users.noreply.github.com>"),
+        "no git identity here: the GitHub login's noreply address: {who}"
+    );
+    assert_eq!(
+        subject,
+        format!("ready: story #7 (Completion Goal {})", &hash[..12])
+    );
+    w.github.assert_clean();
+}
+
+#[test]
+fn a_ready_story_is_not_refrozen_unless_asked_and_then_it_is_recorded() {
+    let w = world();
+    assert_eq!(aayu(&w, w.clone.root(), &["ready", "7"]).code, 0);
+    let again = aayu(&w, w.clone.root(), &["ready", "7"]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("story #7 is already Ready on `ledger` with this same Completion Goal"),
+        "{}",
+        again.stderr
+    );
+    assert!(again.stderr.contains("--refreeze"), "{}", again.stderr);
+    let old = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    w.github
+        .state
+        .lock()
+        .expect("lock")
+        .issues
+        .get_mut(&7)
+        .expect("7")
+        .body = Some("## Completion Goal\n\n1. Blank lines are skipped.\n".into());
+    w.clone.git(&["config", "user.name", "Rita Reviewer"]);
+    w.clone.git(&["config", "user.email", "rita@example.com"]);
+    let refrozen = aayu(&w, w.clone.root(), &["ready", "7", "--refreeze"]);
+    assert_eq!(refrozen.code, 0, "{}", refrozen.stderr);
+    let log = common::git_command(w.origin.path())
+        .args(["log", "-1", "--format=%an <%ae> %s", "ledger"])
+        .output()
+        .expect("log");
+    assert!(
+        String::from_utf8_lossy(&log.stdout)
+            .starts_with("Rita Reviewer <rita@example.com> ready: story #7 refrozen"),
+        "git's user.name and user.email: {}",
+        String::from_utf8_lossy(&log.stdout)
+    );
+    let snapshot = on_origin(&w, "specs/7/ready.md").expect("snapshot");
+    assert!(
+        snapshot.contains(&format!(
+            "\"refrozen\": {{\"previous_completion_goal_hash\": \"{old}\"}}"
+        )),
+        "{snapshot}"
+    );
+    assert!(
+        snapshot.ends_with("## Completion Goal\n\n1. Blank lines are skipped.\n"),
+        "{snapshot}"
+    );
+}
+
+#[test]
+fn a_story_without_numbered_criteria_or_a_pull_request_is_refused() {
+    let w = world();
+    w.github.state.lock().expect("lock").issues.insert(
+        8,
+        FakeIssue {
+            title: "Vague".into(),
+            body: Some("## Completion Goal\n\nIt works well.\n".into()),
+            ..FakeIssue::default()
+        },
+    );
+    w.github.state.lock().expect("lock").issues.insert(
+        9,
+        FakeIssue {
+            title: "None".into(),
+            body: None,
+            ..FakeIssue::default()
+        },
+    );
+    let vague = aayu(&w, w.clone.root(), &["ready", "8"]);
+    assert_eq!(vague.code, 2);
+    assert!(
+        vague
+            .stderr
+            .contains("story #8's Completion Goal has no numbered criteria"),
+        "{}",
+        vague.stderr
+    );
+    let none = aayu(&w, w.clone.root(), &["ready", "9"]);
+    assert_eq!(none.code, 2);
+    assert!(
+        none.stderr
+            .contains("story #9 has no `## Completion Goal` section"),
+        "{}",
+        none.stderr
+    );
+    let missing = aayu(&w, w.clone.root(), &["ready", "404"]);
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stderr.contains("GitHub has no issue #404 (404)"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(on_origin(&w, "specs/8/ready.md"), None, "nothing written");
+    let no_token = run(common::aayu_in(w.clone.root())
+        .env("GH_REPO", "octo/shop")
+        .env("PATH", "/usr/bin:/bin")
+        .args(["ready", "7"]));
+    assert_eq!(no_token.code, 2);
+    assert!(
+        no_token.stderr.contains("no GitHub token") && no_token.stderr.contains("GH_TOKEN"),
+        "{}",
+        no_token.stderr
+    );
+}
+
+#[test]
+fn concurrent_writers_all_land_and_nobody_force_pushes() {
+    let w = world();
+    {
+        let mut fake = w.github.state.lock().expect("lock");
+        for story in 20..24 {
+            fake.issues.insert(
+                story,
+                FakeIssue {
+                    title: format!("Story {story}"),
+                    body: Some(format!("## Completion Goal\n\n1. Story {story} works.\n")),
+                    ..FakeIssue::default()
+                },
+            );
+        }
+    }
+    // Four clones of the same origin write at the same time.
+    let clones: Vec<TestRepo> = (0..4)
+        .map(|_| {
+            let c = TestRepo::new();
+            c.git(&[
+                "remote",
+                "add",
+                "origin",
+                &w.origin.path().display().to_string(),
+            ]);
+            c.git(&["fetch", "-q", "origin"]);
+            c
+        })
+        .collect();
+    let children: Vec<_> = clones
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            common::aayu_in(c.root())
+                .env("GITHUB_TOKEN", "t")
+                .env("GITHUB_API_URL", &w.github.url)
+                .env("GH_REPO", "octo/shop")
+                .args(["ready", &(20 + i).to_string()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("aayu ran");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for story in 20..24 {
+        assert!(
+            on_origin(&w, &format!("specs/{story}/ready.md")).is_some(),
+            "story {story} landed"
+        );
+    }
+    let history = common::git_command(w.origin.path())
+        .args(["rev-list", "--parents", "ledger"])
+        .output()
+        .expect("rev-list");
+    let history = String::from_utf8_lossy(&history.stdout).into_owned();
+    assert_eq!(history.lines().count(), 4, "one commit a writer: {history}");
+    assert!(
+        history.lines().all(|l| l.split_whitespace().count() <= 2),
+        "a line, no merges: {history}"
+    );
+}

@@ -1,0 +1,359 @@
+//! `aayu proof verify` through the real binary: packs landed on a ledger branch of a local bare `origin`,
+//! the pull request's head from the fake GitHub, and one test per check of SPEC §6, plus old packs.
+
+use crate::common;
+use crate::support::fake_github;
+
+use crate::common::{TestRepo, run};
+use fake_github::FakePull;
+use serde_json::{Value, json};
+
+const HEAD: &str = "1111111111111111111111111111111111111111";
+const GOAL: &str = "1. Blank lines are skipped.\n2. The total is printed.";
+const EVIDENCE_1: &[u8] = b"{\"Action\":\"pass\",\"Test\":\"TestSumSkipsBlankLines\"}\n";
+const EVIDENCE_2: &[u8] = b"{\"Action\":\"pass\",\"Test\":\"TestTotal\"}\n";
+
+fn snapshot(goal: &str) -> String {
+    format!(
+        "# Story 7: Totals\n\n<!-- aayudha:ready {{\"story\": 7, \"completion_goal_hash\": \"{}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{goal}\n",
+        aayudha::pack::hash_bytes(goal.as_bytes())
+    )
+}
+
+fn artifact(path: &str, bytes: &[u8]) -> Value {
+    json!({"path": path, "kind": "api-trace", "sha256": aayudha::pack::hash_bytes(bytes), "size": bytes.len(), "store": "git"})
+}
+
+/// A pack for story 7 on HEAD, both criteria evidenced.
+fn good_pack(kind: &str, created_at: &str) -> Value {
+    json!({
+        "schema_version": 1, "repo": "octo/shop", "story": 7, "pr": 3, "pr_head_sha": HEAD,
+        "seat": "ai-native-engineer", "host": "action", "identity": "ci", "authority": {"kind": kind},
+        "completion_goal_hash": aayudha::pack::hash_bytes(GOAL.as_bytes()),
+        "criteria": [{"id": 1, "evidence": ["evidence/criterion-1.jsonl"]}, {"id": 2, "evidence": ["evidence/criterion-2.jsonl"]}],
+        "artifacts": [artifact("evidence/criterion-1.jsonl", EVIDENCE_1), artifact("evidence/criterion-2.jsonl", EVIDENCE_2)],
+        "checks": [{"floor": "tests", "result": "pass", "value": 2, "threshold": 2, "tool": "t", "version": "v", "detail": "", "network": "isolated"}],
+        "cost": {"tokens_in": 0, "tokens_out": 0, "usd": 0}, "links": {}, "created_at": created_at
+    })
+}
+
+/// A clone of a bare origin whose ledger holds the given files; the fake GitHub with PR #3 at `pr_head`.
+struct World {
+    clone: TestRepo,
+    _origin: tempfile::TempDir,
+    github: fake_github::Server,
+}
+
+fn world(ledger: &[(&str, Vec<u8>)], pr_head: &str) -> World {
+    let origin = tempfile::tempdir().expect("temp");
+    common::git_command(origin.path())
+        .args(["init", "-q", "--bare"])
+        .status()
+        .expect("init");
+    let url = origin.path().display().to_string();
+    // The ledger is made in a scratch repository and pushed; the clone never had it checked out.
+    let scratch = TestRepo::new();
+    for (path, bytes) in ledger {
+        scratch.write(path, bytes);
+    }
+    scratch.commit("ledger");
+    scratch.git(&["push", "-q", &url, "HEAD:refs/heads/ledger"]);
+    let clone = TestRepo::new();
+    clone.write("README.md", "x\n");
+    clone.commit("main");
+    clone.git(&["remote", "add", "origin", &url]);
+    let github = fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.tokens.insert("t".into(), "alice".into());
+        fake.pulls.insert(3, FakePull::open(pr_head));
+    }
+    World {
+        clone,
+        _origin: origin,
+        github,
+    }
+}
+
+fn landed(pack: &Value, dir: &str, files: &[(&str, &[u8])]) -> Vec<(String, Vec<u8>)> {
+    let mut all = vec![(
+        format!("{dir}/pack.json"),
+        serde_json::to_vec_pretty(pack).expect("json"),
+    )];
+    for (path, bytes) in files {
+        all.push((format!("{dir}/artifacts/{path}"), bytes.to_vec()));
+    }
+    all
+}
+
+const AUTH: &str = "proof/7/1111111111111111111111111111111111111111/authoritative";
+
+fn standard(pack: &Value) -> Vec<(String, Vec<u8>)> {
+    let mut files = landed(
+        pack,
+        AUTH,
+        &[
+            ("evidence/criterion-1.jsonl", EVIDENCE_1),
+            ("evidence/criterion-2.jsonl", EVIDENCE_2),
+        ],
+    );
+    files.push(("specs/7/ready.md".into(), snapshot(GOAL).into_bytes()));
+    files
+}
+
+/// `aayu proof verify 7 …` in the world's clone, with the fake GitHub.
+fn proof_verify(w: &World, extra: &[&str]) -> common::Run {
+    run(common::aayu_in(w.clone.root())
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_API_URL", &w.github.url)
+        .env("GH_REPO", "octo/shop")
+        .args(["proof", "verify", "7"])
+        .args(extra))
+}
+
+fn world_of(files: &[(String, Vec<u8>)], pr_head: &str) -> World {
+    let files: Vec<(&str, Vec<u8>)> = files.iter().map(|(p, b)| (p.as_str(), b.clone())).collect();
+    world(&files, pr_head)
+}
+
+fn verify(files: Vec<(String, Vec<u8>)>, pr_head: &str) -> (i32, Value, String) {
+    let w = world_of(&files, pr_head);
+    let out = proof_verify(&w, &["--json"]);
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    w.github.assert_clean();
+    (out.code, report, out.stderr)
+}
+
+fn failures(report: &Value) -> Vec<(String, String)> {
+    report["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| {
+            (
+                f["check"].as_str().expect("check").to_string(),
+                f["subject"].as_str().expect("subject").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_good_authoritative_pack_verifies() {
+    let (code, report, stderr) = verify(
+        standard(&good_pack("authoritative", "2026-11-29T10:00:00Z")),
+        HEAD,
+    );
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    assert_eq!(report["verifies"], true);
+    assert_eq!(report["pack"], format!("{AUTH}/pack.json"));
+    assert_eq!(report["artifacts_checked"], 2);
+    assert_eq!(report["artifacts_not_stored"], 0);
+    assert_eq!(report["floors_hold"], true);
+}
+
+#[test]
+fn the_plain_report_names_each_failure() {
+    let mut files = standard(&good_pack("authoritative", "2026-11-29T10:00:00Z"));
+    files[1].1 = b"tampered\n".to_vec();
+    let w = world(
+        &files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.clone()))
+            .collect::<Vec<_>>(),
+        HEAD,
+    );
+    let out = proof_verify(&w, &[]);
+    assert_eq!(out.code, 4, "{}", out.stdout);
+    assert!(out.stdout.contains("does not verify:"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!(
+            "artifact-hash evidence/criterion-1.jsonl: sha256 expected {}, actual {}",
+            aayudha::pack::hash_bytes(EVIDENCE_1),
+            aayudha::pack::hash_bytes(b"tampered\n")
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("artifact-size evidence/criterion-1.jsonl: size expected"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_missing_artifact_and_a_wrong_size_are_named() {
+    let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
+    pack["artifacts"][1]["size"] = json!(999);
+    let mut files = standard(&pack);
+    files.remove(1); // criterion-1's bytes
+    let (code, report, _) = verify(files, HEAD);
+    assert_eq!(code, 4);
+    assert_eq!(
+        failures(&report),
+        [
+            (
+                "artifact-missing".to_string(),
+                "evidence/criterion-1.jsonl".to_string()
+            ),
+            (
+                "artifact-size".to_string(),
+                "evidence/criterion-2.jsonl".to_string()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn duplicate_and_escaping_paths_are_refused() {
+    let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
+    let first = pack["artifacts"][0].clone();
+    pack["artifacts"].as_array_mut().expect("a").push(first);
+    let (code, report, _) = verify(standard(&pack), HEAD);
+    assert_eq!(code, 4);
+    assert!(
+        failures(&report).contains(&("duplicate-path".into(), "evidence/criterion-1.jsonl".into())),
+        "{report:#}"
+    );
+    let mut escaping = good_pack("authoritative", "2026-11-29T10:00:00Z");
+    escaping["artifacts"][1]["path"] = json!("../../specs/7/ready.md");
+    let w = world(
+        &standard(&escaping)
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.clone()))
+            .collect::<Vec<_>>(),
+        HEAD,
+    );
+    let out = proof_verify(&w, &["--json"]);
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        said.contains("../../specs/7/ready.md"),
+        "the escaping path is named: {said}"
+    );
+}
+
+#[test]
+fn evidence_and_criteria_must_match_the_ready_snapshot() {
+    let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
+    pack["criteria"] = json!([
+        {"id": 1, "evidence": ["evidence/criterion-1.jsonl", "evidence/nowhere.jsonl"]},
+        {"id": 2, "evidence": []},
+        {"id": 9, "evidence": ["evidence/criterion-2.jsonl"]}
+    ]);
+    let (code, report, _) = verify(standard(&pack), HEAD);
+    assert_eq!(code, 4);
+    let found = failures(&report);
+    for expected in [
+        ("evidence-without-artifact", "criterion 1"),
+        ("criterion-without-evidence", "criterion 2"),
+        ("criterion-outside-ready", "criterion 9"),
+    ] {
+        assert!(
+            found.contains(&(expected.0.to_string(), expected.1.to_string())),
+            "{expected:?} in {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_ready_snapshot_edited_after_freeze_and_another_goal_do_not_verify() {
+    let mut files = standard(&good_pack("authoritative", "2026-11-29T10:00:00Z"));
+    let edited = snapshot(GOAL).replace("are skipped", "are ignored");
+    files.last_mut().expect("snapshot").1 = edited.into_bytes();
+    let (code, report, _) = verify(files, HEAD);
+    assert_eq!(code, 4);
+    assert_eq!(
+        failures(&report),
+        [("ready-snapshot".into(), "ready.md".into())]
+    );
+    let detail = report["failures"][0]["detail"].as_str().expect("detail");
+    assert!(detail.contains("the snapshot was edited"), "{detail}");
+
+    let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
+    pack["completion_goal_hash"] = json!(aayudha::pack::hash_bytes(b"another goal"));
+    let (code, report, _) = verify(standard(&pack), HEAD);
+    assert_eq!(code, 4);
+    assert_eq!(
+        failures(&report),
+        [("completion-goal-hash".into(), "completion_goal_hash".into())]
+    );
+}
+
+#[test]
+fn a_pull_request_whose_head_moved_does_not_verify() {
+    let (code, report, _) = verify(
+        standard(&good_pack("authoritative", "2026-11-29T10:00:00Z")),
+        &"2".repeat(40),
+    );
+    assert_eq!(code, 4);
+    assert_eq!(
+        failures(&report),
+        [("pr-head".into(), "pr_head_sha".into())]
+    );
+}
+
+#[test]
+fn the_newest_authoritative_pack_wins_over_a_newer_advisory_one() {
+    let mut files = standard(&good_pack("authoritative", "2026-11-29T10:00:00Z"));
+    let mut advisory = good_pack("advisory", "2026-11-30T10:00:00Z");
+    advisory["criteria"] = json!([{"id": 1, "evidence": []}]);
+    files.extend(landed(
+        &advisory,
+        "proof/7/1111111111111111111111111111111111111111/advisory/20261130T100000Z",
+        &[],
+    ));
+    let (code, report, _) = verify(files.clone(), HEAD);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["authority"], "authoritative");
+    // Without an authoritative pack, the newest advisory one is verified.
+    let only_advisory: Vec<_> = files
+        .into_iter()
+        .filter(|(p, _)| !p.contains("/authoritative/"))
+        .collect();
+    let (code, report, _) = verify(only_advisory, HEAD);
+    assert_eq!(code, 4);
+    assert_eq!(report["authority"], "advisory");
+}
+
+#[test]
+fn old_packs_count_tombstones_and_lfs_media_as_not_stored() {
+    let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
+    let video = b"a recording";
+    pack["artifacts"].as_array_mut().expect("a").extend([
+        json!({"path": "media/run.webm", "kind": "recording", "sha256": aayudha::pack::hash_bytes(video), "size": video.len(), "store": "lfs"}),
+        json!({"path": "media/old.png", "kind": "screenshot", "sha256": aayudha::pack::hash_bytes(b"png"), "size": 3, "store": "git",
+               "tombstone": {"purged_at": "2026-06-01T00:00:00Z", "reason": "retention"}}),
+    ]);
+    let pointer = format!(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+        aayudha::pack::hash_bytes(video),
+        video.len()
+    );
+    let mut files = standard(&pack);
+    files.push((
+        format!("{AUTH}/artifacts/media/run.webm"),
+        pointer.into_bytes(),
+    ));
+    let (code, report, stderr) = verify(files, HEAD);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    assert_eq!(report["artifacts_checked"], 2);
+    assert_eq!(report["artifacts_not_stored"], 2, "{report:#}");
+}
+
+#[test]
+fn a_story_without_a_pack_does_not_verify() {
+    let files = [("specs/7/ready.md".to_string(), snapshot(GOAL).into_bytes())];
+    let w = world_of(&files, HEAD);
+    let out = proof_verify(&w, &[]);
+    assert_eq!(out.code, 4);
+    assert!(
+        out.stderr
+            .contains("story #7 has no pack on the `ledger` branch"),
+        "{}",
+        out.stderr
+    );
+}

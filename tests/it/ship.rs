@@ -1,0 +1,718 @@
+//! `aayu ship` through the real binary against the fake GitHub and a local bare `origin`: every refusal of
+//! `reference/security.md` ("Binding a run to a pull request head", the zip), the approval rule, the
+//! solo bypass, `--dry-run`, and a repeat that completes without duplicating anything.
+
+use crate::common;
+use crate::support::fake_github;
+
+use crate::common::{TestRepo, run};
+use fake_github::{FakeIssue, FakePull, FakeRun, FakeStatus};
+use serde_json::{Value, json};
+
+const REPO: &str = "octo/shop";
+const HEAD: &str = "1111111111111111111111111111111111111111";
+const GOAL: &str = "1. Blank lines are skipped.";
+const EVIDENCE: &[u8] = b"{\"Action\":\"pass\",\"Test\":\"TestSumSkipsBlankLines\"}\n";
+const GATE: &str = ".github/workflows/aayudha-merge-gate.yml";
+
+fn snapshot() -> String {
+    format!(
+        "# Story 7: Totals\n\n<!-- aayudha:ready {{\"story\": 7, \"completion_goal_hash\": \"{}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n",
+        aayudha::pack::hash_bytes(GOAL.as_bytes())
+    )
+}
+
+fn pack_json(pr: u64, head: &str, floor: &str) -> Value {
+    json!({
+        "schema_version": 1, "repo": REPO, "story": 7, "pr": pr, "pr_head_sha": head,
+        "seat": "ai-native-engineer", "host": "action", "identity": "ci",
+        "authority": {"kind": "advisory", "workflow": GATE, "run_id": 1, "writer": "aayu action (merge gate)"},
+        "completion_goal_hash": aayudha::pack::hash_bytes(GOAL.as_bytes()),
+        "criteria": [{"id": 1, "evidence": ["evidence/criterion-1.jsonl"]}],
+        "artifacts": [{"path": "evidence/criterion-1.jsonl", "kind": "api-trace", "sha256": aayudha::pack::hash_bytes(EVIDENCE), "size": EVIDENCE.len(), "store": "git"}],
+        "checks": [{"floor": "tests", "result": floor, "value": 1, "threshold": 1, "tool": "t", "version": "v", "detail": "", "network": "isolated"}],
+        "cost": {"tokens_in": 0, "tokens_out": 0, "usd": 0}, "links": {}, "created_at": "2026-11-29T10:00:00Z"
+    })
+}
+
+/// A pack zip as the gate uploads it; `tamper` changes the evidence's bytes, `extra` adds a file the pack
+/// does not list.
+fn zip(pack: &Value, tamper: bool, extra: bool) -> (Vec<u8>, String) {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::create_dir_all(dir.path().join("artifacts/evidence")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("artifacts/evidence/criterion-1.jsonl"),
+        if tamper {
+            b"forged\n".as_slice()
+        } else {
+            EVIDENCE
+        },
+    )
+    .expect("write");
+    if extra {
+        std::fs::write(dir.path().join("artifacts/evil.sh"), "rm -rf /\n").expect("write");
+    }
+    let mut bytes = serde_json::to_vec_pretty(pack).expect("json");
+    bytes.push(b'\n');
+    let sha = aayudha::pack::hash_bytes(&bytes);
+    std::fs::write(dir.path().join("pack.json"), bytes).expect("write");
+    let mut out = Vec::new();
+    aayudha::publish::archive::build(dir.path(), &mut out).expect("zip");
+    (out, sha)
+}
+
+struct World {
+    clone: TestRepo,
+    origin: tempfile::TempDir,
+    github: fake_github::Server,
+}
+
+/// Origin with `main` and the ledger holding story 7's snapshot; PR #3 at HEAD from `feature`, its body
+/// naming story 7; bob (write) approved HEAD.
+fn world() -> World {
+    let origin = tempfile::tempdir().expect("temp");
+    common::git_command(origin.path())
+        .args(["init", "-q", "--bare", "-b", "main"])
+        .status()
+        .expect("init");
+    let url = origin.path().display().to_string();
+    let scratch = TestRepo::new();
+    scratch.write("specs/7/ready.md", snapshot());
+    scratch.commit("ready");
+    scratch.git(&["push", "-q", &url, "HEAD:refs/heads/ledger"]);
+    let clone = TestRepo::new();
+    clone.write("README.md", "x\n");
+    clone.commit("main");
+    clone.git(&["remote", "add", "origin", &url]);
+    clone.git(&["push", "-q", "origin", "main"]);
+    let github = fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.tokens.insert("t".into(), "alice".into());
+        let mut pull = FakePull::open(HEAD);
+        pull.body = Some("Fixes the totals.\n\nStory: #7\n".into());
+        fake.pulls.insert(3, pull);
+        fake.issues.insert(
+            7,
+            FakeIssue {
+                title: "Totals".into(),
+                body: Some(format!("## Completion Goal\n\n{GOAL}\n")),
+                labels: vec!["type:bug".into()],
+                state: "open".into(),
+            },
+        );
+        fake.reviews
+            .insert(3, vec![("bob".into(), "APPROVED".into(), HEAD.into())]);
+        fake.permissions.insert("bob".into(), "write".into());
+        fake.refs.insert("heads/feature".into(), HEAD.into());
+    }
+    World {
+        clone,
+        origin,
+        github,
+    }
+}
+
+/// A gate run with its artifact and the `aayudha/proof` status binding it to HEAD.
+fn gate_run(w: &World, run: FakeRun, artifact: (Vec<u8>, String), expired: bool) {
+    let mut fake = w.github.state.lock().expect("lock");
+    let id = run.id;
+    fake.run_artifacts
+        .push((id, 9000 + id, "aayudha-pack".into(), artifact.0, expired));
+    fake.statuses.push(FakeStatus {
+        sha: HEAD.into(),
+        state: "success".into(),
+        context: "aayudha/proof".into(),
+        description: format!("run {id} pack sha256 {}", artifact.1),
+        target_url: None,
+        creator: "github-actions[bot]".into(),
+    });
+    fake.runs.push(run);
+}
+
+fn ship(w: &World, args: &[&str]) -> common::Run {
+    run(common::aayu_in(w.clone.root())
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_API_URL", &w.github.url)
+        .env("GH_REPO", REPO)
+        .arg("ship")
+        .args(args))
+}
+
+fn on_origin(w: &World, path: &str) -> Option<String> {
+    let out = common::git_command(w.origin.path())
+        .args(["show", &format!("ledger:{path}")])
+        .output()
+        .expect("git show");
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn ledger_commits(w: &World) -> usize {
+    let out = common::git_command(w.origin.path())
+        .args(["rev-list", "--count", "ledger"])
+        .output()
+        .expect("rev-list");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("count")
+}
+
+#[test]
+fn every_run_that_does_not_qualify_is_passed_over_with_its_reason_and_nothing_is_written() {
+    let w = world();
+    let good = || zip(&pack_json(3, HEAD, "pass"), false, false);
+    let gate = |id| FakeRun::gate(id, "aayudha-merge-gate.yml");
+    gate_run(
+        &w,
+        FakeRun {
+            event: "pull_request".into(),
+            ..gate(10)
+        },
+        good(),
+        false,
+    );
+    gate_run(
+        &w,
+        FakeRun {
+            event: "workflow_dispatch".into(),
+            ..gate(11)
+        },
+        good(),
+        false,
+    );
+    // Another repository's workflow file of the same name (a reusable workflow called from elsewhere).
+    gate_run(
+        &w,
+        FakeRun {
+            path: format!("mallory/shop/{GATE}@refs/heads/main"),
+            ..gate(12)
+        },
+        good(),
+        false,
+    );
+    gate_run(
+        &w,
+        FakeRun {
+            repository: "mallory/shop".into(),
+            ..gate(13)
+        },
+        good(),
+        false,
+    );
+    gate_run(
+        &w,
+        FakeRun {
+            conclusion: Some("failure".into()),
+            ..gate(14)
+        },
+        good(),
+        false,
+    );
+    gate_run(
+        &w,
+        FakeRun {
+            status: "in_progress".into(),
+            conclusion: None,
+            ..gate(15)
+        },
+        good(),
+        false,
+    );
+    gate_run(
+        &w,
+        gate(16),
+        zip(&pack_json(3, &"2".repeat(40), "pass"), false, false),
+        false,
+    );
+    gate_run(
+        &w,
+        gate(17),
+        zip(&pack_json(4, HEAD, "pass"), false, false),
+        false,
+    );
+    gate_run(&w, gate(18), good(), true);
+    gate_run(&w, gate(19), good(), false);
+    w.github.state.lock().expect("lock").run_artifacts.push((
+        19,
+        9999,
+        "aayudha-pack".into(),
+        good().0,
+        false,
+    ));
+    gate_run(
+        &w,
+        gate(20),
+        zip(&pack_json(3, HEAD, "pass"), true, false),
+        false,
+    );
+    gate_run(
+        &w,
+        gate(21),
+        zip(&pack_json(3, HEAD, "pass"), false, true),
+        false,
+    );
+    gate_run(
+        &w,
+        FakeRun {
+            path: format!("{GATE}@refs/heads/feature"),
+            ..gate(22)
+        },
+        good(),
+        false,
+    );
+    gate_run(
+        &w,
+        gate(23),
+        zip(&pack_json(3, HEAD, "fail"), false, false),
+        false,
+    );
+    // A good artifact whose binding status names another run.
+    {
+        let (bytes, sha) = good();
+        let mut fake = w.github.state.lock().expect("lock");
+        fake.run_artifacts
+            .push((24, 9024, "aayudha-pack".into(), bytes, false));
+        fake.statuses.push(FakeStatus {
+            sha: HEAD.into(),
+            state: "success".into(),
+            context: "aayudha/proof".into(),
+            description: format!("run 999 pack sha256 {sha}"),
+            target_url: None,
+            creator: "github-actions[bot]".into(),
+        });
+        fake.runs.push(gate(24));
+    }
+    let before = ledger_commits(&w);
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    let expected = [
+        (
+            "24",
+            "no `aayudha/proof` status on 111111111111 names run 24",
+        ),
+        ("23", "the tests floor does not hold (fail)"),
+        ("22", "not of the default branch main"),
+        ("21", "does not verify"),
+        ("20", "does not verify"),
+        ("19", "2 artifacts named `aayudha-pack`"),
+        ("18", "has expired"),
+        ("17", "proves pull request #4, not #3"),
+        (
+            "16",
+            "its pack proves 222222222222, but the pull request's head is 111111111111",
+        ),
+        ("15", "is in_progress"),
+        ("14", "ended failure"),
+        ("13", "ran in mallory/shop, not octo/shop"),
+        (
+            "12",
+            "another workflow (mallory/shop/.github/workflows/aayudha-merge-gate.yml)",
+        ),
+        ("11", "a workflow_dispatch run"),
+        ("10", "a pull_request run"),
+    ];
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("run "))
+        .collect();
+    assert_eq!(lines.len(), expected.len(), "{}", out.stderr);
+    for ((id, why), line) in expected.iter().zip(&lines) {
+        assert!(
+            line.starts_with(&format!("run {id}: ")) && line.contains(why),
+            "expected run {id}: …{why}…, got {line}"
+        );
+    }
+    assert!(out.stderr.contains("error: no run of .github/workflows/aayudha-merge-gate.yml qualifies to ship pull request #3 (15 runs looked at)"), "{}", out.stderr);
+    let fake = w.github.state.lock().expect("lock");
+    assert!(fake.merged.is_empty(), "nothing merged");
+    drop(fake);
+    assert_eq!(ledger_commits(&w), before, "nothing landed");
+    w.github.assert_clean();
+}
+
+#[test]
+fn a_qualifying_run_ships_and_a_repeat_duplicates_nothing() {
+    let w = world();
+    let (bytes, sha) = zip(&pack_json(3, HEAD, "pass"), false, false);
+    // GitHub may write the path with the repository in front: `octo/shop/.github/workflows/…@ref`.
+    gate_run(
+        &w,
+        FakeRun {
+            path: format!("{REPO}/{GATE}@refs/heads/main"),
+            ..FakeRun::gate(40, "aayudha-merge-gate.yml")
+        },
+        (bytes, sha.clone()),
+        false,
+    );
+    // A newer run of the pull request's own copy is passed over.
+    gate_run(
+        &w,
+        FakeRun {
+            event: "pull_request".into(),
+            ..FakeRun::gate(41, "aayudha-merge-gate.yml")
+        },
+        zip(&pack_json(3, HEAD, "pass"), false, false),
+        false,
+    );
+
+    let dry = ship(&w, &["3", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    assert!(
+        dry.stdout
+            .starts_with("dry run — nothing written:\nrun 40 (attempt 1) proves pull request #3"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stderr.contains("run 41: a pull_request run"),
+        "{}",
+        dry.stderr
+    );
+    assert!(w.github.state.lock().expect("lock").merged.is_empty());
+    assert_eq!(on_origin(&w, "ship/7.json"), None);
+
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("approved by bob"), "{}", out.stdout);
+    let record: Value =
+        serde_json::from_str(&on_origin(&w, "ship/7.json").expect("ship record")).expect("json");
+    assert_eq!(record["gate_run"], 40);
+    assert_eq!(record["artifact"], 9040);
+    assert_eq!(record["pack_sha256"], sha);
+    assert_eq!(record["approver"], "bob");
+    assert_eq!(record["writer"], "alice (aayu ship)");
+    let landed: Value = serde_json::from_str(
+        &on_origin(&w, &format!("proof/7/{HEAD}/authoritative/pack.json")).expect("pack"),
+    )
+    .expect("json");
+    assert_eq!(
+        landed["authority"],
+        json!({"kind": "authoritative", "workflow": GATE, "run_id": 40, "writer": "alice (aayu ship)"})
+    );
+    assert_eq!(
+        on_origin(
+            &w,
+            &format!("proof/7/{HEAD}/authoritative/artifacts/evidence/criterion-1.jsonl")
+        )
+        .expect("evidence")
+        .as_bytes(),
+        EVIDENCE
+    );
+    {
+        let fake = w.github.state.lock().expect("lock");
+        assert_eq!(fake.merged, [(3, HEAD.to_string())]);
+        let body = fake.issues[&7].body.clone().expect("body");
+        assert!(
+            body.contains("## Complete")
+                && body.contains("approved by `bob`")
+                && body.contains(&sha),
+            "{body}"
+        );
+        assert!(
+            !fake.refs.contains_key("heads/feature"),
+            "the head branch is deleted"
+        );
+    }
+    // The landed pack verifies.
+    let verified = run(common::aayu_in(w.clone.root())
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_API_URL", &w.github.url)
+        .env("GH_REPO", REPO)
+        .args(["proof", "verify", "7"]));
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    assert!(
+        verified.stdout.contains("(authoritative, pull request #3)"),
+        "{}",
+        verified.stdout
+    );
+
+    // A repeat: nothing new anywhere.
+    let commits = ledger_commits(&w);
+    let again = ship(&w, &["3"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.contains("already shipped"), "{}", again.stdout);
+    assert_eq!(ledger_commits(&w), commits);
+    let fake = w.github.state.lock().expect("lock");
+    assert_eq!(fake.merged.len(), 1);
+    assert_eq!(
+        fake.issues[&7]
+            .body
+            .as_deref()
+            .expect("body")
+            .matches("## Complete")
+            .count(),
+        1
+    );
+    drop(fake);
+    w.github.assert_clean();
+}
+
+#[test]
+fn approval_must_come_from_someone_else_with_write_access_or_a_recorded_solo_bypass() {
+    let w = world();
+    gate_run(
+        &w,
+        FakeRun::gate(50, "aayudha-merge-gate.yml"),
+        zip(&pack_json(3, HEAD, "pass"), false, false),
+        false,
+    );
+    {
+        let mut fake = w.github.state.lock().expect("lock");
+        fake.reviews.insert(
+            3,
+            vec![
+                ("octocat".into(), "APPROVED".into(), HEAD.into()),
+                ("carol".into(), "APPROVED".into(), HEAD.into()),
+                ("dave".into(), "APPROVED".into(), "0".repeat(40)),
+                ("bob".into(), "APPROVED".into(), HEAD.into()),
+                ("bob".into(), "CHANGES_REQUESTED".into(), HEAD.into()),
+            ],
+        );
+        fake.permissions.insert("carol".into(), "read".into());
+        fake.permissions.insert("dave".into(), "admin".into());
+    }
+    let refused = ship(&w, &["3"]);
+    assert_eq!(refused.code, 4, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("nobody with write access other than octocat approved 111111111111"),
+        "{}",
+        refused.stderr
+    );
+    assert!(w.github.state.lock().expect("lock").merged.is_empty());
+
+    let solo = ship(&w, &["3", "--solo-bypass"]);
+    assert_eq!(solo.code, 0, "{}{}", solo.stdout, solo.stderr);
+    let record: Value =
+        serde_json::from_str(&on_origin(&w, "ship/7.json").expect("record")).expect("json");
+    assert_eq!(record["solo_bypass"], true);
+    assert_eq!(record["approver"], "alice (--solo-bypass)");
+    assert!(
+        solo.stdout.contains("approved by alice (--solo-bypass)"),
+        "{}",
+        solo.stdout
+    );
+    assert!(
+        w.github
+            .comments()
+            .iter()
+            .any(|c| c.body.contains("--solo-bypass")),
+        "recorded on the pull request"
+    );
+}
+
+#[test]
+fn ship_refuses_to_run_in_ci_and_needs_a_story() {
+    let w = world();
+    let ci = run(common::aayu_in(w.clone.root())
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_API_URL", &w.github.url)
+        .args(["ship", "3", "--repo", REPO]));
+    assert_eq!(ci.code, 2);
+    assert!(ci.stderr.contains("does not run in CI"), "{}", ci.stderr);
+    w.github
+        .state
+        .lock()
+        .expect("lock")
+        .pulls
+        .get_mut(&3)
+        .expect("pr")
+        .body = None;
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("pull request #3 names no story"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_merge_that_fails_after_landing_is_completed_by_the_next_ship_without_duplicates() {
+    let w = world();
+    gate_run(
+        &w,
+        FakeRun::gate(60, "aayudha-merge-gate.yml"),
+        zip(&pack_json(3, HEAD, "pass"), false, false),
+        false,
+    );
+    w.github.state.lock().expect("lock").refuse_merge = Some(405);
+    let first = ship(&w, &["3"]);
+    assert_eq!(first.code, 1, "{}{}", first.stdout, first.stderr);
+    assert!(
+        first.stderr.contains("(405)") || first.stderr.contains("405"),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        on_origin(&w, "ship/7.json").is_some(),
+        "landed before the merge was refused"
+    );
+    let commits = ledger_commits(&w);
+    let body_before = w.github.state.lock().expect("lock").issues[&7].body.clone();
+    assert!(
+        !body_before
+            .as_deref()
+            .unwrap_or_default()
+            .contains("## Complete"),
+        "no Complete before the merge"
+    );
+
+    let second = ship(&w, &["3"]);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    assert_eq!(
+        ledger_commits(&w),
+        commits,
+        "the same pack and record: no second commit"
+    );
+    let fake = w.github.state.lock().expect("lock");
+    assert_eq!(fake.merged, [(3, HEAD.to_string())]);
+    assert_eq!(
+        fake.issues[&7]
+            .body
+            .as_deref()
+            .expect("body")
+            .matches("## Complete")
+            .count(),
+        1
+    );
+}
+
+/// A zip made by hand: pack.json, then the given entries (a `None` body is a symbolic link to /etc/passwd).
+fn raw_zip(pack: &Value, entries: &[(&str, Option<&[u8]>)]) -> (Vec<u8>, String) {
+    use std::io::Write as _;
+    use zip::write::SimpleFileOptions;
+    let mut manifest = serde_json::to_vec_pretty(pack).expect("json");
+    manifest.push(b'\n');
+    let sha = aayudha::pack::hash_bytes(&manifest);
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("pack.json", SimpleFileOptions::default())
+        .expect("start");
+    zip.write_all(&manifest).expect("write");
+    for (name, body) in entries {
+        match body {
+            Some(bytes) => {
+                zip.start_file(*name, SimpleFileOptions::default())
+                    .expect("start");
+                zip.write_all(bytes).expect("write");
+            }
+            None => zip
+                .add_symlink(*name, "/etc/passwd", SimpleFileOptions::default())
+                .expect("link"),
+        }
+    }
+    (zip.finish().expect("finish").into_inner(), sha)
+}
+
+#[test]
+fn hostile_artifact_zips_are_passed_over_with_what_is_wrong() {
+    let w = world();
+    let pack = pack_json(3, HEAD, "pass");
+    let evidence = ("artifacts/evidence/criterion-1.jsonl", Some(EVIDENCE));
+    let gate = |id| FakeRun::gate(id, "aayudha-merge-gate.yml");
+    gate_run(&w, gate(70), raw_zip(&pack, &[]), false);
+    gate_run(
+        &w,
+        gate(71),
+        raw_zip(&pack, &[evidence, ("artifacts/../../escape", Some(b"x"))]),
+        false,
+    );
+    gate_run(
+        &w,
+        gate(72),
+        raw_zip(&pack, &[evidence, ("artifacts/link", None)]),
+        false,
+    );
+    // Two names that are one file on a case-insensitive file system.
+    gate_run(
+        &w,
+        gate(73),
+        raw_zip(
+            &pack,
+            &[
+                evidence,
+                ("artifacts/evidence/CRITERION-1.jsonl", Some(EVIDENCE)),
+            ],
+        ),
+        false,
+    );
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    for (id, why) in [
+        (73, "collides with"),
+        (72, "a symbolic link"),
+        (71, "`..`"),
+        (70, "evidence/criterion-1.jsonl"),
+    ] {
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("run {id}: ")))
+            .unwrap_or_else(|| panic!("run {id} listed: {}", out.stderr));
+        assert!(
+            line.contains("does not verify") && line.contains(why),
+            "{line}"
+        );
+    }
+    assert!(w.github.state.lock().expect("lock").merged.is_empty());
+}
+
+#[test]
+fn ship_goes_by_the_default_branchs_config_not_the_working_trees() {
+    let w = world();
+    // The shipper has the pull request checked out, whose config points ship at another workflow and would
+    // land the ledger's commits on `main`.
+    w.clone.write(
+        ".aayudha/config.toml",
+        "[gate]\nworkflow = \".github/workflows/evil.yml\"\n\n[ledger]\nbranch = \"main\"\n",
+    );
+    // The default branch (on GitHub) names the ledger branch `ledger` explicitly.
+    w.github.state.lock().expect("lock").files.insert(
+        ("main".into(), ".aayudha/config.toml".into()),
+        b"[ledger]\nbranch = \"ledger\"\n".to_vec(),
+    );
+    gate_run(
+        &w,
+        FakeRun::gate(50, "aayudha-merge-gate.yml"),
+        zip(&pack_json(3, HEAD, "pass"), false, false),
+        false,
+    );
+    let main_before = common::git_command(w.origin.path())
+        .args(["rev-parse", "main"])
+        .output()
+        .expect("rev-parse")
+        .stdout;
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        on_origin(&w, "ship/7.json").is_some(),
+        "landed on the ledger"
+    );
+    let main_after = common::git_command(w.origin.path())
+        .args(["rev-parse", "main"])
+        .output()
+        .expect("rev-parse")
+        .stdout;
+    assert_eq!(main_before, main_after, "nothing was pushed to main");
+
+    // A broken config on the default branch is named as such, with its branch.
+    let w = world();
+    w.github.state.lock().expect("lock").files.insert(
+        ("main".into(), ".aayudha/config.toml".into()),
+        b"[ledger]\nbrnch = \"x\"\n".to_vec(),
+    );
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("main:.aayudha/config.toml:2: unknown key `ledger.brnch`"),
+        "{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,348 @@
+//! The built-in step runner (`aayu control check`) and selection by diff, through the real binary: the
+//! notes example's checks pass, a broken copy fails with a precise reason, and ui/api checks reach a seed
+//! app that is stopped afterwards.
+
+use crate::common;
+use std::path::Path;
+
+use crate::common::{TestRepo, feature_md, map_readme, run, skill};
+use serde_json::Value;
+
+/// Copies a folder of this repository into the test repository at the same path.
+fn copy_tree(from: &Path, repo: &TestRepo, rel: &str) {
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "target" {
+            continue;
+        }
+        let rel = format!("{rel}/{name}");
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), repo, &rel);
+        } else {
+            repo.write(&rel, std::fs::read(entry.path()).expect("read"));
+        }
+    }
+}
+
+fn notes_repo() -> TestRepo {
+    let repo = TestRepo::new();
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/notes"),
+        &repo,
+        "examples/notes",
+    );
+    repo.commit("notes");
+    repo
+}
+
+fn parse(out: &common::Run) -> Value {
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr))
+}
+
+#[test]
+fn the_notes_checks_pass_through_the_step_runner() {
+    let repo = notes_repo();
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .args(["verify", "--check", "all", "--json", "--out", "run"]));
+    let report = parse(&out);
+    assert_eq!(out.code, 0, "{report:#}\n{}", out.stderr);
+    let checks = report["checks"].as_array().expect("checks");
+    assert_eq!(checks.len(), 6);
+    for check in checks {
+        assert_eq!(check["status"], "passed", "{check}");
+        assert_eq!(check["artifacts"][0]["kind"], "api-trace");
+    }
+    let transcript: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path("run/behaviour/mark-done.missing/transcript.json"))
+            .expect("transcript"),
+    )
+    .expect("json");
+    let steps = transcript["steps"].as_array().expect("steps");
+    assert_eq!(steps[2]["run"], serde_json::json!(["notes", "done", "5"]));
+    assert_eq!(steps[2]["exit"], 1);
+    assert_eq!(steps[2]["stderr"], "notes: no such note: 5 (there are 1)\n");
+}
+
+#[test]
+fn a_broken_notes_fails_with_the_expectation_that_broke() {
+    let repo = notes_repo();
+    let store = repo.path("examples/notes/src/store.rs");
+    let text = std::fs::read_to_string(&store).expect("read");
+    repo.write(
+        "examples/notes/src/store.rs",
+        text.replace("no such note: {n}", "missing note {n}"),
+    );
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--check",
+        "mark-done",
+        "--json",
+        "--out",
+        "run",
+    ]));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let report = parse(&out);
+    let check = &report["checks"][0];
+    assert_eq!(check["status"], "failed");
+    assert_eq!(
+        check["reason"],
+        "step 3 (run notes done 5): stderr lacks `no such note: 5 (there are 1)`; it was: \"notes: missing note 5 (there are 1)\\n\""
+    );
+    // The transcript of a failed check is still evidence of what happened.
+    assert_eq!(
+        check["artifacts"][0]["path"],
+        "behaviour/mark-done.missing/transcript.json"
+    );
+
+    // A test that no longer exists fails the lib check by name.
+    let store_text = std::fs::read_to_string(&store).expect("read");
+    repo.write(
+        "examples/notes/src/store.rs",
+        store_text.replace("fn done_marks_the_note", "fn done_marks_a_note"),
+    );
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--check",
+        "store.done-marks",
+        "--json",
+        "--out",
+        "run2",
+    ]));
+    assert_eq!(out.code, 3);
+    assert_eq!(
+        parse(&out)["checks"][0]["reason"],
+        "step 1 (test done_marks_the_note): no test named `done_marks_the_note` ran in `examples/notes`"
+    );
+}
+
+#[test]
+fn an_unknown_step_key_fails_the_check() {
+    let repo = notes_repo();
+    let dir = skill("examples/notes", "notes");
+    let feature = std::fs::read_to_string(repo.path(&format!("{dir}/mark-done.md"))).expect("read");
+    repo.write(
+        &format!("{dir}/mark-done.md"),
+        feature.replace(
+            r#"{"build": "examples/notes"}"#,
+            r#"{"biuld": "examples/notes"}"#,
+        ),
+    );
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--check",
+        "mark-done",
+        "--json",
+        "--out",
+        "run",
+    ]));
+    assert_eq!(out.code, 3);
+    let reason = parse(&out)["checks"][0]["reason"]
+        .as_str()
+        .expect("reason")
+        .to_string();
+    assert!(
+        reason.starts_with(
+            "step 1: unknown key `biuld` (the step runner knows build, run, request, test, env, cwd"
+        ),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_diff_selects_the_checks_of_what_changed() {
+    let repo = notes_repo();
+    let dir = skill("examples/notes", "notes");
+    let base = repo.git(&["rev-parse", "HEAD"]);
+    // A SKILL.md edit alone selects nothing.
+    repo.write(
+        &format!("{}/SKILL.md", dir.trim_end_matches("/features")),
+        "# edited\n",
+    );
+    let skill_only = repo.commit("skill");
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--base",
+        &base,
+        "--head",
+        &skill_only,
+    ]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "no behaviour check selected\n"),
+        "{}",
+        out.stderr
+    );
+    // The store's source selects every feature whose sources hold it; the feature file selects its own.
+    let store = std::fs::read_to_string(repo.path("examples/notes/src/store.rs")).expect("read");
+    repo.write(
+        "examples/notes/src/store.rs",
+        format!("{store}\n// touched\n"),
+    );
+    let head = repo.commit("store");
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--base",
+        &skill_only,
+        "--head",
+        &head,
+        "--json",
+        "--out",
+        "run",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = parse(&out);
+    let selected: Vec<(String, Value)> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            (
+                format!(
+                    "{}.{}",
+                    c["feature"].as_str().expect("f"),
+                    c["check"].as_str().expect("c")
+                ),
+                c["selected_because"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(selected.len(), 6, "{selected:?}");
+    assert!(
+        selected
+            .iter()
+            .all(|(_, why)| why == &serde_json::json!(["changed: examples/notes/src/store.rs"])),
+        "{selected:?}"
+    );
+    // The README of the map selects every check of the map; an evidence map adds its checks with their reason.
+    repo.write(
+        ".aayudha/evidence/7.toml",
+        "[[criterion]]\nid = 1\nchecks = [\"mark-done.missing\"]\n",
+    );
+    let readme = std::fs::read_to_string(repo.path(&format!("{dir}/README.md"))).expect("read");
+    repo.write(
+        &format!("{dir}/README.md"),
+        format!("{readme}\nMore words.\n"),
+    );
+    let next = repo.commit("readme and evidence");
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify", "--base", &head, "--head", &next, "--story", "7", "--json", "--out", "run3",
+    ]));
+    let report = parse(&out);
+    let missing = report["checks"]
+        .as_array()
+        .expect("c")
+        .iter()
+        .find(|c| c["check"] == "missing")
+        .expect("missing");
+    assert_eq!(
+        missing["selected_because"],
+        serde_json::json!([
+            format!("map changed: {dir}/README.md"),
+            "evidence map of story #7, criterion 1"
+        ])
+    );
+    // An evidence map naming a check that does not exist is reported precisely.
+    repo.write(
+        ".aayudha/evidence/8.toml",
+        "[[criterion]]\nid = 2\nchecks = [\"mark-done.gone\"]\n",
+    );
+    let last = repo.commit("bad evidence");
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .args(["verify", "--base", &next, "--head", &last, "--story", "8"]));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains(".aayudha/evidence/8.toml: criterion 2: check `mark-done.gone` names no check: feature `mark-done` has missing"), "{}", out.stderr);
+}
+
+#[test]
+fn api_checks_reach_the_seed_app_which_is_stopped_afterwards() {
+    crate::needs!(python3);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let repo = TestRepo::new();
+    let dir = skill("", "site");
+    let map = r#"{"product": "site", "control": ["aayu", "control"], "surfaces": []}"#;
+    let block = r#"{"id": "home", "layers": ["L01"], "sources": ["www/index.html"], "surfaces": {}, "verified_at": ""}"#;
+    let check = r#"{"id": "greets", "kind": "api", "evidence": "api-trace", "steps": [
+  {"request": {"method": "GET", "path": "/index.html"}, "expect": {"status": 200, "text": "hello from the seed"}}
+]}"#;
+    let missing = r#"{"id": "missing", "kind": "api", "evidence": "api-trace", "steps": [
+  {"request": {"method": "GET", "path": "/nope.html"}, "expect": {"status": 200}}
+]}"#;
+    repo.write("www/index.html", "<p>hello from the seed</p>\n")
+        .write(&format!("{dir}/README.md"), map_readme(map, &["home.md"]))
+        .write(&format!("{dir}/home.md"), feature_md(block, &[check, missing]))
+        .write(
+            ".aayudha/config.toml",
+            format!(
+                "[verify]\nbase_url = \"http://127.0.0.1:{port}\"\nseed = [\"/usr/bin/python3\", \"-m\", \"http.server\", \"--bind\", \"127.0.0.1\", \"--directory\", \"www\", \"{port}\"]\n"
+            ),
+        );
+    repo.commit("site");
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .args(["verify", "--check", "home", "--json", "--out", "run"]));
+    let report = parse(&out);
+    assert_eq!(out.code, 3, "{report:#} {}", out.stderr);
+    let checks = report["checks"].as_array().expect("checks");
+    assert_eq!(checks[0]["check"], "greets");
+    assert_eq!(checks[0]["status"], "passed", "{report:#}");
+    assert_eq!(checks[0]["network"], "allowed");
+    assert_eq!(checks[1]["status"], "failed");
+    assert!(
+        checks[1]["reason"]
+            .as_str()
+            .expect("r")
+            .starts_with("step 1 (GET /nope.html): expected status 200, got 404"),
+        "{report:#}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the seed app was stopped"
+    );
+}
+
+#[test]
+fn a_toolchain_the_sandbox_uid_cannot_run_blocks_with_the_fix() {
+    // Without root the sandbox runs as the user, who can run their own toolchain.
+    if !common::root_or_skip("a_toolchain_the_sandbox_uid_cannot_run_blocks_with_the_fix") {
+        return;
+    }
+    let repo = notes_repo();
+    let hidden = tempfile::Builder::new()
+        .prefix("aayu-private-")
+        .tempdir()
+        .expect("temp");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(hidden.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let cargo = hidden.path().join("cargo");
+    std::fs::write(&cargo, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        hidden.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .env("PATH", path)
+        .args(["verify", "--check", "mark-done", "--json", "--out", "run"]));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let check = &parse(&out)["checks"][0];
+    assert_eq!(check["status"], "blocked");
+    let reason = check["reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with(&format!(
+            "the sandbox uid cannot run `cargo` at `{}`",
+            cargo.display()
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("make the toolchain readable by other users"),
+        "{reason}"
+    );
+}

@@ -1,0 +1,559 @@
+//! `aayu verify --map` through the real binary, on real git repositories made in temp dirs.
+
+use crate::common;
+use crate::common::{TestRepo, feature_md, map_readme, run, skill};
+use serde_json::Value;
+
+const MAP_BLOCK: &str = r#"{"product": "shop", "control": ["aayu", "control"],
+ "surfaces": [{"kind": "command", "files": ["src/*.rs"], "pattern": "cmd\\(\"([a-z]+)\"\\)"}]}"#;
+
+const SOURCE: &str = r#"fn main() {
+    cmd("buy");
+    cmd("sell");
+    render("<button>Pay</button>");
+}
+#[test]
+fn pays_in_full() {}
+"#;
+
+fn buy_block(verified_at: &str) -> String {
+    format!(
+        r#"{{"id": "buy", "layers": ["L02"], "sources": ["src/main.rs"],
+ "surfaces": {{"command": ["buy"]}}, "verified_at": "{verified_at}"}}"#
+    )
+}
+
+fn sell_block(verified_at: &str) -> String {
+    format!(
+        r#"{{"id": "sell", "layers": ["L02"], "sources": ["src/main.rs"],
+ "surfaces": {{"command": ["sell"]}}, "verified_at": "{verified_at}"}}"#
+    )
+}
+
+const BUY_CHECK: &str = r#"{"id": "pays", "kind": "ui", "evidence": "screenshot", "steps": [
+  {"click": {"name": "Pay"}},
+  {"go": {"test": "pays_in_full"}}
+]}"#;
+
+const SELL_CHECK: &str = r#"{"id": "sells", "kind": "cli", "evidence": "api-trace", "steps": [{"run": ["shop", "sell"], "exit": 0}]}"#;
+
+/// A product `shop` whose map is in sync with its source, committed, and verified at that commit.
+fn shop() -> (TestRepo, String) {
+    let repo = TestRepo::new();
+    let dir = skill("", "shop");
+    repo.write("src/main.rs", SOURCE)
+        .write(
+            &format!("{dir}/README.md"),
+            map_readme(MAP_BLOCK, &["buy.md", "sell.md"]),
+        )
+        .write(
+            &format!("{dir}/buy.md"),
+            feature_md(&buy_block(""), &[BUY_CHECK]),
+        )
+        .write(
+            &format!("{dir}/sell.md"),
+            feature_md(&sell_block(""), &[SELL_CHECK]),
+        );
+    let sha = repo.commit("shop");
+    repo.write(
+        &format!("{dir}/buy.md"),
+        feature_md(&buy_block(&sha), &[BUY_CHECK]),
+    )
+    .write(
+        &format!("{dir}/sell.md"),
+        feature_md(&sell_block(&sha), &[SELL_CHECK]),
+    );
+    repo.commit("verified");
+    (repo, sha)
+}
+
+fn json(repo: &TestRepo) -> (i32, Value) {
+    let out = run(repo.aayu().args(["verify", "--map", "--json"]));
+    let value: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is one JSON object ({e}): {}\nstderr: {}",
+            out.stdout, out.stderr
+        )
+    });
+    (out.code, value)
+}
+
+fn drift_kinds(report: &Value) -> Vec<(String, String)> {
+    report["drift"]
+        .as_array()
+        .expect("drift array")
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().expect("kind").to_string(),
+                d["detail"].as_str().expect("detail").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_map_in_sync_exits_0_quietly() {
+    let (repo, _) = shop();
+    let out = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout, "1 map, 2 features: in sync\n");
+    assert_eq!(out.stderr, "");
+    let (code, report) = json(&repo);
+    assert_eq!(code, 0);
+    assert_eq!(
+        report,
+        serde_json::json!({"schema_version": 1, "maps": 1, "features": 2, "drift": [], "stale": [], "errors": [], "warnings": []})
+    );
+}
+
+#[test]
+fn no_map_exits_0() {
+    let repo = TestRepo::new();
+    repo.write("src/main.rs", "fn main() {}\n");
+    repo.commit("no map");
+    let out = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.starts_with("no feature map found"),
+        "{}",
+        out.stdout
+    );
+    let (code, report) = json(&repo);
+    assert_eq!((code, report["maps"].as_u64()), (0, Some(0)));
+}
+
+#[test]
+fn an_unmapped_surface_is_drift_at_its_line() {
+    let (repo, _) = shop();
+    repo.write(
+        "src/main.rs",
+        SOURCE.replace(
+            "    cmd(\"sell\");\n",
+            "    cmd(\"sell\");\n    cmd(\"refund\");\n",
+        ),
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3);
+    let drift = &report["drift"][0];
+    assert_eq!(drift["kind"], "unmapped-surface");
+    assert_eq!(drift["product"], "shop");
+    assert_eq!(drift["feature"], Value::Null);
+    assert_eq!(drift["file"], "src/main.rs");
+    assert_eq!(drift["line"], 4);
+    assert!(
+        drift["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("command `refund`"),
+        "{drift}"
+    );
+    assert_eq!(report["drift"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_missing_surface_is_drift_on_the_feature_line() {
+    let (repo, sha) = shop();
+    let dir = skill("", "shop");
+    let block = buy_block(&sha).replace(r#"["buy"]"#, r#"["buy", "checkout"]"#);
+    repo.write(&format!("{dir}/buy.md"), feature_md(&block, &[BUY_CHECK]));
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3);
+    assert_eq!(drift_kinds(&report).len(), 1, "{report}");
+    let drift = &report["drift"][0];
+    assert_eq!(drift["kind"], "missing-surface");
+    assert_eq!(drift["feature"], "buy");
+    assert_eq!(drift["file"], format!("{dir}/buy.md"));
+    assert_eq!(drift["line"], 7);
+    assert!(
+        drift["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("command `checkout`")
+    );
+}
+
+#[test]
+fn a_missing_handle_is_drift_and_deeper_values_are_data() {
+    let (repo, sha) = shop();
+    let dir = skill("", "shop");
+    let check = r#"{"id": "pays", "kind": "ui", "evidence": "screenshot", "steps": [
+  {"click": {"name": "Pay"}},
+  {"fill": {"label": "Card number"}},
+  {"request": {"method": "POST", "body": {"name": "Nowhere in source"}}},
+  {"go": {"test": "pays"}}
+]}"#;
+    repo.write(
+        &format!("{dir}/buy.md"),
+        feature_md(&buy_block(&sha), &[check]),
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3);
+    let drift = drift_kinds(&report);
+    // `Card number` is not in source; `pays` is only part of the word `pays_in_full`; the body's name is data.
+    assert_eq!(drift.len(), 2, "{report}");
+    assert!(drift.iter().all(|(kind, _)| kind == "missing-handle"));
+    assert!(
+        drift[0].1.contains("fill.label `Card number`"),
+        "{}",
+        drift[0].1
+    );
+    assert!(
+        drift[1].1.contains("go.test `pays`") && drift[1].1.contains("as a whole word"),
+        "{}",
+        drift[1].1
+    );
+    assert_eq!(report["drift"][0]["line"], 23);
+    assert_eq!(report["drift"][1]["line"], 25);
+}
+
+#[test]
+fn handles_count_quoted_or_as_element_text_only() {
+    let (repo, sha) = shop();
+    let dir = skill("", "shop");
+    repo.write(
+        "src/main.rs",
+        SOURCE.replace("<button>Pay</button>", "<button> Pay</button> // Pay"),
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(
+        drift_kinds(&report),
+        vec![(
+            "missing-handle".to_string(),
+            drift_kinds(&report)[0].1.clone()
+        )]
+    );
+    repo.write(
+        "src/main.rs",
+        SOURCE.replace("<button>Pay</button>", "label('Pay')"),
+    );
+    let (code, _) = json(&repo);
+    assert_eq!(code, 0);
+    let _ = (sha, dir);
+}
+
+#[test]
+fn a_missing_source_is_drift() {
+    let (repo, sha) = shop();
+    let dir = skill("", "shop");
+    let block = sell_block(&sha).replace(
+        r#""sources": ["src/main.rs"]"#,
+        r#""sources": ["src/main.rs", "src/gone.rs"]"#,
+    );
+    repo.write(&format!("{dir}/sell.md"), feature_md(&block, &[SELL_CHECK]));
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3);
+    let drift = &report["drift"][0];
+    assert_eq!(
+        (drift["kind"].as_str(), drift["feature"].as_str()),
+        (Some("missing-source"), Some("sell"))
+    );
+    assert!(
+        drift["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("src/gone.rs")
+    );
+    assert_eq!(drift["line"], 6);
+}
+
+#[test]
+fn index_drift_covers_unlisted_files_dead_links_and_duplicate_ids() {
+    let (repo, sha) = shop();
+    let dir = skill("", "shop");
+    // sell.md leaves the index, a link points nowhere, a third file reuses the id `buy`, and a check id repeats.
+    repo.write(
+        &format!("{dir}/README.md"),
+        map_readme(MAP_BLOCK, &["buy.md", "ghost.md", "copy.md"]),
+    );
+    repo.write(
+        &format!("{dir}/copy.md"),
+        feature_md(&buy_block(&sha).replace(r#"["buy"]"#, "[]"), &[]),
+    );
+    repo.write(
+        &format!("{dir}/buy.md"),
+        feature_md(&buy_block(&sha), &[BUY_CHECK, BUY_CHECK]),
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3);
+    let details: Vec<String> = drift_kinds(&report)
+        .into_iter()
+        .map(|(kind, detail)| {
+            assert_eq!(kind, "index");
+            detail
+        })
+        .collect();
+    assert_eq!(details.len(), 4, "{details:#?}");
+    assert!(
+        details
+            .iter()
+            .any(|d| d.contains("`sell.md` is not in the index"))
+    );
+    assert!(
+        details
+            .iter()
+            .any(|d| d.contains("links `ghost.md`, which is not a file"))
+    );
+    assert!(
+        details
+            .iter()
+            .any(|d| d.contains("feature id `buy` is also the id of"))
+    );
+    assert!(
+        details
+            .iter()
+            .any(|d| d.contains("check id `pays` appears twice"))
+    );
+}
+
+#[test]
+fn the_readable_report_groups_by_product_and_feature() {
+    let (repo, sha) = shop();
+    let dir = skill("", "shop");
+    repo.write(
+        "src/main.rs",
+        SOURCE.replace(
+            "    cmd(\"sell\");\n",
+            "    cmd(\"sell\");\n    cmd(\"refund\");\n",
+        ),
+    );
+    let block = sell_block(&sha).replace(
+        r#""sources": ["src/main.rs"]"#,
+        r#""sources": ["src/main.rs", "src/gone.rs"]"#,
+    );
+    repo.write(&format!("{dir}/sell.md"), feature_md(&block, &[SELL_CHECK]));
+    let out = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(out.code, 3);
+    let expected = format!(
+        "shop\n  (no feature)\n    src/main.rs:4: unmapped-surface: command `refund` is found in source but no feature claims it: add it to a feature's `surfaces.command`\n  sell\n    {dir}/sell.md:6: missing-source: source `src/gone.rs` does not exist\n  stale: buy (changed): changed since {}: src/main.rs\n  stale: sell (changed): changed since {}: src/main.rs\n1 map, 2 features: 2 drift, 2 stale\n",
+        &sha[..12],
+        &sha[..12]
+    );
+    assert_eq!(out.stdout, expected);
+}
+
+#[test]
+fn stale_is_never_drift() {
+    let (repo, sha) = shop();
+    repo.write("src/main.rs", format!("{SOURCE}// a comment\n"));
+    let (code, report) = json(&repo);
+    assert_eq!(code, 0, "stale alone is not drift: {report}");
+    assert_eq!(report["drift"], serde_json::json!([]));
+    let stale = report["stale"].as_array().expect("stale");
+    assert_eq!(stale.len(), 2);
+    assert_eq!(stale[0]["feature"], "buy");
+    assert_eq!(stale[0]["reason"], "changed");
+    assert_eq!(
+        stale[0]["detail"],
+        format!("changed since {}: src/main.rs", &sha[..12])
+    );
+    // The feature file itself is not compared: editing only it leaves the feature fresh.
+    let (repo, _) = shop();
+    let dir = skill("", "shop");
+    let text = std::fs::read_to_string(repo.path(&format!("{dir}/buy.md"))).expect("read");
+    repo.write(&format!("{dir}/buy.md"), text.replace("None.", "Many."));
+    let (code, report) = json(&repo);
+    assert_eq!((code, report["stale"].clone()), (0, serde_json::json!([])));
+}
+
+#[test]
+fn never_verified_and_missing_commit_are_stale_reasons() {
+    let (repo, _) = shop();
+    let dir = skill("", "shop");
+    repo.write(
+        &format!("{dir}/buy.md"),
+        feature_md(&buy_block(""), &[BUY_CHECK]),
+    );
+    repo.write(
+        &format!("{dir}/sell.md"),
+        feature_md(
+            &sell_block("0123456789abcdef0123456789abcdef01234567"),
+            &[SELL_CHECK],
+        ),
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 0);
+    let reasons: Vec<(&str, &str)> = report["stale"]
+        .as_array()
+        .expect("stale")
+        .iter()
+        .map(|s| {
+            (
+                s["feature"].as_str().expect("f"),
+                s["reason"].as_str().expect("r"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![("buy", "never-verified"), ("sell", "missing-commit")]
+    );
+}
+
+#[test]
+fn a_shallow_clone_reports_missing_commit_with_the_fetch_depth_hint() {
+    let (repo, _) = shop();
+    // One more commit, so that the verified commit is cut off by a depth-1 clone.
+    repo.write("README.md", "shop\n");
+    repo.commit("readme");
+    let clone_parent = tempfile::tempdir().expect("temp");
+    let url = format!("file://{}", repo.root().display());
+    let status = common::git_command(clone_parent.path())
+        .args(["clone", "-q", "--depth", "1", &url, "shallow"])
+        .status()
+        .expect("git clone");
+    assert!(status.success());
+    let shallow = clone_parent.path().join("shallow");
+    let out = run(common::aayu_in(&shallow).args(["verify", "--map", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("json");
+    let stale = report["stale"].as_array().expect("stale");
+    assert_eq!(stale.len(), 2);
+    for s in stale {
+        assert_eq!(s["reason"], "missing-commit");
+        assert!(
+            s["detail"]
+                .as_str()
+                .expect("detail")
+                .contains("fetch-depth: 0"),
+            "{s}"
+        );
+    }
+}
+
+#[test]
+fn an_untracked_map_is_read_and_an_ignored_one_is_not() {
+    let (repo, _) = shop();
+    let untracked = skill("tools/cli", "extra");
+    repo.write(
+        &format!("{untracked}/README.md"),
+        map_readme(
+            r#"{"product": "extra", "control": [], "surfaces": []}"#,
+            &[],
+        ),
+    );
+    let ignored = skill("vendor", "hidden");
+    repo.write(".gitignore", "/vendor/\n");
+    repo.write(
+        &format!("{ignored}/README.md"),
+        "this is not even a valid map\n",
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        report["maps"], 2,
+        "the untracked map is read, the ignored one is not: {report}"
+    );
+}
+
+#[test]
+fn directory_option_runs_in_another_repository() {
+    let (repo, _) = shop();
+    let elsewhere = tempfile::tempdir().expect("temp");
+    let out = run(common::aayu_in(elsewhere.path())
+        .arg("-C")
+        .arg(repo.path("src"))
+        .args(["verify", "--map"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "1 map, 2 features: in sync\n");
+    let out = run(common::aayu_in(elsewhere.path()).args(["verify", "--map"]));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("is not inside a git repository"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("hint: run aayu inside a git repository, or pass `-C DIR`")
+    );
+}
+
+#[test]
+fn annotations_in_actions_are_warnings_until_the_blocking_date() {
+    let (repo, _) = shop();
+    repo.write(
+        "src/main.rs",
+        SOURCE.replace(
+            "cmd(\"sell\");",
+            "cmd(\"sell\"); cmd(\"re,fund\"); cmd(\"refund\");",
+        ),
+    );
+    repo.write(
+        ".aayudha/config.toml",
+        "[verify]\ndrift_blocking_from = \"2026-11-13\"\n",
+    );
+    let before = run(repo
+        .aayu()
+        .env("GITHUB_ACTIONS", "true")
+        .env("AAYUDHA_NOW", "2026-11-12T23:59:59Z")
+        .args(["verify", "--map", "--json"]));
+    assert_eq!(before.code, 3);
+    serde_json::from_str::<Value>(&before.stdout).expect("stdout stays one JSON document");
+    assert_eq!(
+        before.stderr,
+        "::warning file=src/main.rs,line=3,title=drift%3A unmapped-surface::command `refund` is found in source but no feature claims it: add it to a feature's `surfaces.command`\n"
+    );
+    let after = run(repo
+        .aayu()
+        .env("GITHUB_ACTIONS", "true")
+        .env("AAYUDHA_NOW", "2026-11-13T00:00:00Z")
+        .args(["verify", "--map"]));
+    assert_eq!(after.code, 3);
+    assert!(
+        after.stderr.starts_with("::error file=src/main.rs,line=3,"),
+        "{}",
+        after.stderr
+    );
+    let outside = run(repo.aayu().args(["verify", "--map"]));
+    assert!(
+        !outside.stderr.contains("::"),
+        "no annotations outside Actions"
+    );
+}
+
+#[test]
+fn a_same_size_edit_right_after_a_commit_is_still_changed() {
+    let (repo, _) = shop();
+    // Same length, same second as the index: the stat alone cannot tell, so the bytes are hashed.
+    repo.write(
+        "src/main.rs",
+        SOURCE
+            .replace("buy", "bux")
+            .replace("bux\"", "buy\"")
+            .replace("Pay<", "Pax<"),
+    );
+    let edited = std::fs::read_to_string(repo.path("src/main.rs")).expect("read");
+    assert_eq!(edited.len(), SOURCE.len());
+    let (_, report) = json(&repo);
+    assert_eq!(
+        report["stale"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+}
+
+#[test]
+fn tracked_ignored_files_count_and_nested_repositories_do_not() {
+    let (repo, _) = shop();
+    // A tracked file that .gitignore matches is still listed by git, so it is still a source.
+    repo.write(".gitignore", "src/main.rs\n");
+    let (code, report) = json(&repo);
+    assert_eq!(code, 0, "{report}");
+    // A nested repository is one untracked folder to git: its maps are not this repository's.
+    let nested = repo.path("vendor/other");
+    std::fs::create_dir_all(&nested).expect("mkdir");
+    common::git_command(&nested)
+        .args(["init", "-q"])
+        .status()
+        .expect("git init");
+    std::fs::create_dir_all(nested.join(".agents/skills/verify-other/features")).expect("mkdir");
+    std::fs::write(
+        nested.join(".agents/skills/verify-other/features/README.md"),
+        "not a map\n",
+    )
+    .expect("write");
+    let (code, report) = json(&repo);
+    assert_eq!((code, report["maps"].as_u64()), (0, Some(1)), "{report}");
+}
