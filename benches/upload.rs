@@ -4,8 +4,12 @@
 //!     cargo bench --bench upload                 # 200 MB
 //!     AAYU_BENCH_MB=50 cargo bench --bench upload
 
-#[path = "../tests/it/support/fake_results.rs"]
-mod fake_results;
+// The tests' fakes (a `mod.rs`, so that its modules resolve the same from here and from the tests).
+#[path = "../tests/it/support/mod.rs"]
+#[allow(dead_code)]
+mod support;
+
+use support::fake_results;
 
 use std::io::Write;
 use std::time::Instant;
