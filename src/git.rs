@@ -41,19 +41,29 @@ pub struct Repo {
 /// `/`-separated paths relative to the root, sorted.
 pub struct WorktreeFiles {
     pub files: Vec<String>,
-    /// For each file of `files` that is tracked: its blob id in the index and the stat the index keeps.
-    pub tracked: Vec<Option<(Oid, FileStat)>>,
+    /// For each file of `files` that is tracked: what the index keeps of it.
+    pub tracked: Vec<Option<Tracked>>,
     /// When the index was written, for git's "racily clean" rule.
     pub index_time: Option<(i64, i64)>,
     /// Paths git reported that are not UTF-8; they cannot be named in a map and are left out.
     pub not_utf8: Vec<String>,
 }
 
+/// What the index keeps of a tracked file.
+#[derive(Debug, Clone, Copy)]
+pub struct Tracked {
+    /// Its blob id when the index was written.
+    pub id: Oid,
+    pub stat: FileStat,
+    /// Its mode in git's terms: `0o100644`, `0o100755` or `0o120000`.
+    pub mode: u32,
+}
+
 impl WorktreeFiles {
     /// The blob id of file `i` when its stat `now` shows it unchanged since the index was written, as git's
     /// status decides without reading it; `None` when it may have changed (then its bytes are hashed).
     pub fn clean_id(&self, i: usize, now: &FileStat) -> Option<Oid> {
-        let (id, then) = self.tracked.get(i).copied().flatten()?;
+        let Tracked { id, stat: then, .. } = self.tracked.get(i).copied().flatten()?;
         // A file modified in the same instant the index was written may differ with the same stat.
         let racy = self.index_time.is_none_or(|t| now.mtime >= t);
         let same_time =
@@ -117,7 +127,7 @@ impl Repo {
             .ok()
             .map(|m| (m.mtime(), m.mtime_nsec()));
         let mut not_utf8 = Vec::new();
-        let mut tracked: Vec<(String, Oid, FileStat)> = Vec::with_capacity(index.len());
+        let mut tracked: Vec<(String, Tracked)> = Vec::with_capacity(index.len());
         for entry in index.iter() {
             // Stage 0 only (a conflicted file appears once), and no submodules (gitlinks).
             let stage = (entry.flags >> 12) & 0x3;
@@ -132,8 +142,13 @@ impl Repo {
                 size: u64::from(entry.file_size),
                 ino: u64::from(entry.ino),
             };
+            let known = Tracked {
+                id: entry.id,
+                stat,
+                mode: entry.mode,
+            };
             match String::from_utf8(entry.path) {
-                Ok(path) => tracked.push((path, entry.id, stat)),
+                Ok(path) => tracked.push((path, known)),
                 Err(e) => not_utf8.push(String::from_utf8_lossy(e.as_bytes()).into_owned()),
             }
         }
@@ -162,18 +177,18 @@ impl Repo {
             match order {
                 std::cmp::Ordering::Equal => {
                     walked.next();
-                    if let Some((path, id, stat)) = tracked.next() {
+                    if let Some((path, known)) = tracked.next() {
                         listed.files.push(path);
-                        listed.tracked.push(Some((id, stat)));
+                        listed.tracked.push(Some(known));
                     }
                 }
                 std::cmp::Ordering::Less => {
                     // Tracked but not walked: tracked although ignored (still listed, as git lists it),
                     // or deleted from the working tree (not listed).
-                    if let Some((path, id, stat)) = tracked.next() {
+                    if let Some((path, known)) = tracked.next() {
                         if std::fs::symlink_metadata(self.root.join(&path)).is_ok() {
                             listed.files.push(path);
-                            listed.tracked.push(Some((id, stat)));
+                            listed.tracked.push(Some(known));
                         }
                     }
                 }
@@ -460,6 +475,46 @@ pub fn blob_id(bytes: &[u8]) -> Option<Oid> {
     Oid::hash_object(ObjectType::Blob, bytes).ok()
 }
 
+/// The id git gives the tree of `entries` — (path, mode, blob id), the paths relative to the tree and
+/// sorted bytewise, which is git's own tree order — without writing anything; what `git write-tree` would
+/// print for an index of exactly these files.
+pub fn tree_id(entries: &[(&str, u32, Oid)]) -> Option<Oid> {
+    tree_id_from(entries, 0)
+}
+
+/// The tree of `entries` whose paths share their first `skip` bytes (a folder and its `/`).
+fn tree_id_from(entries: &[(&str, u32, Oid)], skip: usize) -> Option<Oid> {
+    let mut bytes = Vec::with_capacity(entries.len() * 48);
+    let mut i = 0;
+    while i < entries.len() {
+        let (path, mode, id) = entries[i];
+        let rest = path.get(skip..)?;
+        let (name, mode, id, next) = match rest.split_once('/') {
+            None => (rest, mode, id, i + 1),
+            Some((folder, _)) => {
+                let inner = skip + folder.len() + 1;
+                let within = entries[i..]
+                    .iter()
+                    .take_while(|(p, _, _)| {
+                        p.len() > inner
+                            && p.as_bytes()[inner - 1] == b'/'
+                            && p[skip..].starts_with(folder)
+                    })
+                    .count();
+                let sub = tree_id_from(&entries[i..i + within], inner)?;
+                (folder, 0o40000, sub, i + within)
+            }
+        };
+        if name.is_empty() {
+            return None;
+        }
+        bytes.extend_from_slice(format!("{mode:o} {name}\0").as_bytes());
+        bytes.extend_from_slice(id.as_bytes());
+        i = next;
+    }
+    Oid::hash_object(ObjectType::Tree, &bytes).ok()
+}
+
 /// What the index records of a file's stat, to tell a clean file without reading it.
 #[derive(Debug, Clone, Copy)]
 pub struct FileStat {
@@ -469,11 +524,12 @@ pub struct FileStat {
 }
 
 impl FileStat {
-    pub fn of(meta: &std::fs::Metadata) -> FileStat {
+    /// From an `fstat` of an open file.
+    pub fn of_stat(stat: &nix::sys::stat::FileStat) -> FileStat {
         FileStat {
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            size: meta.size(),
-            ino: meta.ino(),
+            mtime: (stat.st_mtime, stat.st_mtime_nsec),
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            ino: stat.st_ino,
         }
     }
 }
@@ -591,4 +647,67 @@ pub fn git_program(
             );
     }
     command.output()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree id computed from (path, mode, blob id) is the one libgit2 writes for the same index.
+    #[test]
+    fn tree_ids_are_the_ones_git_writes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let files: &[(&str, &[u8])] = &[
+            ("a-b.rs", b"1"),
+            ("a.rs", b"2"),
+            ("a/deep/x.rs", b"3"),
+            ("a/y.rs", b"4"),
+            ("a0.rs", b"5"),
+            ("b/c/d/e.txt", b"6"),
+            ("run.sh", b"#!/bin/sh\n"),
+        ];
+        for (path, bytes) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&full, bytes).expect("write");
+        }
+        std::fs::set_permissions(
+            dir.path().join("run.sh"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod");
+        std::os::unix::fs::symlink("a.rs", dir.path().join("link")).expect("symlink");
+        let mut index = repo.index().expect("index");
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .expect("add");
+        let written = index.write_tree().expect("write tree");
+
+        let mut entries: Vec<(String, u32, Oid)> = index
+            .iter()
+            .map(|e| (String::from_utf8(e.path).expect("utf-8"), e.mode, e.id))
+            .collect();
+        entries.sort();
+        let borrowed: Vec<(&str, u32, Oid)> = entries
+            .iter()
+            .map(|(p, m, o)| (p.as_str(), *m, *o))
+            .collect();
+        assert_eq!(tree_id(&borrowed), Some(written));
+
+        // A folder's tree, from paths relative to it.
+        let tree = repo.find_tree(written).expect("tree");
+        let a = tree.get_path(Path::new("a")).expect("a").id();
+        let under: Vec<(&str, u32, Oid)> = borrowed
+            .iter()
+            .filter_map(|&(p, m, o)| p.strip_prefix("a/").map(|rest| (rest, m, o)))
+            .collect();
+        assert_eq!(tree_id(&under), Some(a));
+
+        // Any difference — content or mode — gives another id.
+        let mut changed = borrowed.clone();
+        changed[1].1 = 0o100755;
+        assert_ne!(tree_id(&changed), Some(written));
+        assert_eq!(tree_id(&[("", 0o100644, written)]), None);
+    }
 }

@@ -8,8 +8,8 @@
 //! and the clap tree built from it), `cli` (the front end and the one error renderer), `settings` (flags
 //! and environment resolved once, and where GitHub is), `config` (`.aayudha/config.toml` over the embedded
 //! defaults), `git` (git2 helpers), `github` (the REST client), `safe_fs` (files of untrusted trees, never
-//! through a link), `failure` (what a command returns when it cannot do its work) and `commands` (one module
-//! per command, each taking a context and plain options).
+//! through a link), `failure` (what a command returns when it cannot do its work), `timing` (where a run's time goes,
+//! on request) and `commands` (one module per command, each taking a context and plain options).
 
 pub(crate) mod cleanup;
 pub mod cli;
@@ -33,3 +33,4 @@ pub(crate) mod safe_fs;
 pub(crate) mod sandbox;
 pub(crate) mod select;
 pub(crate) mod settings;
+pub(crate) mod timing;

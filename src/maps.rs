@@ -138,7 +138,16 @@ pub struct Loaded {
 
 /// Lists the working tree by git's rules and reads every map in it.
 pub fn load_repo(repo: &crate::git::Repo) -> Result<Loaded, crate::git::GitError> {
+    load_repo_timed(repo, &mut crate::timing::Phases::start())
+}
+
+/// [`load_repo`], timing the listing and the reading of the maps as two phases.
+pub(crate) fn load_repo_timed(
+    repo: &crate::git::Repo,
+    phases: &mut crate::timing::Phases,
+) -> Result<Loaded, crate::git::GitError> {
     let listed = repo.worktree_files()?;
+    phases.end("list the working tree (walk and index)");
     let mut errors = Vec::new();
     let mut warnings: Vec<Warning> = listed
         .not_utf8
@@ -150,6 +159,7 @@ pub fn load_repo(repo: &crate::git::Repo) -> Result<Loaded, crate::git::GitError
         })
         .collect();
     let maps = load_all(repo.root(), &listed.files, &mut errors, &mut warnings);
+    phases.end("read the maps");
     errors.sort();
     Ok(Loaded {
         listed,
@@ -731,6 +741,9 @@ struct Cursor<'a> {
     text: &'a str,
     fence: usize,
     pos: usize,
+    /// An offset whose line is known, and the number of line breaks before it: lines are counted on from
+    /// there (a block names hundreds of values, mostly in order).
+    counted: (usize, usize),
 }
 
 impl<'a> Cursor<'a> {
@@ -739,11 +752,21 @@ impl<'a> Cursor<'a> {
             text,
             fence,
             pos: 0,
+            counted: (0, 0),
         }
     }
 
-    fn line_at(&self, offset: usize) -> usize {
-        self.fence + crate::config::line_of(self.text, offset)
+    fn line_at(&mut self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        let (from, breaks) = if offset >= self.counted.0 {
+            self.counted
+        } else {
+            (0, 0)
+        };
+        let breaks =
+            breaks + memchr::memchr_iter(b'\n', &self.text.as_bytes()[from..offset]).count();
+        self.counted = (offset, breaks);
+        self.fence + breaks + 1
     }
 
     fn find(&mut self, needle: &str) -> usize {

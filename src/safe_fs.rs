@@ -189,6 +189,17 @@ pub fn open_file_at(dir: BorrowedFd, rel: &str) -> Result<(File, u64), Refused> 
     Ok((File::from(fd), u64::try_from(stat.st_size).unwrap_or(0)))
 }
 
+/// Opens a folder beneath `dir`, following no link on the way (the folder itself included), to open the
+/// files in it by name with [`openat`] and `O_NOFOLLOW`: one path walk per folder rather than per file.
+pub fn open_dir_at(dir: BorrowedFd, rel: &str) -> Result<OwnedFd, Refused> {
+    open_beneath(
+        dir,
+        rel,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NONBLOCK,
+        Mode::empty(),
+    )
+}
+
 /// [`open_file_at`] beneath a folder given by path.
 pub fn open_file(root: &Path, rel: &str) -> Result<(File, u64), Refused> {
     let dir = open_root(root)?;

@@ -1,13 +1,15 @@
 //! The feature-map check (SPEC §3): drift between each map and the source, and stale features. No
 //! product code runs and the control tool is neither run nor checked.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use std::path::Path;
 
 use git2::{Oid, Tree};
 use serde::Serialize;
 
 use crate::floors::scan::{self, Found};
-use crate::git::{GitError, Repo};
+use crate::git::{GitError, Repo, WorktreeFiles};
 use crate::maps::{self, ContractError, Map, Warning};
 
 /// The kinds of drift, exactly as reports and annotations name them.
@@ -104,12 +106,13 @@ impl MapReport {
 
 /// Reads every map in the repository and compares it with the working tree.
 pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
+    let mut phases = crate::timing::Phases::start();
     let maps::Loaded {
         listed,
         maps,
         mut errors,
         mut warnings,
-    } = maps::load_repo(repo)?;
+    } = maps::load_repo_timed(repo, &mut phases)?;
     let files = &listed.files;
 
     // The verified commits first: only the sources of features that have one need their blob ids.
@@ -129,8 +132,10 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
         .iter()
         .map(|m| m.features.iter().map(|f| tree_of(f).is_some()).collect())
         .collect();
+    phases.end("open the verified commits");
     let scanned = scan::scan(repo.root(), &listed, &maps, &need_blobs);
     warnings.extend(scanned.warnings.iter().cloned());
+    phases.end("scan the sources");
 
     let mut drift = Vec::new();
     let mut stale = Vec::new();
@@ -147,7 +152,15 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
         ));
         for feature in &map.features {
             let tree = tree_of(feature);
-            if let Some(s) = stale_of(repo, map, feature, files, &scanned.blobs, tree, &mut cache) {
+            if let Some(s) = stale_of(
+                repo,
+                map,
+                feature,
+                &listed,
+                &scanned.blobs,
+                tree,
+                &mut cache,
+            ) {
                 stale.push(s);
             }
         }
@@ -157,6 +170,7 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
     errors.sort();
     warnings.sort();
     warnings.dedup();
+    phases.end("drift and stale");
     Ok(MapReport {
         schema_version: 1,
         maps: maps.len(),
@@ -187,8 +201,10 @@ fn map_drift(
             })
         };
 
-    // Surfaces: found by rules (first place each is found) against claimed by features.
-    let mut found: BTreeMap<(&str, &str), &Found> = BTreeMap::new();
+    // Surfaces: found by rules (first place each is found) against claimed by features. Hashed, not
+    // ordered: the drift is sorted at the end, and a large map has tens of thousands of surfaces.
+    let mut found: HashMap<(&str, &str), &Found> =
+        HashMap::with_capacity(surfaces.iter().map(Vec::len).sum());
     for (r, hits) in surfaces.iter().enumerate() {
         let kind = map.rules[r].kind.as_str();
         for hit in hits {
@@ -202,7 +218,7 @@ fn map_drift(
                 .or_insert(hit);
         }
     }
-    let claimed: BTreeSet<(&str, &str)> = map
+    let claimed: HashSet<(&str, &str)> = map
         .features
         .iter()
         .flat_map(|f| {
@@ -382,16 +398,28 @@ fn changed_under(
     repo: &Repo,
     (commit, tree): &(Oid, Tree),
     source: &str,
-    files: &[String],
+    listed: &WorktreeFiles,
     blobs: &[Option<Oid>],
     cache: &mut ChangedCache,
 ) -> Vec<String> {
+    let files = &listed.files;
     let key = (*commit, source.to_string());
     if let Some(found) = cache.get(&key) {
         return found.clone();
     }
-    let then = repo.blobs_under(tree, source);
     let range = scan::source_range(files, source);
+    // The common case first: a folder whose tree, computed from the working tree's files, is the tree
+    // the verified commit has there — nothing in it changed, and its history need not be read.
+    if let Some(now) = worktree_tree(listed, blobs, range.clone(), source) {
+        if tree
+            .get_path(Path::new(source))
+            .is_ok_and(|then| then.id() == now)
+        {
+            cache.insert(key, Vec::new());
+            return Vec::new();
+        }
+    }
+    let then = repo.blobs_under(tree, source);
     let mut changed = Vec::new();
     let (mut t, mut n) = (0, range.start);
     while t < then.len() || n < range.end {
@@ -422,11 +450,33 @@ fn changed_under(
     changed
 }
 
+/// The id of the tree git would write for the working tree's files under the folder `source` (the files
+/// at `range`), from their blob ids and the index's modes; `None` when that cannot be known — a file that
+/// is not tracked, or whose blob id is not known — and the trees are then compared file by file.
+fn worktree_tree(
+    listed: &WorktreeFiles,
+    blobs: &[Option<Oid>],
+    range: std::ops::Range<usize>,
+    source: &str,
+) -> Option<Oid> {
+    let skip = source.len() + 1;
+    let mut entries = Vec::with_capacity(range.len());
+    for i in range {
+        let path = listed.files[i].get(skip..)?;
+        let mode = listed.tracked[i]?.mode;
+        entries.push((path, mode, blobs[i]?));
+    }
+    if entries.is_empty() {
+        return None;
+    }
+    crate::git::tree_id(&entries)
+}
+
 fn stale_of(
     repo: &Repo,
     map: &Map,
     feature: &maps::Feature,
-    files: &[String],
+    listed: &WorktreeFiles,
     blobs: &[Option<Oid>],
     tree: Option<&(Oid, Tree)>,
     cache: &mut ChangedCache,
@@ -463,7 +513,7 @@ fn stale_of(
             repo,
             verified_tree,
             &source.value,
-            files,
+            listed,
             blobs,
             cache,
         ));

@@ -1,16 +1,18 @@
 //! Reads the source files the maps point at, each file once however many rules and features name it, in
 //! parallel across cores; finds surfaces, looks for handles and computes git blob ids for the stale check.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use git2::Oid;
 use rayon::prelude::*;
 
-use crate::git::{FileStat, WorktreeFiles};
+use nix::fcntl::OFlag;
+
+use crate::git::WorktreeFiles;
 use crate::maps::{Map, Warning};
 
 /// How many leading bytes decide that a file is binary (a NUL among them), as git and ripgrep do.
@@ -40,10 +42,24 @@ struct Job {
     file: usize,
     /// Whether a feature's stale check needs its blob id.
     need_blob: bool,
-    /// (map, rule) pairs whose globs match the file.
-    rules: Vec<(usize, usize)>,
-    /// (map, feature) pairs whose sources include the file.
-    features: Vec<(usize, usize)>,
+    /// Its (map, rule) pairs whose globs match the file: a range of [`Plan::rules`].
+    rules: std::ops::Range<usize>,
+    /// The features whose sources include the file: an index into [`Plan::feature_sets`].
+    features: usize,
+}
+
+/// What each file is read for, built without an allocation per file: the rule matches of all files in one
+/// sorted list, and the features of a file by the run of the sorted list it lies in (a feature's source is
+/// a file or a folder, so the files of each source are one run).
+struct Plan {
+    jobs: Vec<Job>,
+    /// (file, map, rule), sorted by file.
+    rules: Vec<(usize, usize, usize)>,
+    /// Sets of (map, feature) pairs; set 0 is empty.
+    feature_sets: Vec<Vec<(usize, usize)>>,
+    /// Per (map, rule): which distinct pattern it runs (rules of several maps often share one, which then
+    /// runs once per file and keeps one cache per thread).
+    pattern_of: Vec<Vec<usize>>,
 }
 
 /// Every handle of every feature, searched in one pass per file (Aho-Corasick): a quoted handle as `"v"`,
@@ -180,88 +196,8 @@ pub fn files_of_source<'a>(files: &'a [String], source: &str) -> &'a [String] {
 /// is not broken. `need_blobs[map][feature]` says whose source files need a blob id (for the stale check).
 pub fn scan(root: &Path, listed: &WorktreeFiles, maps: &[Map], need_blobs: &[Vec<bool>]) -> Scan {
     let files = &listed.files;
-    let mut warnings = Vec::new();
-
-    // Each glob is tried only on the files under its literal folder prefix (`src/` of `src/**/*.rs`),
-    // found by binary search in the sorted list: a file is matched against the few globs that can match
-    // it rather than against every glob of every map.
-    // Jobs by file position in the sorted list, so sources and globs reach them without hashing paths.
-    let mut job_of: Vec<Option<usize>> = vec![None; files.len()];
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut job_at = |i: usize, jobs: &mut Vec<Job>| -> usize {
-        *job_of[i].get_or_insert_with(|| {
-            jobs.push(Job::new(i));
-            jobs.len() - 1
-        })
-    };
-    let mut owners: Vec<(usize, usize, usize)> = Vec::new();
-    let mut glob_used = Vec::new();
-    for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
-        for (r, rule) in map.rules.iter().enumerate() {
-            for (g, glob) in rule.files.iter().enumerate() {
-                let Ok(compiled) = crate::maps::glob::compile(glob) else {
-                    continue;
-                };
-                let matcher = compiled.compile_matcher();
-                let mut used = false;
-                let range = under(files, &literal_prefix(glob));
-                for i in range {
-                    if !matcher.is_match(files[i].as_str()) {
-                        continue;
-                    }
-                    used = true;
-                    let j = job_at(i, &mut jobs);
-                    let job = &mut jobs[j];
-                    if !job.rules.contains(&(m, r)) {
-                        job.rules.push((m, r));
-                    }
-                }
-                owners.push((m, r, g));
-                glob_used.push(used);
-            }
-        }
-    }
-    for (h, &(m, r, g)) in owners.iter().enumerate() {
-        if !glob_used[h] {
-            warnings.push(Warning {
-                file: maps[m].file.clone(),
-                line: maps[m].rules[r].line,
-                message: format!(
-                    "surface rule {r} (`{}`): `files[{g}]` `{}` matches no file",
-                    maps[m].rules[r].kind, maps[m].rules[r].files[g]
-                ),
-            });
-        }
-    }
-
-    // The files of each feature's sources.
+    let (plan, mut warnings) = plan(files, maps, need_blobs);
     let handles = Handles::new(maps);
-    for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
-        for (f, feature) in map.features.iter().enumerate() {
-            let need_blob = need_blobs
-                .get(m)
-                .and_then(|n| n.get(f))
-                .copied()
-                .unwrap_or(false);
-            for source in &feature.sources {
-                for i in source_range(files, &source.value) {
-                    let j = job_at(i, &mut jobs);
-                    let job = &mut jobs[j];
-                    job.need_blob |= need_blob;
-                    if !job.features.contains(&(m, f)) {
-                        job.features.push((m, f));
-                    }
-                }
-            }
-        }
-    }
-
-    jobs.sort_unstable_by_key(|job| job.file);
-    let results: Vec<FileResult> = jobs
-        .par_iter()
-        .map(|job| scan_file(root, listed, job, maps, &handles))
-        .collect();
-
     let mut scan = Scan {
         surfaces: maps
             .iter()
@@ -277,151 +213,441 @@ pub fn scan(root: &Path, listed: &WorktreeFiles, maps: &[Map], need_blobs: &[Vec
             })
             .collect(),
         blobs: vec![None; files.len()],
-        warnings,
+        warnings: Vec::new(),
     };
-    for (job, result) in jobs.iter().zip(results) {
-        for ((m, r), found) in result.surfaces {
-            scan.surfaces[m][r].extend(found);
+    let root_dir = match crate::safe_fs::open_root(root) {
+        Ok(dir) => dir,
+        Err(e) => {
+            warnings.push(Warning {
+                file: ".".to_string(),
+                line: 1,
+                message: format!("cannot open the repository: {e}"),
+            });
+            scan.warnings = warnings;
+            return scan;
         }
-        for (m, f, h) in result.handles {
+    };
+    let context = Context {
+        root: root_dir.as_fd(),
+        listed,
+        maps,
+        handles: &handles,
+        plan: &plan,
+    };
+
+    // In runs of neighbouring files, which mostly share a folder: each run opens each folder once, reads
+    // every file of it into one buffer, and keeps only what it finds (not a record per file).
+    const RUN: usize = 128;
+    let context = &context;
+    let runs: Vec<Finds> = plan
+        .jobs
+        .par_chunks(RUN)
+        .map(|run| {
+            let (mut reader, mut finds) = (Reader::default(), Finds::default());
+            for job in run {
+                scan_file(context, &mut reader, job, &mut finds);
+            }
+            finds
+        })
+        .collect();
+
+    for finds in runs {
+        for (m, r, found) in finds.surfaces {
+            scan.surfaces[m][r].push(found);
+        }
+        for (m, f, h) in finds.handles {
             scan.handles[m][f][h] = true;
         }
-        if let Some(blob) = result.blob {
-            scan.blobs[job.file] = Some(blob);
+        for (file, blob) in finds.blobs {
+            scan.blobs[file] = Some(blob);
         }
-        if let Some(message) = result.skipped {
-            scan.warnings.push(Warning {
-                file: files[job.file].clone(),
+        for (file, message) in finds.skipped {
+            warnings.push(Warning {
+                file: files[file].clone(),
                 line: 1,
                 message,
             });
         }
     }
+    scan.warnings = warnings;
     scan
 }
 
-#[derive(Default)]
-struct FileResult {
-    surfaces: Vec<((usize, usize), Vec<Found>)>,
-    handles: Vec<(usize, usize, usize)>,
-    blob: Option<Oid>,
-    skipped: Option<String>,
+/// Which files are read for what, and a warning for each glob that matches no file.
+fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<Warning>) {
+    let mut warnings = Vec::new();
+
+    // Distinct patterns, by their text.
+    let mut pattern_ids: HashMap<&str, usize> = HashMap::new();
+    let pattern_of: Vec<Vec<usize>> = maps
+        .iter()
+        .map(|map| {
+            map.rules
+                .iter()
+                .map(|rule| {
+                    let next = pattern_ids.len();
+                    *pattern_ids.entry(rule.regex.as_str()).or_insert(next)
+                })
+                .collect()
+        })
+        .collect();
+
+    // Each glob is tried only on the files under its literal folder prefix (`src/` of `src/**/*.rs`),
+    // found by binary search in the sorted list.
+    let mut rules: Vec<(usize, usize, usize)> = Vec::new();
+    for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
+        for (r, rule) in map.rules.iter().enumerate() {
+            for (g, glob) in rule.files.iter().enumerate() {
+                let Ok(compiled) = crate::maps::glob::compile(glob) else {
+                    continue;
+                };
+                let matcher = compiled.compile_matcher();
+                let before = rules.len();
+                for i in under(files, &literal_prefix(glob)) {
+                    if matcher.is_match(files[i].as_str()) {
+                        rules.push((i, m, r));
+                    }
+                }
+                if rules.len() == before {
+                    warnings.push(Warning {
+                        file: map.file.clone(),
+                        line: rule.line,
+                        message: format!(
+                            "surface rule {r} (`{}`): `files[{g}]` `{glob}` matches no file",
+                            rule.kind
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    rules.sort_unstable();
+    rules.dedup();
+
+    // The run of files of each feature source, then the runs cut where any of them starts or ends: within
+    // a piece every file belongs to the same features. A sweep over the starts and ends, keeping the
+    // features whose runs are open.
+    let mut events: Vec<(usize, bool, usize, usize)> = Vec::new();
+    for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
+        for (f, feature) in map.features.iter().enumerate() {
+            for source in &feature.sources {
+                let range = source_range(files, &source.value);
+                if !range.is_empty() {
+                    events.push((range.start, true, m, f));
+                    events.push((range.end, false, m, f));
+                }
+            }
+        }
+    }
+    events.sort_unstable();
+    let need_blob_of = |m: usize, f: usize| {
+        need_blobs
+            .get(m)
+            .and_then(|n| n.get(f))
+            .copied()
+            .unwrap_or(false)
+    };
+    // Per piece: (start, end, feature set, whether any of its features needs blob ids).
+    let mut feature_sets: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+    let mut set_ids: HashMap<Vec<(usize, usize)>, usize> = HashMap::new();
+    let mut pieces: Vec<(usize, usize, usize, bool)> = Vec::new();
+    // (map, feature) → how many of its sources' runs are open (a feature may name overlapping sources).
+    let mut open: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut e = 0;
+    while e < events.len() {
+        let at = events[e].0;
+        while e < events.len() && events[e].0 == at {
+            let (_, starts, m, f) = events[e];
+            if starts {
+                *open.entry((m, f)).or_insert(0) += 1;
+            } else if let Some(count) = open.get_mut(&(m, f)) {
+                *count -= 1;
+                if *count == 0 {
+                    open.remove(&(m, f));
+                }
+            }
+            e += 1;
+        }
+        let Some(&(end, ..)) = events.get(e) else {
+            break;
+        };
+        if open.is_empty() {
+            continue;
+        }
+        let set: Vec<(usize, usize)> = open.keys().copied().collect();
+        let need_blob = set.iter().any(|&(m, f)| need_blob_of(m, f));
+        let next = feature_sets.len();
+        let id = *set_ids.entry(set.clone()).or_insert_with(|| {
+            feature_sets.push(set);
+            next
+        });
+        pieces.push((at, end, id, need_blob));
+    }
+
+    // One job per file that a rule matches or a feature's source includes, in file order (the pieces are
+    // sorted and do not overlap).
+    let mut jobs = Vec::new();
+    let (mut r, mut p, mut i) = (0, 0, 0);
+    while i < files.len() {
+        while pieces.get(p).is_some_and(|&(_, end, _, _)| end <= i) {
+            p += 1;
+        }
+        let piece = pieces.get(p).filter(|&&(start, _, _, _)| start <= i);
+        let matched = rules.get(r).is_some_and(|&(file, _, _)| file == i);
+        if piece.is_none() && !matched {
+            // Nothing for this file: on to the next file a rule matches or a piece starts at.
+            let next_rule = rules.get(r).map(|&(file, _, _)| file);
+            let next_piece = pieces.get(p).map(|&(start, _, _, _)| start);
+            match next_rule.into_iter().chain(next_piece).min() {
+                Some(next) => i = next,
+                None => break,
+            }
+            continue;
+        }
+        let (features, need_blob) = piece.map_or((0, false), |&(_, _, id, need)| (id, need));
+        let first_rule = r;
+        while rules.get(r).is_some_and(|&(file, _, _)| file == i) {
+            r += 1;
+        }
+        jobs.push(Job {
+            file: i,
+            need_blob,
+            rules: first_rule..r,
+            features,
+        });
+        i += 1;
+    }
+    (
+        Plan {
+            jobs,
+            rules,
+            feature_sets,
+            pattern_of,
+        },
+        warnings,
+    )
 }
 
-impl Job {
-    fn new(file: usize) -> Job {
-        Job {
-            file,
-            need_blob: false,
-            rules: Vec::new(),
-            features: Vec::new(),
+/// What a run of files gave, in file order.
+#[derive(Default)]
+struct Finds {
+    /// (map, rule, surface).
+    surfaces: Vec<(usize, usize, Found)>,
+    /// (map, feature, handle) found.
+    handles: Vec<(usize, usize, usize)>,
+    /// (file, blob id).
+    blobs: Vec<(usize, Oid)>,
+    /// (file, why it was not read).
+    skipped: Vec<(usize, String)>,
+}
+
+/// What every file's scan shares.
+struct Context<'a> {
+    root: BorrowedFd<'a>,
+    listed: &'a WorktreeFiles,
+    maps: &'a [Map],
+    handles: &'a Handles,
+    plan: &'a Plan,
+}
+
+/// What one thread keeps from file to file of a run: the folder it last opened and a read buffer.
+#[derive(Default)]
+struct Reader {
+    folder: Option<(String, Result<OwnedFd, String>)>,
+    buffer: Vec<u8>,
+}
+
+impl Reader {
+    /// The folder `path` lies in, opened beneath the root without following a link; the reason when it
+    /// cannot be.
+    fn folder<'a>(
+        &'a mut self,
+        root: BorrowedFd<'a>,
+        folder: &str,
+    ) -> Result<BorrowedFd<'a>, String> {
+        if folder.is_empty() {
+            return Ok(root);
         }
+        if self.folder.as_ref().is_none_or(|(open, _)| open != folder) {
+            let opened = crate::safe_fs::open_dir_at(root, folder).map_err(|e| match e {
+                crate::safe_fs::Refused::Link { .. } => {
+                    "lies behind a symbolic link, which is not followed".to_string()
+                }
+                other => format!("cannot read the file: {other}"),
+            });
+            self.folder = Some((folder.to_string(), opened));
+        }
+        match &self.folder {
+            Some((_, Ok(fd))) => Ok(fd.as_fd()),
+            Some((_, Err(why))) => Err(why.clone()),
+            None => Err("cannot read the file".to_string()),
+        }
+    }
+
+    /// Reads the whole of an open file of `size` bytes (by `fstat`) into the buffer: one `read` when the
+    /// file still has that size, more when it grew or the file system returns less.
+    fn read(&mut self, file: &mut std::fs::File, size: u64) -> std::io::Result<&[u8]> {
+        let want = usize::try_from(size)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        self.buffer.clear();
+        self.buffer.resize(want, 0);
+        let mut filled = 0;
+        loop {
+            if filled == self.buffer.len() {
+                let more = self.buffer.len().max(4096);
+                self.buffer.resize(self.buffer.len() + more, 0);
+            }
+            match file.read(&mut self.buffer[filled..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    filled += n;
+                    // The size `fstat` gave, and the read stopped short of the byte asked beyond it: the end.
+                    if filled as u64 == size && filled < self.buffer.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(&self.buffer[..filled])
     }
 }
 
-fn scan_file(
-    root: &Path,
-    listed: &WorktreeFiles,
-    job: &Job,
-    maps: &[Map],
-    handles: &Handles,
-) -> FileResult {
+fn scan_file(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Finds) {
+    let Context {
+        root,
+        listed,
+        maps,
+        handles,
+        plan,
+    } = context;
     let path = listed.files[job.file].as_str();
-    let mut result = FileResult::default();
-    let full = root.join(path);
-    // Opened without following a final symlink (and without blocking on a FIFO): one open, one fstat,
-    // one read per file, as ripgrep does.
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&full);
-    let mut file = match opened {
-        Ok(file) => file,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+    let rules = &plan.rules[job.rules.clone()];
+    let features = &plan.feature_sets[job.features];
+    let mut skip = |why: String| finds.skipped.push((job.file, why));
+    let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let folder = match reader.folder(*root, folder) {
+        Ok(folder) => folder,
+        Err(why) => return skip(why),
+    };
+    // Opened by name in its folder, without following a link and without blocking on a FIFO: one open,
+    // one fstat, one read per file, as ripgrep does.
+    let opened = nix::fcntl::openat(
+        folder,
+        name,
+        OFlag::O_RDONLY
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    );
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(nix::errno::Errno::ELOOP) => {
             // A symbolic link. git stores a link as its target's text: hash that for the stale check,
             // but never follow a link out of the checkout (or into a loop) to look for surfaces.
             if job.need_blob {
-                if let Ok(target) = std::fs::read_link(&full) {
-                    result.blob = crate::git::blob_id(target.as_os_str().as_encoded_bytes());
+                let target = nix::fcntl::readlinkat(folder, name);
+                if let Some(blob) = target
+                    .ok()
+                    .and_then(|t| crate::git::blob_id(t.as_encoded_bytes()))
+                {
+                    finds.blobs.push((job.file, blob));
                 }
             }
-            if !job.rules.is_empty() {
-                result.skipped =
-                    Some("a symbolic link: not followed when looking for surfaces".to_string());
+            if !rules.is_empty() {
+                skip("a symbolic link: not followed when looking for surfaces".to_string());
             }
-            return result;
+            return;
         }
-        Err(e) => {
-            result.skipped = Some(format!("cannot read the file: {e}"));
-            return result;
-        }
+        Err(e) => return skip(format!("cannot read the file: {e}")),
     };
-    let size = match file.metadata() {
-        Ok(meta) if meta.is_file() => {
-            if job.need_blob {
-                result.blob = listed.clean_id(job.file, &FileStat::of(&meta));
-            }
-            meta.len()
-        }
-        Ok(_) => {
-            result.skipped = Some("not a regular file".to_string());
-            return result;
-        }
-        Err(e) => {
-            result.skipped = Some(format!("cannot read the file: {e}"));
-            return result;
-        }
+    let stat = match nix::sys::stat::fstat(&fd) {
+        Ok(stat) if stat.st_mode & libc::S_IFMT == libc::S_IFREG => stat,
+        Ok(_) => return skip("not a regular file".to_string()),
+        Err(e) => return skip(format!("cannot read the file: {e}")),
     };
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
-    if let Err(e) = file.read_to_end(&mut bytes) {
-        result.skipped = Some(format!("cannot read the file: {e}"));
-        return result;
+    let mut blob = None;
+    if job.need_blob {
+        blob = listed.clean_id(job.file, &crate::git::FileStat::of_stat(&stat));
     }
-    if job.need_blob && result.blob.is_none() {
-        result.blob = crate::git::blob_id(&bytes);
+    let look_for_handles = features.iter().any(|&(m, f)| !handles.ids[m][f].is_empty());
+    let hash = job.need_blob && blob.is_none();
+    if rules.is_empty() && !look_for_handles && !hash {
+        finds.blobs.extend(blob.map(|b| (job.file, b)));
+        return;
     }
+    let mut file = std::fs::File::from(fd);
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    let bytes = match reader.read(&mut file, size) {
+        Ok(bytes) => bytes,
+        Err(e) => return skip(format!("cannot read the file: {e}")),
+    };
+    if hash {
+        blob = crate::git::blob_id(bytes);
+    }
+    finds.blobs.extend(blob.map(|b| (job.file, b)));
     if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some() {
-        if !job.rules.is_empty() {
-            result.skipped =
-                Some("a binary file: not searched for surfaces or handles".to_string());
+        if !rules.is_empty() {
+            skip("a binary file: not searched for surfaces or handles".to_string());
         }
-        return result;
+        return;
     }
-    for &(m, r) in &job.rules {
-        let regex = &maps[m].rules[r].regex;
-        let mut found = Vec::new();
-        let (mut counted_to, mut line) = (0usize, 1usize);
-        for captures in regex.captures_iter(&bytes) {
-            let Some(group) = captures.get(1) else {
-                continue;
-            };
-            line += memchr::memchr_iter(b'\n', &bytes[counted_to..group.start()]).count();
-            counted_to = group.start();
-            found.push(Found {
-                name: String::from_utf8_lossy(group.as_bytes()).into_owned(),
-                file: path.to_string(),
-                line,
-            });
+    // Each distinct pattern once; rules that share it share its finds.
+    let mut ran: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for &(_, m, r) in rules {
+        let pattern = plan.pattern_of[m][r];
+        if let Some((_, earlier)) = ran.iter().find(|(p, _)| *p == pattern) {
+            let same: Vec<Found> = finds.surfaces[earlier.clone()]
+                .iter()
+                .map(|(_, _, found)| found.clone())
+                .collect();
+            finds
+                .surfaces
+                .extend(same.into_iter().map(|found| (m, r, found)));
+            continue;
         }
-        if !found.is_empty() {
-            result.surfaces.push(((m, r), found));
-        }
+        let start = finds.surfaces.len();
+        surfaces_in(&maps[m].rules[r].regex, bytes, path, |found| {
+            finds.surfaces.push((m, r, found));
+        });
+        ran.push((pattern, start..finds.surfaces.len()));
     }
-    if job
-        .features
-        .iter()
-        .any(|&(m, f)| !handles.ids[m][f].is_empty())
-    {
-        let found = handles.found_in(&bytes);
-        for &(m, f) in &job.features {
+    if look_for_handles {
+        let found = handles.found_in(bytes);
+        for &(m, f) in features {
             for (h, &needle) in handles.ids[m][f].iter().enumerate() {
                 if found[needle] {
-                    result.handles.push((m, f, h));
+                    finds.handles.push((m, f, h));
                 }
             }
         }
     }
-    result
+}
+
+/// Every capture of a surface rule's group 1 in a file, with its line.
+fn surfaces_in(
+    regex: &regex::bytes::Regex,
+    bytes: &[u8],
+    path: &str,
+    mut found: impl FnMut(Found),
+) {
+    let (mut counted_to, mut line) = (0usize, 1usize);
+    for captures in regex.captures_iter(bytes) {
+        let Some(group) = captures.get(1) else {
+            continue;
+        };
+        line += memchr::memchr_iter(b'\n', &bytes[counted_to..group.start()]).count();
+        counted_to = group.start();
+        found(Found {
+            name: String::from_utf8_lossy(group.as_bytes()).into_owned(),
+            file: path.to_string(),
+            line,
+        });
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Benchmark: `aayu verify --map` on a generated monorepo of 20,000 source files and 50 maps, next to
-# ripgrep scanning the same files for the same patterns in one process. The goal is at most 2x rg.
+# Benchmark: `aayu verify --map` on a generated monorepo of 20,000 source files and 50 maps, beside ripgrep
+# searching the same files for the same surface patterns in one process. Goals (docs/performance.md): the
+# median of 9 paired runs at most 2.0x ripgrep's, and aayu's peak memory under 40 MiB.
 #
 #   tests/bench/verify-map.sh [FILES] [MAPS]      (defaults 20000 and 50)
 #
-# Needs: git, rg (Debian's ripgrep); hyperfine when present, else a plain timing loop. Builds aayu in
-# release mode. The repository is generated under a temp dir and removed afterwards.
+# Needs git, python3 and rg (Debian's ripgrep, which the script installs as root). Builds aayu in release
+# mode. Each pair runs ripgrep and aayu back to back, in alternating order, output discarded; wall time,
+# CPU time and peak memory come from wait4(2). The ratio is printed last. The repository is generated under
+# a temp dir and removed afterwards (KEEP=DIR keeps it there, for profiling; AAYU_TIMINGS=1 aayu verify
+# --map then prints where the time goes; AAYU=PATH measures another aayu binary; PAIRS=N sets the pairs).
 set -euo pipefail
 
 files=${1:-20000}
@@ -19,11 +23,23 @@ repo=$work/mono
 # KEEP=DIR keeps the generated repository there (for profiling).
 if [ -n "${KEEP:-}" ]; then trap - EXIT; repo=$KEEP; rm -rf "$repo"; fi
 
-command -v rg >/dev/null || { echo "rg is missing: apt-get install ripgrep" >&2; exit 2; }
+if ! command -v rg >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq ripgrep >/dev/null || { apt-get update -qq && apt-get install -y -qq ripgrep >/dev/null; }
+  else
+    echo "rg is missing: sudo apt-get install ripgrep" >&2
+    exit 2
+  fi
+fi
 
-echo "building aayu (release)..." >&2
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin aayu
-aayu=${CARGO_TARGET_DIR:-$root/target}/release/aayu
+# AAYU=PATH measures that binary (an older build, to compare) instead of building this checkout's.
+if [ -n "${AAYU:-}" ]; then
+  aayu=$AAYU
+else
+  echo "building aayu (release)..." >&2
+  cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin aayu
+  aayu=${CARGO_TARGET_DIR:-$root/target}/release/aayu
+fi
 
 echo "generating $files source files in $maps products..." >&2
 python3 - "$repo" "$files" "$maps" "$features_per_map" <<'PY'
@@ -83,21 +99,40 @@ echo "generated $(git -C "$repo" ls-files | wc -l) files, $((bytes / 1024 / 1024
 rg_cmd="rg --no-filename --no-heading --line-number --only-matching -e 'cmd\\(\"([a-z0-9_]+)\"\\)' -e '\"Go c[0-9_]+\"' products"
 aayu_cmd="$aayu verify --map --json"
 
-if command -v hyperfine >/dev/null; then
-  (cd "$repo" && hyperfine --warmup 2 --runs 10 --ignore-failure --export-json "$work/h.json" \
-     -n ripgrep "$rg_cmd > /dev/null" -n "aayu verify --map" "$aayu_cmd > /dev/null") >&2
-  python3 - "$work/h.json" <<'PY'
-import json, sys
-r = {x["command"]: x["median"] for x in json.load(open(sys.argv[1]))["results"]}
-rg, aayu = r["ripgrep"], r["aayu verify --map"]
-print(f"ripgrep            {rg*1000:8.1f} ms (median)")
-print(f"aayu verify --map  {aayu*1000:8.1f} ms (median)")
-print(f"ratio              {aayu/rg:8.2f}x   (goal: <= 2.00x)")
+python3 - "$repo" "$aayu" "${PAIRS:-9}" <<'PY'
+import os, statistics, subprocess, sys, time
+repo, aayu, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+commands = {
+    "ripgrep": ["rg", "--no-filename", "--no-heading", "--line-number", "--only-matching",
+                "-e", 'cmd\\("([a-z0-9_]+)"\\)', "-e", '"Go c[0-9_]+"', "products"],
+    "aayu verify --map": [aayu, "verify", "--map", "--json"],
+}
+def run(argv):
+    """Wall seconds, CPU seconds and peak RSS (KiB) of one run, output discarded."""
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if child.returncode != 0:
+        sys.exit(f"{argv[0]} exited {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+for argv in commands.values():  # warm the page cache and the binaries
+    run(argv); run(argv)
+results = {name: [] for name in commands}
+for pair in range(pairs):
+    order = list(commands.items()) if pair % 2 == 0 else list(reversed(commands.items()))
+    for name, argv in order:
+        results[name].append(run(argv))
+def median(name, i):
+    return statistics.median(r[i] for r in results[name])
+for name in commands:
+    print(f"{name:<19} {median(name, 0)*1000:7.1f} ms wall  {median(name, 1)*1000:7.1f} ms cpu  "
+          f"{max(r[2] for r in results[name])/1024:5.1f} MiB peak   (median of {pairs})")
+rg, aayu_ = median("ripgrep", 0), median("aayu verify --map", 0)
+peak = max(r[2] for r in results["aayu verify --map"]) / 1024
+ratio = aayu_ / rg
+cpu = median("aayu verify --map", 1) / median("ripgrep", 1)
+print(f"peak memory        {peak:5.1f} MiB   (goal: < 40 MiB) {'ok' if peak < 40 else 'MISSED'}")
+print(f"ratio              {ratio:5.2f}x wall, {cpu:.2f}x cpu   (goal: <= 2.00x) {'ok' if ratio <= 2 else 'MISSED'}")
 PY
-else
-  t() { local s e; s=$(date +%s%N); for _ in 1 2 3 4 5; do (cd "$repo" && eval "$1" >/dev/null) || true; done; e=$(date +%s%N); echo $(( (e - s) / 5000000 )); }
-  rg_ms=$(t "$rg_cmd"); aayu_ms=$(t "$aayu_cmd")
-  echo "ripgrep            $rg_ms ms (mean of 5)"
-  echo "aayu verify --map  $aayu_ms ms (mean of 5)"
-  python3 -c "print(f'ratio              {$aayu_ms/max($rg_ms,1):8.2f}x   (goal: <= 2.00x)')"
-fi

@@ -171,3 +171,27 @@ fn a_deleted_tracked_source_is_missing() {
     assert_eq!(code, 3);
     assert_eq!(report["drift"][0]["kind"], "missing-source");
 }
+
+#[test]
+fn a_tracked_file_behind_a_linked_folder_is_not_read() {
+    let repo = shop();
+    repo.write("src/deep/x.rs", "// nothing here\n");
+    repo.commit("deep");
+    // The folder becomes a link to one outside the checkout, whose file names a surface.
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("x.rs"), "cmd(\"evil\");\n").expect("write");
+    std::fs::remove_dir_all(repo.path("src/deep")).expect("rm");
+    std::os::unix::fs::symlink(outside.path(), repo.path("src/deep")).expect("symlink");
+    let (code, report, _) = report(&repo);
+    assert_eq!(
+        code, 0,
+        "nothing outside is read, so nothing is unmapped: {report}"
+    );
+    let warnings = warnings(&report);
+    assert!(
+        warnings.contains(
+            &"src/deep/x.rs: lies behind a symbolic link, which is not followed".to_string()
+        ),
+        "{warnings:#?}"
+    );
+}

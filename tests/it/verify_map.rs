@@ -108,6 +108,39 @@ fn a_map_in_sync_exits_0_quietly() {
 }
 
 #[test]
+fn timings_say_where_the_time_goes_when_asked() {
+    let (repo, _) = shop();
+    let out = run(repo
+        .aayu()
+        .args(["verify", "--map"])
+        .env("AAYU_TIMINGS", "1"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "1 map, 2 features: in sync\n");
+    let phases: Vec<&str> = out
+        .stderr
+        .lines()
+        .map(|l| {
+            let phase = l.strip_prefix("aayu timing: ").expect("a timing line");
+            let (phase, ms) = phase.rsplit_once(' ').expect("unit");
+            assert_eq!(ms, "ms", "{l}");
+            let (phase, number) = phase.rsplit_once(' ').expect("number");
+            number.parse::<f64>().expect("milliseconds");
+            phase
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "list the working tree (walk and index)",
+            "read the maps",
+            "open the verified commits",
+            "scan the sources",
+            "drift and stale"
+        ]
+    );
+}
+
+#[test]
 fn no_map_exits_0() {
     let repo = TestRepo::new();
     repo.write("src/main.rs", "fn main() {}\n");
@@ -556,4 +589,153 @@ fn tracked_ignored_files_count_and_nested_repositories_do_not() {
     .expect("write");
     let (code, report) = json(&repo);
     assert_eq!((code, report["maps"].as_u64()), (0, Some(1)), "{report}");
+}
+
+/// A product whose one feature's source is a folder with nested folders, verified at its first commit.
+fn shelf() -> (TestRepo, String) {
+    let repo = TestRepo::new();
+    let dir = skill("", "shelf");
+    let block = |sha: &str| {
+        format!(
+            r#"{{"id": "stock", "layers": ["L02"], "sources": ["lib"],
+ "surfaces": {{"command": ["stock"]}}, "verified_at": "{sha}"}}"#
+        )
+    };
+    let map = r#"{"product": "shelf", "control": ["aayu", "control"],
+ "surfaces": [{"kind": "command", "files": ["lib/**/*.rs"], "pattern": "cmd\\(\"([a-z]+)\"\\)"}]}"#;
+    // Names that sort differently as paths and as bare names (`a-b`, `a.rs`, `a/`, `a0`), and a link.
+    repo.write("lib/a-b.rs", "// a-b\n")
+        .write("lib/a.rs", "// a\n")
+        .write("lib/a/deep/x.rs", "fn main() { cmd(\"stock\"); }\n")
+        .write("lib/a/y.rs", "// y\n")
+        .write("lib/a0.rs", "// a0\n")
+        .write(&format!("{dir}/README.md"), map_readme(map, &["stock.md"]))
+        .write(&format!("{dir}/stock.md"), feature_md(&block(""), &[]));
+    std::os::unix::fs::symlink("a.rs", repo.path("lib/link.rs")).expect("symlink");
+    let sha = repo.commit("shelf");
+    repo.write(&format!("{dir}/stock.md"), feature_md(&block(&sha), &[]));
+    repo.commit("verified");
+    (repo, sha)
+}
+
+fn stale_detail(repo: &TestRepo) -> Option<String> {
+    let (code, report) = json(repo);
+    assert_eq!(code, 0, "{report}");
+    let stale = report["stale"].as_array().expect("stale");
+    assert!(stale.len() <= 1, "{report}");
+    stale
+        .first()
+        .map(|s| s["detail"].as_str().expect("detail").to_string())
+}
+
+#[test]
+fn a_folder_source_is_stale_exactly_when_a_file_under_it_changed() {
+    let (repo, sha) = shelf();
+    let since = format!("changed since {}", &sha[..12]);
+    assert_eq!(stale_detail(&repo), None, "nothing changed");
+
+    // An edit deep down, committed or not, staged or not.
+    repo.write("lib/a/deep/x.rs", "fn main() { cmd(\"stock\"); } // more\n");
+    assert_eq!(
+        stale_detail(&repo),
+        Some(format!("{since}: lib/a/deep/x.rs"))
+    );
+    repo.git(&["add", "-A"]);
+    assert_eq!(
+        stale_detail(&repo),
+        Some(format!("{since}: lib/a/deep/x.rs"))
+    );
+    repo.git(&["checkout", "HEAD", "--", "lib"]);
+    assert_eq!(stale_detail(&repo), None, "edit undone");
+
+    // A new file (untracked), a deleted one, a link pointed elsewhere.
+    repo.write("lib/a/new.rs", "// new\n");
+    assert_eq!(
+        stale_detail(&repo),
+        Some(format!("{since}: lib/a/new.rs (added)"))
+    );
+    repo.remove("lib/a/new.rs").remove("lib/a0.rs");
+    assert_eq!(
+        stale_detail(&repo),
+        Some(format!("{since}: lib/a0.rs (deleted)"))
+    );
+    repo.git(&["checkout", "HEAD", "--", "lib"]);
+    std::fs::remove_file(repo.path("lib/link.rs")).expect("unlink");
+    std::os::unix::fs::symlink("a0.rs", repo.path("lib/link.rs")).expect("symlink");
+    assert_eq!(stale_detail(&repo), Some(format!("{since}: lib/link.rs")));
+
+    // Only the mode changed: the content is what was verified.
+    repo.git(&["checkout", "HEAD", "--", "lib"]);
+    let y = repo.path("lib/a/y.rs");
+    std::fs::set_permissions(&y, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    repo.git(&["add", "-A"]);
+    repo.commit("executable");
+    assert_eq!(stale_detail(&repo), None, "a mode change is not a change");
+}
+
+#[test]
+fn handles_are_looked_for_in_each_features_own_sources_however_they_overlap() {
+    let repo = TestRepo::new();
+    let dir = skill("", "desk");
+    let map = r#"{"product": "desk", "control": ["aayu", "control"], "surfaces": []}"#;
+    let feature = |id: &str, sources: &str, name: &str| {
+        let block = format!(
+            r#"{{"id": "{id}", "layers": ["L02"], "sources": {sources}, "surfaces": {{}}, "verified_at": ""}}"#
+        );
+        let check = format!(
+            r#"{{"id": "c", "kind": "ui", "evidence": "screenshot", "steps": [{{"click": {{"name": "{name}"}}}}]}}"#
+        );
+        feature_md(&block, &[&check])
+    };
+    repo.write("src/a.rs", "button(\"Open\");\n")
+        .write("src/sub/b.rs", "button(\"Close\");\n")
+        .write("src/sub/c.rs", "// nothing\n")
+        .write("web/d.ts", "button('File')\n")
+        .write(
+            &format!("{dir}/README.md"),
+            map_readme(map, &["all.md", "sub.md", "twice.md", "file.md"]),
+        )
+        // The whole folder: finds a handle in a file another feature's source also covers.
+        .write(
+            &format!("{dir}/all.md"),
+            feature("all", r#"["src"]"#, "Close"),
+        )
+        // A folder inside it: `Open` is in src/a.rs, outside this feature's sources.
+        .write(
+            &format!("{dir}/sub.md"),
+            feature("sub", r#"["src/sub"]"#, "Open"),
+        )
+        // Overlapping sources of one feature, and a second folder.
+        .write(
+            &format!("{dir}/twice.md"),
+            feature("twice", r#"["src/sub", "src/sub/b.rs", "web"]"#, "File"),
+        )
+        // One file only.
+        .write(
+            &format!("{dir}/file.md"),
+            feature("file", r#"["src/sub/c.rs"]"#, "Close"),
+        );
+    repo.commit("desk");
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3, "drift: {report}");
+    let missing: Vec<(String, String)> = report["drift"]
+        .as_array()
+        .expect("drift")
+        .iter()
+        .map(|d| {
+            (
+                d["feature"].as_str().expect("feature").to_string(),
+                d["kind"].as_str().expect("kind").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        missing,
+        [
+            ("file".to_string(), "missing-handle".to_string()),
+            ("sub".to_string(), "missing-handle".to_string()),
+        ],
+        "{report}"
+    );
 }

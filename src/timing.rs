@@ -1,0 +1,32 @@
+//! Where the time of a run goes, for whoever measures it: with `AAYU_TIMINGS=1` in the environment, each
+//! phase of `aayu verify --map` (and of the feature-map floor) prints one line to stderr,
+//! `aayu timing: <phase> <ms> ms`. Off, a phase costs one branch.
+
+use std::time::Instant;
+
+/// The phases of one run.
+pub struct Phases {
+    last: Option<Instant>,
+}
+
+impl Phases {
+    /// Starts timing when `AAYU_TIMINGS=1`.
+    pub fn start() -> Phases {
+        let on = std::env::var_os("AAYU_TIMINGS").is_some_and(|v| v == "1");
+        Phases {
+            last: on.then(Instant::now),
+        }
+    }
+
+    /// Ends the phase `name` (and starts the next).
+    pub fn end(&mut self, name: &str) {
+        if let Some(last) = self.last {
+            let now = Instant::now();
+            eprintln!(
+                "aayu timing: {name} {:.1} ms",
+                now.duration_since(last).as_secs_f64() * 1000.0
+            );
+            self.last = Some(now);
+        }
+    }
+}
