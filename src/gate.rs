@@ -24,6 +24,7 @@ use crate::ledger::ready::Snapshot;
 use crate::maps;
 use crate::output::github::Log;
 use crate::pack::{self, Pack};
+use crate::sandbox::preflight::Tool;
 use crate::sandbox::{Sandbox, SandboxError, SandboxSettings};
 use crate::select::{self, evidence_map};
 use crate::settings::Binding;
@@ -225,6 +226,22 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                     .map(|p| (base_root.to_path_buf(), p.clone())),
             );
         }
+        // Before any floor: are the tools there, and do they run as the sandbox uid?
+        let needs: BTreeSet<Tool> = behaviour::needs(&loaded.maps, &selected, &root)
+            .into_iter()
+            .chain(test_evidence::needs(&root, &ids))
+            .collect();
+        // In Actions every tool's version goes in the (folded) group; locally only what is blocked.
+        let checked = in_group(progress, "aayudha preflight", |log| {
+            let all = log.actions();
+            for line in sandbox.preflight(&root, &needs) {
+                if all || line.contains(": blocked: ") {
+                    let _ = writeln!(log, "{line}");
+                }
+            }
+            Ok(())
+        });
+        checked?;
         if !packages.is_empty() {
             let _ = progress.command("::group::aayudha: fetching dependencies");
             sandbox.fetch(&packages, progress);
@@ -350,6 +367,13 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                 None => floors.push(red_on_base::skipped("the story is not labelled type:bug")),
             }
         }
+    }
+    if let Some(sandbox) = &sandbox {
+        let mut phases = crate::timing::Phases::start();
+        phases.report(
+            "product code (fetches, builds, tests, checks)",
+            sandbox.product_time(),
+        );
     }
     drop(sandbox);
 

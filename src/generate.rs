@@ -1,7 +1,8 @@
 //! Every file derived from the registry, rendered in memory (`aayu generate` writes them; the drift test
 //! compares them): the command and exit-code tables of `docs/README.md`, the configuration reference of
 //! `docs/configuration.md` from `defaults.toml`, `LAYERS.md`, each `skills/<command>/SKILL.md` frontmatter,
-//! `schemas/mcp/<command>.json`, the `inputs:` of `action.yml`, and the man page `docs/aayu.1`.
+//! `schemas/mcp/<command>.json`, the `inputs:` of `action.yml` and `slim/action.yml`, and the man page
+//! `docs/aayu.1`.
 //! Rendering is deterministic; the RACI lint runs first.
 
 use std::collections::BTreeMap;
@@ -528,11 +529,14 @@ pub fn render(root: &Path, commands: &[Command]) -> Result<Rendered, GenerateErr
         .find(|c| c.id == CommandId::Action)
         .map(action_inputs)
         .unwrap_or_default();
-    let yml = read(root, "action.yml")?;
-    out.files.insert(
-        "action.yml".into(),
-        replace_action_inputs(&yml, &action)?.into_bytes(),
-    );
+    // The full action and the slim one take the same inputs.
+    for path in ["action.yml", "slim/action.yml"] {
+        let yml = read(root, path)?;
+        out.files.insert(
+            path.into(),
+            replace_action_inputs(&yml, &action)?.into_bytes(),
+        );
+    }
 
     out.files.insert("docs/aayu.1".into(), man_page());
     Ok(out)

@@ -13,6 +13,7 @@
 //!   caches that are then sealed (root-owned, read-only) for every later, offline step.
 
 mod exec;
+pub(crate) mod preflight;
 pub(crate) mod procs;
 pub(crate) mod toolchain;
 
@@ -125,6 +126,12 @@ pub struct Sandbox {
     /// What a fetch passes on besides the allow-list: proxies, certificates, Go's module settings.
     fetch_env: BTreeMap<String, OsString>,
     fetched: std::sync::atomic::AtomicBool,
+    /// Whether aayu runs in GitHub Actions (the fix for a missing tool is then an image, not an install).
+    in_action: bool,
+    /// The tools checked so far this run (see [`preflight`]).
+    checked: std::sync::Mutex<BTreeMap<preflight::Tool, preflight::Checked>>,
+    /// When each sandboxed process started and ended (see [`Sandbox::product_time`]).
+    spans: std::sync::Mutex<Vec<(Instant, Instant)>>,
 }
 
 /// The per-run dependency caches (as root): written by a slot uid while fetching, then root-owned and
@@ -266,6 +273,12 @@ impl Sandbox {
             caches,
             fetch_env: fetch_env(settings),
             fetched: std::sync::atomic::AtomicBool::new(false),
+            in_action: settings
+                .process_env
+                .get("GITHUB_ACTIONS")
+                .is_some_and(|v| v == "true"),
+            checked: std::sync::Mutex::new(BTreeMap::new()),
+            spans: std::sync::Mutex::new(Vec::new()),
         };
         if let Some(caches) = &sandbox.caches {
             for dir in [&caches.cargo_home, &caches.go_mod_cache] {
@@ -426,6 +439,14 @@ impl Sandbox {
                 continue;
             };
             if !seen.insert((root.clone(), kind.clone())) {
+                continue;
+            }
+            // What cannot run here is blocked with its reason where it is used: no fetch to fail first.
+            let tool = match kind {
+                toolchain::PackageKind::Cargo => preflight::Tool::Cargo,
+                toolchain::PackageKind::Go { .. } => preflight::Tool::Go,
+            };
+            if self.reach_problem(root).is_some() || self.tool(tool).is_err() {
                 continue;
             }
             let beat = |elapsed: Duration| {
@@ -720,6 +741,42 @@ impl Sandbox {
     /// Runs one process in the sandbox and kills every process it started before returning.
     pub fn run(&self, job: Job, keep: &BTreeSet<i32>) -> std::io::Result<Outcome> {
         let started = Instant::now();
+        let outcome = self.run_inner(job, keep, started);
+        if let Ok(mut spans) = self.spans.lock() {
+            spans.push((started, Instant::now()));
+        }
+        outcome
+    }
+
+    /// How long product code ran this run: the time during which at least one sandboxed process was
+    /// running (processes of parallel slots counted once). What is left of a run's time is aayu's own.
+    pub fn product_time(&self) -> Duration {
+        let mut spans = self.spans.lock().map(|s| s.clone()).unwrap_or_default();
+        spans.sort();
+        let mut total = Duration::ZERO;
+        let mut current: Option<(Instant, Instant)> = None;
+        for (start, end) in spans {
+            current = match current {
+                Some((s, e)) if start <= e => Some((s, e.max(end))),
+                Some((s, e)) => {
+                    total += e - s;
+                    Some((start, end))
+                }
+                None => Some((start, end)),
+            };
+        }
+        if let Some((s, e)) = current {
+            total += e - s;
+        }
+        total
+    }
+
+    fn run_inner(
+        &self,
+        job: Job,
+        keep: &BTreeSet<i32>,
+        started: Instant,
+    ) -> std::io::Result<Outcome> {
         let env = self
             .env_for(job.slot, job.env)
             .map_err(std::io::Error::other)?;

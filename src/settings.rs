@@ -155,6 +155,9 @@ pub struct ProofCommentOptions {
     pub event_path: Option<PathBuf>,
     /// The configuration file in the default branch (the action's `config` input); `None`: the usual one.
     pub config_path: Option<String>,
+    /// The merge-gate job's result (`success`, `failure`, `cancelled`, `skipped`), when the workflow
+    /// passes it: what the status says when the gate made no pack.
+    pub gate_result: Option<String>,
 }
 
 impl ProofCommentOptions {
@@ -184,6 +187,7 @@ impl ProofCommentOptions {
             step_summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
             event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
             config_path: None,
+            gate_result: None,
         }
     }
 }

@@ -18,6 +18,13 @@ impl Phases {
         }
     }
 
+    /// Says how long something measured elsewhere took.
+    pub fn report(&mut self, name: &str, took: std::time::Duration) {
+        if self.last.is_some() {
+            eprintln!("aayu timing: {name} {:.1} ms", took.as_secs_f64() * 1000.0);
+        }
+    }
+
     /// Ends the phase `name` (and starts the next).
     pub fn end(&mut self, name: &str) {
         if let Some(last) = self.last {

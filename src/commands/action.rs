@@ -53,6 +53,7 @@ pub struct ActionOptions {
     pub working_directory: Option<PathBuf>,
     pub retention_days: Option<u32>,
     pub bot_login: Option<String>,
+    pub gate_result: Option<String>,
     pub event_name: String,
     pub event_path: Option<PathBuf>,
     pub repository: Option<String>,
@@ -166,6 +167,7 @@ impl ActionOptions {
                 .get_one::<u64>("retention-days")
                 .map(|&d| u32::try_from(d).unwrap_or(u32::MAX)),
             bot_login: m.get_one::<String>("bot-login").cloned(),
+            gate_result: m.get_one::<String>("gate-result").cloned(),
             event_name: var("GITHUB_EVENT_NAME").unwrap_or_default(),
             event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
             repository: var("GITHUB_REPOSITORY"),
@@ -708,8 +710,26 @@ fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fai
         step_summary: options.step_summary.clone(),
         event_path: options.event_path.clone(),
         config_path: options.config.as_ref().map(|p| p.display().to_string()),
+        gate_result: options.gate_result.clone(),
     };
     super::proof_comment::run(ctx, proof)
+}
+
+/// The sweep's title: how many checks failed and how many were blocked, each said as what it is.
+fn sweep_verdict(failed: usize, blocked: usize, total: usize) -> String {
+    let were = |n: usize| if n == 1 { "was" } else { "were" };
+    match (failed, blocked) {
+        (0, 0) => "every check passes".to_string(),
+        (_, 0) => format!("{failed} of {total} checks fail"),
+        (0, _) => format!(
+            "{blocked} of {total} checks {} blocked (they could not run here; none failed)",
+            were(blocked)
+        ),
+        _ => format!(
+            "{failed} of {total} checks fail and {blocked} {} blocked",
+            were(blocked)
+        ),
+    }
 }
 
 fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
@@ -748,28 +768,24 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
         }
     }
     say(ctx, &notes.lines);
-    let failed = checks
-        .iter()
-        .filter(|c| matches!(c.status, Status::Failed | Status::Blocked))
-        .count();
-    let verdict = if failed == 0 {
-        "every check passes".to_string()
-    } else {
-        format!("{failed} of {} checks fail", checks.len())
-    };
+    // A blocked check did not run here (a tool missing, a control tool that broke): it is said apart from
+    // a failed one, never counted as one.
+    let count = |status: Status| checks.iter().filter(|c| c.status == status).count();
+    let (failed, blocked) = (count(Status::Failed), count(Status::Blocked));
+    let verdict = sweep_verdict(failed, blocked, checks.len());
     summary(
         ctx,
         options,
         &crate::output::summary::sweep(&verdict, &checks, &notes.overflow),
     );
-    output(
-        ctx,
-        options,
-        "result",
-        if failed == 0 { "passed" } else { "failed" },
-    );
+    let result = match (failed, blocked) {
+        (0, 0) => "passed",
+        (0, _) => "blocked",
+        _ => "failed",
+    };
+    output(ctx, options, "result", result);
     say(ctx, &format!("aayudha sweep: {verdict}\n"));
-    Ok(if failed == 0 {
+    Ok(if failed + blocked == 0 {
         ExitStatus::Ok
     } else {
         ExitStatus::FloorFails

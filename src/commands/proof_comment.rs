@@ -41,14 +41,15 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
     let client = Client::new(&options.api_url, &Token::new(token)).map_err(github_failure)?;
 
     // The pack: read back with every check of the zip reader, whether it comes from a folder or the run.
-    let zip = match &options.pack {
+    // When there is none, the status still says so (and why) on the head before aayu exits.
+    let zip: Result<Vec<u8>, (ExitStatus, String)> = match &options.pack {
         Some(dir) => {
             let mut bytes = Vec::new();
             archive::build(dir, &mut bytes).map_err(|e| {
                 Failure::usage(format!("cannot read the pack folder `{}`", dir.display()))
                     .caused_by(e)
             })?;
-            bytes
+            Ok(bytes)
         }
         None => {
             let (Some(url), Some(runtime)) = (&options.results_url, &options.runtime_token) else {
@@ -56,16 +57,25 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
                     "without `--pack DIR` the pack is this run's artifact, which needs ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN",
                 ));
             };
-            let results = Results::new(url, runtime).map_err(|e| {
-                Failure::unexpected("cannot reach the results service").caused_by(e)
-            })?;
-            results.download(ARTIFACT).map_err(|e| {
-                Failure::new(
-                    ExitStatus::ProofFails,
-                    format!("the `{ARTIFACT}` artifact of this run could not be read"),
-                )
-                .caused_by(e)
-            })?
+            match Results::new(url, runtime) {
+                Err(e) => Err((
+                    ExitStatus::Failure,
+                    format!("the results service cannot be reached: {e}"),
+                )),
+                Ok(results) => results.download(ARTIFACT).map_err(|e| {
+                    (
+                        ExitStatus::ProofFails,
+                        no_pack(options.gate_result.as_deref(), &e.to_string()),
+                    )
+                }),
+            }
+        }
+    };
+    let zip = match zip {
+        Ok(zip) => zip,
+        Err((exit, why)) => {
+            let _ = writeln!(ctx.err, "error: {why}");
+            return no_pack_status(ctx, &options, &client, &repo, pr, exit, &why);
         }
     };
     let pack_hash = crate::pack::hash_bytes(&zip);
@@ -188,14 +198,12 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
     if !head.is_empty() {
         let status = NewStatus {
             state,
-            context: "aayudha/proof",
+            context: CONTEXT,
             description: &description,
             target_url: run_url.as_deref(),
         };
-        match client.create_status(&repo, &head, &status) {
-            Ok(_) => {}
-            Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
-            Err(e) => return Err(github_failure(e)),
+        if let Some(e) = set_status(ctx, &client, &repo, &head, run_id, &status)? {
+            degraded.push(e);
         }
     }
     for e in &degraded {
@@ -223,6 +231,164 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
     } else {
         ExitStatus::Ok
     })
+}
+
+/// The `aayudha/proof` context.
+const CONTEXT: &str = "aayudha/proof";
+
+/// Why there is no pack to verify, from the merge-gate job's result when the workflow passes it.
+fn no_pack(gate_result: Option<&str>, cause: &str) -> String {
+    match gate_result {
+        Some("cancelled") => {
+            "the gate was cancelled before it made a pack (a newer push, or a person): this head has no proof".to_string()
+        }
+        Some("failure") => {
+            "the gate failed before it made a pack: its job's log says why".to_string()
+        }
+        Some("skipped") => "the gate did not run: this head has no proof".to_string(),
+        _ => format!("the gate produced no pack ({cause})"),
+    }
+}
+
+/// Sets `status` on `head` unless a newer run (a larger run id, in the description aayu writes) already
+/// set `aayudha/proof` there: an older run finishing late never overwrites a newer verdict. `Ok(Some(e))`
+/// when the token may not set statuses (the verdict then stays in the job summary).
+fn set_status(
+    ctx: &mut Context,
+    client: &Client,
+    repo: &RepoSlug,
+    head: &str,
+    run_id: u64,
+    status: &NewStatus,
+) -> Result<Option<GitHubError>, Failure> {
+    let newer = match client.statuses(repo, head) {
+        Ok(statuses) => statuses
+            .iter()
+            .filter(|s| s.context == CONTEXT)
+            .filter_map(|s| run_of(s.description.as_deref()?))
+            .filter(|&run| run > run_id)
+            .max(),
+        Err(e @ GitHubError::Forbidden { .. }) => return Ok(Some(e)),
+        Err(e) => return Err(github_failure(e)),
+    };
+    if let Some(newer) = newer {
+        let _ = writeln!(
+            ctx.err,
+            "notice: run {newer} already set `{CONTEXT}` on {}; left as it is",
+            short(head)
+        );
+        return Ok(None);
+    }
+    match client.create_status(repo, head, status) {
+        Ok(_) => Ok(None),
+        Err(e @ GitHubError::Forbidden { .. }) => Ok(Some(e)),
+        Err(e) => Err(github_failure(e)),
+    }
+}
+
+/// The run id in a status description aayu wrote (`run 123 …`).
+fn run_of(description: &str) -> Option<u64> {
+    description
+        .strip_prefix("run ")?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// No pack: the one comment and a `failure` status saying why, on the head this run was for (the event's,
+/// else the pull request's), then `exit`.
+fn no_pack_status(
+    ctx: &mut Context,
+    options: &ProofCommentOptions,
+    client: &Client,
+    repo: &RepoSlug,
+    pr: u64,
+    exit: ExitStatus,
+    why: &str,
+) -> Result<ExitStatus, Failure> {
+    let head = match event_head(options) {
+        Some(head) => head,
+        None => client.pull(repo, pr).map_err(github_failure)?.head_sha,
+    };
+    let run_id = options.run_id.unwrap_or(0);
+    let run_url = options.run_id.map(|id| {
+        format!(
+            "{}/{repo}/actions/runs/{id}",
+            options.server_url.trim_end_matches('/')
+        )
+    });
+    let problems = [why.to_string()];
+    let text = crate::output::summary::proof(&crate::output::summary::Proof {
+        pack: None,
+        head: &head,
+        verifies: false,
+        holds: false,
+        problems: &problems,
+        criteria: &[],
+        pack_json: "",
+        zip: "",
+        run_url: run_url.as_deref(),
+    });
+    let mut degraded = Vec::new();
+    let me = match &options.bot_login {
+        Some(login) => login.clone(),
+        None => client
+            .login()
+            .map_err(github_failure)?
+            .unwrap_or_else(|| ACTIONS_BOT.to_string()),
+    };
+    match comment::upsert(
+        client,
+        repo,
+        pr,
+        &me,
+        &head,
+        &comment::body(run_id, &head, &text),
+    ) {
+        Ok(Outcome::KeptNewer(id)) => {
+            let _ = writeln!(
+                ctx.err,
+                "notice: comment {id} records a newer run; left as it is"
+            );
+        }
+        Ok(_) => {}
+        Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
+        Err(e) => return Err(github_failure(e)),
+    }
+    let description: String = format!("run {run_id}: {why}").chars().take(140).collect();
+    let status = NewStatus {
+        state: "failure",
+        context: CONTEXT,
+        description: &description,
+        target_url: run_url.as_deref(),
+    };
+    if let Some(e) = set_status(ctx, client, repo, &head, run_id, &status)? {
+        degraded.push(e);
+    }
+    for e in &degraded {
+        let hint = e.hint().unwrap_or_default();
+        let _ = writeln!(
+            ctx.err,
+            "warning: {e}; the verdict is in the job summary instead ({hint})"
+        );
+    }
+    if let Some(summary) = &options.step_summary {
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(summary)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
+    }
+    Ok(exit)
+}
+
+/// The head SHA of the event's pull request (`pull_request.head.sha`), when there is an event.
+fn event_head(options: &ProofCommentOptions) -> Option<String> {
+    let text = std::fs::read_to_string(options.event_path.as_ref()?).ok()?;
+    let event: Value = serde_json::from_str(&text).ok()?;
+    let sha = event.pointer("/pull_request/head/sha")?.as_str()?;
+    (sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_string())
 }
 
 /// The pull request of the event (`pull_request.number` in `GITHUB_EVENT_PATH`).

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::maps::Map;
 use crate::maps::blocks::{ArtifactKind, CheckKind};
 use crate::output::github::Log;
+use crate::sandbox::preflight::{Tool, closed_folder};
 use crate::sandbox::{self, Network, Sandbox};
 use crate::select::Selected;
 
@@ -425,16 +426,34 @@ fn run_one(
     if map.control.is_empty() {
         return block("the map's `control` is empty: name the control tool's argv".to_string());
     }
-    if sandbox.separate_uids() {
+    if let Some(why) = sandbox.reach_problem(&options.root) {
+        return block(why);
+    }
+    for tool in check_needs(map, check.kind, &check.spec, &options.root) {
+        if let Err(why) = sandbox.tool(tool) {
+            return block(why);
+        }
+    }
+    if sandbox.separate_uids() && Tool::of_program(program).is_none() {
         let resolved = resolve_in(program, sandbox.env_value("PATH"));
+        let closed = resolved.as_deref().and_then(closed_folder);
         if !resolved
             .as_ref()
             .is_some_and(|p| sandbox.reachable(p, true))
-            || !sandbox.reachable(&options.root, false)
         {
+            let why = match (&resolved, closed) {
+                (None, _) => "it is not on the sandbox's PATH".to_string(),
+                (Some(path), Some((folder, mode))) => format!(
+                    "`{}` is mode {mode:04o}, which other users cannot pass (on the way to `{}`)",
+                    folder.display(),
+                    path.display()
+                ),
+                (Some(path), None) => {
+                    format!("`{}` is not executable by other users", path.display())
+                }
+            };
             return block(format!(
-                "the sandbox uid cannot run `{program}` from `{}`: make the toolchain and the checkout readable by other users (chmod o+rx on every folder on the way), or install the tool system-wide",
-                options.root.display()
+                "the sandbox uid cannot run the control tool `{program}`: {why}. Install it where other users can run it, or run aayu as an ordinary user"
             ));
         }
     }
@@ -723,38 +742,20 @@ fn toolchain_for(
     for package in step_packages(spec) {
         match crate::sandbox::toolchain::package_kind(&options.root, &package) {
             Some(PackageKind::Cargo) => {
-                tools.insert("cargo");
+                tools.insert(Tool::Cargo);
                 if let Some(name) = sandbox.toolchains().rust_for(&options.root, &package)? {
                     rust.get_or_insert(name);
                 }
             }
             Some(PackageKind::Go { module }) => {
-                tools.insert("go");
+                tools.insert(Tool::Go);
                 sandbox.toolchains().go_for(&options.root, &module)?;
             }
             None => {}
         }
     }
-    if !sandbox.separate_uids() {
-        return Ok(rust);
-    }
     for tool in tools {
-        let found = resolve_in(tool, sandbox.env_value("PATH"));
-        let mut reachable = found.as_ref().is_some_and(|p| sandbox.reachable(p, true));
-        if tool == "cargo" {
-            if let Some(home) = sandbox.env_value("RUSTUP_HOME") {
-                reachable &= sandbox.reachable(&Path::new(home).join("toolchains"), false);
-            }
-        }
-        if !reachable {
-            let at = found.map_or_else(
-                || "on PATH".to_string(),
-                |p| format!("at `{}`", p.display()),
-            );
-            return Err(format!(
-                "the sandbox uid cannot run `{tool}` {at}: make the toolchain readable by other users (chmod o+rx on its folders and every folder above them), or install it system-wide"
-            ));
-        }
+        sandbox.tool(tool)?;
     }
     Ok(rust)
 }
@@ -824,6 +825,46 @@ pub(crate) fn kind_word(kind: ArtifactKind) -> String {
 
 /// The packages whose dependencies the selected checks need fetched before they run: those the built-in
 /// step runner builds or tests. A map's own control tool fetches nothing: its checks run offline.
+/// The tools a check needs beyond its control tool: the built-in step runner's builds and tests (cargo
+/// or go, by package) and, for a `ui` check, its browser (Chromium); a control tool that is node (or npm,
+/// npx) needs Node.
+fn check_needs(
+    map: &Map,
+    kind: CheckKind,
+    spec: &serde_json::Value,
+    root: &Path,
+) -> BTreeSet<Tool> {
+    use crate::sandbox::toolchain::PackageKind;
+    let mut needs = BTreeSet::new();
+    let program = map.control.first().map(String::as_str).unwrap_or("");
+    if program == "aayu" {
+        for package in step_packages(spec) {
+            match crate::sandbox::toolchain::package_kind(root, &package) {
+                Some(PackageKind::Cargo) => needs.insert(Tool::Cargo),
+                Some(PackageKind::Go { .. }) => needs.insert(Tool::Go),
+                None => false,
+            };
+        }
+        if kind == CheckKind::Ui {
+            needs.insert(Tool::Chromium);
+        }
+    } else if let Some(tool) = Tool::of_program(program) {
+        needs.insert(tool);
+    }
+    needs
+}
+
+/// Every tool the selected checks need (for the preflight).
+pub fn needs(maps: &[Map], selected: &[Selected], root: &Path) -> BTreeSet<Tool> {
+    selected
+        .iter()
+        .flat_map(|s| {
+            let check = check_of(maps, s);
+            check_needs(&maps[s.map], check.kind, &check.spec, root)
+        })
+        .collect()
+}
+
 pub fn packages(maps: &[Map], selected: &[Selected]) -> BTreeSet<String> {
     selected
         .iter()

@@ -17,6 +17,7 @@ use crate::floors::{Floor, FloorResult, Verdict};
 use crate::ledger::ready::{self, Snapshot};
 use crate::pack;
 use crate::sandbox::Network;
+use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{PackageKind, package_kind};
 use crate::sandbox::{self, Sandbox};
 use crate::select::evidence_map::EvidenceMap;
@@ -124,6 +125,17 @@ pub struct Run<'a> {
     pub heartbeat: Option<&'a Heartbeat<'a>>,
 }
 
+/// The tools the tests of these packages need (for the preflight): cargo or go, by package.
+pub fn needs(root: &Path, tests: &[TestId]) -> BTreeSet<Tool> {
+    tests
+        .iter()
+        .filter_map(|t| match package_kind(root, &t.package)? {
+            PackageKind::Cargo => Some(Tool::Cargo),
+            PackageKind::Go { .. } => Some(Tool::Go),
+        })
+        .collect()
+}
+
 /// Runs every test once and returns each one's result.
 pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
     let mut by_package: BTreeMap<&str, Vec<&TestId>> = BTreeMap::new();
@@ -134,11 +146,7 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
             .push(test);
     }
     let mut results = BTreeMap::new();
-    if !run.sandbox.reachable(run.root, false) {
-        let why = format!(
-            "the sandbox uid cannot reach `{}`: make the checkout and every folder above it readable by other users (chmod o+rx on each), as GitHub's workspace is",
-            run.root.display()
-        );
+    if let Some(why) = run.sandbox.reach_problem(run.root) {
         return tests
             .iter()
             .map(|t| {
@@ -155,11 +163,19 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
     for (package, tests) in by_package {
         let toolchains = run.sandbox.toolchains();
         let found = match package_kind(run.root, package) {
-            Some(PackageKind::Cargo) => match toolchains.rust_for(run.root, package) {
+            Some(PackageKind::Cargo) => match run
+                .sandbox
+                .tool(Tool::Cargo)
+                .and_then(|_| toolchains.rust_for(run.root, package))
+            {
                 Ok(toolchain) => rust(run, package, toolchain, &tests),
                 Err(why) => all(&tests, Outcome::Blocked(why)),
             },
-            Some(PackageKind::Go { module }) => match toolchains.go_for(run.root, &module) {
+            Some(PackageKind::Go { module }) => match run
+                .sandbox
+                .tool(Tool::Go)
+                .and_then(|_| toolchains.go_for(run.root, &module))
+            {
                 Ok(()) => go(run, &module, package, &tests),
                 Err(why) => all(&tests, Outcome::Blocked(why)),
             },

@@ -462,6 +462,12 @@ static ACTION: Command = Command {
             "LOGIN",
             "The login the token comments as, when it is not the token's user or github-actions[bot].",
         ),
+        valued(
+            "gate-result",
+            InputType::Enum(&["success", "failure", "cancelled", "skipped"]),
+            "RESULT",
+            "comment mode: the merge-gate job's result (`${{ needs.merge-gate.result }}`), so that the `aayudha/proof` status says why when the gate made no pack.",
+        ),
     ],
     outputs: &["result", "pack-sha256", "story", "drift"],
     exits: EXITS_ALL,

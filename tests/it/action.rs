@@ -21,7 +21,7 @@ const GOAL: &str = "1. Blank lines are skipped.";
 
 /// A `pull_request` example payload of `@octokit/webhooks-examples` (`nth` example with this action), kept
 /// in `tests/data/webhooks/`.
-fn webhook(action: &str, nth: usize) -> Value {
+pub(crate) fn webhook(action: &str, nth: usize) -> Value {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
         "tests/data/webhooks/pull_request.{action}.{nth}.json"
     ));
@@ -35,7 +35,7 @@ fn webhook(action: &str, nth: usize) -> Value {
 }
 
 /// A JWT like `ACTIONS_RUNTIME_TOKEN`, whose `scp` names the run's backend ids.
-fn runtime_token(run: u64) -> String {
+pub(crate) fn runtime_token(run: u64) -> String {
     let e = |v: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
     format!(
         "{}.{}.sig",
@@ -49,11 +49,11 @@ fn runtime_token(run: u64) -> String {
 
 /// A repository on "GitHub": the bare `origin` with `main` (the base), `refs/pull/3/head` (the fix) and the
 /// ledger holding story 902's Ready snapshot.
-struct Origin {
+pub(crate) struct Origin {
     _source: TestRepo,
-    bare: tempfile::TempDir,
-    base: String,
-    head: String,
+    pub(crate) bare: tempfile::TempDir,
+    pub(crate) base: String,
+    pub(crate) head: String,
 }
 
 fn origin() -> Origin {
@@ -76,7 +76,7 @@ fn with_ledger(source: &TestRepo) {
 
 /// Pushes `base` as `main`, `head` as `refs/pull/3/head` and the ledger branch, when there is one, to a new
 /// bare repository.
-fn publish(source: TestRepo, base: String, head: String) -> Origin {
+pub(crate) fn publish(source: TestRepo, base: String, head: String) -> Origin {
     let bare = tempfile::Builder::new()
         .prefix("aayu-origin-")
         .tempdir()
@@ -114,12 +114,12 @@ fn workspace(origin: &Origin) -> TestRepo {
 }
 
 /// The runner's own folders: the event, the file commands, the temp folder, HOME.
-struct Runner {
+pub(crate) struct Runner {
     dir: tempfile::TempDir,
 }
 
 impl Runner {
-    fn new(event: &Value) -> Runner {
+    pub(crate) fn new(event: &Value) -> Runner {
         let dir = tempfile::Builder::new()
             .prefix("aayu-runner-")
             .tempdir()
@@ -135,11 +135,11 @@ impl Runner {
         Runner { dir }
     }
 
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
 
-    fn outputs(&self) -> BTreeMap<String, String> {
+    pub(crate) fn outputs(&self) -> BTreeMap<String, String> {
         let text =
             std::fs::read_to_string(self.path("file_commands/set_output")).unwrap_or_default();
         let mut outputs = BTreeMap::new();
@@ -158,13 +158,13 @@ impl Runner {
         outputs
     }
 
-    fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         std::fs::read_to_string(self.path("file_commands/step_summary")).unwrap_or_default()
     }
 }
 
 /// The commit checked out in a workspace.
-fn head_of(ws: &Path) -> String {
+pub(crate) fn head_of(ws: &Path) -> String {
     let out = common::git_command(ws)
         .args(["rev-parse", "HEAD"])
         .output()
@@ -227,6 +227,8 @@ fn action(
         "CONFIG",
         "WORKING_DIRECTORY",
         "RETENTION_DAYS",
+        "BOT_LOGIN",
+        "GATE_RESULT",
     ] {
         cmd.env(format!("INPUT_{name}"), "");
     }
@@ -258,7 +260,7 @@ fn on_pr(
 }
 
 /// The pull request event of `action`, for the PR #3 of `origin`, from GitHub's own example.
-fn pr_event(action: &str, nth: usize, origin: &Origin, body: Option<&str>) -> Value {
+pub(crate) fn pr_event(action: &str, nth: usize, origin: &Origin, body: Option<&str>) -> Value {
     let mut event = webhook(action, nth);
     let pr = &mut event["pull_request"];
     pr["number"] = json!(3);
@@ -413,9 +415,70 @@ fn gate_then_comment_then_a_second_run_edits_the_same_comment() {
     assert_eq!(after.len(), 1, "one comment, edited in place");
     assert_eq!(after[0].id, comments[0].id);
     assert!(after[0].body.contains("run 102"), "{}", after[0].body);
+
+    // Run 101's pack job again, late (a re-run): it overwrites neither run 102's comment nor its status.
+    let statuses_before = github.state.lock().expect("lock").statuses.len();
+    let late = on_pr(
+        &ws,
+        &Runner::new(&pr_event("opened", 0, &origin, Some("Story: #902"))),
+        &github,
+        &results,
+        101,
+        &[("MODE", "comment")],
+    );
+    assert_eq!(late.code, 0, "{}", late.stderr);
+    assert!(
+        late.stderr
+            .contains("notice: run 102 already set `aayudha/proof`"),
+        "{}",
+        late.stderr
+    );
+    assert_eq!(
+        github.state.lock().expect("lock").statuses.len(),
+        statuses_before
+    );
+    assert!(github.comments()[0].body.contains("run 102"));
+
+    // Run 103 was cancelled before it made a pack: its pack job (`if: always()`) still sets the status,
+    // on the head the run was for, with the reason, and exits 4.
+    let results3 = fake_results::Server::start(&runtime_token(103));
+    let cancelled = on_pr(
+        &ws,
+        &Runner::new(&pr_event("synchronize", 0, &origin, Some("Story: #902"))),
+        &github,
+        &results3,
+        103,
+        &[("MODE", "comment"), ("GATE_RESULT", "cancelled")],
+    );
+    assert_eq!(cancelled.code, 4, "{}", cancelled.stderr);
+    {
+        let fake = github.state.lock().expect("lock");
+        let status = fake.statuses.last().expect("a status");
+        assert_eq!(
+            (status.sha.as_str(), status.state.as_str()),
+            (origin.head.as_str(), "failure")
+        );
+        assert!(
+            status
+                .description
+                .starts_with("run 103: the gate was cancelled"),
+            "{}",
+            status.description
+        );
+    }
+    let comments = github.comments();
+    assert_eq!(comments.len(), 1);
+    assert!(
+        comments[0]
+            .body
+            .contains("the gate was cancelled before it made a pack"),
+        "{}",
+        comments[0].body
+    );
     github.assert_clean();
     results.assert_clean();
     results2.assert_clean();
+    results3.assert_clean();
 }
 
 #[test]
@@ -664,25 +727,28 @@ fn section_keys(yaml: &str, section: &str) -> Vec<String> {
 
 #[test]
 fn action_yml_declares_the_registrys_inputs_and_outputs() {
-    let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml"))
-        .expect("action.yml");
     let spec = aayudha::registry::CommandId::Action.spec();
     let inputs: Vec<String> = spec
         .inputs
         .iter()
         .map(|i| i.name.replace('-', "_"))
         .collect();
-    assert_eq!(section_keys(&yaml, "inputs"), inputs);
     let outputs: Vec<String> = spec.outputs.iter().map(|o| o.to_string()).collect();
-    assert_eq!(section_keys(&yaml, "outputs"), outputs);
-    assert!(
-        yaml.contains("  using: docker\n  image: Dockerfile\n"),
-        "{yaml}"
-    );
-    assert!(
-        yaml.contains("default: ${{ github.token }}"),
-        "the token defaults to the workflow's"
-    );
+    // The full action and the slim one: the same inputs and outputs, each its own image.
+    for (file, image) in [
+        ("action.yml", "  using: docker\n  image: Dockerfile\n"),
+        ("slim/action.yml", "  image: ../Dockerfile\n"),
+    ] {
+        let yaml =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).expect(file);
+        assert_eq!(section_keys(&yaml, "inputs"), inputs, "{file}");
+        assert_eq!(section_keys(&yaml, "outputs"), outputs, "{file}");
+        assert!(yaml.contains(image), "{file}: {yaml}");
+        assert!(
+            yaml.contains("default: ${{ github.token }}"),
+            "{file}: the token defaults to the workflow's"
+        );
+    }
 }
 
 #[test]
@@ -702,14 +768,24 @@ fn the_workflow_templates_hold_their_contract() {
         "          ref: ${{ github.event.pull_request.base.sha }}\n",
         "          persist-credentials: false\n",
         "          mode: gate\n",
-        "  pack:\n    name: aayudha/pack\n    needs: merge-gate\n    if: ${{ !cancelled() }}\n",
+        "  pack:\n    name: aayudha/pack\n    needs: merge-gate\n",
+        "    if: ${{ always() }}\n",
         "      pull-requests: write # ",
         "      statuses: write # ",
-        "          mode: comment\n",
+        "        uses: aayudha/verify/slim@",
+        "          mode: comment\n          gate_result: ${{ needs.merge-gate.result }}\n",
         "Why `pull_request_target`",
+        "Require the commit status `aayudha/proof`",
+        // actions/checkout on Node 24, credentials not kept.
+        "actions/checkout@1af3b93b6815bc44a9784bd300feb67ff0d1eeb3 # v6.0.0",
     ] {
         assert!(gate.contains(needle), "the gate template lacks {needle:?}");
     }
+    // The story's labels live on the issue: no label triggers; the body names the story.
+    assert!(gate.contains("types: [opened, synchronize, reopened, edited, ready_for_review]"));
+    assert!(!gate.contains("labeled"), "{gate}");
+    // `pull-requests: read` only in the job that reads the pull request.
+    assert_eq!(gate.matches("      pull-requests: read # ").count(), 1);
     // The gate is the last step of `merge-gate`, and `pack` checks nothing out.
     let merge_gate =
         &gate[gate.find("  merge-gate:").expect("job")..gate.find("  pack:").expect("job")];
@@ -736,10 +812,12 @@ fn the_workflow_templates_hold_their_contract() {
                 .split_whitespace()
                 .next()
                 .expect("ref");
-            assert!(
-                reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit()),
-                "not pinned by SHA: {line}"
-            );
+            // A commit SHA, or an image digest.
+            let sha = reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit());
+            let digest = reference
+                .strip_prefix("sha256:")
+                .is_some_and(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+            assert!(sha || digest, "not pinned by SHA or digest: {line}");
         }
     }
     let nightly = read("workflows/aayudha-nightly.yml");
@@ -1317,4 +1395,42 @@ fn an_injected_evidence_entry_forges_nothing_in_the_log_or_the_summary() {
         runner.outputs().get("result").map(String::as_str),
         Some("no-pack")
     );
+}
+
+#[test]
+fn a_sweep_without_the_toolchain_says_blocked_not_failed_and_names_the_image() {
+    let repo = TestRepo::new();
+    common::copy_tree(&common::example("notes"), &repo, "examples/notes");
+    repo.commit("notes");
+    let runner = Runner::new(&json!({"schedule": "17 3 * * *"}));
+    // The slim image: git and the system's programs, no cargo.
+    let out = run(action(
+        repo.root(),
+        &runner,
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9",
+        502,
+        "schedule",
+        &[],
+    )
+    .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+    .env_remove("RUSTUP_HOME")
+    .env_remove("CARGO_HOME"));
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("blocked")
+    );
+    let summary = runner.summary();
+    assert!(
+        summary.contains(
+            "### aayudha sweep — 6 of 6 checks were blocked (they could not run here; none failed)"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`cargo` is not in this image: run the gate with the full image"),
+        "{summary}"
+    );
+    assert!(!summary.contains("system-wide"), "{summary}");
 }

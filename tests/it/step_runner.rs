@@ -3,7 +3,7 @@
 //! app that is stopped afterwards.
 
 use crate::common;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common::{TestRepo, feature_md, map_readme, run, skill};
 use serde_json::Value;
@@ -341,8 +341,92 @@ fn a_toolchain_the_sandbox_uid_cannot_run_blocks_with_the_fix() {
         )),
         "{reason}"
     );
+    // The folder in the way, its mode, and the fixes for a machine of one's own.
     assert!(
-        reason.contains("make the toolchain readable by other users"),
+        reason.contains(&format!(
+            "`{}` is mode 0700, which other users cannot pass",
+            hidden.path().display()
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("Install cargo system-wide")
+            && reason.contains("or run aayu as an ordinary user"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_repository_the_sandbox_uid_cannot_enter_blocks_with_the_folder_and_the_fix() {
+    if !common::root_or_skip(
+        "a_repository_the_sandbox_uid_cannot_enter_blocks_with_the_folder_and_the_fix",
+    ) {
+        return;
+    }
+    let repo = notes_repo();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(repo.root(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--check",
+        "mark-done",
+        "--json",
+        "--out",
+        "run",
+    ]));
+    std::fs::set_permissions(repo.root(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    for check in parse(&out)["checks"].as_array().expect("checks") {
+        assert_eq!(check["status"], "blocked", "{check}");
+        let reason = check["reason"].as_str().expect("reason");
+        assert!(
+            reason.starts_with(&format!(
+                "the sandbox uid cannot reach the repository `{}`: `{}` is mode 0700",
+                repo.root().display(),
+                repo.root().display()
+            )),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("Clone it under a folder others can enter")
+                && reason.contains("or run aayu as an ordinary user"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn a_rustup_without_a_default_blocks_with_the_fix() {
+    // HOME changed and RUSTUP_HOME not set: the rustup proxy finds no default toolchain.
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let cargo_home =
+        std::env::var_os("CARGO_HOME").map_or_else(|| home.join(".cargo"), PathBuf::from);
+    if !cargo_home.join("bin/rustup").exists() {
+        eprintln!("skipped: the toolchain here is not rustup's, so it has no default to miss");
+        return;
+    }
+    let repo = notes_repo();
+    let mut dirs = vec![cargo_home.join("bin")];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let out = run(repo
+        .aayu()
+        .env("PATH", std::env::join_paths(dirs).expect("PATH"))
+        .args(["verify", "--check", "mark-done", "--json", "--out", "run"]));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let check = &parse(&out)["checks"][0];
+    assert_eq!(check["status"], "blocked");
+    let reason = check["reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with("`cargo --version` fails as the sandbox uid: ")
+            && reason.contains("no default"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("run `rustup default stable`, or set RUSTUP_HOME"),
         "{reason}"
     );
 }

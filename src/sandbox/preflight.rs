@@ -1,0 +1,299 @@
+//! Before any floor: whether the tools that the selected checks and the mapped tests need — cargo, go,
+//! node, chromium — are there and run as the sandbox uid, and whether that uid can reach the repository.
+//! When one cannot, the checks and tests that need it are blocked with a reason that names the tool and
+//! the fix for where aayu runs: in the action, the full image or an extended one; locally, the folder in
+//! the way and its mode, or running as an ordinary user.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{Job, Sandbox};
+
+/// A tool product code needs, checked once per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tool {
+    Cargo,
+    Go,
+    Node,
+    Chromium,
+}
+
+impl Tool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Cargo => "cargo",
+            Tool::Go => "go",
+            Tool::Node => "node",
+            Tool::Chromium => "chromium",
+        }
+    }
+
+    /// The programs that are this tool, in the order they are looked for on `PATH`.
+    fn programs(self) -> &'static [&'static str] {
+        match self {
+            Tool::Cargo => &["cargo"],
+            Tool::Go => &["go"],
+            Tool::Node => &["node"],
+            Tool::Chromium => &["chromium", "chromium-browser", "google-chrome"],
+        }
+    }
+
+    /// The arguments that make it say its version and do nothing else.
+    fn version_args(self) -> &'static [&'static str] {
+        match self {
+            Tool::Go => &["version"],
+            Tool::Chromium => &["--headless", "--no-sandbox", "--version"],
+            _ => &["--version"],
+        }
+    }
+
+    /// How to install it on a machine of one's own.
+    fn install(self) -> &'static str {
+        match self {
+            Tool::Cargo => "install Rust with rustup (https://rustup.rs)",
+            Tool::Go => "install Go (apt-get install golang-go, or https://go.dev/dl)",
+            Tool::Node => "install Node.js (apt-get install nodejs npm, or https://nodejs.org)",
+            Tool::Chromium => "install Chromium (apt-get install chromium)",
+        }
+    }
+
+    /// The tool a control program is, when it is one of these (`node`, `npm`, `npx`).
+    pub fn of_program(program: &str) -> Option<Tool> {
+        let name = Path::new(program).file_name()?.to_str()?;
+        match name {
+            "node" | "npm" | "npx" => Some(Tool::Node),
+            "cargo" => Some(Tool::Cargo),
+            "go" => Some(Tool::Go),
+            _ => None,
+        }
+    }
+}
+
+/// How a tool was found: its version line, or why it cannot run and how to fix that.
+pub(super) type Checked = Result<String, String>;
+
+/// The first folder on the way to `path` (from `/`) that other users cannot pass (`o+x` missing), with
+/// its mode; `None` when every folder can be passed.
+pub fn closed_folder(path: &Path) -> Option<(PathBuf, u32)> {
+    let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
+    ancestors.reverse();
+    ancestors.into_iter().find_map(|folder| {
+        let mode = std::fs::metadata(folder).ok()?.permissions().mode();
+        (mode & 0o001 == 0).then(|| (folder.to_path_buf(), mode & 0o7777))
+    })
+}
+
+impl Sandbox {
+    /// Whether `tool` runs here as product code runs it (on the sandbox's `PATH`, as the sandbox uid,
+    /// with the sandbox's environment); its version line, or the reason it cannot with the fix. Checked
+    /// once per run.
+    pub fn tool(&self, tool: Tool) -> Checked {
+        let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = checked.get(&tool) {
+            return found.clone();
+        }
+        let found = self.check_tool(tool);
+        checked.insert(tool, found.clone());
+        found
+    }
+
+    /// Why the sandbox uid cannot reach the repository at `root`, with the fix; `None` when it can.
+    pub fn reach_problem(&self, root: &Path) -> Option<String> {
+        if !self.separate_uids() {
+            return None;
+        }
+        let absolute: PathBuf = std::path::absolute(root)
+            .unwrap_or_else(|_| root.to_path_buf())
+            .components()
+            .collect();
+        // The folders on the way to a file in it: the repository's own folder included.
+        let (folder, mode) = closed_folder(&absolute.join("x"))?;
+        let root = absolute.as_path();
+        Some(if self.in_action {
+            format!(
+                "the sandbox uid cannot reach the workspace `{}`: `{}` is mode {mode:04o}. GitHub's workspace is open to other users: does a step before aayu change its mode?",
+                root.display(),
+                folder.display()
+            )
+        } else {
+            format!(
+                "the sandbox uid cannot reach the repository `{}`: `{}` is mode {mode:04o}, which other users cannot pass. Clone it under a folder others can enter (such as /var/tmp or /srv), `chmod o+x {}`, or run aayu as an ordinary user (checks then run as your own uid)",
+                root.display(),
+                folder.display(),
+                folder.display()
+            )
+        })
+    }
+
+    /// Checks every tool of `needs` and the repository now, before any floor; the lines to log (one per
+    /// tool, then the repository's problem if any).
+    pub fn preflight(&self, root: &Path, needs: &BTreeSet<Tool>) -> Vec<String> {
+        let mut lines: Vec<String> = needs
+            .iter()
+            .map(|&tool| match self.tool(tool) {
+                Ok(version) => format!("{}: {version}", tool.name()),
+                Err(why) => format!("{}: blocked: {why}", tool.name()),
+            })
+            .collect();
+        if let Some(why) = self.reach_problem(root) {
+            lines.push(format!("repository: blocked: {why}"));
+        }
+        lines
+    }
+
+    fn check_tool(&self, tool: Tool) -> Checked {
+        let path = self.env_value("PATH");
+        let Some((program, found)) = tool.programs().iter().find_map(|name| {
+            let found = std::env::split_paths(path?)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())?;
+            Some((*name, found))
+        }) else {
+            return Err(self.missing(tool));
+        };
+        if self.separate_uids() {
+            let closed = closed_folder(&found);
+            let executable =
+                std::fs::metadata(&found).is_ok_and(|m| m.permissions().mode() & 0o001 != 0);
+            let rustup = (tool == Tool::Cargo)
+                .then(|| self.env_value("RUSTUP_HOME").map(PathBuf::from))
+                .flatten()
+                .and_then(|home| closed_folder(&home.join("toolchains/x")));
+            if let Some((folder, mode)) = closed.or(rustup) {
+                return Err(self.unreachable(tool, &found, &folder, mode));
+            }
+            if !executable {
+                return Err(self.unreachable(tool, &found, &found, 0));
+            }
+        }
+        // Run it, as product code would, from an empty folder: a toolchain that cannot choose a version,
+        // or a broken install, is found here rather than inside the first build.
+        let argv: Vec<String> = std::iter::once(program.to_string())
+            .chain(tool.version_args().iter().map(|a| a.to_string()))
+            .collect();
+        let ran = self
+            .fresh_dir(0, &format!("preflight-{}", tool.name()))
+            .map_err(|e| e.to_string())
+            .and_then(|cwd| {
+                self.run(
+                    Job {
+                        argv: &argv,
+                        cwd: &cwd,
+                        slot: 0,
+                        network: false,
+                        stdin: Vec::new(),
+                        timeout: Duration::from_secs(60),
+                        env: Vec::new(),
+                        heartbeat: None,
+                    },
+                    &BTreeSet::new(),
+                )
+                .map_err(|e| e.to_string())
+            });
+        let command = format!("`{program} {}`", tool.version_args().join(" "));
+        match ran {
+            Ok(outcome) if outcome.code == Some(0) => {
+                let text = String::from_utf8_lossy(&outcome.stdout);
+                Ok(text.lines().next().unwrap_or("").trim().to_string())
+            }
+            Ok(outcome) => {
+                let said = String::from_utf8_lossy(&outcome.stderr);
+                let said: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+                let said = said[said.len().saturating_sub(3)..].join(" | ");
+                Err(self.broken(tool, &command, &said))
+            }
+            Err(e) => Err(self.broken(tool, &command, &e)),
+        }
+    }
+
+    fn missing(&self, tool: Tool) -> String {
+        let name = tool.name();
+        if self.in_action {
+            format!(
+                "`{name}` is not in this image: run the gate with the full image (`uses: aayudha/verify@<release>`; `aayudha/verify/slim` has git only) or an image extended with {name} (docs/action.md, \"Extending the image\")"
+            )
+        } else {
+            format!(
+                "`{name}` is not installed (not on the PATH aayu was started with): {}",
+                tool.install()
+            )
+        }
+    }
+
+    fn unreachable(&self, tool: Tool, found: &Path, folder: &Path, mode: u32) -> String {
+        let name = tool.name();
+        let why = if folder == found {
+            format!("`{}` is not executable by other users", found.display())
+        } else {
+            format!(
+                "`{}` is mode {mode:04o}, which other users cannot pass",
+                folder.display()
+            )
+        };
+        if self.in_action {
+            format!(
+                "the sandbox uid cannot run `{name}` at `{}`: {why}. In an extended image, install {name} where other users can read it (chmod -R o+rX), as the full image does",
+                found.display()
+            )
+        } else {
+            format!(
+                "the sandbox uid cannot run `{name}` at `{}`: {why}. Install {name} system-wide (under /usr/local), make its folders readable by other users (chmod o+rx on `{}`), or run aayu as an ordinary user (checks then run as your own uid)",
+                found.display(),
+                folder.display()
+            )
+        }
+    }
+
+    fn broken(&self, tool: Tool, command: &str, said: &str) -> String {
+        let name = tool.name();
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {said}")
+        };
+        let fix = if self.in_action {
+            format!(
+                "the image's {name} does not run: use the full image as released, or fix the extended one"
+            )
+        } else if tool == Tool::Cargo && said.contains("no default") {
+            "rustup has no default toolchain for this HOME: run `rustup default stable`, or set RUSTUP_HOME (and CARGO_HOME) to the installation that has one — aayu passes them to the sandbox".to_string()
+        } else {
+            format!(
+                "check that `{name}` works for another user, or {}",
+                tool.install()
+            )
+        };
+        format!("{command} fails as the sandbox uid{said}. {fix}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_closed_folder_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let closed = dir.path().join("closed");
+        std::fs::create_dir_all(closed.join("open/deeper")).expect("mkdir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let found = closed_folder(&closed.join("open/deeper/file"));
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        // The temp dir's own parents may be closed on this machine; below them, `closed` is the one.
+        if closed_folder(dir.path()).is_none() {
+            assert_eq!(found, Some((closed.clone(), 0o700)));
+            assert_eq!(closed_folder(&closed.join("open/deeper/file")), None);
+        }
+    }
+
+    #[test]
+    fn control_programs_that_are_tools() {
+        assert_eq!(Tool::of_program("node"), Some(Tool::Node));
+        assert_eq!(Tool::of_program("/usr/bin/npx"), Some(Tool::Node));
+        assert_eq!(Tool::of_program("python3"), None);
+    }
+}
