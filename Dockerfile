@@ -1,31 +1,97 @@
-# The aayudha verify action's image: aayu built in a Rust image, run from a small Debian with git.
+# syntax=docker/dockerfile:1
+# The aayudha verify action's images, two targets of one build (docs/action.md, "The images"):
 #
-# GitHub runs it as root with `--workdir /github/workspace`, HOME=/github/home and every path in the
-# environment (reference: actions/runner ContainerActionHandler). So: no USER and no reliance on WORKDIR,
-# the binary at an absolute path, an exec-form ENTRYPOINT (aayu is PID 1 and handles SIGINT/SIGTERM itself,
-# stopping its sandboxed process groups), and `safe.directory` in the *system* git config.
+#   full (the default, last stage) — aayu with git, Rust (rustup, in /usr/local/rustup and /usr/local/cargo),
+#        Go (/usr/local/go), Node.js LTS with npm, Python 3 and Chromium: the gate and the sweep, which run
+#        the product's builds, tests and checks;
+#   slim — aayu with git only: the pack job (`aayudha/verify/slim`), which runs no product code, and gates
+#        that check maps only.
 #
-# To add a product's toolchain, extend this image (see docs/action.md):
-#   FROM ghcr.io/aayudha/verify@sha256:<digest>
-#   RUN apt-get update && apt-get install -y --no-install-recommends golang-go && rm -rf /var/lib/apt/lists/*
-# and use it as `uses: docker://<your image>@sha256:<digest>` (inputs still arrive as INPUT_*).
+# Releases build both for linux/amd64 and linux/arm64 (.github/workflows/release.yml) and pin them by digest
+# in action.yml and slim/action.yml; `image: Dockerfile` is only for the default branch's development.
+#
+# GitHub runs the container as root with `--workdir /github/workspace`, HOME=/github/home and every path in
+# the environment (actions/runner ContainerActionHandler). So: no USER and no reliance on WORKDIR, the binary
+# at an absolute path, an exec-form ENTRYPOINT (aayu is PID 1 and handles SIGINT/SIGTERM itself), the
+# toolchain's homes in ENV (HOME changes at run time), `safe.directory` in git's *system* config, and every
+# toolchain readable — never writable — by other users: product code runs as aayu's sandbox uids.
+#
+# Every base image is pinned by digest (multi-arch index). The release workflow checks each one is there for
+# both platforms before it builds; to move to newer bases, run scripts/refresh-image-digests.
+ARG RUST_IMAGE=rust:1.95-bookworm@sha256:6258907abe69656e41cd992e0b705cdcfabcbbe3db374f92ed2d47121282d4a1
+ARG GO_IMAGE=golang:1.25-bookworm@sha256:ea341baa9bd5ba6784f6d7161ace70544349a6242d54d34a0fbfd2c4d51c9d58
+ARG NODE_IMAGE=node:24-bookworm-slim@sha256:a9f5f7c91a432850b2a8a7797adf5eadb6c733ceed61167806cee7ea7fbc29df
+ARG DEBIAN_IMAGE=debian:bookworm-slim@sha256:7b140f374b289a7c2befc338f42ebe6441b7ea838a042bbd5acbfca6ec875818
 
-FROM rust:1.95-bookworm AS build
+# aayu itself.
+FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin aayu \
  && install -D -m 0755 target/release/aayu /out/aayu
 
-FROM debian:bookworm-slim
+# aayu as one static binary (musl), for the GitHub release: `docker buildx build --target binary --output`.
+FROM ${RUST_IMAGE} AS static
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends musl-tools \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN target="$(uname -m)-unknown-linux-musl" \
+ && rustup target add "$target" \
+ && cargo build --release --locked --bin aayu --target "$target" \
+ && install -D -m 0755 "target/$target/release/aayu" /out/aayu
+FROM scratch AS binary
+COPY --from=static /out/aayu /aayu
+
+# The toolchains the full image copies, each from its official image.
+FROM ${RUST_IMAGE} AS rust
+FROM ${GO_IMAGE} AS go
+FROM ${NODE_IMAGE} AS node
+
+FROM ${DEBIAN_IMAGE} AS slim
 # Debian's stable packages are not pinned to a version: bookworm ships security fixes under the same
 # names, and a pinned version disappears from the archive when one lands.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get install -y --no-install-recommends ca-certificates git \
  && rm -rf /var/lib/apt/lists/* \
  # The workspace belongs to the runner's uid (1001) while the action is root: trust it in the system
- # config, because HOME (and so the global config) is /github/home at run time. aayu's own git library
- # accepts it in `aayu action` as well.
+ # config, because HOME (and so the global config) is /github/home at run time.
  && git config --system --add safe.directory '*'
+COPY --from=build /out/aayu /usr/local/bin/aayu
+ENTRYPOINT ["/usr/local/bin/aayu", "action"]
+
+FROM ${DEBIAN_IMAGE} AS full
+# The runtime packages. tests/it/image.rs builds a root filesystem from exactly this list with mmdebstrap
+# and runs the gate in it; it fails when its list and this one differ.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      ca-certificates \
+      chromium \
+      fonts-liberation \
+      gcc \
+      git \
+      libc6-dev \
+      make \
+      pkg-config \
+      python3 \
+ && rm -rf /var/lib/apt/lists/* \
+ && git config --system --add safe.directory '*'
+COPY --from=rust /usr/local/rustup /usr/local/rustup
+COPY --from=rust /usr/local/cargo /usr/local/cargo
+COPY --from=go /usr/local/go /usr/local/go
+COPY --from=node /usr/local/bin/node /usr/local/bin/node
+COPY --from=node /usr/local/lib/node_modules /usr/local/lib/node_modules
+RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
+ && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
+ # Readable and runnable by the sandbox uids, writable by none of them.
+ && chmod -R a+rX,go-w /usr/local/rustup /usr/local/cargo /usr/local/go /usr/local/lib/node_modules
+ENV RUSTUP_HOME=/usr/local/rustup \
+    CARGO_HOME=/usr/local/cargo \
+    GOROOT=/usr/local/go \
+    PATH=/usr/local/cargo/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 COPY --from=build /out/aayu /usr/local/bin/aayu
 ENTRYPOINT ["/usr/local/bin/aayu", "action"]

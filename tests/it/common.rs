@@ -177,6 +177,11 @@ const TOOLS: &[Tool] = &[
         install: "apt-get install gcc",
     },
     Tool {
+        name: "mmdebstrap",
+        probe: &["mmdebstrap", "--version"],
+        install: "apt-get install mmdebstrap",
+    },
+    Tool {
         name: "node",
         probe: &["node", "--version"],
         install: "apt-get install nodejs npm && npm ci --prefix tests/interop",

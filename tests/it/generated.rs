@@ -63,6 +63,7 @@ fn copy_of_the_sources() -> tempfile::TempDir {
         "docs/aayu.1",
         "defaults.toml",
         "action.yml",
+        "slim/action.yml",
         "LAYERS.md",
     ];
     for rel in files {
