@@ -169,7 +169,10 @@ fn notes_origin() -> Origin {
     // Sandbox uids of its own: aayu's uid locks live in the image's /tmp, and the tests on the host use
     // the default range at the same time — a machine that runs gates outside containers side by side gives
     // each its own range the same way.
-    repo.write(".aayudha/config.toml", "[verify]\nsandbox_uids = [62000, 62063]\n");
+    repo.write(
+        ".aayudha/config.toml",
+        "[verify]\nsandbox_uids = [62000, 62063]\n",
+    );
     let base = repo.commit("notes with the bug");
     repo.write("examples/notes/src/store.rs", &fixed);
     repo.write("examples/notes/tests/blank_lines.rs", &blank);
