@@ -42,6 +42,7 @@ pub struct Verify {
     pub red_on_base_blocking_from: BlockingDate,
     pub maintainer: String,
     pub env: Vec<String>,
+    pub chromium: String,
     pub require_isolation: bool,
     pub sandbox_uids: [u32; 2],
 }

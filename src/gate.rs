@@ -214,8 +214,10 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
     } else {
         let sandbox = Sandbox::new(&inputs.sandbox)?;
         let test_packages: BTreeSet<String> = ids.iter().map(|t| t.package.clone()).collect();
+        let seed = behaviour::seed_package(&loaded.maps, &selected, &root, &config.verify.seed);
         let mut packages: Vec<(PathBuf, String)> = behaviour::packages(&loaded.maps, &selected)
             .into_iter()
+            .chain(seed)
             .chain(test_packages.iter().cloned())
             .map(|p| (root.clone(), p))
             .collect();
@@ -462,5 +464,6 @@ pub fn sandbox_settings(
         jobs: jobs.unwrap_or(env.cores).max(1),
         workspace: Some(root.to_path_buf()),
         memory_limit_mb: config.verify.memory_limit_mb,
+        chromium: Some(config.verify.chromium.clone()).filter(|c| !c.is_empty()),
     }
 }

@@ -200,7 +200,8 @@ pub fn load_all(
         })
         .collect();
     let mut maps = Vec::with_capacity(loaded.len());
-    for (map, map_errors, map_warnings) in loaded {
+    for (mut map, mut map_errors, map_warnings) in loaded {
+        builtin_steps(&mut map, &mut map_errors);
         maps.push(map);
         errors.extend(map_errors);
         warnings.extend(map_warnings);
@@ -226,6 +227,30 @@ pub fn load_all(
         }
     }
     maps
+}
+
+/// The steps of a map whose control tool is the built-in step runner (`"control": ["aayu", "control"]`)
+/// mean what that runner says: an unknown step key, or a step it cannot read, is a contract error naming
+/// the feature file, the check's line, the check and the key — found before anything runs.
+fn builtin_steps(map: &mut Map, errors: &mut Vec<ContractError>) {
+    if map.control.len() != 2 || map.control[0] != "aayu" || map.control[1] != "control" {
+        return;
+    }
+    for feature in &map.features {
+        for check in &feature.checks {
+            if let Err(why) = crate::commands::control::validate(&check.spec) {
+                errors.push(ContractError {
+                    file: feature.file.clone(),
+                    line: check.id.line,
+                    message: format!(
+                        "check `{}.{}`: {why} (this map's control tool is the built-in step runner, `aayu control`)",
+                        feature.id.value, check.id.value
+                    ),
+                });
+                map.broken = true;
+            }
+        }
+    }
 }
 
 /// How large a map or feature file may be.

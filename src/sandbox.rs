@@ -12,7 +12,7 @@
 //!   by reading data ([`toolchain`]), and dependencies are fetched by [`Sandbox::fetch`] as a slot uid, into
 //!   caches that are then sealed (root-owned, read-only) for every later, offline step.
 
-mod exec;
+pub(crate) mod exec;
 pub(crate) mod preflight;
 pub(crate) mod procs;
 pub(crate) mod toolchain;
@@ -120,6 +120,8 @@ pub struct Sandbox {
     networked: Option<BpfProgram>,
     /// `[verify] memory_limit_mb`, in bytes: what a check's processes together may hold resident.
     memory_limit: u64,
+    /// `[verify] chromium`, when set.
+    chromium: Option<String>,
     toolchains: toolchain::Toolchains,
     /// As root: the caches dependencies are fetched into, sealed once fetched.
     caches: Option<Caches>,
@@ -159,6 +161,8 @@ pub struct SandboxSettings {
     pub workspace: Option<PathBuf>,
     /// `[verify] memory_limit_mb`.
     pub memory_limit_mb: u64,
+    /// `[verify] chromium`: a path or a program name; `None` looks for the usual names on `PATH`.
+    pub chromium: Option<String>,
 }
 
 /// One process to run in the sandbox.
@@ -269,6 +273,7 @@ impl Sandbox {
                 libc::AF_NETLINK,
             ]),
             memory_limit: settings.memory_limit_mb.saturating_mul(1 << 20),
+            chromium: settings.chromium.clone(),
             toolchains,
             caches,
             fetch_env: fetch_env(settings),
@@ -734,7 +739,7 @@ impl Sandbox {
         self.command(argv, cwd, usize::MAX, &env, self.networked.clone())?
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
     }
 

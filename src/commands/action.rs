@@ -668,6 +668,14 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         &number.map(|s| s.to_string()).unwrap_or_default(),
     );
     output(ctx, options, "drift", &run.map.drift.len().to_string());
+    let artifact_url = match (&options.repository, options.run_id) {
+        (Some(repo), Some(id)) => Some(format!(
+            "{}/{repo}/actions/runs/{id}/artifacts/{}",
+            options.server_url.trim_end_matches('/'),
+            uploaded.artifact_id
+        )),
+        _ => None,
+    };
     summary(
         ctx,
         options,
@@ -680,6 +688,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
                 options.run_attempt.unwrap_or(1),
                 uploaded.artifact_id
             ),
+            artifact_url.as_deref(),
             pr.is_fork(),
             &notes.overflow,
         ),

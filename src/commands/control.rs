@@ -12,8 +12,14 @@
 //!   request against `base_url`; `json` is a subset the response body must contain.
 //! - `{"test": {"package": "<dir>", "test": "<name>"}}` — one test of a cargo package or Go module.
 //! - `{"env": {…}}`, `{"cwd": "<dir>"}` — set the environment or folder of the steps that follow.
+//! - the browser steps of `ui` checks (SPEC §2): `open`, `fill`, `click`, `press`, `select`, `see`, `url`,
+//!   `wait`, `screenshot` — see [`browser`]. Chromium is started at the first one; every failed step takes
+//!   a screenshot (`failed-step-<n>.png`) that the reason names.
 //!
-//! An unknown key fails the check with the reason, never silently skipped.
+//! Every step is checked before the first one runs: an unknown key is a contract error (exit 2) naming the
+//! check, the step and the key — never silently skipped, and never half a check run.
+
+mod browser;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +47,15 @@ struct Request {
 /// Keys a step may carry, beside its action.
 const MODIFIERS: [&str; 7] = ["stdin", "exit", "stdout", "stderr", "env", "cwd", "expect"];
 const ACTIONS: [&str; 6] = ["build", "run", "request", "test", "env", "cwd"];
+/// What a step of the built-in runner can be, for the contract error.
+fn known_actions() -> String {
+    ACTIONS
+        .iter()
+        .chain(browser::STEPS.iter().map(|(a, _)| a))
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 /// How much of a step's output the transcript keeps.
 const KEEP: usize = 64 * 1024;
 
@@ -59,8 +74,17 @@ pub fn run(ctx: &mut Context, op: &str) -> Result<ExitStatus, Failure> {
         )
         .caused_by(e)
     })?;
+    if let Err(why) = validate(&request.spec) {
+        return Err(Failure::usage(format!(
+            "contract error: check `{}.{}` of `{}`: {why}",
+            request.feature, request.check, request.product
+        )));
+    }
     let mut runner = Runner::new(&request);
     let verdict = runner.run_steps(&request.spec);
+    if let Some(session) = runner.browser.take() {
+        session.stop();
+    }
     let transcript = json!({
         "schema_version": 1,
         "product": request.product,
@@ -72,16 +96,27 @@ pub fn run(ctx: &mut Context, op: &str) -> Result<ExitStatus, Failure> {
     let written = serde_json::to_vec_pretty(&transcript)
         .map_err(std::io::Error::other)
         .and_then(|bytes| std::fs::write(&path, bytes));
-    let (status, reason) = match verdict {
+    let (status, mut reason) = match verdict {
         Verdict::Passed => ("passed", String::new()),
         Verdict::Failed(reason) => ("failed", reason),
         Verdict::Unreachable(reason) => ("unreachable", reason),
     };
-    let artifacts = if written.is_ok() {
-        json!([{"path": "transcript.json", "kind": "api-trace"}])
-    } else {
-        json!([])
-    };
+    if let Some(why) = &runner.no_sandbox {
+        let note = format!("Chromium ran with --no-sandbox: {why}");
+        reason = if reason.is_empty() {
+            note
+        } else {
+            format!("{reason} ({note})")
+        };
+    }
+    let mut artifacts: Vec<Value> = runner
+        .screenshots
+        .iter()
+        .map(|name| json!({"path": name, "kind": "screenshot"}))
+        .collect();
+    if written.is_ok() {
+        artifacts.push(json!({"path": "transcript.json", "kind": "api-trace"}));
+    }
     let result = json!({"status": status, "reason": reason, "artifacts": artifacts});
     write_out(ctx.out, &format!("{result}\n"))?;
     Ok(ExitStatus::Ok)
@@ -93,25 +128,70 @@ enum Verdict {
     Unreachable(String),
 }
 
+/// Checks every step of a check before any runs: each is an object with one known action and only the
+/// keys that action takes. The error names the step and the key.
+pub(crate) fn validate(spec: &Value) -> Result<(), String> {
+    let Some(steps) = spec.get("steps").and_then(Value::as_array) else {
+        return Err("the check has no `steps` list".to_string());
+    };
+    for (i, step) in steps.iter().enumerate() {
+        let n = i + 1;
+        let Some(step) = step.as_object() else {
+            return Err(format!("step {n} is not an object"));
+        };
+        if let Some(action) = browser::action_of(step) {
+            browser::validate(action, step).map_err(|why| format!("step {n} ({action}): {why}"))?;
+            continue;
+        }
+        if let Some(unknown) = step
+            .keys()
+            .find(|k| !ACTIONS.contains(&k.as_str()) && !MODIFIERS.contains(&k.as_str()))
+        {
+            return Err(format!(
+                "step {n}: unknown key `{unknown}` (the step runner knows {}; beside them {})",
+                known_actions(),
+                MODIFIERS
+                    .iter()
+                    .filter(|m| !ACTIONS.contains(m))
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 struct Runner {
     root: PathBuf,
+    out: PathBuf,
     base_url: String,
     env: BTreeMap<String, String>,
     cwd: PathBuf,
     /// Folders of built binaries, first on `PATH`.
     bins: Vec<PathBuf>,
     transcript: Vec<Value>,
+    /// The browser, from the first browser step on.
+    browser: Option<browser::Session>,
+    /// Why Chromium's own sandbox was off, when it was.
+    no_sandbox: Option<String>,
+    /// The screenshots written to `out`, in order.
+    screenshots: Vec<String>,
 }
 
 impl Runner {
     fn new(request: &Request) -> Runner {
         Runner {
             root: request.root.clone(),
+            out: request.out.clone(),
             base_url: request.base_url.trim_end_matches('/').to_string(),
             env: BTreeMap::new(),
             cwd: request.root.clone(),
             bins: Vec::new(),
             transcript: Vec::new(),
+            browser: None,
+            no_sandbox: None,
+            screenshots: Vec::new(),
         }
     }
 
@@ -124,20 +204,6 @@ impl Runner {
             let Some(step) = step.as_object() else {
                 return Verdict::Failed(format!("step {n} is not an object"));
             };
-            if let Some(unknown) = step
-                .keys()
-                .find(|k| !ACTIONS.contains(&k.as_str()) && !MODIFIERS.contains(&k.as_str()))
-            {
-                return Verdict::Failed(format!(
-                    "step {n}: unknown key `{unknown}` (the step runner knows {})",
-                    ACTIONS
-                        .iter()
-                        .chain(MODIFIERS.iter().filter(|m| !ACTIONS.contains(m)))
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
             let verdict = self.step(n, step);
             if !matches!(verdict, Verdict::Passed) {
                 return verdict;
@@ -147,6 +213,9 @@ impl Runner {
     }
 
     fn step(&mut self, n: usize, step: &serde_json::Map<String, Value>) -> Verdict {
+        if let Some(action) = browser::action_of(step) {
+            return self.browser_step(n, action, step);
+        }
         let action = ["build", "run", "request", "test"]
             .into_iter()
             .find(|a| step.contains_key(*a));
@@ -185,6 +254,63 @@ impl Runner {
         };
         (self.env, self.cwd) = saved;
         verdict
+    }
+
+    /// One browser step; a failed one takes a screenshot that its reason names.
+    fn browser_step(
+        &mut self,
+        n: usize,
+        action: &str,
+        step: &serde_json::Map<String, Value>,
+    ) -> Verdict {
+        if self.browser.is_none() {
+            let Some(chromium) = browser::find_chromium() else {
+                return Verdict::Failed(format!(
+                    "step {n} ({action}): Chromium is not installed: install it (apt-get install chromium) or name it in `[verify] chromium`"
+                ));
+            };
+            match browser::Session::start(&chromium, &self.base_url) {
+                Ok(session) => {
+                    self.no_sandbox.clone_from(&session.no_sandbox);
+                    self.browser = Some(session);
+                }
+                Err(why) => return Verdict::Failed(format!("step {n} ({action}): {why}")),
+            }
+        }
+        let Some(session) = self.browser.as_mut() else {
+            return Verdict::Failed(format!("step {n}: no browser"));
+        };
+        let label = format!("step {n} ({action} {})", step_target(&step[action]));
+        match session.step(action, step, &self.out) {
+            Ok(did) => {
+                if action == "screenshot" {
+                    if let Some(name) = step[action].as_str() {
+                        self.screenshots.push(name.to_string());
+                    }
+                }
+                self.transcript
+                    .push(json!({"step": n, action: step[action], "did": did}));
+                Verdict::Passed
+            }
+            Err(browser::StepError(why)) => {
+                let name = format!("failed-step-{n}.png");
+                let url = session.current_url();
+                let shot = match session.screenshot(&self.out.join(&name)) {
+                    Ok(()) => {
+                        self.screenshots.push(name.clone());
+                        format!("; screenshot {name}")
+                    }
+                    Err(e) => format!("; no screenshot ({e})"),
+                };
+                self.transcript.push(
+                    json!({"step": n, action: step[action], "error": why, "url": url, "screenshot": name}),
+                );
+                if why.starts_with("the page `") && why.contains("did not open") {
+                    return Verdict::Unreachable(format!("{label}: {why}{shot}"));
+                }
+                Verdict::Failed(format!("{label}: {why}{shot}"))
+            }
+        }
     }
 
     fn command(&self, argv: &[String]) -> Option<Command> {
@@ -606,6 +732,14 @@ fn capture(command: &mut Command, stdin: Option<&str>) -> std::io::Result<Ran> {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     })
+}
+
+/// A step's target as its reason names it: a path, a key, or the handle's JSON.
+fn step_target(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 fn string_list(value: Option<&Value>) -> Option<Vec<String>> {

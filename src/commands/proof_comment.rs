@@ -42,6 +42,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
 
     // The pack: read back with every check of the zip reader, whether it comes from a folder or the run.
     // When there is none, the status still says so (and why) on the head before aayu exits.
+    let mut artifact_id = None;
     let zip: Result<Vec<u8>, (ExitStatus, String)> = match &options.pack {
         Some(dir) => {
             let mut bytes = Vec::new();
@@ -62,12 +63,16 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
                     ExitStatus::Failure,
                     format!("the results service cannot be reached: {e}"),
                 )),
-                Ok(results) => results.download(ARTIFACT).map_err(|e| {
-                    (
+                Ok(results) => match results.download_with_id(ARTIFACT) {
+                    Ok((bytes, id)) => {
+                        artifact_id = id;
+                        Ok(bytes)
+                    }
+                    Err(e) => Err((
                         ExitStatus::ProofFails,
                         no_pack(options.gate_result.as_deref(), &e.to_string()),
-                    )
-                }),
+                    )),
+                },
             }
         }
     };
@@ -152,6 +157,12 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
             options.server_url.trim_end_matches('/')
         )
     });
+    // The artifact's own page when its id is known, else the run's page (which lists its artifacts).
+    let artifact_url = match (&run_url, artifact_id) {
+        (Some(run), Some(id)) => Some(format!("{run}/artifacts/{id}")),
+        (Some(run), None) => Some(format!("{run}#artifacts")),
+        _ => None,
+    };
     let text = crate::output::summary::proof(&crate::output::summary::Proof {
         pack,
         head: &head,
@@ -162,6 +173,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         pack_json: &pack_json_hash,
         zip: &pack_hash,
         run_url: run_url.as_deref(),
+        artifact_url: artifact_url.as_deref(),
     });
     let run_id = options.run_id.unwrap_or(0);
     let body = comment::body(run_id, &head, &text);
@@ -329,6 +341,7 @@ fn no_pack_status(
         pack_json: "",
         zip: "",
         run_url: run_url.as_deref(),
+        artifact_url: None,
     });
     let mut degraded = Vec::new();
     let me = match &options.bot_login {

@@ -210,16 +210,18 @@ pub fn run(
                 }
             }
         }
-        if app_down.is_none()
-            && !app::wait_until_up(
-                &options.base_url,
-                options.timeout.min(Duration::from_secs(60)),
-            )
-        {
-            app_down = Some(format!(
-                "the app did not answer at {} in time",
-                options.base_url
-            ));
+        if app_down.is_none() {
+            let beat = |elapsed: Duration| {
+                if let Ok(mut log) = progress.lock() {
+                    let _ = writeln!(
+                        log,
+                        "… waiting for the app at {}: {} s",
+                        options.base_url,
+                        elapsed.as_secs()
+                    );
+                }
+            };
+            app_down = wait_for_app(seed.as_mut(), options, &beat).err();
         }
         let spare: BTreeSet<i32> = seed.as_ref().map(|s: &SeedApp| s.pid).into_iter().collect();
         run_phase(
@@ -489,6 +491,16 @@ fn run_one(
         "root": options.root,
         "spec": check.spec,
     });
+    let mut env: Vec<(String, std::ffi::OsString)> = toolchain
+        .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
+        .unwrap_or_default();
+    // The browser a ui check drives (`[verify] chromium`, or the one on PATH): the built-in step
+    // runner reads it, and so may a map's own control tool.
+    if check.kind == CheckKind::Ui {
+        if let Some((_, chromium)) = sandbox.locate(Tool::Chromium) {
+            env.push(("AAYU_CHROMIUM".to_string(), chromium.into()));
+        }
+    }
     let job = sandbox::Job {
         argv: &argv,
         cwd: &options.root,
@@ -496,9 +508,7 @@ fn run_one(
         network,
         stdin: request.to_string().into_bytes(),
         timeout: options.timeout,
-        env: toolchain
-            .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
-            .unwrap_or_default(),
+        env,
         heartbeat: Some(&heartbeat),
     };
     let outcome = match sandbox.run(job, spare) {
@@ -873,6 +883,37 @@ pub fn packages(maps: &[Map], selected: &[Selected]) -> BTreeSet<String> {
         .collect()
 }
 
+/// The package the seed app is built from, when ui or api checks are selected: the nearest folder with a
+/// `Cargo.toml` or `go.mod` above the first argument of `[verify] seed` that is a file of the repository
+/// (`sh examples/benefits-qa/seed` → `examples/benefits-qa`). Its dependencies are fetched with the
+/// others, so a seed that builds the app can do so offline.
+pub fn seed_package(
+    maps: &[Map],
+    selected: &[Selected],
+    root: &Path,
+    seed: &[String],
+) -> Option<String> {
+    let needs_app = selected
+        .iter()
+        .any(|s| check_of(maps, s).kind.needs_network());
+    if !needs_app {
+        return None;
+    }
+    let file = seed.iter().find_map(|arg| {
+        let rel = Path::new(arg.trim_start_matches("./"));
+        let plain = rel.is_relative()
+            && rel
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        (plain && crate::safe_fs::is_regular(root, rel.to_str()?)).then(|| rel.to_path_buf())
+    })?;
+    file.ancestors().skip(1).find_map(|dir| {
+        let rel = dir.to_str()?;
+        crate::sandbox::toolchain::package_kind(root, rel)?;
+        Some(rel.to_string())
+    })
+}
+
 /// Writes a file whole or not at all: a temporary file beside it, then a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -883,11 +924,72 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Waits until the app answers at `base_url`, for as long as one check may run (a seed often builds the
+/// app first). The error says why it is not there: the seed ended (with what it printed last), or the
+/// time ran out.
+fn wait_for_app(
+    mut seed: Option<&mut SeedApp>,
+    options: &Options,
+    beat: &dyn Fn(Duration),
+) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let mut next_beat = Duration::from_secs(10);
+    loop {
+        if app::wait_until_up(&options.base_url, Duration::from_millis(500)) {
+            return Ok(());
+        }
+        if let Some(seed) = seed.as_deref_mut() {
+            if let Ok(Some(status)) = seed.child.try_wait() {
+                return Err(format!(
+                    "the seed app `{}` ended ({status}) before it answered at {}{}",
+                    options.seed.join(" "),
+                    options.base_url,
+                    seed.said()
+                ));
+            }
+        }
+        let elapsed = started.elapsed();
+        if elapsed >= options.timeout {
+            let said = seed.as_deref().map(SeedApp::said).unwrap_or_default();
+            return Err(format!(
+                "the app did not answer at {} within {} s (`[verify] check_timeout_s`){said}",
+                options.base_url,
+                options.timeout.as_secs()
+            ));
+        }
+        if elapsed >= next_beat {
+            beat(elapsed);
+            next_beat += Duration::from_secs(10);
+        }
+    }
+}
+
 /// The seed app of a run.
 struct SeedApp {
     pid: i32,
     child: std::process::Child,
+    /// The end of what it printed on stderr (at most [`SEED_SAID`] bytes).
+    stderr: std::sync::Arc<Mutex<Vec<u8>>>,
     _interrupted: crate::cleanup::Registered,
+}
+
+/// How much of the seed app's stderr is kept, for the reason when it does not come up.
+const SEED_SAID: usize = 16 * 1024;
+
+impl SeedApp {
+    /// `; its stderr ends: …` with its last lines, or nothing.
+    fn said(&self) -> String {
+        let bytes = self.stderr.lock().map(|b| b.clone()).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "; its stderr ends: {}",
+            lines[lines.len().saturating_sub(3)..].join(" | ")
+        )
+    }
 }
 
 impl SeedApp {
@@ -907,8 +1009,22 @@ impl SeedApp {
 }
 
 fn start_seed(sandbox: &Sandbox, options: &Options) -> std::io::Result<SeedApp> {
-    let child = sandbox.spawn_detached(&options.seed, &options.root)?;
+    let mut child = sandbox.spawn_detached(&options.seed, &options.root)?;
     let pid = child.id() as i32;
+    let stderr = std::sync::Arc::new(Mutex::new(Vec::new()));
+    if let Some(mut pipe) = child.stderr.take() {
+        let kept = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut pipe, &mut buffer) {
+                if let Ok(mut kept) = kept.lock() {
+                    kept.extend_from_slice(&buffer[..n]);
+                    let over = kept.len().saturating_sub(SEED_SAID);
+                    kept.drain(..over);
+                }
+            }
+        });
+    }
     let owner = match sandbox.uid(usize::MAX) {
         Some(uid) => sandbox::procs::Owner::Uid(uid),
         None => sandbox::procs::Owner::Tree {
@@ -919,6 +1035,7 @@ fn start_seed(sandbox: &Sandbox, options: &Options) -> std::io::Result<SeedApp> 
     Ok(SeedApp {
         pid,
         child,
+        stderr,
         _interrupted: crate::cleanup::processes(owner),
     })
 }

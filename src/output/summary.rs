@@ -9,10 +9,59 @@ use crate::output::markdown::{block, cell, code};
 use crate::pack::Pack;
 use crate::publish::ARTIFACT;
 
-/// The merge gate's summary: the verdict, the floors, the criteria, and the findings past GitHub's ten
-/// annotations of a level. `run` names the run and the artifact; `fork` adds a note that the code came
-/// from a fork.
-pub fn gate(pack: &Pack, pack_sha256: &str, run: &str, fork: bool, overflow: &[String]) -> String {
+/// The criteria that screenshots evidence, each screenshot with its hash and a link to the run's
+/// `aayudha-pack` artifact, which holds their bytes (media are `store: none` or `bucket` in pack.json:
+/// never in git). Empty when no criterion has a screenshot.
+pub fn screenshots(pack: &Pack, artifact_url: Option<&str>) -> String {
+    let mut rows = String::new();
+    for criterion in &pack.criteria {
+        for path in &criterion.evidence {
+            let Some(artifact) = pack.artifacts.iter().find(|a| {
+                a.path == *path && a.kind == crate::maps::blocks::ArtifactKind::Screenshot
+            }) else {
+                continue;
+            };
+            let shown = match artifact_url {
+                Some(url) => format!("[{}]({url})", code(path)),
+                None => code(path),
+            };
+            let _ = writeln!(
+                rows,
+                "| {} | {shown} | {} | {} |",
+                criterion.id,
+                artifact.size,
+                code(&artifact.sha256)
+            );
+        }
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    let whence = match artifact_url {
+        Some(url) => format!("[`{ARTIFACT}`]({url})"),
+        None => format!("`{ARTIFACT}`"),
+    };
+    format!(
+        "
+**Screenshots** — in the run's {whence} artifact under `artifacts/` (kept for the artifact's retention; pack.json keeps their hashes):
+
+| Criterion | Screenshot | Bytes | sha256 |
+|---|---|---|---|
+{rows}"
+    )
+}
+
+/// The merge gate's summary: the verdict, the floors, the criteria (and their screenshots, linked to
+/// `artifact_url`), and the findings past GitHub's ten annotations of a level. `run` names the run and
+/// the artifact; `fork` adds a note that the code came from a fork.
+pub fn gate(
+    pack: &Pack,
+    pack_sha256: &str,
+    run: &str,
+    artifact_url: Option<&str>,
+    fork: bool,
+    overflow: &[String],
+) -> String {
     let holds = pack.checks.iter().all(crate::pack::Check::holds);
     let mut text = format!(
         "### aayudha merge gate — {}\n\nHead `{}` · base `{}` · story {} · pack.json sha256 `{pack_sha256}` · `{ARTIFACT}` of {run}\n\n",
@@ -58,6 +107,7 @@ pub fn gate(pack: &Pack, pack_sha256: &str, run: &str, fork: bool, overflow: &[S
             };
             let _ = writeln!(text, "| {} | {evidence} |", c.id);
         }
+        text.push_str(&screenshots(pack, artifact_url));
     }
     if !overflow.is_empty() {
         text.push_str("\n**More findings** (GitHub shows 10 annotations of each level):\n\n");
@@ -108,6 +158,8 @@ pub struct Proof<'a> {
     pub pack_json: &'a str,
     pub zip: &'a str,
     pub run_url: Option<&'a str>,
+    /// The run's `aayudha-pack` artifact, which screenshots link to.
+    pub artifact_url: Option<&'a str>,
 }
 
 /// The proof comment's text (after its hidden marker): the verdict, what does not verify, the floors, the
@@ -145,6 +197,7 @@ pub fn proof(p: &Proof) -> String {
                 let _ = writeln!(text, "{line}");
             }
         }
+        text.push_str(&screenshots(pack, p.artifact_url));
     }
     let _ = write!(
         text,

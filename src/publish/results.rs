@@ -326,6 +326,12 @@ impl Results {
 
     /// Downloads this run's artifact `name`: exactly one must exist.
     pub fn download(&self, name: &str) -> Result<Vec<u8>, ArtifactError> {
+        self.download_with_id(name).map(|(bytes, _)| bytes)
+    }
+
+    /// Downloads this run's artifact `name` (exactly one must exist) with its id, when the service
+    /// says it: the number in its address, `…/actions/runs/<run>/artifacts/<id>`.
+    pub fn download_with_id(&self, name: &str) -> Result<(Vec<u8>, Option<u64>), ArtifactError> {
         let listed = self.twirp(
             "ListArtifacts",
             json!({"workflow_run_backend_id": self.backend.run, "workflow_job_run_backend_id": self.backend.job, "name_filter": name}),
@@ -349,6 +355,7 @@ impl Results {
                 });
             }
         }
+        let id = field(items[0], &["database_id", "databaseId"]).and_then(|id| id.parse().ok());
         let signed = self.twirp(
             "GetSignedArtifactURL",
             json!({"workflow_run_backend_id": self.backend.run, "workflow_job_run_backend_id": self.backend.job, "name": name}),
@@ -386,7 +393,7 @@ impl Results {
                 call: "the artifact download".into(),
                 error: e.to_string(),
             })?;
-        Ok(bytes)
+        Ok((bytes, id))
     }
 }
 

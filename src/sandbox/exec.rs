@@ -75,20 +75,54 @@ pub fn confine(command: &mut Command, confinement: Confinement) {
 /// Sends SIGKILL to every process of `uid` at once: a child becomes that uid and calls `kill(-1)`, which
 /// signals every process the caller may signal but itself — so a process of the uid that forks while it is
 /// being killed cannot slip between a scan and a kill. The child never execs. Only as root.
+///
+/// A bare `fork`, not `std::process::Command`: the child is a process of `uid` whose parent is aayu, so a
+/// kill of the same uid running at the same time (an interrupt's cleanup beside a check's end) may reap
+/// it, and `Command::spawn` panics when the child it waits for was reaped by someone else.
 pub fn kill_every_process_of(uid: u32) {
+    // SAFETY: the child calls only async-signal-safe syscalls (setgroups with an empty list, setgid,
+    // setuid, kill, _exit), allocates nothing, takes no lock and never returns into Rust code.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            if setgroups(&[]).is_ok()
+                && setgid(Gid::from_raw(uid)).is_ok()
+                && setuid(Uid::from_raw(uid)).is_ok()
+            {
+                let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+            }
+            // SAFETY: ends the forked child at once, without running anything of the parent's.
+            unsafe { libc::_exit(0) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            // Reaped here, or by a concurrent kill of the same uid: either way it is gone.
+            let _ = nix::sys::wait::waitpid(child, None);
+        }
+        Err(_) => {}
+    }
+}
+
+/// Why this process may not make a user namespace (the kernel's `unshare(CLONE_NEWUSER)` error), or `None`
+/// when it may: a child tries and never execs. Chromium's own sandbox needs one.
+pub fn user_namespace_denied() -> Option<std::io::Error> {
     let mut command = Command::new("/");
-    let hook = move || -> std::io::Result<()> {
-        setgroups(&[])?;
-        setgid(Gid::from_raw(uid))?;
-        setuid(Uid::from_raw(uid))?;
-        let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
-        // Not an error: ends the child here, before any exec, as spawn reports a hook's error.
-        Err(std::io::Error::from_raw_os_error(libc::ECANCELED))
+    let hook = || -> std::io::Result<()> {
+        match nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER) {
+            // Not an error: ends the child here, before any exec, as spawn reports a hook's error.
+            Ok(()) => Err(std::io::Error::from_raw_os_error(libc::ECANCELED)),
+            Err(errno) => Err(std::io::Error::from_raw_os_error(errno as i32)),
+        }
     };
-    // SAFETY: as in `confine`: the hook calls only async-signal-safe syscalls (setgroups with an empty
-    // list, setgid, setuid, kill), allocates nothing and takes no lock.
+    // SAFETY: the hook makes one async-signal-safe syscall (unshare), allocates nothing and takes no lock.
     unsafe {
         command.pre_exec(hook);
     }
-    let _ = command.spawn();
+    match command.spawn() {
+        Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => None,
+        Err(e) => Some(e),
+        Ok(mut child) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    }
 }

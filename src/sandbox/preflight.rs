@@ -143,14 +143,30 @@ impl Sandbox {
         lines
     }
 
-    fn check_tool(&self, tool: Tool) -> Checked {
+    /// Where `tool` is: the program (as run) and its file. Chromium is `[verify] chromium` when set (a
+    /// path, or a name on `PATH`).
+    pub fn locate(&self, tool: Tool) -> Option<(String, PathBuf)> {
         let path = self.env_value("PATH");
-        let Some((program, found)) = tool.programs().iter().find_map(|name| {
-            let found = std::env::split_paths(path?)
+        let on_path = |name: &str| {
+            std::env::split_paths(path?)
                 .map(|d| d.join(name))
-                .find(|p| p.is_file())?;
-            Some((*name, found))
-        }) else {
+                .find(|p| p.is_file())
+        };
+        if let (Tool::Chromium, Some(chosen)) = (tool, &self.chromium) {
+            let found = if chosen.contains('/') {
+                Some(PathBuf::from(chosen)).filter(|p| p.is_file())
+            } else {
+                on_path(chosen)
+            };
+            return found.map(|f| (f.display().to_string(), f));
+        }
+        tool.programs()
+            .iter()
+            .find_map(|name| Some((name.to_string(), on_path(name)?)))
+    }
+
+    fn check_tool(&self, tool: Tool) -> Checked {
+        let Some((program, found)) = self.locate(tool) else {
             return Err(self.missing(tool));
         };
         if self.separate_uids() {
@@ -202,7 +218,17 @@ impl Sandbox {
                 let said = String::from_utf8_lossy(&outcome.stderr);
                 let said: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
                 let said = said[said.len().saturating_sub(3)..].join(" | ");
-                Err(self.broken(tool, &command, &said))
+                let ended = match (outcome.code, outcome.signal) {
+                    (_, Some(signal)) => format!("killed by signal {signal}"),
+                    (Some(code), None) => format!("exit {code}"),
+                    (None, None) => "no exit code".to_string(),
+                };
+                let over = outcome
+                    .over_limit
+                    .as_deref()
+                    .map(|o| format!(", {o}"))
+                    .unwrap_or_default();
+                Err(self.broken(tool, &format!("{command} ({ended}{over})"), &said))
             }
             Err(e) => Err(self.broken(tool, &command, &e)),
         }
@@ -210,6 +236,17 @@ impl Sandbox {
 
     fn missing(&self, tool: Tool) -> String {
         let name = tool.name();
+        if let (Tool::Chromium, Some(chosen)) = (tool, &self.chromium) {
+            return format!(
+                "`[verify] chromium` names `{chosen}`, which is not {}: {}, or correct the setting",
+                if chosen.contains('/') {
+                    "a file"
+                } else {
+                    "on the PATH aayu was started with"
+                },
+                tool.install()
+            );
+        }
         if self.in_action {
             format!(
                 "`{name}` is not in this image: run the gate with the full image (`uses: aayudha/verify@<release>`; `aayudha/verify/slim` has git only) or an image extended with {name} (docs/action.md, \"Extending the image\")"

@@ -444,12 +444,13 @@ fn an_interrupted_run_kills_its_checks_and_removes_its_folders() {
     repo.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 120\n");
     // aayu's own temporary folders go here, to be counted afterwards.
     let tmp = common::shared_dir();
+    let said = repo.path("aayu.stderr");
     let mut child = repo
         .aayu()
         .env("TMPDIR", tmp.path())
         .args(["verify", "--check", "hostile", "--out", "run"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&said).expect("stderr file"))
         .spawn()
         .expect("spawn");
     let pid_file = shared.path().join("child.pid");
@@ -474,7 +475,8 @@ fn an_interrupted_run_kills_its_checks_and_removes_its_folders() {
     assert_eq!(
         status.code(),
         Some(130),
-        "Ctrl-C ends aayu with 128 + SIGINT"
+        "Ctrl-C ends aayu with 128 + SIGINT; it said: {}",
+        std::fs::read_to_string(&said).unwrap_or_default()
     );
     assert!(started.elapsed().as_secs() < 30);
     // SIGKILL is delivered at once, but a loaded machine may take a moment to tear the process down.

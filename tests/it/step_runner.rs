@@ -117,8 +117,11 @@ fn a_broken_notes_fails_with_the_expectation_that_broke() {
     );
 }
 
+/// The built-in runner's steps mean what it says: a typo is a contract error (exit 2) naming the feature
+/// file, the check's line, the check and the key — in `verify --map` and before any check runs — and the
+/// runner itself refuses the check the same way when it is handed one.
 #[test]
-fn an_unknown_step_key_fails_the_check() {
+fn an_unknown_step_key_is_a_contract_error() {
     let repo = notes_repo();
     let dir = skill("examples/notes", "notes");
     let feature = std::fs::read_to_string(repo.path(&format!("{dir}/mark-done.md"))).expect("read");
@@ -129,24 +132,41 @@ fn an_unknown_step_key_fails_the_check() {
             r#"{"biuld": "examples/notes"}"#,
         ),
     );
+    let said = format!(
+        "{dir}/mark-done.md:24: check `mark-done.missing`: step 1: unknown key `biuld` (the step runner knows build, run, request, test, env, cwd, open, fill, click, press, select, see, url, wait, screenshot; beside them stdin, exit, stdout, stderr, expect)"
+    );
+    let map = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(map.code, 2, "{}", map.stdout);
+    assert!(map.stdout.contains(&said), "{}", map.stdout);
     let out = run(common::with_toolchain(&mut repo.aayu()).args([
         "verify",
         "--check",
         "mark-done",
-        "--json",
         "--out",
         "run",
     ]));
-    assert_eq!(out.code, 3);
-    let reason = parse(&out)["checks"][0]["reason"]
-        .as_str()
-        .expect("reason")
-        .to_string();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
     assert!(
-        reason.starts_with(
-            "step 1: unknown key `biuld` (the step runner knows build, run, request, test, env, cwd"
-        ),
-        "{reason}"
+        !repo.path("run/reports").exists(),
+        "nothing ran: no report was written"
+    );
+    // Handed such a check directly, the runner refuses it whole, naming the check and the key.
+    let spec = serde_json::json!({"id": "x", "kind": "ui", "evidence": "screenshot",
+        "steps": [{"open": "/"}, {"click": {"name": "Ask"}, "wait": 3}]});
+    let request = serde_json::json!({"product": "p", "feature": "f", "check": "x",
+        "out": repo.path("."), "base_url": "http://127.0.0.1:9", "root": repo.path("."), "spec": spec});
+    repo.write("request.json", request.to_string());
+    let direct = run(repo
+        .aayu()
+        .args(["control", "check"])
+        .stdin(std::fs::File::open(repo.path("request.json")).expect("request")));
+    assert_eq!(direct.code, 2, "{}", direct.stdout);
+    assert_eq!(direct.stdout, "");
+    assert!(
+        direct.stderr.contains("contract error: check `f.x` of `p`: step 2 (click): unknown key `wait` beside `click` (a `click` step takes click)"),
+        "{}",
+        direct.stderr
     );
 }
 
@@ -421,7 +441,7 @@ fn a_rustup_without_a_default_blocks_with_the_fix() {
     assert_eq!(check["status"], "blocked");
     let reason = check["reason"].as_str().expect("reason");
     assert!(
-        reason.starts_with("`cargo --version` fails as the sandbox uid: ")
+        reason.starts_with("`cargo --version` (exit 1) fails as the sandbox uid: ")
             && reason.contains("no default"),
         "{reason}"
     );

@@ -1,0 +1,989 @@
+//! The browser steps of the built-in step runner (SPEC §2 "Browser steps"): Chromium, headless, driven
+//! through the DevTools protocol with `chromiumoxide`.
+//!
+//! Elements are found as a person finds them: by accessible name (and role), by a form control's label —
+//! both from Chromium's own accessibility tree, so the name is the one a screen reader hears — or by test
+//! id (`data-testid`), optionally inside a region or landmark named by `within`. Every step waits for what
+//! it needs (an element, a path) up to its limit, as a person waits for a page.
+//!
+//! The browser is started at the first browser step, with a profile folder of its own under the check's
+//! `TMPDIR`, and stopped when the check ends. Chromium's own sandbox stays on unless the kernel denies it
+//! (user namespaces closed, as in Docker's default seccomp profile) or the runner is root; then it runs
+//! with `--no-sandbox` and the check's reason says why.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::accessibility::QueryAxTreeParams;
+use chromiumoxide::cdp::browser_protocol::dom::{
+    BackendNodeId, DescribeNodeParams, FocusParams, GetContentQuadsParams, GetDocumentParams,
+    PushNodesByBackendIdsToFrontendParams, QuerySelectorAllParams, ResolveNodeParams,
+    ScrollIntoViewIfNeededParams,
+};
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    InsertTextParams, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
+use chromiumoxide::cdp::js_protocol::runtime::{CallArgument, CallFunctionOnParams};
+use chromiumoxide::page::{Page, ScreenshotParams};
+use futures_util::StreamExt;
+use serde_json::{Map, Value, json};
+
+/// How long a step waits for its element or path when it names no limit.
+pub const STEP_WAIT: Duration = Duration::from_secs(5);
+/// How long Chromium may take to start.
+const LAUNCH_WAIT: Duration = Duration::from_secs(30);
+/// The window every check sees, so screenshots of the same page compare.
+const WINDOW: (u32, u32) = (1280, 800);
+
+/// The roles of regions and landmarks a `within` names.
+const REGIONS: [&str; 12] = [
+    "region",
+    "main",
+    "navigation",
+    "form",
+    "search",
+    "complementary",
+    "banner",
+    "contentinfo",
+    "dialog",
+    "alertdialog",
+    "group",
+    "article",
+];
+/// The roles of form controls a `label` names.
+const CONTROLS: [&str; 11] = [
+    "textbox",
+    "searchbox",
+    "combobox",
+    "listbox",
+    "checkbox",
+    "radio",
+    "spinbutton",
+    "slider",
+    "switch",
+    "TextField",
+    "ComboBoxSelect",
+];
+/// Roles that are text inside an element, never the element a step means.
+const TEXT_ROLES: [&str; 4] = ["StaticText", "InlineTextBox", "LineBreak", "RootWebArea"];
+
+/// The browser steps and the keys each may carry beside its action.
+pub const STEPS: [(&str, &[&str]); 9] = [
+    ("open", &[]),
+    ("fill", &["text"]),
+    ("click", &[]),
+    ("press", &[]),
+    ("select", &["option"]),
+    ("see", &["contains", "count"]),
+    ("url", &[]),
+    ("wait", &["ms"]),
+    ("screenshot", &[]),
+];
+/// The keys of a handle object.
+const HANDLE_KEYS: [&str; 5] = ["name", "role", "label", "test", "within"];
+
+/// Whether a step is a browser step (its action key is one of [`STEPS`]).
+pub fn action_of(step: &Map<String, Value>) -> Option<&'static str> {
+    STEPS
+        .iter()
+        .map(|(action, _)| *action)
+        .find(|action| step.contains_key(*action))
+}
+
+/// The contract of one browser step: its keys and their types. The error names the key.
+pub fn validate(action: &str, step: &Map<String, Value>) -> Result<(), String> {
+    let extra = STEPS
+        .iter()
+        .find(|(a, _)| *a == action)
+        .map_or(&[][..], |(_, extra)| *extra);
+    if let Some(unknown) = step
+        .keys()
+        .find(|k| k.as_str() != action && !extra.contains(&k.as_str()))
+    {
+        let known: Vec<&str> = std::iter::once(action)
+            .chain(extra.iter().copied())
+            .collect();
+        return Err(format!(
+            "unknown key `{unknown}` beside `{action}` (a `{action}` step takes {})",
+            known.join(", ")
+        ));
+    }
+    let value = &step[action];
+    match action {
+        "open" | "url" => {
+            let ok = value.as_str().is_some_and(|p| p.starts_with('/'));
+            if !ok {
+                return Err(format!("`{action}` is a path that starts with `/`"));
+            }
+        }
+        "press" => {
+            let key = value.as_str().unwrap_or_default();
+            if chromiumoxide::keys::get_key_definition(key).is_none() {
+                return Err(format!(
+                    "`press` names a key such as `Enter`, `Tab`, `Escape` or `a`; `{key}` is not one"
+                ));
+            }
+        }
+        "screenshot" => {
+            let name = value.as_str().unwrap_or_default();
+            let plain = !name.starts_with('.')
+                && name.len() > 4
+                && name.ends_with(".png")
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+            if !plain {
+                return Err(format!(
+                    "`screenshot` is a file name ending in `.png` (letters, digits, `.`, `-`, `_`); `{name}` is not"
+                ));
+            }
+        }
+        _ => handle(value).map(|_| ())?,
+    }
+    for (key, check) in [
+        ("text", Value::is_string as fn(&Value) -> bool),
+        ("option", Value::is_string),
+        ("contains", Value::is_string),
+        ("count", Value::is_u64),
+        ("ms", Value::is_u64),
+    ] {
+        if step.get(key).is_some_and(|v| !check(v)) {
+            let what = if matches!(key, "count" | "ms") {
+                "a whole number"
+            } else {
+                "a string"
+            };
+            return Err(format!("`{key}` is {what}"));
+        }
+    }
+    if action == "fill" && !step.contains_key("text") {
+        return Err("`fill` needs `text`".to_string());
+    }
+    if action == "select" && !step.contains_key("option") {
+        return Err("`select` needs `option`".to_string());
+    }
+    Ok(())
+}
+
+/// A handle: how a step names one element.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    by: By,
+    role: Option<String>,
+    within: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+enum By {
+    Name(String),
+    Label(String),
+    Test(String),
+}
+
+/// Reads a handle object; the error names what is wrong with it.
+pub fn handle(value: &Value) -> Result<Handle, String> {
+    let Some(object) = value.as_object() else {
+        return Err(
+            "a handle is an object: `name` (and `role`), `label` or `test`, and optionally `within`"
+                .to_string(),
+        );
+    };
+    if let Some(unknown) = object.keys().find(|k| !HANDLE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown handle key `{unknown}` (a handle takes {})",
+            HANDLE_KEYS.join(", ")
+        ));
+    }
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match object.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+            Some(_) => Err(format!("handle `{key}` is a non-empty string")),
+        }
+    };
+    let by: Vec<By> = [
+        text("name")?.map(By::Name),
+        text("label")?.map(By::Label),
+        text("test")?.map(By::Test),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let role = text("role")?;
+    let within = text("within")?;
+    match <[By; 1]>::try_from(by) {
+        Ok([by]) => {
+            if role.is_some() && !matches!(by, By::Name(_)) {
+                return Err("handle `role` goes with `name` only".to_string());
+            }
+            Ok(Handle { by, role, within })
+        }
+        Err(_) => Err(
+            "a handle names its element one way: exactly one of `name`, `label` or `test`"
+                .to_string(),
+        ),
+    }
+}
+
+impl std::fmt::Display for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.by {
+            By::Name(name) => match &self.role {
+                Some(role) => write!(f, "{role} named `{name}`")?,
+                None => write!(f, "element named `{name}`")?,
+            },
+            By::Label(label) => write!(f, "control labelled `{label}`")?,
+            By::Test(test) => write!(f, "element with test id `{test}`")?,
+        }
+        if let Some(within) = &self.within {
+            write!(f, " within `{within}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// Where to find Chromium: `AAYU_CHROMIUM` (which aayu sets from `[verify] chromium`), else the first of
+/// `chromium`, `chromium-browser`, `google-chrome` on `PATH`.
+pub fn find_chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("AAYU_CHROMIUM").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        })
+}
+
+/// One running browser with one page.
+pub struct Session {
+    runtime: tokio::runtime::Runtime,
+    browser: Browser,
+    page: Page,
+    handler: tokio::task::JoinHandle<()>,
+    base_url: String,
+    /// Why Chromium's own sandbox is off, when it is.
+    pub no_sandbox: Option<String>,
+    _profile: tempfile::TempDir,
+}
+
+/// Why a step did not hold, and whether the page is worth a screenshot.
+pub struct StepError(pub String);
+
+type StepResult<T> = Result<T, StepError>;
+
+fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> StepError + '_ {
+    move |e| StepError(format!("{what}: {e}"))
+}
+
+impl Session {
+    /// Starts Chromium at `chromium` for pages under `base_url`.
+    pub fn start(chromium: &Path, base_url: &str) -> Result<Session, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the browser's event loop: {e}"))?;
+        let mut no_sandbox = sandbox_denied();
+        let mut first_error = None;
+        loop {
+            let profile = tempfile::Builder::new()
+                .prefix("aayu-chromium-")
+                .tempdir()
+                .map_err(|e| format!("cannot make Chromium's profile folder: {e}"))?;
+            let mut config = BrowserConfig::builder()
+                .chrome_executable(chromium)
+                .user_data_dir(profile.path())
+                .new_headless_mode()
+                .window_size(WINDOW.0, WINDOW.1)
+                .viewport(None)
+                .launch_timeout(LAUNCH_WAIT)
+                .request_timeout(Duration::from_secs(30))
+                .args([
+                    "--disable-dev-shm-usage",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--disable-quic",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--lang=en-US",
+                ]);
+            if no_sandbox.is_some() {
+                config = config.no_sandbox();
+            }
+            let config = config.build()?;
+            let launched = runtime.block_on(async {
+                let (browser, mut handler) = Browser::launch(config).await?;
+                let task = tokio::spawn(async move {
+                    while let Some(event) = handler.next().await {
+                        // A message Chromium sends that this version does not know is not an error.
+                        let _ = event;
+                    }
+                });
+                let page = browser.new_page("about:blank").await?;
+                Ok::<_, chromiumoxide::error::CdpError>((browser, task, page))
+            });
+            match launched {
+                Ok((browser, handler, page)) => {
+                    return Ok(Session {
+                        runtime,
+                        browser,
+                        page,
+                        handler,
+                        base_url: base_url.trim_end_matches('/').to_string(),
+                        no_sandbox,
+                        _profile: profile,
+                    });
+                }
+                // Chromium's own sandbox can fail where the probe passed (an AppArmor profile that
+                // allows the namespace but not what Chromium does in it): once more without it.
+                Err(e) if no_sandbox.is_none() => {
+                    no_sandbox = Some(format!("its own sandbox did not start ({e})"));
+                    first_error = Some(e.to_string());
+                }
+                Err(e) => {
+                    let first = first_error
+                        .map(|f| format!("; with its own sandbox: {f}"))
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "Chromium at `{}` did not start: {e}{first}",
+                        chromium.display()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Closes the browser and waits for its processes.
+    pub fn stop(mut self) {
+        self.runtime.block_on(async {
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.browser.close()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.browser.wait()).await;
+        });
+        self.handler.abort();
+    }
+
+    /// Runs one browser step; what it did, for the transcript.
+    pub fn step(
+        &mut self,
+        action: &str,
+        step: &Map<String, Value>,
+        out: &Path,
+    ) -> StepResult<Value> {
+        let page = self.page.clone();
+        let base_url = self.base_url.clone();
+        self.runtime.block_on(async move {
+            let steps = Steps {
+                page: &page,
+                base_url: &base_url,
+            };
+            steps.run(action, step, out).await
+        })
+    }
+
+    /// A screenshot of the page as it is now, written to `path`.
+    pub fn screenshot(&mut self, path: &Path) -> Result<(), String> {
+        let page = self.page.clone();
+        self.runtime.block_on(async move {
+            let png = page
+                .screenshot(
+                    ScreenshotParams::builder()
+                        .format(CaptureScreenshotFormat::Png)
+                        .build(),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            crate::floors::behaviour::write_atomic(path, &png).map_err(|e| e.to_string())
+        })
+    }
+
+    /// The page's URL now.
+    pub fn current_url(&mut self) -> String {
+        let page = self.page.clone();
+        self.runtime
+            .block_on(async move { page.url().await.ok().flatten().unwrap_or_default() })
+    }
+}
+
+/// Whether Chromium's own sandbox cannot work here, and why: it needs a new user namespace, which runs
+/// as root do not get (Chromium refuses root) and which Docker's default seccomp profile and some kernels
+/// deny.
+fn sandbox_denied() -> Option<String> {
+    if nix::unistd::geteuid().is_root() {
+        return Some("it runs as root, where Chromium refuses its own sandbox".to_string());
+    }
+    crate::sandbox::exec::user_namespace_denied()
+        .map(|e| format!("the kernel denies the user namespace its own sandbox needs ({e})"))
+}
+
+struct Steps<'a> {
+    page: &'a Page,
+    base_url: &'a str,
+}
+
+impl Steps<'_> {
+    async fn run(&self, action: &str, step: &Map<String, Value>, out: &Path) -> StepResult<Value> {
+        let limit = step
+            .get("ms")
+            .and_then(Value::as_u64)
+            .map_or(STEP_WAIT, Duration::from_millis);
+        match action {
+            "open" => {
+                let path = step[action].as_str().unwrap_or("/");
+                let url = format!("{}{path}", self.base_url);
+                self.page
+                    .goto(url.as_str())
+                    .await
+                    .map_err(|e| StepError(format!("the page `{url}` did not open: {e}")))?;
+                Ok(json!({"url": url}))
+            }
+            "url" => {
+                let want = step[action].as_str().unwrap_or("/");
+                let deadline = Instant::now() + limit;
+                loop {
+                    let now = self.path().await;
+                    if now == want {
+                        return Ok(json!({"path": now}));
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(StepError(format!(
+                            "the page is at `{now}`, not `{want}`, after {}",
+                            seconds(limit)
+                        )));
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            "press" => {
+                let key = step[action].as_str().unwrap_or_default();
+                self.press(key).await?;
+                Ok(json!({"key": key}))
+            }
+            "screenshot" => {
+                let name = step[action].as_str().unwrap_or("screenshot.png");
+                let png = self
+                    .page
+                    .screenshot(
+                        ScreenshotParams::builder()
+                            .format(CaptureScreenshotFormat::Png)
+                            .build(),
+                    )
+                    .await
+                    .map_err(err("the screenshot failed"))?;
+                crate::floors::behaviour::write_atomic(&out.join(name), &png)
+                    .map_err(err("the screenshot could not be written"))?;
+                Ok(json!({"screenshot": name, "bytes": png.len()}))
+            }
+            _ => {
+                let handle = handle(&step[action]).map_err(StepError)?;
+                self.element_step(action, &handle, step, limit).await
+            }
+        }
+    }
+
+    async fn element_step(
+        &self,
+        action: &str,
+        handle: &Handle,
+        step: &Map<String, Value>,
+        limit: Duration,
+    ) -> StepResult<Value> {
+        if action == "see" {
+            if let Some(count) = step.get("count").and_then(Value::as_u64) {
+                return self
+                    .see_count(handle, count, step.get("contains"), limit)
+                    .await;
+            }
+        }
+        let node = self.one_visible(handle, limit).await?;
+        match action {
+            "click" => {
+                self.click(node, handle).await?;
+                Ok(json!({}))
+            }
+            "fill" => {
+                let text = step.get("text").and_then(Value::as_str).unwrap_or_default();
+                self.fill(node, text).await?;
+                Ok(json!({"text": text}))
+            }
+            "select" => {
+                let option = step
+                    .get("option")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let result = self
+                    .call(node, SELECT, vec![json!(option)])
+                    .await
+                    .map_err(err("the option could not be chosen"))?;
+                if let Some(options) = result.as_array() {
+                    let names: Vec<String> = options
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|o| format!("`{o}`"))
+                        .collect();
+                    return Err(StepError(format!(
+                        "the {handle} has no option `{option}` (it has {})",
+                        if names.is_empty() {
+                            "none: is it a select?".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    )));
+                }
+                Ok(json!({"option": option}))
+            }
+            "see" | "wait" => {
+                if let Some(want) = step.get("contains").and_then(Value::as_str) {
+                    let deadline = Instant::now() + limit;
+                    loop {
+                        let text = self.text(node).await;
+                        if text.contains(want) {
+                            return Ok(json!({"text": clip(&text)}));
+                        }
+                        if Instant::now() >= deadline {
+                            return Err(StepError(format!(
+                                "the {handle} does not contain `{want}` after {}; its text is {:?}",
+                                seconds(limit),
+                                clip(&text)
+                            )));
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+                Ok(json!({"visible": true}))
+            }
+            _ => Err(StepError(format!("`{action}` is not a browser step"))),
+        }
+    }
+
+    async fn see_count(
+        &self,
+        handle: &Handle,
+        count: u64,
+        contains: Option<&Value>,
+        limit: Duration,
+    ) -> StepResult<Value> {
+        let want = contains.and_then(Value::as_str);
+        let deadline = Instant::now() + limit;
+        loop {
+            let mut seen = 0u64;
+            for node in self.find(handle).await.unwrap_or_default() {
+                if !self.visible(node).await {
+                    continue;
+                }
+                if let Some(want) = want {
+                    if !self.text(node).await.contains(want) {
+                        continue;
+                    }
+                }
+                seen += 1;
+            }
+            if seen == count {
+                return Ok(json!({"count": seen}));
+            }
+            if Instant::now() >= deadline {
+                let what = want.map_or(String::new(), |w| format!(" containing `{w}`"));
+                return Err(StepError(format!(
+                    "expected {count} visible × {handle}{what}, saw {seen} after {}",
+                    seconds(limit)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The one visible element `handle` names, waiting up to `limit` for it.
+    async fn one_visible(&self, handle: &Handle, limit: Duration) -> StepResult<BackendNodeId> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let found = self.find(handle).await;
+            let mut visible = Vec::new();
+            if let Ok(nodes) = &found {
+                for &node in nodes {
+                    if self.visible(node).await {
+                        visible.push(node);
+                    }
+                }
+            }
+            if visible.len() == 1 {
+                return Ok(visible[0]);
+            }
+            if Instant::now() >= deadline {
+                let path = self.path().await;
+                return Err(StepError(match (found, visible.len()) {
+                    (Err(why), _) => format!("the {handle}: {why} (on `{path}`)"),
+                    (Ok(nodes), 0) if nodes.is_empty() => {
+                        format!("found no {handle} on `{path}` after {}", seconds(limit))
+                    }
+                    (Ok(_), 0) => format!(
+                        "the {handle} is on `{path}` but not visible after {}",
+                        seconds(limit)
+                    ),
+                    (Ok(_), n) => format!(
+                        "{n} elements match {handle} on `{path}`: name it more closely (a `role`, or `within`)"
+                    ),
+                }));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Every element `handle` names now (visible or not); an error when its `within` names no region.
+    async fn find(&self, handle: &Handle) -> Result<Vec<BackendNodeId>, String> {
+        let document = self
+            .page
+            .execute(GetDocumentParams::builder().depth(0).build())
+            .await
+            .map_err(|e| e.to_string())?
+            .result
+            .root;
+        let mut scope = document.backend_node_id;
+        if let Some(within) = &handle.within {
+            let regions = self
+                .ax_query(scope, within, None)
+                .await?
+                .into_iter()
+                .filter(|(role, _)| REGIONS.contains(&role.as_str()))
+                .map(|(_, node)| node)
+                .collect::<Vec<_>>();
+            match regions.first() {
+                Some(&region) => scope = region,
+                None => return Err(format!("no region or landmark is named `{within}`")),
+            }
+        }
+        match &handle.by {
+            By::Name(name) => Ok(self
+                .ax_query(scope, name, handle.role.as_deref())
+                .await?
+                .into_iter()
+                .filter(|(role, _)| !TEXT_ROLES.contains(&role.as_str()))
+                .map(|(_, node)| node)
+                .collect()),
+            By::Label(label) => Ok(self
+                .ax_query(scope, label, None)
+                .await?
+                .into_iter()
+                .filter(|(role, _)| CONTROLS.contains(&role.as_str()))
+                .map(|(_, node)| node)
+                .collect()),
+            By::Test(test) => {
+                let pushed = self
+                    .page
+                    .execute(PushNodesByBackendIdsToFrontendParams::new(vec![scope]))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let Some(&scope_id) = pushed.result.node_ids.first() else {
+                    return Ok(Vec::new());
+                };
+                let selector = format!("[data-testid=\"{}\"]", css_string(test));
+                let nodes = self
+                    .page
+                    .execute(QuerySelectorAllParams::new(scope_id, selector))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .result
+                    .node_ids;
+                let mut found = Vec::new();
+                for node in nodes {
+                    let described = self
+                        .page
+                        .execute(DescribeNodeParams::builder().node_id(node).build())
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    found.push(described.result.node.backend_node_id);
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    /// The nodes of the accessibility tree under `scope` with this name (and role): (role, node).
+    async fn ax_query(
+        &self,
+        scope: BackendNodeId,
+        name: &str,
+        role: Option<&str>,
+    ) -> Result<Vec<(String, BackendNodeId)>, String> {
+        let mut query = QueryAxTreeParams::builder()
+            .backend_node_id(scope)
+            .accessible_name(name);
+        if let Some(role) = role {
+            query = query.role(role);
+        }
+        let nodes = self
+            .page
+            .execute(query.build())
+            .await
+            .map_err(|e| e.to_string())?
+            .result
+            .nodes;
+        Ok(nodes
+            .into_iter()
+            .filter(|n| !n.ignored)
+            .filter_map(|n| {
+                let role = n
+                    .role
+                    .as_ref()
+                    .and_then(|r| r.value.as_ref())
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                Some((role, n.backend_dom_node_id?))
+            })
+            .collect())
+    }
+
+    async fn call(
+        &self,
+        node: BackendNodeId,
+        function: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, String> {
+        let object = self
+            .page
+            .execute(ResolveNodeParams::builder().backend_node_id(node).build())
+            .await
+            .map_err(|e| e.to_string())?
+            .result
+            .object
+            .object_id
+            .ok_or("the element has no object")?;
+        let mut call = CallFunctionOnParams::builder()
+            .function_declaration(function)
+            .object_id(object)
+            .return_by_value(true)
+            .await_promise(true);
+        for arg in args {
+            call = call.argument(CallArgument::builder().value(arg).build());
+        }
+        let returned = self
+            .page
+            .execute(call.build().map_err(|e| e.to_string())?)
+            .await
+            .map_err(|e| e.to_string())?
+            .result;
+        if let Some(thrown) = returned.exception_details {
+            return Err(thrown.text);
+        }
+        Ok(returned.result.value.unwrap_or(Value::Null))
+    }
+
+    async fn visible(&self, node: BackendNodeId) -> bool {
+        self.call(node, VISIBLE, Vec::new())
+            .await
+            .is_ok_and(|v| v == Value::Bool(true))
+    }
+
+    async fn text(&self, node: BackendNodeId) -> String {
+        self.call(node, TEXT, Vec::new())
+            .await
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// The current path (and query), from the page's URL.
+    async fn path(&self) -> String {
+        let url = self.page.url().await.ok().flatten().unwrap_or_default();
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+        let path = rest.find('/').map_or("/", |at| &rest[at..]);
+        path.split('#').next().unwrap_or(path).to_string()
+    }
+
+    /// A real click: scrolled into view, the mouse pressed and released at the element's centre, as a
+    /// person clicks (an element covered by another is not clicked through).
+    async fn click(&self, node: BackendNodeId, handle: &Handle) -> StepResult<()> {
+        let _ = self
+            .page
+            .execute(
+                ScrollIntoViewIfNeededParams::builder()
+                    .backend_node_id(node)
+                    .build(),
+            )
+            .await;
+        let quads = self
+            .page
+            .execute(
+                GetContentQuadsParams::builder()
+                    .backend_node_id(node)
+                    .build(),
+            )
+            .await
+            .map_err(err("the element has no box to click"))?
+            .result
+            .quads;
+        let Some(quad) = quads.first().map(|q| q.inner()) else {
+            return Err(StepError(format!("the {handle} has no box to click")));
+        };
+        let (x, y) = if quad.len() >= 8 {
+            (
+                (quad[0] + quad[2] + quad[4] + quad[6]) / 4.0,
+                (quad[1] + quad[3] + quad[5] + quad[7]) / 4.0,
+            )
+        } else {
+            return Err(StepError(format!("the {handle} has no box to click")));
+        };
+        for kind in [
+            DispatchMouseEventType::MouseMoved,
+            DispatchMouseEventType::MousePressed,
+            DispatchMouseEventType::MouseReleased,
+        ] {
+            let mut event = DispatchMouseEventParams::builder()
+                .r#type(kind.clone())
+                .x(x)
+                .y(y);
+            if kind != DispatchMouseEventType::MouseMoved {
+                event = event.button(MouseButton::Left).click_count(1);
+            }
+            self.page
+                .execute(event.build().map_err(|e| StepError(e.to_string()))?)
+                .await
+                .map_err(err("the click failed"))?;
+        }
+        Ok(())
+    }
+
+    async fn fill(&self, node: BackendNodeId, text: &str) -> StepResult<()> {
+        self.page
+            .execute(FocusParams::builder().backend_node_id(node).build())
+            .await
+            .map_err(err("the control cannot take focus"))?;
+        self.call(node, CLEAR, Vec::new())
+            .await
+            .map_err(err("the control cannot be cleared"))?;
+        if !text.is_empty() {
+            self.page
+                .execute(InsertTextParams::new(text))
+                .await
+                .map_err(err("typing failed"))?;
+        }
+        Ok(())
+    }
+
+    async fn press(&self, key: &str) -> StepResult<()> {
+        let Some(definition) = chromiumoxide::keys::get_key_definition(key) else {
+            return Err(StepError(format!("`{key}` is not a key")));
+        };
+        let text = definition
+            .text
+            .or((definition.key.len() == 1).then_some(definition.key));
+        let mut down = DispatchKeyEventParams::builder()
+            .key(definition.key)
+            .code(definition.code)
+            .windows_virtual_key_code(definition.key_code)
+            .native_virtual_key_code(definition.key_code);
+        let up = down.clone().r#type(DispatchKeyEventType::KeyUp);
+        down = match text {
+            Some(text) => down.r#type(DispatchKeyEventType::KeyDown).text(text),
+            None => down.r#type(DispatchKeyEventType::RawKeyDown),
+        };
+        for event in [down, up] {
+            self.page
+                .execute(event.build().map_err(|e| StepError(e.to_string()))?)
+                .await
+                .map_err(err("the key press failed"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether an element is rendered and visible: not hidden by CSS, and with a box.
+const VISIBLE: &str = "function() { const r = this.getBoundingClientRect(); return this.checkVisibility({visibilityProperty: true, opacityProperty: true}) && r.width > 0 && r.height > 0; }";
+/// The text a person reads in an element (a form control's value).
+const TEXT: &str = "function() { if (this instanceof HTMLInputElement || this instanceof HTMLTextAreaElement) return this.value; return this.innerText || this.textContent || ''; }";
+/// Empties a form control, as selecting its text and deleting it would.
+const CLEAR: &str = "function() { if ('value' in this) { this.value = ''; this.dispatchEvent(new Event('input', {bubbles: true})); } else if (this.isContentEditable) { this.textContent = ''; } }";
+/// Chooses a select's option by its label, text or value: null when chosen, else the options there are.
+const SELECT: &str = "function(want) { if (!(this instanceof HTMLSelectElement)) return []; const options = Array.from(this.options); const o = options.find(o => o.label === want || o.text.trim() === want || o.value === want); if (!o) return options.map(o => o.text.trim()); this.value = o.value; this.dispatchEvent(new Event('input', {bubbles: true})); this.dispatchEvent(new Event('change', {bubbles: true})); return null; }";
+
+/// A string inside a CSS double-quoted string.
+fn css_string(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            '\n' => "\\a ".chars().collect(),
+            c => vec![c],
+        })
+        .collect()
+}
+
+fn seconds(limit: Duration) -> String {
+    let ms = limit.as_millis();
+    if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+fn clip(text: &str) -> String {
+    let short: String = text.chars().take(200).collect();
+    if text.chars().count() > 200 {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().expect("object")
+    }
+
+    #[test]
+    fn handles_name_their_element_one_way() {
+        assert!(handle(&json!({"name": "Ask", "role": "button"})).is_ok());
+        assert!(handle(&json!({"label": "Question", "within": "Ask a question"})).is_ok());
+        assert!(handle(&json!({"test": "answer"})).is_ok());
+        let two = handle(&json!({"name": "Ask", "test": "ask"})).expect_err("two ways");
+        assert!(two.contains("exactly one"), "{two}");
+        let unknown = handle(&json!({"css": "#ask"})).expect_err("unknown");
+        assert_eq!(
+            unknown,
+            "unknown handle key `css` (a handle takes name, role, label, test, within)"
+        );
+        let role = handle(&json!({"label": "Q", "role": "textbox"})).expect_err("role");
+        assert!(role.contains("`role` goes with `name`"), "{role}");
+    }
+
+    #[test]
+    fn browser_steps_are_checked_key_by_key() {
+        assert!(validate("open", &step(json!({"open": "/"}))).is_ok());
+        assert!(validate("fill", &step(json!({"fill": {"label": "Q"}, "text": "x"}))).is_ok());
+        assert!(validate("see", &step(json!({"see": {"test": "a"}, "count": 2}))).is_ok());
+        assert!(validate("press", &step(json!({"press": "Enter"}))).is_ok());
+        let extra = validate(
+            "click",
+            &step(json!({"click": {"name": "Ask"}, "text": "x"})),
+        )
+        .expect_err("extra");
+        assert_eq!(
+            extra,
+            "unknown key `text` beside `click` (a `click` step takes click)"
+        );
+        let path = validate("open", &step(json!({"open": "http://elsewhere"}))).expect_err("path");
+        assert!(path.contains("starts with `/`"), "{path}");
+        let shot =
+            validate("screenshot", &step(json!({"screenshot": "../x.png"}))).expect_err("name");
+        assert!(shot.contains("ending in `.png`"), "{shot}");
+        let key = validate("press", &step(json!({"press": "Enterr"}))).expect_err("key");
+        assert!(key.contains("`Enterr` is not one"), "{key}");
+        let count =
+            validate("see", &step(json!({"see": {"test": "a"}, "count": "2"}))).expect_err("count");
+        assert_eq!(count, "`count` is a whole number");
+        assert!(validate("fill", &step(json!({"fill": {"label": "Q"}}))).is_err());
+    }
+
+    #[test]
+    fn test_ids_are_quoted_for_css() {
+        assert_eq!(css_string(r#"a"b\c"#), r#"a\"b\\c"#);
+    }
+}
