@@ -100,7 +100,7 @@ pub(crate) fn publish(source: TestRepo, base: String, head: String) -> Origin {
 }
 
 /// The workspace as actions/checkout leaves it under `pull_request_target`: the base, `origin` set.
-fn workspace(origin: &Origin) -> TestRepo {
+pub(crate) fn workspace(origin: &Origin) -> TestRepo {
     let ws = TestRepo::new();
     ws.git(&[
         "remote",
@@ -240,7 +240,7 @@ fn action(
 }
 
 /// `aayu action` on a `pull_request_target` event, in the workspace, against the fakes.
-fn on_pr(
+pub(crate) fn on_pr(
     ws: &TestRepo,
     runner: &Runner,
     github: &fake_github::Server,

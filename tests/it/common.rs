@@ -182,6 +182,11 @@ const TOOLS: &[Tool] = &[
         install: "apt-get install mmdebstrap",
     },
     Tool {
+        name: "chromium",
+        probe: &["chromium", "--headless", "--no-sandbox", "--version"],
+        install: "apt-get install chromium fonts-liberation",
+    },
+    Tool {
         name: "node",
         probe: &["node", "--version"],
         install: "apt-get install nodejs npm && npm ci --prefix tests/interop",

@@ -9,6 +9,7 @@ mod action;
 mod archive;
 mod artifact;
 mod behaviour;
+mod browser;
 mod ci;
 mod comment;
 mod contract_errors;

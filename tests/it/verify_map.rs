@@ -4,7 +4,7 @@ use crate::common;
 use crate::common::{TestRepo, feature_md, map_readme, run, skill};
 use serde_json::Value;
 
-const MAP_BLOCK: &str = r#"{"product": "shop", "control": ["aayu", "control"],
+const MAP_BLOCK: &str = r#"{"product": "shop", "control": ["tools/shop-control"],
  "surfaces": [{"kind": "command", "files": ["src/*.rs"], "pattern": "cmd\\(\"([a-z]+)\"\\)"}]}"#;
 
 const SOURCE: &str = r#"fn main() {

@@ -37,7 +37,7 @@ blockquote {{ border-left: 4px solid #2b6cb0; margin: .5rem 0; padding: .25rem 1
 </head>
 <body>
 <header><h1>Benefits Q&amp;A</h1>
-<nav aria-label="Site"><a href="/">Ask</a><a href="/plans?plan=standard">Standard plan</a><a href="/plans?plan=plus">Plus plan</a></nav>
+<nav aria-label="Site"><a href="/">Home</a><a href="/plans?plan=standard">Standard plan</a><a href="/plans?plan=plus">Plus plan</a></nav>
 </header>
 <main>
 {body}
@@ -73,7 +73,7 @@ fn form(question: &str, plan: &Plan) -> String {
 
 /// The home page: the question form.
 pub fn home(plan: &Plan) -> String {
-    layout("Ask", &form("", plan))
+    layout("Ask a question", &form("", plan))
 }
 
 /// The page after a question: the form again, then the answer, a refusal, or nothing found.

@@ -33,6 +33,9 @@ use serde_json::{Map, Value, json};
 
 /// How long a step waits for its element or path when it names no limit.
 pub const STEP_WAIT: Duration = Duration::from_secs(5);
+/// How long one look for an element may take before it is tried again: a DevTools request sent while
+/// the page navigates can go unanswered.
+const LOOK: Duration = Duration::from_secs(2);
 /// How long Chromium may take to start.
 const LAUNCH_WAIT: Duration = Duration::from_secs(30);
 /// The window every check sees, so screenshots of the same page compare.
@@ -462,6 +465,7 @@ impl Steps<'_> {
             "press" => {
                 let key = step[action].as_str().unwrap_or_default();
                 self.press(key).await?;
+                self.settle().await;
                 Ok(json!({"key": key}))
             }
             "screenshot" => {
@@ -504,6 +508,7 @@ impl Steps<'_> {
         match action {
             "click" => {
                 self.click(node, handle).await?;
+                self.settle().await;
                 Ok(json!({}))
             }
             "fill" => {
@@ -572,7 +577,8 @@ impl Steps<'_> {
         let deadline = Instant::now() + limit;
         loop {
             let mut seen = 0u64;
-            for node in self.find(handle).await.unwrap_or_default() {
+            let found = tokio::time::timeout(LOOK, self.find(handle)).await;
+            for node in found.ok().and_then(Result::ok).unwrap_or_default() {
                 if !self.visible(node).await {
                     continue;
                 }
@@ -601,7 +607,10 @@ impl Steps<'_> {
     async fn one_visible(&self, handle: &Handle, limit: Duration) -> StepResult<BackendNodeId> {
         let deadline = Instant::now() + limit;
         loop {
-            let found = self.find(handle).await;
+            let found = match tokio::time::timeout(LOOK, self.find(handle)).await {
+                Ok(found) => found,
+                Err(_) => Err("the page did not answer (still loading?)".to_string()),
+            };
             let mut visible = Vec::new();
             if let Ok(nodes) = &found {
                 for &node in nodes {
@@ -774,17 +783,35 @@ impl Steps<'_> {
     }
 
     async fn visible(&self, node: BackendNodeId) -> bool {
-        self.call(node, VISIBLE, Vec::new())
+        tokio::time::timeout(LOOK, self.call(node, VISIBLE, Vec::new()))
             .await
-            .is_ok_and(|v| v == Value::Bool(true))
+            .is_ok_and(|v| v.is_ok_and(|v| v == Value::Bool(true)))
     }
 
     async fn text(&self, node: BackendNodeId) -> String {
-        self.call(node, TEXT, Vec::new())
+        tokio::time::timeout(LOOK, self.call(node, TEXT, Vec::new()))
             .await
             .ok()
+            .and_then(Result::ok)
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default()
+    }
+
+    /// Waits (up to [`STEP_WAIT`]) until the page has finished loading: after a step that may navigate
+    /// (a click, a key, a choice), the next step looks at the page it led to.
+    async fn settle(&self) {
+        let deadline = Instant::now() + STEP_WAIT;
+        // A navigation a click starts begins a moment later.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        while Instant::now() < deadline {
+            let state = tokio::time::timeout(LOOK, self.page.evaluate("document.readyState")).await;
+            if let Ok(Ok(state)) = state {
+                if state.value().and_then(Value::as_str) == Some("complete") {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The current path (and query), from the page's URL.
