@@ -112,7 +112,9 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             ctx,
             m.get_one::<String>("shell").map_or("", String::as_str),
         ),
-        CommandId::Init | CommandId::Install | CommandId::Doctor => Err(not_built(id.spec())),
+        CommandId::Init => commands::init::run(ctx, commands::init::InitOptions::from_matches(m)),
+        CommandId::Install => commands::install::run(ctx),
+        CommandId::Doctor => Err(not_built(id.spec())),
     }
 }
 

@@ -4,6 +4,8 @@ pub(crate) mod action;
 pub(crate) mod ci;
 pub(crate) mod control;
 pub(crate) mod generate;
+pub(crate) mod init;
+pub(crate) mod install;
 pub(crate) mod proof_comment;
 pub(crate) mod proof_push;
 pub(crate) mod proof_verify;

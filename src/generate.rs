@@ -505,9 +505,12 @@ pub fn render(root: &Path, commands: &[Command]) -> Result<Rendered, GenerateErr
         );
     }
 
-    // MCP schemas for every exposed command; others' are stale.
+    // MCP schemas for every command with the MCP surface; others' are stale.
     let mut schemas = BTreeMap::new();
-    for c in commands.iter().filter(|c| c.exposure != Exposure::Never) {
+    for c in commands
+        .iter()
+        .filter(|c| c.surfaces.contains(&Surface::Mcp))
+    {
         let path = format!("schemas/mcp/{}.json", skill_dir(c));
         let mut bytes = serde_json::to_vec_pretty(&mcp_schema(c)).unwrap_or_default();
         bytes.push(b'\n');
@@ -595,6 +598,16 @@ pub fn write(root: &Path, rendered: &Rendered) -> Result<Vec<String>, GenerateEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_only_inputs_are_not_offered_over_mcp() {
+        let schema = mcp_schema(CommandId::Ship.spec());
+        assert!(schema["properties"].get("pr").is_some(), "{schema:#}");
+        assert!(
+            schema["properties"].get("solo-bypass").is_none(),
+            "{schema:#}"
+        );
+    }
 
     #[test]
     fn a_config_key_without_a_row_or_a_row_without_a_key_fails() {

@@ -19,6 +19,7 @@ pub struct Env {
     pub github_actions: bool,
     /// `NO_COLOR` is set (to anything non-empty).
     pub no_color: bool,
+    pub stdin_terminal: bool,
     pub stdout_terminal: bool,
     pub stderr_terminal: bool,
     /// `AAYUDHA_NOW` (RFC 3339): the clock, fixed for tests and reproductions of a dated rule.
@@ -39,6 +40,7 @@ impl Env {
         Env {
             github_actions: var("GITHUB_ACTIONS").as_deref() == Some("true"),
             no_color: var("NO_COLOR").is_some(),
+            stdin_terminal: std::io::stdin().is_terminal(),
             stdout_terminal: std::io::stdout().is_terminal(),
             stderr_terminal: std::io::stderr().is_terminal(),
             now_override: var("AAYUDHA_NOW"),

@@ -69,7 +69,7 @@ pub fn summary(report: &MapReport) -> String {
         plural(report.features, "feature", "features")
     );
     if report.maps == 0 {
-        return "no feature map found (looked for .agents/skills/verify-<product>/features/README.md): nothing to check".to_string();
+        return "no feature map found (looked for .agents/skills/verify-<product>/features/README.md): nothing to check\nto start one: `aayu init --verify-skill` writes a starter skill for this repository's stack".to_string();
     }
     let mut parts = Vec::new();
     if !report.errors.is_empty() {

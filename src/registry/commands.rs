@@ -244,14 +244,57 @@ static INIT: Command = Command {
     stage: Stage::Setup,
     seat: Seat::PlatformEngineer,
     owns: None,
-    inputs: &[flag(
-        "verify-skill",
-        InputType::Bool,
-        "Also write a starter verify skill for the repository's stack.",
-    )],
+    inputs: &[
+        flag(
+            "yes",
+            InputType::Bool,
+            "Ask nothing: take the defaults (without a terminal this is always so).",
+        ),
+        flag(
+            "dry-run",
+            InputType::Bool,
+            "Print what would be written, and write nothing.",
+        ),
+        flag(
+            "force",
+            InputType::Bool,
+            "Replace files that exist (listing each one replaced); without it they are kept.",
+        ),
+        flag(
+            "verify-skill",
+            InputType::Bool,
+            "Also write a starter verify skill for the stack found at --root (Cargo.toml, go.mod, package.json).",
+        ),
+        valued(
+            "product",
+            InputType::String,
+            "NAME",
+            "The skill's product (default: the --root folder's name).",
+        ),
+        valued(
+            "root",
+            InputType::Path,
+            "DIR",
+            "The product's folder in the repository (default: the repository root).",
+        ),
+        valued(
+            "stack",
+            InputType::Enum(&["rust", "go", "node", "none"]),
+            "STACK",
+            "The stack, when several are found (or none): rust and node use the built-in step runner, go a Go control tool, none a stub that blocks every check.",
+        ),
+        valued(
+            "maintainer",
+            InputType::Enum(&["amp", "cursor", "claude-code", "codex"]),
+            "ID",
+            "The agent app that maintains the map, written to `[verify] maintainer` (otherwise asked among those detected).",
+        ),
+    ],
     outputs: &[
         ".aayudha/config.toml",
         ".github/workflows/aayudha-merge-gate.yml",
+        ".github/workflows/aayudha-nightly.yml",
+        ".gitignore",
     ],
     exits: EXITS_PLAIN,
     gates: &[],
@@ -259,22 +302,24 @@ static INIT: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
-    // Its skill lands with the command.
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "a later issue (init and install)",
+    built: true,
+    lands_with: "",
 };
 
 static INSTALL: Command = Command {
     id: CommandId::Install,
     name: "install",
-    summary: "Install the aayudha skills for the agent hosts found (Amp, Cursor, Claude Code, Codex), with a pointer command per verify skill for Claude Code.",
+    summary: "Make the verify skills visible to Claude Code (a pointer command per root verify skill) and Cursor (one rule listing them); Amp and Codex read .agents/skills/ as it is.",
     reader: "Makes the aayudha skills visible to the coding agents you use.",
     stage: Stage::Setup,
     seat: Seat::PlatformEngineer,
     owns: None,
     inputs: &[],
-    outputs: &[".claude/commands/aayudha/"],
+    outputs: &[
+        ".claude/commands/aayudha/verify-<product>.md",
+        ".cursor/rules/aayudha-verify.mdc",
+    ],
     exits: EXITS_PLAIN,
     gates: &[],
     identity: Identity::Human,
@@ -282,8 +327,8 @@ static INSTALL: Command = Command {
     exposure: Exposure::Never,
     read_only: false,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "a later issue (init and install)",
+    built: true,
+    lands_with: "",
 };
 
 static DOCTOR: Command = Command {

@@ -255,17 +255,31 @@ fn completions_and_help_come_from_the_registry() {
 
 #[test]
 fn every_mcp_schema_is_a_json_schema_that_accepts_a_real_call() {
-    let ready: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(root().join("schemas/mcp/ready.json")).expect("ready.json"),
+    let verify: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root().join("schemas/mcp/verify.json")).expect("verify.json"),
     )
     .expect("json");
-    let validator = jsonschema::validator_for(&ready).expect("a valid JSON Schema");
-    assert!(validator.is_valid(&serde_json::json!({"story": "#131"})));
+    let validator = jsonschema::validator_for(&verify).expect("a valid JSON Schema");
+    assert!(validator.is_valid(&serde_json::json!({"story": "#131", "map": true})));
     assert!(!validator.is_valid(&serde_json::json!({"story": "131; rm -rf /"})));
     assert!(
         !validator.is_valid(&serde_json::json!({"story": "131", "refreeze": true})),
-        "human-only inputs are not offered"
+        "an input the command does not have is refused"
     );
+    // A schema exactly for each command with the MCP surface.
+    let mut with_mcp: Vec<String> = aayudha::registry::CommandId::ALL
+        .iter()
+        .map(|id| id.spec())
+        .filter(|c| c.surfaces.contains(&aayudha::registry::Surface::Mcp))
+        .map(|c| format!("{}.json", c.name.replace(' ', "-")))
+        .collect();
+    with_mcp.sort();
+    let mut present: Vec<String> = walk(&root().join("schemas/mcp"))
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    present.sort();
+    assert_eq!(present, with_mcp);
     for path in walk(&root().join("schemas/mcp")) {
         let schema: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");

@@ -18,6 +18,7 @@ mod github_client;
 mod github_conformance;
 mod hostile_input;
 mod image;
+mod init;
 mod ledger;
 mod no_root;
 mod proof_comment;

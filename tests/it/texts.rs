@@ -139,7 +139,7 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "a_command_not_built_yet",
-        args: &["init"],
+        args: &["doctor"],
         env: &[],
         setup: nothing,
     },

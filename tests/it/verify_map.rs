@@ -152,6 +152,13 @@ fn no_map_exits_0() {
         "{}",
         out.stdout
     );
+    // And how to start one.
+    assert!(
+        out.stdout
+            .contains("\nto start one: `aayu init --verify-skill`"),
+        "{}",
+        out.stdout
+    );
     let (code, report) = json(&repo);
     assert_eq!((code, report["maps"].as_u64()), (0, Some(0)));
 }

@@ -1,0 +1,146 @@
+//! `aayu install`: makes the verify skills visible to the agent apps that do not read
+//! `.agents/skills/` themselves. Claude Code gets a pointer command per root `verify-*` skill,
+//! `.claude/commands/aayudha/verify-<product>.md` (it runs as `/aayudha:verify-<product>`), carrying the
+//! skill's description and sending Claude Code to the skill's `SKILL.md` — so it follows the skill without a
+//! re-sync; Cursor gets one rule, `.cursor/rules/aayudha-verify.mdc`, listing each verify skill once. Amp
+//! and Codex read `.agents/skills/` as it is. Running it again changes nothing unless a skill changed.
+
+use std::fmt::Write as _;
+
+use crate::commands::{Context, Failure, write_out};
+use crate::exit::ExitStatus;
+
+/// A verify skill found in the repository.
+struct Skill {
+    /// `verify-<product>`.
+    name: String,
+    /// The skill's folder, relative to the repository root.
+    dir: String,
+    description: String,
+    /// Whether it sits at the repository root (`.agents/skills/…`), not under a product folder.
+    root: bool,
+}
+
+/// The `description` of a SKILL.md's frontmatter (a plain or double-quoted YAML scalar).
+fn description(text: &str) -> Option<String> {
+    let front = text.strip_prefix("---\n")?;
+    let end = front.find("\n---")?;
+    front[..end].lines().find_map(|line| {
+        let value = line.strip_prefix("description:")?.trim();
+        let value = match value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+            Some(quoted) => quoted.replace("\\\"", "\"").replace("\\\\", "\\"),
+            None => value.to_string(),
+        };
+        Some(value)
+    })
+}
+
+/// A string as a YAML double-quoted scalar.
+fn yaml_string(text: &str) -> String {
+    let escaped: String = text
+        .chars()
+        .flat_map(|c| match c {
+            '"' => vec!['\\', '"'],
+            '\\' => vec!['\\', '\\'],
+            '\n' | '\r' => vec![' '],
+            c => vec![c],
+        })
+        .collect();
+    format!("\"{escaped}\"")
+}
+
+pub fn run(ctx: &mut Context) -> Result<ExitStatus, Failure> {
+    let repo = crate::commands::repo(ctx)?;
+    let root = repo.root().to_path_buf();
+    let listed = repo
+        .worktree_files()
+        .map_err(|e| Failure::unexpected("cannot list the repository's files").caused_by(e))?;
+    let mut skills = Vec::new();
+    for file in listed.files.iter().filter(|f| crate::maps::is_map_path(f)) {
+        // `<dir>/.agents/skills/verify-<product>/features/README.md`
+        let Some(skill_dir) = file.strip_suffix("/features/README.md") else {
+            continue;
+        };
+        let name = skill_dir.rsplit('/').next().unwrap_or_default().to_string();
+        let text = crate::safe_fs::read(&root, &format!("{skill_dir}/SKILL.md"), 1 << 20)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        skills.push(Skill {
+            description: description(&text).unwrap_or_else(|| format!("The {name} skill.")),
+            root: skill_dir == format!(".agents/skills/{name}"),
+            name,
+            dir: skill_dir.to_string(),
+        });
+    }
+    skills.sort_by(|a, b| a.dir.cmp(&b.dir));
+    let mut report = String::new();
+    if skills.is_empty() {
+        write_out(
+            ctx.out,
+            "no verify skill found (.agents/skills/verify-<product>/): nothing to install; `aayu init --verify-skill` writes one\n",
+        )?;
+        return Ok(ExitStatus::Ok);
+    }
+    let mut files: Vec<(String, String)> = Vec::new();
+    for skill in &skills {
+        if !skill.root {
+            let _ = writeln!(
+                report,
+                "no Claude Code pointer for {} (a nested skill: Claude Code runs only the repository root's as commands; open {}/SKILL.md there)",
+                skill.dir, skill.dir
+            );
+            continue;
+        }
+        files.push((
+            format!(".claude/commands/aayudha/{}.md", skill.name),
+            format!(
+                "---\ndescription: {}\n---\n\nFollow the skill in `{}/SKILL.md` exactly: read it now, then do what it says for this repository. The feature map is in `{}/features/`. $ARGUMENTS\n",
+                yaml_string(&skill.description),
+                skill.dir,
+                skill.dir
+            ),
+        ));
+    }
+    let mut rule = String::from(
+        "---\ndescription: \"aayudha verify skills: keep each product's feature map and behaviour checks honest\"\nalwaysApply: false\n---\n\nWhen you change a product below, follow its verify skill (read its SKILL.md first), then run `aayu verify --map` from the repository root.\n\n",
+    );
+    for skill in &skills {
+        let _ = writeln!(
+            rule,
+            "- `{}/SKILL.md` — {}",
+            skill.dir,
+            skill.description.replace('\n', " ")
+        );
+    }
+    files.push((".cursor/rules/aayudha-verify.mdc".to_string(), rule));
+    for (path, text) in &files {
+        let current = crate::safe_fs::read(&root, path, 1 << 20).ok();
+        if current.as_deref() == Some(text.as_bytes()) {
+            let _ = writeln!(report, "unchanged {path}");
+            continue;
+        }
+        crate::safe_fs::write(&root, path, text.as_bytes())
+            .map_err(|e| Failure::unexpected(format!("cannot write `{path}`: {e}")))?;
+        let verb = if current.is_some() {
+            "updated  "
+        } else {
+            "wrote    "
+        };
+        let _ = writeln!(report, "{verb} {path}");
+    }
+    write_out(ctx.out, &report)?;
+    Ok(ExitStatus::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_are_read_and_written_as_yaml() {
+        let text = "---\nname: verify-x\ndescription: \"Keep \\\"x\\\" honest\"\n---\n# x\n";
+        assert_eq!(description(text).as_deref(), Some("Keep \"x\" honest"));
+        assert_eq!(yaml_string("a \"b\"\nc"), "\"a \\\"b\\\" c\"");
+        assert_eq!(description("no frontmatter"), None);
+    }
+}

@@ -1,0 +1,602 @@
+//! `aayu init`, `aayu init --verify-skill` and `aayu install` on fresh repositories: an empty one, a Rust
+//! crate, a Go module, a Node package and one with none of these. After them `verify --map` passes, the
+//! written workflows are actionlint- and zizmor-clean (but `dangerous-triggers` on the gate), a second run
+//! changes nothing, the stub blocks a check, the Go control tool runs one, and `install` writes one pointer
+//! per root skill and one Cursor rule.
+
+use crate::common::{self, TestRepo, run};
+use crate::support::fake_github;
+
+use std::path::{Path, PathBuf};
+
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// A fake GitHub whose `aayudha/verify` has this binary's release tag.
+fn github() -> fake_github::Server {
+    let server = fake_github::Server::start();
+    {
+        let mut fake = server.state.lock().expect("lock");
+        fake.repo = "aayudha/verify".into();
+        fake.tokens.insert("ghp_user".into(), "octocat".into());
+        fake.refs.insert(
+            format!("tags/v{}", env!("CARGO_PKG_VERSION")),
+            SHA.to_string(),
+        );
+    }
+    server
+}
+
+/// `aayu …` in `repo` with GitHub at `api` (a closed port when `None`: offline) and no terminal.
+fn aayu(repo: &TestRepo, api: Option<&str>, args: &[&str]) -> common::Run {
+    let mut cmd = repo.aayu();
+    cmd.env("GITHUB_API_URL", api.unwrap_or("http://127.0.0.1:9"))
+        .env("GITHUB_TOKEN", "ghp_user")
+        // No agent app is detected unless a test makes one.
+        .env("HOME", repo.path(".home"))
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .args(args);
+    run(&mut cmd)
+}
+
+/// Every file under `dir` with its bytes, for "nothing changed".
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = common::files(dir)
+        .into_iter()
+        .filter(|p| !p.components().any(|c| c.as_os_str() == ".git"))
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("read");
+            (p, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The workflow linters scripts/test installs; a test that needs them fails without them, saying how to
+/// get them (`AAYU_SKIP_LINTERS=1` skips, said on stderr).
+fn linters() -> Option<PathBuf> {
+    let candidates: Vec<PathBuf> = std::env::var_os("AAYUDHA_LINT_VENV")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from("/var/tmp/aayudha-lint")])
+        .chain(std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aayudha-lint")))
+        .collect();
+    if let Some(venv) = candidates
+        .into_iter()
+        .find(|v| v.join("bin/zizmor").is_file() && v.join("bin/actionlint").is_file())
+    {
+        return Some(venv);
+    }
+    if std::env::var("AAYU_SKIP_LINTERS").as_deref() == Ok("1") {
+        eprintln!("skipped: the workflow linters are not installed and AAYU_SKIP_LINTERS=1");
+        return None;
+    }
+    panic!(
+        "the workflow linters are not installed: run scripts/test once (it installs them), or set AAYU_SKIP_LINTERS=1"
+    );
+}
+
+fn lint_workflows(repo: &TestRepo) {
+    let Some(venv) = linters() else { return };
+    let workflows = repo.path(".github/workflows");
+    let files: Vec<PathBuf> = ["aayudha-merge-gate.yml", "aayudha-nightly.yml"]
+        .iter()
+        .map(|f| workflows.join(f))
+        .collect();
+    let actionlint = std::process::Command::new(venv.join("bin/actionlint"))
+        .args(&files)
+        .output()
+        .expect("actionlint");
+    assert!(
+        actionlint.status.success(),
+        "actionlint: {}",
+        String::from_utf8_lossy(&actionlint.stdout)
+    );
+    let zizmor = std::process::Command::new(venv.join("bin/zizmor"))
+        .args(["--offline", "--format", "json"])
+        .args(&files)
+        .output()
+        .expect("zizmor");
+    let findings: serde_json::Value =
+        serde_json::from_slice(&zizmor.stdout).expect("zizmor's JSON");
+    let found: Vec<(String, String)> = findings
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["ident"].as_str().unwrap_or("").to_string(),
+                f["locations"][0]["symbolic"]["key"]["Local"]["given_path"]
+                    .as_str()
+                    .or(f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"].as_str())
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        found
+            .iter()
+            .all(|(ident, path)| ident == "dangerous-triggers"
+                && path.ends_with("aayudha-merge-gate.yml")),
+        "zizmor: {found:?}"
+    );
+}
+
+#[test]
+fn init_writes_the_config_the_workflows_and_gitignore_pinned_to_the_release() {
+    let github = github();
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "target/");
+    let out = aayu(&repo, Some(&github.url), &["init"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let version = env!("CARGO_PKG_VERSION");
+    for line in [
+        "wrote    .aayudha/config.toml",
+        "wrote    .github/workflows/aayudha-merge-gate.yml",
+        "wrote    .github/workflows/aayudha-nightly.yml",
+        "added to .gitignore: .aayudha/proof/, .aayudha/runs/",
+        "Next steps:",
+        "require the status `aayudha/proof`",
+    ] {
+        assert!(out.stdout.contains(line), "{line}: {}", out.stdout);
+    }
+    assert!(out.stdout.contains(&format!(
+        "the workflows use aayudha/verify@{SHA} (v{version})."
+    )));
+    // Pinned by the tag's commit, through the API.
+    let gate = std::fs::read_to_string(repo.path(".github/workflows/aayudha-merge-gate.yml"))
+        .expect("gate");
+    assert!(
+        gate.contains(&format!("uses: aayudha/verify@{SHA} # v{version}")),
+        "{gate}"
+    );
+    assert!(gate.contains(&format!("uses: aayudha/verify/slim@{SHA} # v{version}")));
+    let nightly = std::fs::read_to_string(repo.path(".github/workflows/aayudha-nightly.yml"))
+        .expect("nightly");
+    assert!(
+        nightly.contains(&format!("verify-sweep.yml@{SHA} # v{version}")),
+        "{nightly}"
+    );
+    assert!(!gate.contains("111111") && !nightly.contains("111111"));
+    assert!(
+        github
+            .state
+            .lock()
+            .expect("lock")
+            .requests
+            .iter()
+            .any(|r| r == &format!("GET ref tags/v{version}")),
+    );
+    // The config shows every key, commented: it changes nothing.
+    let config = std::fs::read_to_string(repo.path(".aayudha/config.toml")).expect("config");
+    assert!(config.contains("# check_timeout_s = 180"), "{config}");
+    assert_eq!(
+        std::fs::read_to_string(repo.path(".gitignore")).expect("gitignore"),
+        "target/\n# aayudha: local proof packs and run folders\n.aayudha/proof/\n.aayudha/runs/\n"
+    );
+    lint_workflows(&repo);
+    // verify reads the config and finds no map, saying how to start one.
+    let map = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(map.code, 0, "{}", map.stderr);
+    assert!(
+        map.stdout.contains("aayu init --verify-skill"),
+        "{}",
+        map.stdout
+    );
+
+    // A second run changes nothing and says so.
+    let before = snapshot(repo.root());
+    let again = aayu(&repo, Some(&github.url), &["init"]);
+    assert_eq!(again.code, 0);
+    assert!(
+        again
+            .stdout
+            .contains("kept     .aayudha/config.toml (it exists; --force replaces it)"),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again.stdout.contains("kept     .gitignore"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(snapshot(repo.root()), before);
+
+    // --force replaces, and lists what it replaced.
+    repo.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 5\n");
+    let forced = aayu(&repo, Some(&github.url), &["init", "--force"]);
+    assert_eq!(forced.code, 0);
+    assert!(
+        forced.stdout.contains("replaced .aayudha/config.toml"),
+        "{}",
+        forced.stdout
+    );
+    assert!(
+        std::fs::read_to_string(repo.path(".aayudha/config.toml"))
+            .expect("config")
+            .contains("# check_timeout_s = 180")
+    );
+}
+
+#[test]
+fn offline_or_unreleased_the_workflows_name_the_tag_to_pin() {
+    let repo = TestRepo::new();
+    let dry = aayu(&repo, None, &["init", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout.contains("would write .aayudha/config.toml:"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout
+            .contains("would add to .gitignore: .aayudha/proof/, .aayudha/runs/")
+    );
+    assert!(
+        !repo.path(".aayudha").exists()
+            && !repo.path(".github").exists()
+            && !repo.path(".gitignore").exists(),
+        "--dry-run writes nothing"
+    );
+    let out = aayu(&repo, None, &["init"]);
+    assert_eq!(out.code, 0);
+    let tag = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let gate = std::fs::read_to_string(repo.path(".github/workflows/aayudha-merge-gate.yml"))
+        .expect("gate");
+    assert!(
+        gate.contains(&format!(
+            "uses: aayudha/verify@{tag} # pin this to its commit SHA"
+        )),
+        "{gate}"
+    );
+    assert!(
+        out.stdout.contains(&format!("note: the workflows name aayudha/verify@{tag} by its tag, not its commit: GitHub could not be reached")),
+        "{}",
+        out.stdout
+    );
+    // A version with no tag (a development build) says so.
+    let github = fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.repo = "aayudha/verify".into();
+        fake.tokens.insert("ghp_user".into(), "octocat".into());
+    }
+    let other = TestRepo::new();
+    let dev = aayu(&other, Some(&github.url), &["init"]);
+    assert!(
+        dev.stdout.contains(&format!(
+            "aayudha/verify has no tag {tag} (a development build?)"
+        )),
+        "{}",
+        dev.stdout
+    );
+}
+
+/// `init --verify-skill` on a repository of this stack: the map passes `verify --map`; a second run
+/// changes nothing.
+fn starter(marker: Option<(&str, &str)>, extra: &[&str]) -> (TestRepo, common::Run) {
+    let repo = TestRepo::new();
+    if let Some((file, text)) = marker {
+        repo.write(file, text);
+    }
+    let mut args = vec!["init", "--verify-skill", "--product", "shop"];
+    args.extend(extra);
+    let out = aayu(&repo, None, &args);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let map = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(map.code, 0, "{}\n{}", map.stdout, map.stderr);
+    assert!(
+        map.stdout.contains("1 map, 0 features: in sync"),
+        "{}",
+        map.stdout
+    );
+    let before = snapshot(repo.root());
+    let again = aayu(&repo, None, &args);
+    assert_eq!(again.code, 0);
+    assert_eq!(
+        snapshot(repo.root()),
+        before,
+        "a second init changes nothing"
+    );
+    (repo, out)
+}
+
+fn map_block(repo: &TestRepo) -> serde_json::Value {
+    let readme =
+        std::fs::read_to_string(repo.path(".agents/skills/verify-shop/features/README.md"))
+            .expect("README");
+    let block = readme
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("map block");
+    serde_json::from_str(block).expect("json")
+}
+
+/// A feature `add` with one check, for a starter map.
+fn add_feature(repo: &TestRepo, steps: &str) {
+    let dir = ".agents/skills/verify-shop/features";
+    repo.write(
+        &format!("{dir}/add.md"),
+        common::feature_md(
+            r#"{"id": "add", "layers": ["L02"], "sources": [], "surfaces": {}, "verified_at": ""}"#,
+            &[&format!(
+                r#"{{"id": "sums", "kind": "lib", "evidence": "api-trace", "steps": {steps}}}"#
+            )],
+        ),
+    );
+    let readme = std::fs::read_to_string(repo.path(&format!("{dir}/README.md"))).expect("README");
+    repo.write(
+        &format!("{dir}/README.md"),
+        format!("{readme}\n1. [Add](add.md)\n"),
+    );
+}
+
+#[test]
+fn a_repository_of_no_known_stack_gets_a_stub_that_blocks_every_check() {
+    let (repo, out) = starter(None, &[]);
+    assert!(
+        out.stdout
+            .contains("stack none at .: no Cargo.toml, go.mod or package.json there"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        map_block(&repo)["control"],
+        serde_json::json!(["sh", ".agents/skills/verify-shop/control/check"])
+    );
+    add_feature(&repo, r#"[{"run": ["true"]}]"#);
+    let check = run(repo
+        .aayu()
+        .args(["verify", "--check", "add", "--json", "--out", "run"]));
+    assert_eq!(check.code, 3, "{}", check.stderr);
+    let report: serde_json::Value = serde_json::from_str(&check.stdout).expect("json");
+    assert_eq!(report["checks"][0]["status"], "blocked");
+    assert!(
+        report["checks"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("replace this control tool")),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_rust_crate_and_a_node_package_use_the_built_in_step_runner() {
+    let (rust, out) = starter(
+        Some((
+            "Cargo.toml",
+            "[package]\nname = \"shop\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )),
+        &[],
+    );
+    assert!(
+        out.stdout.contains("stack rust at .: found Cargo.toml"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        map_block(&rust)["control"],
+        serde_json::json!(["aayu", "control"])
+    );
+    let skill = std::fs::read_to_string(rust.path(".agents/skills/verify-shop/SKILL.md"))
+        .expect("SKILL.md");
+    assert!(
+        skill.starts_with("---\nname: verify-shop\ndescription: \""),
+        "{skill}"
+    );
+    assert!(skill.contains("## Surface rules to enable"), "{skill}");
+    let (node, out) = starter(Some(("package.json", "{\"name\": \"shop\"}\n")), &[]);
+    assert!(
+        out.stdout.contains("stack node at .: found package.json"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        map_block(&node)["control"],
+        serde_json::json!(["aayu", "control"])
+    );
+    assert!(
+        std::fs::read_to_string(node.path(".agents/skills/verify-shop/SKILL.md"))
+            .expect("SKILL.md")
+            .contains("browser steps"),
+    );
+    // Both: Cargo.toml first, and the other named.
+    let both = TestRepo::new();
+    both.write(
+        "Cargo.toml",
+        "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+    )
+    .write("package.json", "{}\n");
+    let out = aayu(&both, None, &["init", "--verify-skill", "--yes"]);
+    assert!(
+        out.stdout
+            .contains("found Cargo.toml (also package.json: choose another with --stack)"),
+        "{}",
+        out.stdout
+    );
+    let chosen = aayu(
+        &both,
+        None,
+        &[
+            "init",
+            "--verify-skill",
+            "--stack",
+            "node",
+            "--product",
+            "web",
+        ],
+    );
+    assert!(
+        chosen
+            .stdout
+            .contains("stack node at .: chosen with --stack"),
+        "{}",
+        chosen.stdout
+    );
+}
+
+#[test]
+fn a_go_module_gets_a_go_control_tool_that_runs_its_checks() {
+    crate::needs!(go);
+    let (repo, out) = starter(
+        Some(("go.mod", "module example.com/shop\n\ngo 1.19\n")),
+        &[],
+    );
+    assert!(
+        out.stdout.contains("stack go at .: found go.mod"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        map_block(&repo)["control"],
+        serde_json::json!(["go", "run", ".agents/skills/verify-shop/control/main.go"])
+    );
+    repo.write("add.go", "package shop\n\nfunc Add(a, b int) int { return a + b }\n")
+        .write(
+            "add_test.go",
+            "package shop\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n",
+        );
+    add_feature(
+        &repo,
+        r#"[{"test": "TestAdd", "package": "."}, {"run": ["go", "version"], "stdout": ["go version"]}]"#,
+    );
+    let check = run(common::with_toolchain(&mut repo.aayu())
+        .args(["verify", "--check", "add", "--json", "--out", "run"]));
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+    let report: serde_json::Value = serde_json::from_str(&check.stdout).expect("json");
+    assert_eq!(report["checks"][0]["status"], "passed", "{report:#}");
+    assert_eq!(report["checks"][0]["artifacts"][0]["kind"], "api-trace");
+    // A failing expectation fails the check, with the step.
+    add_feature(&repo, r#"[{"test": "TestMissing", "package": "."}]"#);
+    let missing = run(common::with_toolchain(&mut repo.aayu())
+        .args(["verify", "--check", "add", "--json", "--out", "run2"]));
+    assert_eq!(missing.code, 3, "{}", missing.stderr);
+}
+
+#[test]
+fn the_maintainer_is_written_when_chosen_and_only_detected_apps_are_offered() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path(".cursor")).expect("mkdir");
+    let out = aayu(
+        &repo,
+        None,
+        &["init", "--verify-skill", "--product", "shop"],
+    );
+    assert!(
+        out.stdout.contains("maintainer: none chosen (nothing is asked without a terminal, or with --yes); detected Cursor (`cursor`): pass --maintainer to choose"),
+        "{}",
+        out.stdout
+    );
+    let chosen = aayu(
+        &repo,
+        None,
+        &[
+            "init",
+            "--verify-skill",
+            "--product",
+            "shop",
+            "--maintainer",
+            "amp",
+        ],
+    );
+    assert_eq!(chosen.code, 0);
+    assert!(
+        chosen
+            .stdout
+            .contains("set      `[verify] maintainer = \"amp\"` in .aayudha/config.toml"),
+        "{}",
+        chosen.stdout
+    );
+    let config = std::fs::read_to_string(repo.path(".aayudha/config.toml")).expect("config");
+    assert!(config.contains("\nmaintainer = \"amp\"\n"), "{config}");
+    let check = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(check.code, 0, "the config still reads: {}", check.stderr);
+    let bad = aayu(
+        &repo,
+        None,
+        &["init", "--verify-skill", "--maintainer", "vim"],
+    );
+    assert_eq!(bad.code, 2);
+    let stray = aayu(&repo, None, &["init", "--stack", "go"]);
+    assert_eq!(stray.code, 2);
+    assert!(
+        stray
+            .stderr
+            .contains("`--stack` goes with `--verify-skill`"),
+        "{}",
+        stray.stderr
+    );
+}
+
+#[test]
+fn install_points_claude_code_at_each_root_skill_and_gives_cursor_one_rule() {
+    let repo = TestRepo::new();
+    aayu(
+        &repo,
+        None,
+        &["init", "--verify-skill", "--product", "shop", "--yes"],
+    );
+    std::fs::create_dir_all(repo.path("web")).expect("mkdir");
+    aayu(
+        &repo,
+        None,
+        &[
+            "init",
+            "--verify-skill",
+            "--root",
+            "web",
+            "--product",
+            "web",
+            "--yes",
+        ],
+    );
+    assert!(
+        repo.path("web/.agents/skills/verify-web/features/README.md")
+            .is_file()
+    );
+    let out = run(repo.aayu().arg("install"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let pointers: Vec<String> = std::fs::read_dir(repo.path(".claude/commands/aayudha"))
+        .expect("pointers")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        pointers,
+        vec!["verify-shop.md".to_string()],
+        "one pointer per root skill"
+    );
+    assert!(
+        out.stdout
+            .contains("no Claude Code pointer for web/.agents/skills/verify-web (a nested skill"),
+        "{}",
+        out.stdout
+    );
+    let pointer = std::fs::read_to_string(repo.path(".claude/commands/aayudha/verify-shop.md"))
+        .expect("pointer");
+    assert!(
+        pointer.starts_with("---\ndescription: \"Check and keep shop's feature map honest"),
+        "{pointer}"
+    );
+    assert!(
+        pointer.contains("`.agents/skills/verify-shop/SKILL.md`"),
+        "{pointer}"
+    );
+    let rule =
+        std::fs::read_to_string(repo.path(".cursor/rules/aayudha-verify.mdc")).expect("rule");
+    assert_eq!(rule.matches("/SKILL.md` — ").count(), 2, "{rule}");
+    assert!(
+        rule.contains("- `web/.agents/skills/verify-web/SKILL.md`"),
+        "{rule}"
+    );
+    let before = snapshot(repo.root());
+    let again = run(repo.aayu().arg("install"));
+    assert!(
+        again
+            .stdout
+            .contains("unchanged .cursor/rules/aayudha-verify.mdc"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(snapshot(repo.root()), before, "install is idempotent");
+}
