@@ -83,6 +83,9 @@ pub fn run(
 
 /// Runs one command. Exhaustive over [`CommandId`]: a command cannot exist without its arm.
 fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStatus, Failure> {
+    if !id.spec().built {
+        return Err(not_built(id.spec()));
+    }
     match id {
         CommandId::Verify => commands::verify::run(ctx, settings::VerifyOptions::from_matches(m)?),
         CommandId::Control => {
@@ -114,7 +117,9 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         ),
         CommandId::Init => commands::init::run(ctx, commands::init::InitOptions::from_matches(m)),
         CommandId::Install => commands::install::run(ctx),
-        CommandId::Doctor => Err(not_built(id.spec())),
+        CommandId::Doctor => {
+            commands::doctor::run(ctx, commands::doctor::DoctorOptions::from_matches(m))
+        }
     }
 }
 

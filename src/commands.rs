@@ -3,6 +3,7 @@
 pub(crate) mod action;
 pub(crate) mod ci;
 pub(crate) mod control;
+pub(crate) mod doctor;
 pub(crate) mod generate;
 pub(crate) mod init;
 pub(crate) mod install;

@@ -402,6 +402,42 @@ impl Repo {
             .then(|| format!("{}/{}", parts[1], parts[0]))
     }
 
+    /// Whether `branch` exists here or at `origin` (as fetched).
+    pub fn has_branch(&self, branch: &str) -> bool {
+        [
+            format!("refs/heads/{branch}"),
+            format!("refs/remotes/origin/{branch}"),
+        ]
+        .iter()
+        .any(|r| self.repo.find_reference(r).is_ok())
+    }
+
+    /// Creates `branch` locally with one empty commit, by git's `user.name` and `user.email` (else
+    /// `aayu`), without touching the working tree or the checked-out branch.
+    pub fn create_empty_branch(&self, branch: &str) -> Result<(), git2::Error> {
+        let tree_id = self.repo.treebuilder(None)?.write()?;
+        let tree = self.repo.find_tree(tree_id)?;
+        let signature = self
+            .repo
+            .signature()
+            .or_else(|_| git2::Signature::now("aayu", "aayu@localhost"))?;
+        let commit = self.repo.commit(
+            None,
+            &signature,
+            &signature,
+            &format!("{branch}: the aayudha ledger (created by aayu doctor --fix)"),
+            &tree,
+            &[],
+        )?;
+        self.repo.reference(
+            &format!("refs/heads/{branch}"),
+            commit,
+            false,
+            "aayu doctor --fix",
+        )?;
+        Ok(())
+    }
+
     /// A file on a branch: `origin`'s copy of it when there is one (the ledger is read from origin),
     /// else the local branch.
     pub fn file_on_branch(&self, branch: &str, path: &str) -> Option<Vec<u8>> {

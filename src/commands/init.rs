@@ -14,8 +14,8 @@ mod skill;
 use skill::Stack;
 
 /// The templates users copy, as this binary ships them.
-const GATE_TEMPLATE: &str = include_str!("../../workflows/aayudha-merge-gate.yml");
-const NIGHTLY_TEMPLATE: &str = include_str!("../../workflows/aayudha-nightly.yml");
+pub(crate) const GATE_TEMPLATE: &str = include_str!("../../workflows/aayudha-merge-gate.yml");
+pub(crate) const NIGHTLY_TEMPLATE: &str = include_str!("../../workflows/aayudha-nightly.yml");
 /// What the templates say where a release's commit goes.
 const PLACEHOLDER: &str =
     "1111111111111111111111111111111111111111 # replace with a release's commit SHA";

@@ -21,6 +21,86 @@ struct Skill {
     root: bool,
 }
 
+/// The `description` of a SKILL.md's (or a pointer's) frontmatter.
+pub(crate) fn description_of(text: &str) -> Option<String> {
+    description(text)
+}
+
+/// The verify skills of the repository, sorted by folder.
+fn skills(root: &std::path::Path, files: &[String]) -> Vec<Skill> {
+    let mut skills = Vec::new();
+    for file in files.iter().filter(|f| crate::maps::is_map_path(f)) {
+        // `<dir>/.agents/skills/verify-<product>/features/README.md`
+        let Some(skill_dir) = file.strip_suffix("/features/README.md") else {
+            continue;
+        };
+        let name = skill_dir.rsplit('/').next().unwrap_or_default().to_string();
+        let text = crate::safe_fs::read(root, &format!("{skill_dir}/SKILL.md"), 1 << 20)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        skills.push(Skill {
+            description: description(&text).unwrap_or_else(|| format!("The {name} skill.")),
+            root: skill_dir == format!(".agents/skills/{name}"),
+            name,
+            dir: skill_dir.to_string(),
+        });
+    }
+    skills.sort_by(|a, b| a.dir.cmp(&b.dir));
+    skills
+}
+
+/// The Claude Code pointer of a root skill: its path and its text.
+fn pointer(skill: &Skill) -> (String, String) {
+    (
+        format!(".claude/commands/aayudha/{}.md", skill.name),
+        format!(
+            "---\ndescription: {}\n---\n\nFollow the skill in `{}/SKILL.md` exactly: read it now, then do what it says for this repository. The feature map is in `{}/features/`. $ARGUMENTS\n",
+            yaml_string(&skill.description),
+            skill.dir,
+            skill.dir
+        ),
+    )
+}
+
+/// Every root skill's pointer path, its SKILL.md and the description the pointer must carry.
+pub(crate) fn pointers(root: &std::path::Path) -> Vec<(String, String, String)> {
+    let Ok(repo) = crate::git::Repo::discover(root) else {
+        return Vec::new();
+    };
+    let Ok(listed) = repo.worktree_files() else {
+        return Vec::new();
+    };
+    skills(root, &listed.files)
+        .iter()
+        .filter(|s| s.root)
+        .map(|s| {
+            (
+                pointer(s).0,
+                format!("{}/SKILL.md", s.dir),
+                s.description.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Writes again every existing pointer whose text is not its skill's; how many were written.
+pub(crate) fn write_pointers(root: &std::path::Path) -> Result<usize, String> {
+    let repo = crate::git::Repo::discover(root).map_err(|e| e.to_string())?;
+    let listed = repo.worktree_files().map_err(|e| e.to_string())?;
+    let mut written = 0;
+    for skill in skills(root, &listed.files).iter().filter(|s| s.root) {
+        let (path, text) = pointer(skill);
+        match crate::safe_fs::read(root, &path, 1 << 20) {
+            Ok(current) if current != text.as_bytes() => {
+                crate::safe_fs::write(root, &path, text.as_bytes()).map_err(|e| e.to_string())?;
+                written += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(written)
+}
+
 /// The `description` of a SKILL.md's frontmatter (a plain or double-quoted YAML scalar).
 fn description(text: &str) -> Option<String> {
     let front = text.strip_prefix("---\n")?;
@@ -55,24 +135,7 @@ pub fn run(ctx: &mut Context) -> Result<ExitStatus, Failure> {
     let listed = repo
         .worktree_files()
         .map_err(|e| Failure::unexpected("cannot list the repository's files").caused_by(e))?;
-    let mut skills = Vec::new();
-    for file in listed.files.iter().filter(|f| crate::maps::is_map_path(f)) {
-        // `<dir>/.agents/skills/verify-<product>/features/README.md`
-        let Some(skill_dir) = file.strip_suffix("/features/README.md") else {
-            continue;
-        };
-        let name = skill_dir.rsplit('/').next().unwrap_or_default().to_string();
-        let text = crate::safe_fs::read(&root, &format!("{skill_dir}/SKILL.md"), 1 << 20)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
-        skills.push(Skill {
-            description: description(&text).unwrap_or_else(|| format!("The {name} skill.")),
-            root: skill_dir == format!(".agents/skills/{name}"),
-            name,
-            dir: skill_dir.to_string(),
-        });
-    }
-    skills.sort_by(|a, b| a.dir.cmp(&b.dir));
+    let skills = skills(&root, &listed.files);
     let mut report = String::new();
     if skills.is_empty() {
         write_out(
@@ -91,15 +154,7 @@ pub fn run(ctx: &mut Context) -> Result<ExitStatus, Failure> {
             );
             continue;
         }
-        files.push((
-            format!(".claude/commands/aayudha/{}.md", skill.name),
-            format!(
-                "---\ndescription: {}\n---\n\nFollow the skill in `{}/SKILL.md` exactly: read it now, then do what it says for this repository. The feature map is in `{}/features/`. $ARGUMENTS\n",
-                yaml_string(&skill.description),
-                skill.dir,
-                skill.dir
-            ),
-        ));
+        files.push(pointer(skill));
     }
     let mut rule = String::from(
         "---\ndescription: \"aayudha verify skills: keep each product's feature map and behaviour checks honest\"\nalwaysApply: false\n---\n\nWhen you change a product below, follow its verify skill (read its SKILL.md first), then run `aayu verify --map` from the repository root.\n\n",

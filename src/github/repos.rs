@@ -185,6 +185,69 @@ fn commit_of(v: &Value) -> Commit {
 }
 
 impl Client {
+    /// The status contexts the default branch requires: from its rules (`GET /rules/branches/{b}`, which
+    /// a read token may see) and, when the token may (admin), its branch protection (`GET
+    /// /branches/{b}/protection`). With whether the protection could be read: without it (no admin
+    /// access, or no protection — GitHub answers 404 to both) the list may be incomplete.
+    pub fn required_status_contexts(
+        &self,
+        repo: &RepoSlug,
+        branch: &str,
+    ) -> Result<(Vec<String>, bool), GitHubError> {
+        let branch_path = encode_path(branch);
+        let mut contexts = Vec::new();
+        let mut protection_read = false;
+        match self.json(
+            Method::GET,
+            &format!("/repos/{repo}/rules/branches/{branch_path}"),
+            None,
+            &format!("the rules of branch {branch}"),
+        ) {
+            Ok(rules) => {
+                for rule in rules.as_array().into_iter().flatten() {
+                    if rule["type"] == "required_status_checks" {
+                        for check in rule["parameters"]["required_status_checks"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                        {
+                            if let Some(context) = check["context"].as_str() {
+                                contexts.push(context.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+            Err(GitHubError::NotFound { .. } | GitHubError::Forbidden { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        match self.json(
+            Method::GET,
+            &format!("/repos/{repo}/branches/{branch_path}/protection"),
+            None,
+            &format!("the protection of branch {branch}"),
+        ) {
+            Ok(protection) => {
+                protection_read = true;
+                let required = &protection["required_status_checks"];
+                for context in required["contexts"].as_array().into_iter().flatten() {
+                    if let Some(context) = context.as_str() {
+                        contexts.push(context.to_string());
+                    }
+                }
+                for check in required["checks"].as_array().into_iter().flatten() {
+                    if let Some(context) = check["context"].as_str() {
+                        contexts.push(context.to_string());
+                    }
+                }
+            }
+            // Not protected (404), or no admin access (403/404): the rules alone.
+            Err(GitHubError::NotFound { .. } | GitHubError::Forbidden { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        Ok((contexts, protection_read))
+    }
+
     /// `GET /repos/{o}/{r}`.
     pub fn repository(&self, repo: &RepoSlug) -> Result<Repository, GitHubError> {
         let v = self.json(

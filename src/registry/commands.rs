@@ -334,23 +334,34 @@ static INSTALL: Command = Command {
 static DOCTOR: Command = Command {
     id: CommandId::Doctor,
     name: "doctor",
-    summary: "Diagnose the local setup (git, toolchains, config, skills, workflows, sandbox support) and, with --fix, repair what can be repaired.",
+    summary: "Diagnose the setup (config, workflows, required status, ledger, clone depth, maps, pointers, toolchains, .gitignore, token): one line per problem with its fix; --fix repairs what it safely can.",
     reader: "Tells you what is missing or out of date in your setup, and how to fix it.",
     stage: Stage::Setup,
     seat: Seat::PlatformEngineer,
     owns: None,
-    inputs: &[flag("fix", InputType::Bool, "Repair what can be repaired.")],
-    outputs: &["report"],
-    exits: EXITS_PLAIN,
+    inputs: &[
+        flag(
+            "fix",
+            InputType::Bool,
+            "Fix what can be fixed safely (.gitignore entries, pointer descriptions, a missing ledger branch, created locally); report the rest.",
+        ),
+        JSON,
+    ],
+    outputs: &[
+        "report",
+        ".gitignore",
+        ".claude/commands/aayudha/",
+        "refs/heads/<ledger>",
+    ],
+    exits: &[ExitStatus::Ok, ExitStatus::Usage, ExitStatus::FloorFails],
     gates: &[],
     identity: Identity::Human,
     mode: Mode::None,
     exposure: Exposure::Read,
-    read_only: true,
-    // Its skill lands with the command.
+    read_only: false,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "a later issue (doctor)",
+    built: true,
+    lands_with: "",
 };
 
 static PROOF_VERIFY: Command = Command {

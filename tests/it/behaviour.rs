@@ -680,39 +680,65 @@ fn a_process_that_escapes_the_kill_blocks_its_check() {
     std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let aayu = bin.path().join("aayu");
     std::fs::copy(assert_cmd::cargo::cargo_bin("aayu"), &aayu).expect("copy");
-    let repo = hostile(&["hops"], &notes(4));
-    let nobody = nix::unistd::Uid::from_raw(65534);
-    for entry in std::iter::once(repo.root().to_path_buf()).chain(common::all_paths(repo.root())) {
-        let _ = nix::unistd::chown(
-            &entry,
-            Some(nobody),
-            Some(nix::unistd::Gid::from_raw(65534)),
+    // Without root a hopper that forks faster than the kill rounds escapes them, and the check is blocked.
+    // On a loaded machine (the hopper runs at a lower priority than aayu) it may not hop fast enough and
+    // is simply killed — also right: passed, every process gone. Up to three tries for the escape.
+    let mut escaped = false;
+    for _ in 0..3 {
+        let repo = hostile(&["hops"], &notes(4));
+        let nobody = nix::unistd::Uid::from_raw(65534);
+        for entry in
+            std::iter::once(repo.root().to_path_buf()).chain(common::all_paths(repo.root()))
+        {
+            let _ = nix::unistd::chown(
+                &entry,
+                Some(nobody),
+                Some(nix::unistd::Gid::from_raw(65534)),
+            );
+        }
+        use std::os::unix::process::CommandExt;
+        let out = common::run_within(
+            std::process::Command::new(&aayu)
+                .current_dir(repo.root())
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", repo.root())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .uid(65534)
+                .gid(65534)
+                .args(["verify", "--check", "hostile", "--json", "--out", "run"]),
+            std::time::Duration::from_secs(60),
+        );
+        let report: Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+        let check = only(&report).clone();
+        if check["status"] == "blocked" {
+            assert_eq!(out.code, 3, "{}", out.stderr);
+            assert!(
+                check["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("survived every round of the kill"),
+                "{check}"
+            );
+            escaped = true;
+            break;
+        }
+        assert_eq!(
+            (out.code, check["status"].as_str()),
+            (0, Some("passed")),
+            "{check}\n{}",
+            out.stderr
+        );
+        assert!(
+            common::processes_running(&hopper).is_empty(),
+            "a hopper that was not reported survived"
         );
     }
-    use std::os::unix::process::CommandExt;
-    let out = common::run_within(
-        std::process::Command::new(&aayu)
-            .current_dir(repo.root())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", repo.root())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .uid(65534)
-            .gid(65534)
-            .args(["verify", "--check", "hostile", "--json", "--out", "run"]),
-        std::time::Duration::from_secs(60),
-    );
-    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
-    let report: Value = serde_json::from_str(&out.stdout).expect("report");
-    let check = only(&report);
-    assert_eq!(check["status"], "blocked", "{check}");
     assert!(
-        check["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("survived every round of the kill"),
-        "{check}"
+        escaped,
+        "in three tries the hopper never outran the kill rounds"
     );
     // The hopper ends by itself; wait for it so that nothing of this test outlives it.
     std::thread::sleep(std::time::Duration::from_secs(4));

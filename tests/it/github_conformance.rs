@@ -108,6 +108,14 @@ fn seeded() -> Server {
         });
     }
     server.seed("someone", "hello");
+    {
+        let mut fake = server.state.lock().expect("lock");
+        fake.ruleset_contexts = vec!["aayudha/proof".into()];
+        fake.protection_contexts = Some(vec!["ci/build".into()]);
+        fake.admins.push("t".into());
+        fake.refs.insert("tags/v1.2.3".into(), "2".repeat(40));
+        fake.annotated_tags.insert("2".repeat(40), "3".repeat(40));
+    }
     server
 }
 
@@ -236,6 +244,40 @@ fn every_answer_of_the_fake_matches_githubs_schema() {
         &format!("{r}/branches/main"),
         None,
     );
+    let rules = c.check(
+        "repos/get-branch-rules",
+        Method::GET,
+        &format!("{r}/rules/branches/main"),
+        None,
+    );
+    assert_eq!(
+        rules[0]["parameters"]["required_status_checks"][0]["context"],
+        "aayudha/proof"
+    );
+    let protection = c.check(
+        "repos/get-branch-protection",
+        Method::GET,
+        &format!("{r}/branches/main/protection"),
+        None,
+    );
+    assert_eq!(
+        protection["required_status_checks"]["contexts"],
+        json!(["ci/build"])
+    );
+    let tag = c.check(
+        "git/get-ref",
+        Method::GET,
+        &format!("{r}/git/ref/tags/v1.2.3"),
+        None,
+    );
+    assert_eq!(tag["object"]["type"], "tag");
+    let annotated = c.check(
+        "git/get-tag",
+        Method::GET,
+        &format!("{r}/git/tags/{}", "2".repeat(40)),
+        None,
+    );
+    assert_eq!(annotated["object"]["sha"], "3".repeat(40));
     c.check(
         "actions/list-repo-workflows",
         Method::GET,

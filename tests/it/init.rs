@@ -255,6 +255,23 @@ fn offline_or_unreleased_the_workflows_name_the_tag_to_pin() {
         "{}",
         out.stdout
     );
+    // An annotated release tag is followed to its commit.
+    let github = fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.repo = "aayudha/verify".into();
+        fake.tokens.insert("ghp_user".into(), "octocat".into());
+        fake.refs.insert(format!("tags/{tag}"), "a".repeat(40));
+        fake.annotated_tags.insert("a".repeat(40), SHA.to_string());
+    }
+    let annotated = TestRepo::new();
+    let out = aayu(&annotated, Some(&github.url), &["init"]);
+    assert!(
+        out.stdout
+            .contains(&format!("the workflows use aayudha/verify@{SHA} ({tag}).")),
+        "{}",
+        out.stdout
+    );
     // A version with no tag (a development build) says so.
     let github = fake_github::Server::start();
     {

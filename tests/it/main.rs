@@ -13,6 +13,7 @@ mod browser;
 mod ci;
 mod comment;
 mod contract_errors;
+mod doctor;
 mod generated;
 mod github_client;
 mod github_conformance;

@@ -138,12 +138,6 @@ const CASES: &[Case] = &[
         setup: nothing,
     },
     Case {
-        name: "a_command_not_built_yet",
-        args: &["doctor"],
-        env: &[],
-        setup: nothing,
-    },
-    Case {
         name: "ship_in_ci",
         args: &["ship", "3"],
         env: &[("CI", "true")],

@@ -32,6 +32,9 @@ OPS = {
  "actions/list-jobs-for-workflow-run": ("/repos/{owner}/{repo}/actions/runs/{run_id}/jobs", "get"),
  "actions/list-workflow-run-artifacts": ("/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts", "get"),
  "actions/get-artifact": ("/repos/{owner}/{repo}/actions/artifacts/{artifact_id}", "get"),
+ "git/get-tag": ("/repos/{owner}/{repo}/git/tags/{tag_sha}", "get"),
+ "repos/get-branch-rules": ("/repos/{owner}/{repo}/rules/branches/{branch}", "get"),
+ "repos/get-branch-protection": ("/repos/{owner}/{repo}/branches/{branch}/protection", "get"),
 }
 EXAMPLE = {"repos/get-content": "response-if-content-is-a-file", "users/get-authenticated": "response-with-public-profile-information",
            "repos/get-collaborator-permission-level": "response-if-user-has-admin-permissions", "pulls/merge": "response-if-merge-was-successful"}
@@ -74,6 +77,16 @@ def fix(op_id, example):
     if op_id == "repos/get":
         need(example, "language", None, "language")
         need(example["source"], "language", None, "source.language")
+    if op_id == "repos/get-branch-protection":
+        need(example["required_status_checks"], "checks", [{"context": c, "app_id": None} for c in example["required_status_checks"]["contexts"]], "required_status_checks.checks")
+        for team in example["required_pull_request_reviews"]["dismissal_restrictions"]["teams"] + example["restrictions"]["teams"]:
+            need(team, "type", "organization", "teams[].type")
+        for app in example["required_pull_request_reviews"]["dismissal_restrictions"]["apps"]:
+            owner = app["owner"]
+            for key, value in (("gravatar_id", ""), ("type", "Organization"), ("site_admin", False), ("html_url", "https://github.com/github"),
+                               ("followers_url", ""), ("following_url", ""), ("gists_url", ""), ("starred_url", ""), ("subscriptions_url", ""),
+                               ("organizations_url", ""), ("received_events_url", "")):
+                need(owner, key, value, "apps[].owner." + key)
     return notes
 
 def correct(op_id, schema):

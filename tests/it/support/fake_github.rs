@@ -173,6 +173,14 @@ pub struct Fake {
     pub run_artifacts: Vec<(u64, u64, String, Vec<u8>, bool)>,
     /// Refs: `heads/main` → SHA.
     pub refs: BTreeMap<String, String>,
+    /// The status contexts a ruleset requires on the default branch (`GET /rules/branches/{b}`).
+    pub ruleset_contexts: Vec<String>,
+    /// The default branch's protection, readable with an admin token only: its required contexts.
+    pub protection_contexts: Option<Vec<String>>,
+    /// Tokens with admin access (the branch protection is 404 to the others, as GitHub answers).
+    pub admins: Vec<String>,
+    /// Annotated tag objects: the tag object's SHA → the commit it tags.
+    pub annotated_tags: BTreeMap<String, String>,
     /// Commits: SHA → (message, parents).
     pub commits: BTreeMap<String, (String, Vec<String>)>,
     /// Authorization headers that reached the signed blob URL (must stay empty).
@@ -208,6 +216,10 @@ impl Default for Fake {
             statuses: Vec::new(),
             run_artifacts: Vec::new(),
             refs: BTreeMap::new(),
+            ruleset_contexts: Vec::new(),
+            protection_contexts: None,
+            admins: Vec::new(),
+            annotated_tags: BTreeMap::new(),
             commits: BTreeMap::new(),
             auth_to_blob: 0,
             requests: Vec::new(),
@@ -271,6 +283,8 @@ impl Server {
                 axum::routing::delete(delete_ref),
             )
             .route(&format!("{r}/branches/{{*name}}"), get(branch))
+            .route(&format!("{r}/rules/branches/{{*name}}"), get(branch_rules))
+            .route(&format!("{r}/git/tags/{{sha}}"), get(git_tag))
             .route(&format!("{r}/actions/workflows"), get(workflows))
             .route(&format!("{r}/actions/workflows/{{file}}/runs"), get(runs))
             .route(&format!("{r}/actions/runs/{{run}}"), get(run))

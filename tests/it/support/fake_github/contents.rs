@@ -272,6 +272,18 @@ pub(super) async fn git_ref(
                     ),
                 ],
             );
+            if caller.fake.annotated_tags.contains_key(sha) {
+                set(
+                    &mut v,
+                    &[
+                        ("/object/type", json!("tag")),
+                        (
+                            "/object/url",
+                            json!(format!("{}/git/tags/{sha}", api(&caller.fake.repo))),
+                        ),
+                    ],
+                );
+            }
             ok(v)
         }
         None => not_found(),
@@ -298,6 +310,43 @@ pub(super) async fn branch(
     Path((owner, repo, name)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
+    // `…/branches/{b}/protection` shares the route (a wildcard must come last).
+    if let Some(branch) = name.strip_suffix("/protection") {
+        let token = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("token "))
+            })
+            .unwrap_or_default()
+            .to_string();
+        let caller = enter!(state, headers, owner, repo, "GET protection {branch}");
+        let fake = &caller.fake;
+        if !fake.admins.contains(&token) || branch != fake.default_branch {
+            return error(StatusCode::NOT_FOUND, "Not Found");
+        }
+        let Some(contexts) = &fake.protection_contexts else {
+            return error(StatusCode::NOT_FOUND, "Branch not protected");
+        };
+        let mut v = example("repos/get-branch-protection");
+        set(
+            &mut v,
+            &[
+                ("/required_status_checks/contexts", json!(contexts)),
+                (
+                    "/required_status_checks/checks",
+                    json!(
+                        contexts
+                            .iter()
+                            .map(|c| json!({"context": c, "app_id": null}))
+                            .collect::<Vec<_>>()
+                    ),
+                ),
+            ],
+        );
+        return ok(v);
+    }
     let caller = enter!(state, headers, owner, repo, "GET branch {name}");
     let fake = &caller.fake;
     let Some(sha) = fake.refs.get(&format!("heads/{name}")) else {
@@ -314,6 +363,70 @@ pub(super) async fn branch(
                 json!(format!("{}/commits/{sha}", api(&fake.repo))),
             ),
             ("/protected", json!(name == fake.default_branch)),
+        ],
+    );
+    ok(v)
+}
+
+/// `GET /repos/{o}/{r}/rules/branches/{branch}`: the rules that apply to the branch; the required status
+/// checks of the fake's ruleset on the default branch.
+pub(super) async fn branch_rules(
+    State(state): State<Shared>,
+    Path((owner, repo, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let caller = enter!(state, headers, owner, repo, "GET rules {name}");
+    let fake = &caller.fake;
+    if name != fake.default_branch || fake.ruleset_contexts.is_empty() {
+        return ok(json!([]));
+    }
+    let mut rule = example("repos/get-branch-rules")[0].clone();
+    set(
+        &mut rule,
+        &[
+            ("/type", json!("required_status_checks")),
+            ("/ruleset_source", json!(fake.repo)),
+            (
+                "/parameters",
+                json!({
+                    "strict_required_status_checks_policy": false,
+                    "required_status_checks": fake
+                        .ruleset_contexts
+                        .iter()
+                        .map(|c| json!({"context": c}))
+                        .collect::<Vec<_>>(),
+                }),
+            ),
+        ],
+    );
+    ok(json!([rule]))
+}
+
+/// `GET /repos/{o}/{r}/git/tags/{sha}`: an annotated tag object and the commit it tags.
+pub(super) async fn git_tag(
+    State(state): State<Shared>,
+    Path((owner, repo, sha)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let caller = enter!(state, headers, owner, repo, "GET tag {sha}");
+    let Some(commit) = caller.fake.annotated_tags.get(&sha) else {
+        return not_found();
+    };
+    let mut v = example("git/get-tag");
+    set(
+        &mut v,
+        &[
+            ("/sha", json!(sha)),
+            (
+                "/url",
+                json!(format!("{}/git/tags/{sha}", api(&caller.fake.repo))),
+            ),
+            ("/object/type", json!("commit")),
+            ("/object/sha", json!(commit)),
+            (
+                "/object/url",
+                json!(format!("{}/git/commits/{commit}", api(&caller.fake.repo))),
+            ),
         ],
     );
     ok(v)

@@ -1,0 +1,569 @@
+//! `aayu doctor [--fix] [--json]`: what is missing or out of date in a repository's aayudha setup, one
+//! line per problem — `<where>: <problem>: <what to do>` — exit 3 when any is found, 0 when none. `--fix`
+//! fixes what it safely can (the `.gitignore` entries, a Claude Code pointer's description, a missing
+//! ledger branch, created locally) and reports the rest; a workflow is never edited (its difference from
+//! this release's template is printed instead).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::commands::{Context, Failure, write_out};
+use crate::exit::ExitStatus;
+
+/// One problem found.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Problem {
+    /// Which check found it: `config`, `gate-workflow`, `nightly-workflow`, `ledger`, `shallow`, `maps`,
+    /// `pointer`, `toolchain`, `gitignore`, `token`.
+    pub check: &'static str,
+    /// The file (and line) or thing it is about.
+    #[serde(rename = "where")]
+    pub place: String,
+    pub problem: String,
+    pub fix: String,
+    /// Whether `--fix` fixes it.
+    pub fixable: bool,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema_version: u32,
+    problems: &'a [Problem],
+}
+
+/// What `aayu doctor` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct DoctorOptions {
+    pub fix: bool,
+    pub json: bool,
+}
+
+impl DoctorOptions {
+    pub fn from_matches(m: &clap::ArgMatches) -> DoctorOptions {
+        DoctorOptions {
+            fix: m.get_flag("fix"),
+            json: m.get_flag("json"),
+        }
+    }
+}
+
+fn problem(
+    check: &'static str,
+    place: impl Into<String>,
+    what: impl Into<String>,
+    fix: impl Into<String>,
+    fixable: bool,
+) -> Problem {
+    Problem {
+        check,
+        place: place.into(),
+        problem: what.into(),
+        fix: fix.into(),
+        fixable,
+    }
+}
+
+pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Failure> {
+    let repo = crate::commands::repo(ctx)?;
+    let root = repo.root().to_path_buf();
+    let mut found: Vec<Problem> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+
+    // The configuration: it parses and names no unknown key.
+    let start = crate::commands::start_dir(ctx);
+    let config = match crate::config::Config::load(&root, None, &start) {
+        Ok(config) => config,
+        Err(e) => {
+            let text = e.to_string();
+            let (place, what) = text.split_once(": ").map_or(
+                (crate::config::CONFIG_PATH.to_string(), text.clone()),
+                |(p, w)| (p.to_string(), w.to_string()),
+            );
+            found.push(problem(
+                "config",
+                place,
+                what,
+                e.hint()
+                    .unwrap_or_else(|| "correct it (docs/configuration.md)".to_string()),
+                false,
+            ));
+            crate::config::Config::defaults()
+        }
+    };
+
+    // The workflows.
+    let gate_path = config.gate.workflow.clone();
+    workflow_checks(
+        &root,
+        &gate_path,
+        "gate-workflow",
+        crate::commands::init::GATE_TEMPLATE,
+        true,
+        &mut found,
+        &mut notes,
+    );
+    workflow_checks(
+        &root,
+        ".github/workflows/aayudha-nightly.yml",
+        "nightly-workflow",
+        crate::commands::init::NIGHTLY_TEMPLATE,
+        false,
+        &mut found,
+        &mut notes,
+    );
+
+    // The history: a shallow clone has no `verified_at` commits and no merge base.
+    if repo.is_shallow() {
+        found.push(problem(
+            "shallow",
+            root.display().to_string(),
+            "the clone is shallow: stale features read as missing-commit and red-on-base is inconclusive",
+            "`git fetch --unshallow` (in a workflow: `fetch-depth: 0` on actions/checkout)",
+            false,
+        ));
+    }
+
+    // The ledger branch.
+    let ledger = &config.ledger.branch;
+    if !repo.has_branch(ledger) {
+        found.push(problem(
+            "ledger",
+            format!("branch `{ledger}`"),
+            "the ledger branch does not exist (locally or at origin): `aayu ready` and `aayu ship` write to it",
+            format!("`aayu doctor --fix` creates it locally (an empty first commit); then `git push origin {ledger}`"),
+            true,
+        ));
+    }
+
+    // The maps: the contract checks of `verify --map`.
+    let loaded = crate::maps::load_repo(&repo).ok();
+    if let Some(loaded) = &loaded {
+        for e in &loaded.errors {
+            found.push(problem(
+                "maps",
+                format!("{}:{}", e.file, e.line),
+                e.message.clone(),
+                "fix the map (`aayu verify --map` lists every contract error; docs/feature-maps.md)",
+                false,
+            ));
+        }
+    }
+
+    // The Claude Code pointers: their description is their skill's.
+    for (pointer, skill_md, wanted) in crate::commands::install::pointers(&root) {
+        let Ok(bytes) = crate::safe_fs::read(&root, &pointer, 1 << 20) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if crate::commands::install::description_of(&text).as_deref() != Some(wanted.as_str()) {
+            found.push(problem(
+                "pointer",
+                pointer,
+                format!("its description is not that of `{skill_md}` any more"),
+                "`aayu doctor --fix` (or `aayu install`) writes it again",
+                true,
+            ));
+        }
+    }
+
+    // .gitignore: the local packs and runs are never committed.
+    for path in [".aayudha/proof/", ".aayudha/runs/"] {
+        if !repo.is_ignored(&format!("{path}x")) {
+            found.push(problem(
+                "gitignore",
+                ".gitignore",
+                format!("`{path}` is not ignored: local packs and run folders could be committed"),
+                format!("`aayu doctor --fix` adds `{path}`"),
+                true,
+            ));
+        }
+    }
+
+    // The toolchains the maps and the evidence maps need, run as the sandbox uid (the gate's preflight).
+    if let Some(loaded) = &loaded {
+        let all: Vec<crate::select::Selected> =
+            crate::select::explicit(&loaded.maps, "all").unwrap_or_default();
+        let mut needs: BTreeSet<crate::sandbox::preflight::Tool> =
+            crate::floors::behaviour::needs(&loaded.maps, &all, &root);
+        needs.extend(crate::floors::test_evidence::needs(
+            &root,
+            &evidence_tests(&root),
+        ));
+        if !needs.is_empty() {
+            match crate::sandbox::Sandbox::new(&crate::gate::sandbox_settings(
+                ctx.env,
+                &config,
+                Some(1),
+                &root,
+            )) {
+                Ok(sandbox) => {
+                    for line in sandbox.preflight(&root, &needs) {
+                        if let Some((tool, why)) = line.split_once(": blocked: ") {
+                            let (what, fix) =
+                                why.split_once(". ").map_or((why, ""), |(w, f)| (w, f));
+                            found.push(problem(
+                                "toolchain",
+                                tool.to_string(),
+                                what.to_string(),
+                                if fix.is_empty() {
+                                    "see docs/action.md, \"Preflight\"".to_string()
+                                } else {
+                                    fix.trim_end_matches('.').to_string()
+                                },
+                                false,
+                            ));
+                        }
+                    }
+                }
+                Err(e) => notes.push(format!(
+                    "note: the toolchains could not be checked: the sandbox did not start ({e})"
+                )),
+            }
+        }
+    }
+
+    // Online: the token, and the required status.
+    online_checks(ctx, &repo, &mut found, &mut notes);
+
+    // --fix: what can be fixed safely.
+    let mut fixed = Vec::new();
+    if options.fix {
+        let mut left = Vec::new();
+        for p in found {
+            if !p.fixable {
+                left.push(p);
+                continue;
+            }
+            match fix_one(&root, &repo, &p, ledger) {
+                Ok(()) => fixed.push(p),
+                Err(e) => {
+                    notes.push(format!("note: could not fix {}: {e}", p.place));
+                    left.push(p);
+                }
+            }
+        }
+        found = left;
+    }
+
+    let mut text = String::new();
+    if options.json {
+        text = crate::output::json::render(&Report {
+            schema_version: 1,
+            problems: &found,
+        });
+        text.push('\n');
+    } else {
+        for p in &fixed {
+            let _ = writeln!(text, "fixed: {}: {}", p.place, p.problem);
+        }
+        for p in &found {
+            let _ = writeln!(text, "{}: {}: {}", p.place, p.problem, p.fix);
+        }
+        if found.is_empty() {
+            text.push_str(if fixed.is_empty() {
+                "no problem found\n"
+            } else {
+                "no problem left\n"
+            });
+        }
+    }
+    write_out(ctx.out, &text)?;
+    for note in &notes {
+        let _ = std::io::Write::write_fmt(ctx.err, format_args!("{note}\n"));
+    }
+    Ok(if found.is_empty() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::FloorFails
+    })
+}
+
+/// The tests every evidence map names (`.aayudha/evidence/*.toml`), for the toolchains they need.
+fn evidence_tests(root: &Path) -> Vec<crate::floors::test_evidence::TestId> {
+    let mut ids = Vec::new();
+    let Ok(entries) = std::fs::read_dir(root.join(".aayudha/evidence")) else {
+        return ids;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".toml") {
+            continue;
+        }
+        let rel = format!(".aayudha/evidence/{name}");
+        let Ok(bytes) = crate::safe_fs::read(root, &rel, 1 << 20) else {
+            continue;
+        };
+        if let Ok(map) = crate::select::evidence_map::parse(&String::from_utf8_lossy(&bytes), &rel)
+        {
+            for criterion in &map.criterion {
+                ids.extend(
+                    criterion
+                        .tests
+                        .iter()
+                        .filter_map(|t| crate::floors::test_evidence::TestId::parse(t).ok()),
+                );
+            }
+        }
+    }
+    ids
+}
+
+/// The workflow at `path`: there (when `required`), triggered by `pull_request_target` (the gate),
+/// pinned to a commit SHA, checking out without persisted credentials, and this release's template.
+fn workflow_checks(
+    root: &Path,
+    path: &str,
+    check: &'static str,
+    template: &str,
+    gate: bool,
+    found: &mut Vec<Problem>,
+    notes: &mut Vec<String>,
+) {
+    let text = match crate::safe_fs::read(root, path, 1 << 20) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.is_missing() => {
+            if gate {
+                found.push(problem(
+                    check,
+                    path,
+                    "the merge-gate workflow is missing: no pull request is gated",
+                    "`aayu init` writes it",
+                    false,
+                ));
+            }
+            return;
+        }
+        Err(e) => {
+            found.push(problem(
+                check,
+                path,
+                e.to_string(),
+                "make it a regular file",
+                false,
+            ));
+            return;
+        }
+    };
+    if gate && !text.contains("pull_request_target") {
+        found.push(problem(
+            check,
+            path,
+            "it is not triggered by `pull_request_target`: the pull request's own copy of the workflow and config would gate it",
+            "use `on: pull_request_target` as the template does (workflows/README.md explains why)",
+            false,
+        ));
+    }
+    let mut pin = None;
+    for (n, line) in text.lines().enumerate() {
+        let Some(at) = line.find("uses: aayudha/verify") else {
+            continue;
+        };
+        let used = &line[at + "uses: ".len()..];
+        let reference = used
+            .split_once('@')
+            .map(|(_, r)| r.split_whitespace().next().unwrap_or(""))
+            .unwrap_or("");
+        let sha = reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit());
+        if sha {
+            pin.get_or_insert_with(|| {
+                line[line.find('@').map_or(0, |a| a + 1)..]
+                    .trim()
+                    .to_string()
+            });
+        } else {
+            found.push(problem(
+                check,
+                format!("{path}:{}", n + 1),
+                format!("`{}` is not pinned to a commit SHA: a tag or branch can be moved under you", used.split_whitespace().next().unwrap_or(used)),
+                format!(
+                    "pin it to the release's commit: `git ls-remote https://github.com/aayudha/verify refs/tags/{}`",
+                    if reference.is_empty() { "<version>" } else { reference }
+                ),
+                false,
+            ));
+        }
+    }
+    if gate {
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("uses: actions/checkout") {
+                let step: String = text
+                    .lines()
+                    .skip(n)
+                    .take(8)
+                    .take_while(|l| {
+                        !l.trim_start().starts_with("- ") || l.contains("actions/checkout")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if !step.contains("persist-credentials: false") {
+                    found.push(problem(
+                        check,
+                        format!("{path}:{}", n + 1),
+                        "actions/checkout keeps the token in .git/config (`persist-credentials: false` is missing)",
+                        "add `persist-credentials: false` under its `with:`",
+                        false,
+                    ));
+                }
+            }
+        }
+    }
+    // This release's template, pinned as the file is: what differs is shown, never written over.
+    if let Some(pin) = pin {
+        let (reference, comment) = pin
+            .split_once(" # ")
+            .map_or((pin.as_str(), ""), |(r, c)| (r, c));
+        let expected = crate::commands::init::workflow(
+            template,
+            &crate::commands::init::Pin {
+                reference: reference.to_string(),
+                comment: comment.to_string(),
+                unpinned_because: None,
+            },
+        );
+        if expected != text {
+            found.push(problem(
+                check,
+                path,
+                "it differs from this release's template (edited, or from another release)",
+                "compare it with the diff aayu doctor prints on stderr; `aayu init --force` writes the template",
+                false,
+            ));
+            notes.push(format!(
+                "--- {path} (this release's template)\n+++ {path} (the repository's)\n{}",
+                diff(&expected, &text)
+            ));
+        }
+    }
+}
+
+/// The lines that differ between `a` and `b`, as a unified diff's body (by longest common subsequence).
+pub fn diff(a: &str, b: &str) -> String {
+    let a: Vec<&str> = a.lines().collect();
+    let b: Vec<&str> = b.lines().collect();
+    let (n, m) = (a.len(), b.len());
+    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < n || j < m {
+        if i < n && j < m && a[i] == b[j] {
+            i += 1;
+            j += 1;
+        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            let _ = writeln!(out, "+{}", b[j]);
+            j += 1;
+        } else {
+            let _ = writeln!(out, "-{}", a[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The token (when there is one) can read the repository, and `aayudha/proof` is a required status of the
+/// default branch; offline or without access, a note says what could not be checked.
+fn online_checks(
+    ctx: &Context,
+    repo: &crate::git::Repo,
+    found: &mut Vec<Problem>,
+    notes: &mut Vec<String>,
+) {
+    let var = |name: &str| {
+        ctx.env
+            .vars
+            .get(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let Some(token) = var("GITHUB_TOKEN").or_else(|| var("GH_TOKEN")) else {
+        notes.push("note: no GITHUB_TOKEN or GH_TOKEN: the token and the required status `aayudha/proof` were not checked".to_string());
+        return;
+    };
+    let Some(slug) = var("GITHUB_REPOSITORY").or_else(|| repo.origin_slug()) else {
+        notes.push("note: no GitHub repository (GITHUB_REPOSITORY or an origin on GitHub): the required status was not checked".to_string());
+        return;
+    };
+    let api_url = var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+    let Some(slug) = crate::github::RepoSlug::parse(&slug) else {
+        return;
+    };
+    let client = match crate::github::Client::new(&api_url, &crate::github::Token::new(token)) {
+        Ok(client) => client,
+        Err(e) => {
+            notes.push(format!("note: GitHub could not be reached ({e}): the token and the required status were not checked"));
+            return;
+        }
+    };
+    let branch = match client.repository(&slug) {
+        Ok(r) => r.default_branch,
+        Err(e) => {
+            let fix = e
+                .hint()
+                .unwrap_or_else(|| "check the token and the repository".to_string());
+            found.push(problem(
+                "token",
+                format!("{slug}"),
+                format!("the token cannot read the repository: {e}"),
+                fix,
+                false,
+            ));
+            return;
+        }
+    };
+    match client.required_status_contexts(&slug, &branch) {
+        Ok((contexts, _)) if contexts.iter().any(|c| c == "aayudha/proof") => {}
+        Ok((_, false)) => notes.push(format!(
+            "note: `aayudha/proof` is not in the rules of `{branch}`, and its branch protection could not be read with this token (it needs admin access): check that `aayudha/proof` is required"
+        )),
+        Ok((_, true)) => {
+            {
+                found.push(problem(
+                    "required-status",
+                    format!("{slug} branch `{branch}`"),
+                    "`aayudha/proof` is not a required status: a pull request can be merged unproven",
+                    "require the status `aayudha/proof` in a ruleset or the branch protection of the default branch",
+                    false,
+                ));
+            }
+        }
+        Err(e) => notes.push(format!(
+            "note: the required statuses of `{branch}` could not be checked ({e})"
+        )),
+    }
+}
+
+fn fix_one(root: &Path, repo: &crate::git::Repo, p: &Problem, ledger: &str) -> Result<(), String> {
+    match p.check {
+        "gitignore" => {
+            let path = if p.problem.contains(".aayudha/proof/") {
+                ".aayudha/proof/"
+            } else {
+                ".aayudha/runs/"
+            };
+            let mut text = match crate::safe_fs::read(root, ".gitignore", 1 << 20) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) if e.is_missing() => String::new(),
+                Err(e) => return Err(e.to_string()),
+            };
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(path);
+            text.push('\n');
+            crate::safe_fs::write(root, ".gitignore", text.as_bytes()).map_err(|e| e.to_string())
+        }
+        "pointer" => crate::commands::install::write_pointers(root).map(|_| ()),
+        "ledger" => repo.create_empty_branch(ledger).map_err(|e| e.to_string()),
+        _ => Err("not fixable".to_string()),
+    }
+}

@@ -1,0 +1,348 @@
+//! `aayu doctor`: planted problems, each found with its line and fixed by `--fix` where it can be; a clean
+//! repository gives exit 0; `--json` has its shape.
+
+use crate::common::{self, TestRepo, run};
+use crate::support::fake_github;
+
+use serde_json::Value;
+
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// A repository set up by `aayu init --verify-skill` with the workflows pinned (through the fake GitHub),
+/// `aayu install`ed, the ledger branch there, committed: nothing for doctor to say.
+fn clean() -> TestRepo {
+    let github = fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.repo = "aayudha/verify".into();
+        fake.tokens.insert("ghp_user".into(), "octocat".into());
+        fake.refs.insert(
+            format!("tags/v{}", env!("CARGO_PKG_VERSION")),
+            SHA.to_string(),
+        );
+    }
+    let repo = TestRepo::new();
+    let init = run(repo
+        .aayu()
+        .env("GITHUB_API_URL", &github.url)
+        .env("GITHUB_TOKEN", "ghp_user")
+        .env("HOME", repo.path(".home"))
+        .args(["init", "--verify-skill", "--product", "shop", "--yes"]));
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    std::fs::create_dir_all(repo.path(".claude")).expect("mkdir");
+    assert_eq!(run(repo.aayu().arg("install")).code, 0);
+    repo.commit("aayudha");
+    repo.git(&["branch", "ledger"]);
+    repo
+}
+
+fn doctor(repo: &TestRepo, args: &[&str]) -> common::Run {
+    run(repo
+        .aayu()
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_TOKEN")
+        .arg("doctor")
+        .args(args))
+}
+
+fn json(repo: &TestRepo) -> (i32, Value) {
+    let out = doctor(repo, &["--json"]);
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    (out.code, report)
+}
+
+/// `--json`'s shape: `{"schema_version": 1, "problems": [{"check", "where", "problem", "fix", "fixable"}]}`.
+fn assert_shape(report: &Value) {
+    let keys: Vec<&String> = report.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["schema_version", "problems"]);
+    assert_eq!(report["schema_version"], 1);
+    for p in report["problems"].as_array().expect("problems") {
+        let keys: Vec<&String> = p.as_object().expect("problem").keys().collect();
+        assert_eq!(keys, ["check", "where", "problem", "fix", "fixable"], "{p}");
+        for key in ["check", "where", "problem", "fix"] {
+            assert!(p[key].as_str().is_some_and(|s| !s.is_empty()), "{p}");
+        }
+        assert!(p["fixable"].is_boolean());
+    }
+}
+
+#[test]
+fn a_clean_repository_has_no_problem() {
+    let repo = clean();
+    let out = doctor(&repo, &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout, "no problem found\n");
+    assert!(
+        out.stderr.contains("note: no GITHUB_TOKEN or GH_TOKEN: the token and the required status `aayudha/proof` were not checked"),
+        "what could not be checked is said: {}",
+        out.stderr
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 0);
+    assert_shape(&report);
+    assert_eq!(report["problems"], serde_json::json!([]));
+}
+
+#[test]
+fn planted_problems_are_found_with_their_place_and_the_fixable_ones_fixed() {
+    let repo = clean();
+    let gate = ".github/workflows/aayudha-merge-gate.yml";
+    let text = std::fs::read_to_string(repo.path(gate)).expect("gate");
+    repo.write(
+        gate,
+        text.replace(&format!("aayudha/verify@{SHA}"), "aayudha/verify@v1")
+            .replace("          persist-credentials: false\n", ""),
+    );
+    repo.write(".gitignore", "target/\n");
+    repo.write(".aayudha/config.toml", "[verify]\ncheck_timeot_s = 3\n");
+    let pointer = ".claude/commands/aayudha/verify-shop.md";
+    let stale = std::fs::read_to_string(repo.path(pointer))
+        .expect("pointer")
+        .replace("Check and keep shop's", "Keep shop's");
+    repo.write(pointer, stale);
+    let features = ".agents/skills/verify-shop/features";
+    // A map block with a field the contract does not know.
+    repo.write(
+        &format!("{features}/README.md"),
+        common::map_readme(
+            r#"{"product": "shop", "control": ["aayu", "control"], "surfaces": [], "owner": "me"}"#,
+            &[],
+        ),
+    );
+    repo.git(&["branch", "-D", "ledger"]);
+
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3, "{report:#}");
+    assert_shape(&report);
+    let found: Vec<(String, String, bool)> = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| {
+            (
+                p["check"].as_str().unwrap_or("").to_string(),
+                p["where"].as_str().unwrap_or("").to_string(),
+                p["fixable"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    let has = |check: &str, place: &str, fixable: bool| {
+        assert!(
+            found
+                .iter()
+                .any(|(c, w, f)| c == check && w.starts_with(place) && *f == fixable),
+            "{check} at {place}: {found:?}"
+        );
+    };
+    has("config", ".aayudha/config.toml:2", false);
+    has("gate-workflow", &format!("{gate}:55"), false);
+    has("gate-workflow", &format!("{gate}:"), false);
+    has("gitignore", ".gitignore", true);
+    has("pointer", pointer, true);
+    has("maps", &format!("{features}/README.md:"), false);
+    has("ledger", "branch `ledger`", true);
+    let human = doctor(&repo, &[]);
+    assert!(
+        human.stdout.contains(&format!(
+            "{gate}:55: `aayudha/verify@v1` is not pinned to a commit SHA: a tag or branch can be moved under you: pin it to the release's commit"
+        )),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("actions/checkout keeps the token in .git/config (`persist-credentials: false` is missing)"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human
+            .stdout
+            .contains(".aayudha/config.toml:2: unknown key `verify.check_timeot_s`"),
+        "{}",
+        human.stdout
+    );
+    // The template's difference is shown, never written over.
+    assert!(
+        human
+            .stderr
+            .contains("-          persist-credentials: false"),
+        "{}",
+        human.stderr
+    );
+
+    let fixed = doctor(&repo, &["--fix"]);
+    assert_eq!(
+        fixed.code, 3,
+        "what cannot be fixed remains: {}",
+        fixed.stdout
+    );
+    for line in [
+        "fixed: .gitignore: `.aayudha/proof/` is not ignored",
+        "fixed: .gitignore: `.aayudha/runs/` is not ignored",
+        &format!("fixed: {pointer}: its description is not that of"),
+        "fixed: branch `ledger`: the ledger branch does not exist",
+    ] {
+        assert!(fixed.stdout.contains(line), "{line}: {}", fixed.stdout);
+    }
+    assert!(
+        std::fs::read_to_string(repo.path(pointer))
+            .expect("pointer")
+            .contains("Check and keep shop's")
+    );
+    assert!(
+        !repo
+            .git(&["rev-parse", "--verify", "refs/heads/ledger"])
+            .is_empty()
+    );
+    assert!(
+        std::fs::read_to_string(repo.path(gate))
+            .expect("gate")
+            .contains("aayudha/verify@v1"),
+        "the workflow a person changed is not edited"
+    );
+    let (_, after) = json(&repo);
+    let checks: Vec<&str> = after["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| p["check"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        !checks.contains(&"gitignore")
+            && !checks.contains(&"pointer")
+            && !checks.contains(&"ledger"),
+        "{checks:?}"
+    );
+    assert!(
+        checks.contains(&"config") && checks.contains(&"maps"),
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn a_shallow_clone_is_a_problem() {
+    let repo = clean();
+    repo.write("a.txt", "a\n");
+    repo.commit("a");
+    let shallow = tempfile::tempdir().expect("temp");
+    let url = format!("file://{}", repo.root().display());
+    let cloned = common::git_command(shallow.path())
+        .args(["clone", "-q", "--depth", "1", &url, "c"])
+        .status()
+        .expect("git clone");
+    assert!(cloned.success());
+    let out = run(common::aayu_in(&shallow.path().join("c"))
+        .env_remove("GITHUB_TOKEN")
+        .arg("doctor"));
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stdout.contains("the clone is shallow: stale features read as missing-commit and red-on-base is inconclusive: `git fetch --unshallow`"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_toolchain_the_sandbox_cannot_run_is_a_problem() {
+    let repo = clean();
+    // A ui check needs Chromium; this one names a Chromium that is not there.
+    let features = ".agents/skills/verify-shop/features";
+    repo.write(
+        &format!("{features}/page.md"),
+        common::feature_md(
+            r#"{"id": "page", "layers": ["L02"], "sources": [], "surfaces": {}, "verified_at": ""}"#,
+            &[r#"{"id": "opens", "kind": "ui", "evidence": "screenshot", "steps": [{"open": "/"}]}"#],
+        ),
+    );
+    // The built-in step runner drives Chromium for ui checks.
+    repo.write(
+        &format!("{features}/README.md"),
+        common::map_readme(
+            r#"{"product": "shop", "control": ["aayu", "control"], "surfaces": []}"#,
+            &["page.md"],
+        ),
+    );
+    let config = std::fs::read_to_string(repo.path(".aayudha/config.toml")).expect("config");
+    repo.write(
+        ".aayudha/config.toml",
+        config.replace("# chromium = \"\"", "chromium = \"/opt/none/chromium\""),
+    );
+    let out = doctor(&repo, &[]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("chromium: `[verify] chromium` names `/opt/none/chromium`, which is not a file: install Chromium (apt-get install chromium), or correct the setting"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The fake GitHub of `repo`'s origin (`octo/shop`), with `aayudha/proof` required or not.
+fn origin_github(
+    required_by_ruleset: bool,
+    protection: Option<Vec<String>>,
+) -> fake_github::Server {
+    let github = fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.tokens.insert("ghp_reader".into(), "reader".into());
+        fake.tokens.insert("ghp_admin".into(), "admin".into());
+        fake.admins.push("ghp_admin".into());
+        if required_by_ruleset {
+            fake.ruleset_contexts = vec!["aayudha/proof".into()];
+        }
+        fake.protection_contexts = protection;
+    }
+    github
+}
+
+fn doctor_online(repo: &TestRepo, github: &fake_github::Server, token: &str) -> common::Run {
+    run(repo
+        .aayu()
+        .env("GITHUB_API_URL", &github.url)
+        .env("GITHUB_TOKEN", token)
+        .env("GITHUB_REPOSITORY", "octo/shop")
+        .arg("doctor"))
+}
+
+#[test]
+fn the_required_status_and_the_token_are_checked_online() {
+    let repo = clean();
+    // A ruleset requires aayudha/proof: no problem, with a reader's token.
+    let github = origin_github(true, None);
+    let out = doctor_online(&repo, &github, "ghp_reader");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // Only branch protection, readable by an admin: found with the admin's token, noted without it.
+    let github = origin_github(false, Some(vec!["aayudha/proof".into()]));
+    assert_eq!(doctor_online(&repo, &github, "ghp_admin").code, 0);
+    let reader = doctor_online(&repo, &github, "ghp_reader");
+    assert_eq!(
+        reader.code, 0,
+        "not checkable is not a problem: {}",
+        reader.stdout
+    );
+    assert!(
+        reader.stderr.contains("note: `aayudha/proof` is not in the rules of `main`, and its branch protection could not be read with this token (it needs admin access)"),
+        "{}",
+        reader.stderr
+    );
+    // Not required anywhere.
+    let github = origin_github(false, Some(vec!["ci/build".into()]));
+    let out = doctor_online(&repo, &github, "ghp_admin");
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stdout.contains("octo/shop branch `main`: `aayudha/proof` is not a required status: a pull request can be merged unproven: require the status `aayudha/proof`"),
+        "{}",
+        out.stdout
+    );
+    // A token GitHub refuses.
+    let out = doctor_online(&repo, &github, "ghp_unknown");
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stdout.contains(
+            "octo/shop: the token cannot read the repository: GitHub refused the token (401)"
+        ),
+        "{}",
+        out.stdout
+    );
+}
