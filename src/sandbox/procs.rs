@@ -54,6 +54,23 @@ fn read(pid: i32) -> Option<Proc> {
     })
 }
 
+/// How many live processes other than this one share this process's session, when it leads its own (as
+/// every sandboxed process does); 0 otherwise (a terminal's session is not ours to wait for). What a tool
+/// that started helpers (a browser's zygotes and renderers) waits for before it ends.
+pub fn others_in_my_session() -> usize {
+    let me = std::process::id() as i32;
+    let Some(mine) = read(me) else {
+        return 0;
+    };
+    if mine.session != mine.pid {
+        return 0;
+    }
+    all()
+        .iter()
+        .filter(|p| p.session == mine.session && p.pid != me && !p.zombie)
+        .count()
+}
+
 /// Whose processes a check has.
 #[derive(Debug, Clone)]
 pub enum Owner {

@@ -362,13 +362,19 @@ impl Session {
         }
     }
 
-    /// Closes the browser and waits for its processes.
+    /// Closes the browser and waits for its processes — the browser's own, and its helpers (zygotes,
+    /// renderers, the crash handler), which outlive it for a moment — so that none is left for aayu to
+    /// kill when the check ends.
     pub fn stop(mut self) {
         self.runtime.block_on(async {
             let _ = tokio::time::timeout(Duration::from_secs(5), self.browser.close()).await;
             let _ = tokio::time::timeout(Duration::from_secs(5), self.browser.wait()).await;
         });
         self.handler.abort();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while crate::sandbox::procs::others_in_my_session() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Runs one browser step; what it did, for the transcript.
