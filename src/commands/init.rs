@@ -406,19 +406,17 @@ fn plan_skill(
         })?,
         None => found.first().copied().unwrap_or(Stack::None),
     };
-    let found_names: Vec<&str> = found.iter().map(|s| s.name()).collect();
     let why = match (options.stack.is_some(), found.len()) {
         (true, _) => "chosen with --stack".to_string(),
         (false, 0) => "no Cargo.toml, go.mod or package.json there: the control tool is a stub that blocks every check until you replace it".to_string(),
-        (false, 1) => format!("found {}", marker_of(stack)),
+        (false, 1) => format!("found {}", stack.marker().unwrap_or("nothing")),
         (false, _) => format!(
             "found {} (also {}: choose another with --stack)",
-            marker_of(stack),
-            found[1..].iter().map(|s| marker_of(*s)).collect::<Vec<_>>().join(", ")
+            stack.marker().unwrap_or("nothing"),
+            found[1..].iter().map(|s| s.marker().unwrap_or("nothing")).collect::<Vec<_>>().join(", ")
         ),
     };
     let _ = writeln!(report, "stack {} at {rel_shown}: {why}", stack.name());
-    let _ = found_names;
     let product = match &options.product {
         Some(name) if skill::valid_product(name) => name.clone(),
         Some(name) => {
@@ -443,15 +441,6 @@ fn plan_skill(
         })
         .collect();
     Ok((files, maintainer))
-}
-
-fn marker_of(stack: Stack) -> &'static str {
-    match stack {
-        Stack::Rust => "Cargo.toml",
-        Stack::Go => "go.mod",
-        Stack::Node => "package.json",
-        Stack::None => "nothing",
-    }
 }
 
 /// The agent app that maintains the map: `--maintainer`, else asked (only with a terminal and without

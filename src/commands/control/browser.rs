@@ -276,7 +276,7 @@ pub struct Session {
     _profile: tempfile::TempDir,
 }
 
-/// Why a step did not hold, and whether the page is worth a screenshot.
+/// Why a step did not hold.
 pub struct StepError(pub String);
 
 type StepResult<T> = Result<T, StepError>;

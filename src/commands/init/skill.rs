@@ -31,7 +31,7 @@ impl Stack {
     }
 
     /// The file that says a folder is of this stack.
-    fn marker(self) -> Option<&'static str> {
+    pub fn marker(self) -> Option<&'static str> {
         match self {
             Stack::Rust => Some("Cargo.toml"),
             Stack::Go => Some("go.mod"),
