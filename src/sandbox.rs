@@ -374,7 +374,13 @@ impl Sandbox {
     /// package's build by its path relative to its workspace, so two trees of one package would share the
     /// cache and a build of the base could be taken for fresh from the head's.
     pub fn named_target_dir(&self, slot: usize, name: &str) -> Result<PathBuf, SandboxError> {
-        let path = self.dir.path().join(format!("slot-{slot}-{name}"));
+        // The seed app's slot is `usize::MAX`: named so.
+        let owner = if slot == usize::MAX {
+            "seed".to_string()
+        } else {
+            format!("slot-{slot}")
+        };
+        let path = self.dir.path().join(format!("{owner}-{name}"));
         if !path.exists() {
             self.prepare(slot, &path)?;
         }
