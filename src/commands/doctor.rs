@@ -153,7 +153,10 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
     }
 
     // The Claude Code pointers: their description is their skill's.
-    for (pointer, skill_md, wanted) in crate::commands::install::pointers(&root) {
+    let files = loaded
+        .as_ref()
+        .map_or(&[][..], |l| l.listed.files.as_slice());
+    for (pointer, skill_md, wanted) in crate::commands::install::pointers(&root, files) {
         let Ok(bytes) = crate::safe_fs::read(&root, &pointer, 1 << 20) else {
             continue;
         };

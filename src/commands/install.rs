@@ -62,15 +62,10 @@ fn pointer(skill: &Skill) -> (String, String) {
     )
 }
 
-/// Every root skill's pointer path, its SKILL.md and the description the pointer must carry.
-pub(crate) fn pointers(root: &std::path::Path) -> Vec<(String, String, String)> {
-    let Ok(repo) = crate::git::Repo::discover(root) else {
-        return Vec::new();
-    };
-    let Ok(listed) = repo.worktree_files() else {
-        return Vec::new();
-    };
-    skills(root, &listed.files)
+/// Every root skill's pointer path, its SKILL.md and the description the pointer must carry, among the
+/// repository's `files`.
+pub(crate) fn pointers(root: &std::path::Path, files: &[String]) -> Vec<(String, String, String)> {
+    skills(root, files)
         .iter()
         .filter(|s| s.root)
         .map(|s| {

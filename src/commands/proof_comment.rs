@@ -218,20 +218,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
             degraded.push(e);
         }
     }
-    for e in &degraded {
-        let hint = e.hint().unwrap_or_default();
-        let _ = writeln!(
-            ctx.err,
-            "warning: {e}; the verdict is in the job summary instead ({hint})"
-        );
-    }
-    if let Some(summary) = &options.step_summary {
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(summary)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
-    }
+    summarize(ctx, &options, &degraded, &text);
     // The comment's text names artifact paths and details from the pack: fenced in the job's log.
     if !super::write_report(ctx, &format!("{text}\n"))? {
         return Ok(ExitStatus::Ok);
@@ -243,6 +230,32 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
     } else {
         ExitStatus::Ok
     })
+}
+
+/// Says what a token could not write (the verdict is in the job summary instead) and appends the text to
+/// the step summary, kept under GitHub's 1 MiB.
+fn summarize(
+    ctx: &mut Context,
+    options: &ProofCommentOptions,
+    degraded: &[GitHubError],
+    text: &str,
+) {
+    for e in degraded {
+        let hint = e.hint().unwrap_or_default();
+        let _ = writeln!(
+            ctx.err,
+            "warning: {e}; the verdict is in the job summary instead ({hint})"
+        );
+    }
+    if let Some(summary) = &options.step_summary
+        && let Err(e) = super::action::files::append_summary(summary, &format!("{text}\n"))
+    {
+        let _ = writeln!(
+            ctx.err,
+            "warning: cannot write the job summary `{}`: {e}",
+            summary.display()
+        );
+    }
 }
 
 /// The `aayudha/proof` context.
@@ -379,20 +392,7 @@ fn no_pack_status(
     if let Some(e) = set_status(ctx, client, repo, &head, run_id, &status)? {
         degraded.push(e);
     }
-    for e in &degraded {
-        let hint = e.hint().unwrap_or_default();
-        let _ = writeln!(
-            ctx.err,
-            "warning: {e}; the verdict is in the job summary instead ({hint})"
-        );
-    }
-    if let Some(summary) = &options.step_summary {
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(summary)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
-    }
+    summarize(ctx, options, &degraded, &text);
     Ok(exit)
 }
 

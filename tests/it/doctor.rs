@@ -2,25 +2,15 @@
 //! repository gives exit 0; `--json` has its shape.
 
 use crate::common::{self, TestRepo, run};
+use crate::init::{Release, SHA, release_github};
 use crate::support::fake_github;
 
 use serde_json::Value;
 
-const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
-
 /// A repository set up by `aayu init --verify-skill` with the workflows pinned (through the fake GitHub),
 /// `aayu install`ed, the ledger branch there, committed: nothing for doctor to say.
 fn clean() -> TestRepo {
-    let github = fake_github::Server::start();
-    {
-        let mut fake = github.state.lock().expect("lock");
-        fake.repo = "aayudha/verify".into();
-        fake.tokens.insert("ghp_user".into(), "octocat".into());
-        fake.refs.insert(
-            format!("tags/v{}", env!("CARGO_PKG_VERSION")),
-            SHA.to_string(),
-        );
-    }
+    let github = release_github(Release::Tagged);
     let repo = TestRepo::new();
     let init = run(repo
         .aayu()

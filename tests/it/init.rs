@@ -9,21 +9,44 @@ use crate::support::fake_github;
 
 use std::path::{Path, PathBuf};
 
-const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+/// The commit of this binary's release tag on the fake GitHub.
+pub(crate) const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
-/// A fake GitHub whose `aayudha/verify` has this binary's release tag.
-fn github() -> fake_github::Server {
+/// How `aayudha/verify` on the fake GitHub has this binary's release tag.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// A lightweight tag: the ref names [`SHA`].
+    Tagged,
+    /// An annotated tag: the ref names a tag object, which names [`SHA`].
+    Annotated,
+    /// No such tag (a development build).
+    Untagged,
+}
+
+/// A fake GitHub serving `aayudha/verify` to the token `ghp_user`, with this binary's release as `release`.
+pub(crate) fn release_github(release: Release) -> fake_github::Server {
     let server = fake_github::Server::start();
     {
         let mut fake = server.state.lock().expect("lock");
         fake.repo = "aayudha/verify".into();
         fake.tokens.insert("ghp_user".into(), "octocat".into());
-        fake.refs.insert(
-            format!("tags/v{}", env!("CARGO_PKG_VERSION")),
-            SHA.to_string(),
-        );
+        let tag = format!("tags/v{}", env!("CARGO_PKG_VERSION"));
+        match release {
+            Release::Tagged => {
+                fake.refs.insert(tag, SHA.to_string());
+            }
+            Release::Annotated => {
+                fake.refs.insert(tag, "a".repeat(40));
+                fake.annotated_tags.insert("a".repeat(40), SHA.to_string());
+            }
+            Release::Untagged => {}
+        }
     }
     server
+}
+
+fn github() -> fake_github::Server {
+    release_github(Release::Tagged)
 }
 
 /// `aayu …` in `repo` with GitHub at `api` (a closed port when `None`: offline) and no terminal.
@@ -256,14 +279,7 @@ fn offline_or_unreleased_the_workflows_name_the_tag_to_pin() {
         out.stdout
     );
     // An annotated release tag is followed to its commit.
-    let github = fake_github::Server::start();
-    {
-        let mut fake = github.state.lock().expect("lock");
-        fake.repo = "aayudha/verify".into();
-        fake.tokens.insert("ghp_user".into(), "octocat".into());
-        fake.refs.insert(format!("tags/{tag}"), "a".repeat(40));
-        fake.annotated_tags.insert("a".repeat(40), SHA.to_string());
-    }
+    let github = release_github(Release::Annotated);
     let annotated = TestRepo::new();
     let out = aayu(&annotated, Some(&github.url), &["init"]);
     assert!(
@@ -273,12 +289,7 @@ fn offline_or_unreleased_the_workflows_name_the_tag_to_pin() {
         out.stdout
     );
     // A version with no tag (a development build) says so.
-    let github = fake_github::Server::start();
-    {
-        let mut fake = github.state.lock().expect("lock");
-        fake.repo = "aayudha/verify".into();
-        fake.tokens.insert("ghp_user".into(), "octocat".into());
-    }
+    let github = release_github(Release::Untagged);
     let other = TestRepo::new();
     let dev = aayu(&other, Some(&github.url), &["init"]);
     assert!(
