@@ -7,9 +7,11 @@ use http::{HeaderMap, Method};
 use serde_json::Value;
 
 mod actions;
+mod issues;
 mod repos;
 
 pub use actions::{Job, RunArtifact, RunFilter, Workflow, WorkflowRun};
+pub use issues::IssueFilter;
 pub use repos::{
     Branch, Commit, CommitStatus, Issue, IssueComment, NewStatus, Pull, Repository, Review,
 };
@@ -100,14 +102,14 @@ impl GitHubError {
     pub fn hint(&self) -> Option<String> {
         match self {
             GitHubError::Unauthorized { .. } => Some("check that the token is set and has not expired".into()),
+            GitHubError::Forbidden { what, .. } if what.contains("issue") || what.contains("label") => {
+                Some("the token cannot write issues: give it `issues: write` (a job's `permissions:`, or a fine-grained token's Issues permission)".into())
+            }
             GitHubError::Forbidden { what, .. } if what.contains("comment") || what.contains("pull") => {
                 Some("the token cannot write to pull requests: add `pull-requests: write` to the job's permissions".into())
             }
             GitHubError::Forbidden { what, .. } if what.contains("status") => {
                 Some("the token cannot set commit statuses: add `statuses: write` to the job's permissions".into())
-            }
-            GitHubError::Forbidden { what, .. } if what.contains("issue #") => {
-                Some("the token cannot edit issues: add `issues: write` to the job's permissions".into())
             }
             GitHubError::Forbidden { what, .. } if what.contains("the ref") => {
                 Some("the token cannot change branches: add `contents: write` to the job's permissions".into())
@@ -378,10 +380,30 @@ pub(crate) fn percent_encode(text: &str) -> String {
 
 /// Maps an answer's status to a typed error.
 fn check(answer: Answer, what: &str) -> Result<Answer, GitHubError> {
-    let message = serde_json::from_str::<Value>(&answer.body)
-        .ok()
+    let parsed = serde_json::from_str::<Value>(&answer.body).ok();
+    let mut message = parsed
+        .as_ref()
         .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_else(|| answer.body.chars().take(200).collect());
+    // A 422's `errors` say what failed validation: `{"resource": "Label", "field": "name", "code":
+    // "already_exists"}`.
+    let details: Vec<String> = parsed
+        .as_ref()
+        .and_then(|v| v.get("errors").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            ["resource", "field", "code", "message"]
+                .iter()
+                .filter_map(|k| e.get(*k).and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|d| !d.is_empty())
+        .collect();
+    if !details.is_empty() {
+        message = format!("{message} ({})", details.join("; "));
+    }
     let what = what.to_string();
     match answer.status {
         200..=399 => Ok(answer),

@@ -23,6 +23,7 @@ pub mod generate;
 pub(crate) mod git;
 pub mod github;
 pub(crate) mod ledger;
+pub(crate) mod maintain;
 pub(crate) mod maps;
 pub(crate) mod output;
 pub mod pack;

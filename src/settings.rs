@@ -101,6 +101,8 @@ pub struct VerifyOptions {
     pub ci: bool,
     pub red_on_base: bool,
     pub ready: Option<PathBuf>,
+    /// `--maintain drift|always`: post the maintain brief after the run.
+    pub maintain: Option<crate::maintain::Mode>,
 }
 
 /// The pack's binding to a pull request and a run, filled in by `aayu action` from the event and the API —
@@ -136,6 +138,9 @@ impl VerifyOptions {
             ci: m.get_flag("ci"),
             red_on_base: m.get_flag("red-on-base"),
             ready: m.get_one::<PathBuf>("ready").cloned(),
+            maintain: m
+                .get_one::<String>("maintain")
+                .and_then(|v| crate::maintain::Mode::parse(v)),
         })
     }
 }

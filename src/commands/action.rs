@@ -41,6 +41,7 @@ pub enum ActionMode {
     Gate,
     Comment,
     Sweep,
+    Maintain,
 }
 
 /// The action's inputs and the runner's environment, resolved once.
@@ -148,6 +149,7 @@ impl ActionOptions {
             Some("gate") => Some(ActionMode::Gate),
             Some("comment") => Some(ActionMode::Comment),
             Some("sweep") => Some(ActionMode::Sweep),
+            Some("maintain") => Some(ActionMode::Maintain),
             _ => None,
         };
         let workspace = var("GITHUB_WORKSPACE")
@@ -199,11 +201,11 @@ impl ActionOptions {
                 "no mode: `GITHUB_EVENT_NAME` is not set and the input `mode` is not given",
             )
             .with_hint(
-                "set `mode: gate`, `comment` or `sweep`; locally, `aayu action --mode sweep`",
+                "set `mode: gate`, `comment`, `sweep` or `maintain`; locally, `aayu action --mode sweep`",
             )),
             other => Err(
                 Failure::usage(format!("the event `{other}` has no default mode"))
-                    .with_hint("set the input `mode` to `gate`, `comment` or `sweep`"),
+                    .with_hint("set the input `mode` to `gate`, `comment`, `sweep` or `maintain`"),
             ),
         }
     }
@@ -263,6 +265,7 @@ pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Fail
         ActionMode::Gate => gate(ctx, &options),
         ActionMode::Comment => comment(ctx, &options),
         ActionMode::Sweep => sweep(ctx, &options),
+        ActionMode::Maintain => maintain(ctx, &options),
     }
 }
 
@@ -799,4 +802,17 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
     } else {
         ExitStatus::FloorFails
     })
+}
+
+/// The weekly maintain record: `verify --map --maintain always` on the default branch's checkout, with the
+/// action's token. A record with no mention (an Actions run wakes no agent app); the job summary says so.
+fn maintain(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
+    let root = options.root()?;
+    trust_workspace();
+    let repo = Repo::discover(&root).map_err(git_failure)?;
+    refuse_persisted_credentials(&repo)?;
+    // A schedule or a dispatch runs on the default branch: its configuration is the working tree's.
+    let config = Config::load(repo.root(), options.config.as_deref(), &root)
+        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    super::verify::map_with_brief(ctx, &repo, &config, options.token.clone().map(Token::new))
 }

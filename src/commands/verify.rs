@@ -15,6 +15,8 @@ use crate::select;
 use crate::settings::VerifyOptions;
 use std::time::Duration;
 
+mod maintain;
+
 pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Failure> {
     let behaviour = options.check.is_some() || options.base.is_some() || options.head.is_some();
     if options.ci && options.map {
@@ -30,6 +32,14 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
         return Err(Failure::usage("say what to verify: `--map`, `--check <feature>[.<check>]|all`, or `--base REV --head REV`")
             .with_hint("`aayu verify --map` checks the feature maps against the source"));
     }
+    if options.maintain.is_some()
+        && (options.ci || options.base.is_some() || options.head.is_some())
+    {
+        return Err(Failure::usage(
+            "`--maintain` goes with `--map` or `--check`: the brief is about the maps and the checks, not about one change",
+        )
+        .with_hint("`aayu verify --map --maintain drift`, or `aayu verify --check all --maintain drift`"));
+    }
     let start = super::start_dir(ctx);
     let repo = Repo::discover(&start).map_err(crate::failure::git_failure)?;
     if options.ci {
@@ -39,27 +49,56 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
     // Like git -C, a relative `--config` is taken from the directory aayu runs in.
     let config = Config::load(repo.root(), options.config.as_deref(), &start)
         .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let maintain = match options.maintain {
+        Some(mode) => Some(maintain::prepare(ctx, &repo, &config, mode, None)?),
+        None => None,
+    };
     if behaviour {
-        return checks(ctx, &repo, &config, &options, &start);
+        return checks(ctx, &repo, &config, &options, &start, maintain.as_ref());
     }
-    let now = ctx.env.now()?;
-    let report = feature_map::check(&repo).map_err(crate::failure::git_failure)?;
+    map(ctx, &repo, &config, options.json, maintain.as_ref())
+}
 
-    let written = if options.json {
+/// `aayu action --mode maintain`: `verify --map --maintain always` with the action's token.
+pub(crate) fn map_with_brief(
+    ctx: &mut Context,
+    repo: &Repo,
+    config: &Config,
+    token: Option<crate::github::Token>,
+) -> Result<ExitStatus, Failure> {
+    let maintain = maintain::prepare(ctx, repo, config, crate::maintain::Mode::Always, token)?;
+    map(ctx, repo, config, false, Some(&maintain))
+}
+
+/// `verify --map`: the report, the annotations in Actions, the brief when asked; exit 2, 3 or 0.
+fn map(
+    ctx: &mut Context,
+    repo: &Repo,
+    config: &Config,
+    as_json: bool,
+    maintain: Option<&maintain::Maintain>,
+) -> Result<ExitStatus, Failure> {
+    let now = ctx.env.now()?;
+    let report = feature_map::check(repo).map_err(crate::failure::git_failure)?;
+
+    let written = if as_json {
         write_out(ctx.out, &json::render(&report))?
     } else {
         write_report(ctx, &plain::map_report(&report))?
     };
-    if !written {
-        return Ok(ExitStatus::Ok);
-    }
-    if ctx.env.github_actions {
+    if written && ctx.env.github_actions {
         let blocking = config.verify.drift_blocking_from.blocks_at(now);
         // Annotations go to stderr so that `--json` on stdout stays one clean document; the runner reads
         // workflow commands from both streams.
         for line in annotations(&report, blocking) {
             let _ = ctx.err.command(&line);
         }
+    }
+    if let Some(maintain) = maintain {
+        maintain.post(ctx, repo, "aayu verify --map", Some(&report), None)?;
+    }
+    if !written {
+        return Ok(ExitStatus::Ok);
     }
     Ok(status_of(&report))
 }
@@ -107,15 +146,30 @@ fn checks(
     config: &Config,
     options: &VerifyOptions,
     start: &std::path::Path,
+    maintain: Option<&maintain::Maintain>,
 ) -> Result<ExitStatus, Failure> {
-    let Some((report, out)) = run_checks(ctx, repo, config, options, start)? else {
-        let _ = write_out(ctx.out, "no behaviour check selected\n")?;
-        return Ok(ExitStatus::Ok);
+    let ran = run_checks(ctx, repo, config, options, start)?;
+    let written = match &ran {
+        None => write_out(ctx.out, "no behaviour check selected\n")?,
+        Some((report, _)) if options.json => write_out(ctx.out, &json::render(report))?,
+        Some((report, out)) => write_report(ctx, &plain::behaviour_report(report, out))?,
     };
-    let written = if options.json {
-        write_out(ctx.out, &json::render(&report))?
-    } else {
-        write_report(ctx, &plain::behaviour_report(&report, &out))?
+    if let Some(maintain) = maintain {
+        // The brief also says what drifted: the map check runs no product code and takes a moment.
+        let map = feature_map::check(repo).map_err(crate::failure::git_failure)?;
+        let run = format!(
+            "aayu verify --check {}",
+            options.check.as_deref().unwrap_or("all")
+        );
+        let empty = behaviour::BehaviourReport {
+            schema_version: 1,
+            checks: Vec::new(),
+        };
+        let report = ran.as_ref().map_or(&empty, |(r, _)| r);
+        maintain.post(ctx, repo, &run, Some(&map), Some(report))?;
+    }
+    let Some((report, _)) = ran else {
+        return Ok(ExitStatus::Ok);
     };
     if !written {
         return Ok(ExitStatus::Ok);

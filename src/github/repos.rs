@@ -28,6 +28,9 @@ pub struct Issue {
     pub state: String,
     /// A pull request is an issue too; this says which it is.
     pub is_pull_request: bool,
+    /// Who opened it.
+    pub author: String,
+    pub html_url: String,
 }
 
 /// A comment on an issue or a pull request.
@@ -111,7 +114,7 @@ fn encode_path(path: &str) -> String {
         .join("/")
 }
 
-fn issue_of(v: &Value) -> Issue {
+pub(super) fn issue_of(v: &Value) -> Issue {
     Issue {
         number: number(v, "/number"),
         title: text(v, "/title"),
@@ -131,10 +134,12 @@ fn issue_of(v: &Value) -> Issue {
             .collect(),
         state: text(v, "/state"),
         is_pull_request: v.get("pull_request").is_some_and(|p| !p.is_null()),
+        author: text(v, "/user/login"),
+        html_url: text(v, "/html_url"),
     }
 }
 
-fn comment_of(v: &Value) -> IssueComment {
+pub(super) fn comment_of(v: &Value) -> IssueComment {
     IssueComment {
         id: number(v, "/id"),
         login: text(v, "/user/login"),

@@ -141,6 +141,14 @@ static VERIFY: Command = Command {
             "N",
             "Run at most N checks at once (default: the number of cores).",
         ),
+        // Not offered to agents over MCP: the brief wakes an agent app, and an agent posting its own
+        // briefs would be a loop.
+        human_only(valued(
+            "maintain",
+            InputType::Enum(&["drift", "always"]),
+            "MODE",
+            "With --map or --check: post the maintain brief on the tracking issue — drift: only when something drifted, failed or was blocked and the last brief differs; always: every time.",
+        )),
     ],
     outputs: &[
         "report",
@@ -153,7 +161,7 @@ static VERIFY: Command = Command {
     identity: Identity::Bot,
     mode: Mode::None,
     exposure: Exposure::Read,
-    read_only: true,
+    read_only: false,
     surfaces: &[Surface::Cli, Surface::Skill, Surface::Mcp, Surface::Action],
     built: true,
     lands_with: "",
@@ -478,9 +486,9 @@ static ACTION: Command = Command {
     inputs: &[
         valued(
             "mode",
-            InputType::Enum(&["gate", "comment", "sweep"]),
+            InputType::Enum(&["gate", "comment", "sweep", "maintain"]),
             "MODE",
-            "What to run: gate (the merge-gate job), comment (the pack job) or sweep (nightly); by default from the event: pull_request_target and pull_request run the gate, schedule and workflow_dispatch the sweep.",
+            "What to run: gate (the merge-gate job), comment (the pack job), sweep (nightly) or maintain (the weekly maintain brief, a record); by default from the event: pull_request_target and pull_request run the gate, schedule and workflow_dispatch the sweep.",
         ),
         valued(
             "token",

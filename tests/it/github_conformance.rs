@@ -169,6 +169,65 @@ fn every_answer_of_the_fake_matches_githubs_schema() {
         &format!("{r}/issues/3/comments?per_page=100"),
         None,
     );
+    let label = c.check(
+        "issues/create-label",
+        Method::POST,
+        &format!("{r}/labels"),
+        Some(json!({"name": "aayudha:verify-maintain", "color": "5319e7", "description": "d"})),
+    );
+    assert_eq!(label["name"], "aayudha:verify-maintain");
+    let again = c
+        .client
+        .send(
+            Method::POST,
+            &format!("{r}/labels"),
+            Some(&json!({"name": "aayudha:verify-maintain"})),
+            "a label",
+        )
+        .expect_err("a label that exists is refused");
+    assert!(again.to_string().contains("already_exists"), "{again}");
+    let issue = c.check(
+        "issues/create",
+        Method::POST,
+        &format!("{r}/issues"),
+        Some(json!({"title": "t", "body": "<!-- m -->", "labels": ["aayudha:verify-maintain"]})),
+    );
+    let number = issue["number"].as_u64().expect("number");
+    assert_eq!(number, 8, "issues and pull requests share one sequence");
+    c.check(
+        "issues/add-labels",
+        Method::POST,
+        &format!("{r}/issues/{number}/labels"),
+        Some(json!({"labels": ["more"]})),
+    );
+    let listed = c.check(
+        "issues/list-for-repo",
+        Method::GET,
+        &format!("{r}/issues?state=open&labels=aayudha:verify-maintain,more"),
+        None,
+    );
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
+    let mine = c.check(
+        "issues/list-for-repo",
+        Method::GET,
+        &format!("{r}/issues?state=open&creator=aayu-bot"),
+        None,
+    );
+    assert_eq!(mine[0]["number"], number);
+    let every = c.check(
+        "issues/list-for-repo",
+        Method::GET,
+        &format!("{r}/issues?state=all"),
+        None,
+    );
+    assert!(
+        every
+            .as_array()
+            .expect("list")
+            .iter()
+            .any(|i| !i["pull_request"].is_null()),
+        "pull requests are listed as issues too"
+    );
     c.check("pulls/get", Method::GET, &format!("{r}/pulls/3"), None);
     let fork = c.check("pulls/get", Method::GET, &format!("{r}/pulls/4"), None);
     assert!(fork["head"]["repo"].is_null(), "a deleted fork is null");

@@ -21,6 +21,7 @@ mod hostile_input;
 mod image;
 mod init;
 mod ledger;
+mod maintain;
 mod no_root;
 mod proof_comment;
 mod proof_push;

@@ -35,6 +35,10 @@ OPS = {
  "git/get-tag": ("/repos/{owner}/{repo}/git/tags/{tag_sha}", "get"),
  "repos/get-branch-rules": ("/repos/{owner}/{repo}/rules/branches/{branch}", "get"),
  "repos/get-branch-protection": ("/repos/{owner}/{repo}/branches/{branch}/protection", "get"),
+ "issues/list-for-repo": ("/repos/{owner}/{repo}/issues", "get"),
+ "issues/create": ("/repos/{owner}/{repo}/issues", "post"),
+ "issues/create-label": ("/repos/{owner}/{repo}/labels", "post"),
+ "issues/add-labels": ("/repos/{owner}/{repo}/issues/{issue_number}/labels", "post"),
 }
 EXAMPLE = {"repos/get-content": "response-if-content-is-a-file", "users/get-authenticated": "response-with-public-profile-information",
            "repos/get-collaborator-permission-level": "response-if-user-has-admin-permissions", "pulls/merge": "response-if-merge-was-successful"}

@@ -24,6 +24,9 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone)]
 pub struct Comment {
     pub id: u64,
+    /// The issue or pull request it is on; `None`: the pull request a test is about (listed on every
+    /// number).
+    pub issue: Option<u64>,
     pub login: String,
     pub body: String,
     /// Hidden by a maintainer: GitHub reports `minimized: {"reason": …}`.
@@ -153,6 +156,12 @@ pub struct Fake {
     pub reset_next: usize,
     /// Before the next comment is created, another writer creates this one (a race).
     pub race: Option<(String, String)>,
+    /// Before the next issue is created, another writer creates this one (two runs racing).
+    pub race_issue: Option<(String, FakeIssue)>,
+    /// Who opened each issue (absent: `octocat`).
+    pub issue_authors: BTreeMap<u64, String>,
+    /// The repository's labels.
+    pub labels: Vec<String>,
     /// Delete the comment a PATCH targets before answering (it was deleted in between).
     pub vanish_on_patch: bool,
     /// Files on branches: (branch, path) → bytes, for the contents API.
@@ -204,6 +213,9 @@ impl Default for Fake {
             fail_next: Vec::new(),
             reset_next: 0,
             race: None,
+            race_issue: None,
+            issue_authors: BTreeMap::new(),
+            labels: Vec::new(),
             vanish_on_patch: false,
             files: BTreeMap::new(),
             issues: BTreeMap::new(),
@@ -253,7 +265,12 @@ impl Server {
                 &format!("{r}/issues/{{number}}"),
                 get(issue).patch(update_issue),
             )
-            .route(&format!("{r}/issues/{{number}}/labels"), get(labels))
+            .route(&format!("{r}/issues"), get(list_issues).post(create_issue))
+            .route(&format!("{r}/labels"), axum::routing::post(create_label))
+            .route(
+                &format!("{r}/issues/{{number}}/labels"),
+                get(labels).post(add_labels),
+            )
             .route(
                 &format!("{r}/issues/{{number}}/comments"),
                 get(list_comments).post(create_comment),
@@ -326,6 +343,7 @@ impl Server {
         let id = fake.next_id;
         fake.comments.push(Comment {
             id,
+            issue: None,
             login: login.to_string(),
             body: body.to_string(),
             minimized: false,
@@ -335,6 +353,17 @@ impl Server {
 
     pub fn comments(&self) -> Vec<Comment> {
         self.state.lock().expect("lock").comments.clone()
+    }
+
+    /// The comments on one issue, oldest first.
+    pub fn comments_on(&self, number: u64) -> Vec<Comment> {
+        let mut on: Vec<Comment> = self
+            .comments()
+            .into_iter()
+            .filter(|c| c.issue == Some(number))
+            .collect();
+        on.sort_by_key(|c| c.id);
+        on
     }
 
     pub fn assert_clean(&self) {

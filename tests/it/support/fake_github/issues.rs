@@ -15,12 +15,16 @@ pub(super) fn comment_json(repo: &str, c: &Comment) -> Value {
             ),
             (
                 "/html_url",
-                json!(format!(
-                    "https://github.com/{repo}/pull/3#issuecomment-{}",
-                    c.id
-                )),
+                json!(match c.issue {
+                    Some(n) =>
+                        format!("https://github.com/{repo}/issues/{n}#issuecomment-{}", c.id),
+                    None => format!("https://github.com/{repo}/pull/3#issuecomment-{}", c.id),
+                }),
             ),
-            ("/issue_url", json!(format!("{}/issues/3", api(repo)))),
+            (
+                "/issue_url",
+                json!(format!("{}/issues/{}", api(repo), c.issue.unwrap_or(3))),
+            ),
             ("/body", json!(c.body)),
             ("/user", simple_user(&c.login)),
             (
@@ -44,7 +48,13 @@ pub(super) fn comment_json(repo: &str, c: &Comment) -> Value {
     v
 }
 
-pub(super) fn issue_json(repo: &str, number: u64, issue: &FakeIssue, is_pull: bool) -> Value {
+pub(super) fn issue_json(
+    repo: &str,
+    number: u64,
+    issue: &FakeIssue,
+    is_pull: bool,
+    author: &str,
+) -> Value {
     let mut v = example("issues/get");
     let label_template = v["labels"][0].take();
     let labels: Vec<Value> = issue
@@ -65,6 +75,7 @@ pub(super) fn issue_json(repo: &str, number: u64, issue: &FakeIssue, is_pull: bo
             ("/body", json!(issue.body)),
             ("/labels", json!(labels)),
             ("/state", json!(issue.state)),
+            ("/user", simple_user(author)),
             ("/url", json!(format!("{}/issues/{number}", api(repo)))),
             (
                 "/html_url",
@@ -87,7 +98,13 @@ pub(super) async fn issue(
     let caller = enter!(state, headers, owner, repo, "GET issue {number}");
     let fake = &caller.fake;
     if let Some(issue) = fake.issues.get(&number) {
-        return ok(issue_json(&fake.repo, number, issue, false));
+        return ok(issue_json(
+            &fake.repo,
+            number,
+            issue,
+            false,
+            &author_of(fake, number),
+        ));
     }
     match fake.pulls.get(&number) {
         // A pull request is an issue too.
@@ -101,6 +118,7 @@ pub(super) async fn issue(
                 state: p.state.clone(),
             },
             true,
+            &p.author,
         )),
         None => not_found(),
     }
@@ -120,6 +138,7 @@ pub(super) async fn update_issue(
         return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
     };
     let full = caller.fake.repo.clone();
+    let author = author_of(&caller.fake, number);
     let Some(issue) = caller.fake.issues.get_mut(&number) else {
         return not_found();
     };
@@ -137,9 +156,9 @@ pub(super) async fn update_issue(
     }
     let issue = issue.clone();
     let mut v = example("issues/update");
-    let shaped = issue_json(&full, number, &issue, false);
+    let shaped = issue_json(&full, number, &issue, false, &author);
     for key in [
-        "number", "title", "body", "labels", "state", "url", "html_url",
+        "number", "title", "body", "labels", "state", "url", "html_url", "user",
     ] {
         v[key] = shaped[key].clone();
     }
@@ -190,7 +209,13 @@ pub(super) async fn list_comments(
         "GET comments page {:?}",
         query.get("page")
     );
-    let mut sorted = caller.fake.comments.clone();
+    let mut sorted: Vec<Comment> = caller
+        .fake
+        .comments
+        .iter()
+        .filter(|c| c.issue.is_none_or(|n| n == number))
+        .cloned()
+        .collect();
     sorted.sort_by_key(|c| c.id);
     let items: Vec<Value> = sorted
         .iter()
@@ -207,7 +232,7 @@ pub(super) async fn list_comments(
 
 pub(super) async fn create_comment(
     State(state): State<Shared>,
-    Path((owner, repo, _)): Path<(String, String, u64)>,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
@@ -233,6 +258,7 @@ pub(super) async fn create_comment(
         let id = fake.next_id;
         fake.comments.push(Comment {
             id,
+            issue: Some(number),
             login: who,
             body: racing,
             minimized: false,
@@ -241,6 +267,7 @@ pub(super) async fn create_comment(
     fake.next_id += 1;
     let comment = Comment {
         id: fake.next_id,
+        issue: Some(number),
         login: caller.login.clone(),
         body: text,
         minimized: false,
@@ -313,4 +340,212 @@ pub(super) async fn delete_comment(
         Some(_) => forbidden(),
         None => not_found(),
     }
+}
+
+/// Who opened an issue: as recorded, else `octocat`.
+fn author_of(fake: &Fake, number: u64) -> String {
+    fake.issue_authors
+        .get(&number)
+        .cloned()
+        .unwrap_or_else(|| "octocat".into())
+}
+
+/// The next issue or pull request number (they share one sequence, as on GitHub).
+fn next_number(fake: &Fake) -> u64 {
+    let issues = fake.issues.keys().max().copied().unwrap_or(0);
+    let pulls = fake.pulls.keys().max().copied().unwrap_or(0);
+    issues.max(pulls) + 1
+}
+
+/// `GET /repos/{o}/{r}/issues`: issues and pull requests, filtered by `state` (default open), `labels`
+/// (all of them) and `creator`, newest first (GitHub's default `sort=created&direction=desc`).
+pub(super) async fn list_issues(
+    State(state): State<Shared>,
+    Path((owner, repo)): Path<(String, String)>,
+    Query(query): Q,
+    headers: HeaderMap,
+) -> Response {
+    let caller = enter!(state, headers, owner, repo, "GET issues {query:?}");
+    let fake = &caller.fake;
+    let wanted_state = query.get("state").map_or("open", String::as_str);
+    let labels: Vec<&str> = query
+        .get("labels")
+        .map(|l| l.split(',').filter(|l| !l.is_empty()).collect())
+        .unwrap_or_default();
+    let creator = query.get("creator");
+    let mut all: Vec<(u64, Value)> = Vec::new();
+    for (&number, issue) in &fake.issues {
+        all.push((
+            number,
+            issue_json(&fake.repo, number, issue, false, &author_of(fake, number)),
+        ));
+    }
+    for (&number, p) in &fake.pulls {
+        let shaped = FakeIssue {
+            title: format!("Pull request {number}"),
+            body: p.body.clone(),
+            labels: Vec::new(),
+            state: p.state.clone(),
+        };
+        all.push((
+            number,
+            issue_json(&fake.repo, number, &shaped, true, &p.author),
+        ));
+    }
+    all.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let items: Vec<Value> = all
+        .into_iter()
+        .map(|(_, v)| v)
+        .filter(|v| wanted_state == "all" || v["state"] == wanted_state)
+        .filter(|v| {
+            labels.iter().all(|want| {
+                v["labels"]
+                    .as_array()
+                    .is_some_and(|have| have.iter().any(|l| l["name"] == *want))
+            })
+        })
+        .filter(|v| creator.is_none_or(|c| v["user"]["login"] == c.as_str()))
+        .collect();
+    paged(
+        fake,
+        &format!("/repos/{owner}/{repo}/issues"),
+        items,
+        &query,
+        None,
+    )
+}
+
+/// `POST /repos/{o}/{r}/issues`: `title` required; labels that do not exist are created (as GitHub does
+/// for a writer).
+pub(super) async fn create_issue(
+    State(state): State<Shared>,
+    Path((owner, repo)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut caller = enter!(state, headers, owner, repo, "POST issue");
+    if !caller.can_write {
+        return forbidden();
+    }
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "Problems parsing JSON");
+    };
+    let Some(title) = request["title"].as_str().filter(|t| !t.is_empty()) else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed");
+    };
+    let labels: Vec<String> = request["labels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect();
+    let login = caller.login.clone();
+    let fake = &mut caller.fake;
+    if let Some((who, racing)) = fake.race_issue.take() {
+        let number = next_number(fake);
+        fake.issues.insert(number, racing);
+        fake.issue_authors.insert(number, who);
+    }
+    for label in &labels {
+        if !fake.labels.contains(label) {
+            fake.labels.push(label.clone());
+        }
+    }
+    let number = next_number(fake);
+    let issue = FakeIssue {
+        title: title.to_string(),
+        body: request["body"].as_str().map(str::to_string),
+        labels,
+        state: "open".into(),
+    };
+    fake.issues.insert(number, issue.clone());
+    fake.issue_authors.insert(number, login.clone());
+    let mut v = example("issues/create");
+    let shaped = issue_json(&fake.repo, number, &issue, false, &login);
+    for key in [
+        "number", "title", "body", "labels", "state", "url", "html_url", "user",
+    ] {
+        v[key] = shaped[key].clone();
+    }
+    json_of(StatusCode::CREATED, v)
+}
+
+/// `POST /repos/{o}/{r}/labels`: 201, or 422 `already_exists` as GitHub answers.
+pub(super) async fn create_label(
+    State(state): State<Shared>,
+    Path((owner, repo)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut caller = enter!(state, headers, owner, repo, "POST label");
+    if !caller.can_write {
+        return forbidden();
+    }
+    let Some(name) = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["name"].as_str().map(str::to_string))
+    else {
+        return error(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed");
+    };
+    if caller
+        .fake
+        .labels
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case(&name))
+    {
+        return json_of(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"message": "Validation Failed", "errors": [{"resource": "Label", "code": "already_exists", "field": "name"}], "documentation_url": "https://docs.github.com/rest/issues/labels#create-a-label", "status": "422"}),
+        );
+    }
+    caller.fake.labels.push(name.clone());
+    let mut v = example("issues/create-label");
+    set(&mut v, &[("/name", json!(name))]);
+    json_of(StatusCode::CREATED, v)
+}
+
+/// `POST /repos/{o}/{r}/issues/{n}/labels`: adds labels; answers every label of the issue.
+pub(super) async fn add_labels(
+    State(state): State<Shared>,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let mut caller = enter!(state, headers, owner, repo, "POST labels {number}");
+    if !caller.can_write {
+        return forbidden();
+    }
+    let added: Vec<String> = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["labels"].as_array().cloned())
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect();
+    let fake = &mut caller.fake;
+    for label in &added {
+        if !fake.labels.contains(label) {
+            fake.labels.push(label.clone());
+        }
+    }
+    let Some(issue) = fake.issues.get_mut(&number) else {
+        return not_found();
+    };
+    for label in added {
+        if !issue.labels.contains(&label) {
+            issue.labels.push(label);
+        }
+    }
+    let template = example("issues/add-labels")[0].clone();
+    let items: Vec<Value> = issue
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut l = template.clone();
+            set(&mut l, &[("/id", json!(i + 1)), ("/name", json!(name))]);
+            l
+        })
+        .collect();
+    ok(Value::Array(items))
 }

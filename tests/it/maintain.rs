@@ -1,0 +1,565 @@
+//! `verify --map|--check … --maintain drift|always` and `aayu action --mode maintain` against the fake
+//! GitHub: one tracking issue (also when two runs race), drift mode's silence, the mention by who posts,
+//! and a brief that cannot be posted.
+
+use std::process::Command;
+
+use crate::common::{self, TestRepo, feature_md, map_readme, run, skill};
+use crate::support::fake_github::{FakeIssue, Server};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+const LABEL: &str = "aayudha:verify-maintain";
+const MARKER: &str = "<!-- aayudha:verify-maintain -->";
+/// A person's token (alice) and a workflow's (`GET /user` forbidden, acting as github-actions[bot]).
+const PERSON: &str = "ghp_alice";
+const WORKFLOW: &str = "ghs_workflow";
+
+const MAP: &str = r#"{"product": "shop", "control": ["tools/shop-control"],
+ "surfaces": [{"kind": "command", "files": ["src/*.rs"], "pattern": "cmd\\(\"([a-z]+)\"\\)"}]}"#;
+const FEATURE: &str = r#"{"id": "buy", "layers": ["L02"], "sources": ["src/main.rs"],
+ "surfaces": {"command": ["buy"]}, "verified_at": ""}"#;
+const CHECK: &str =
+    r#"{"id": "buys", "kind": "cli", "evidence": "report", "steps": [{"run": ["shop", "buy"]}]}"#;
+
+/// A product `shop` whose map matches its source: nothing drifts.
+fn shop(maintainer: &str) -> TestRepo {
+    let repo = TestRepo::new();
+    let dir = skill("", "shop");
+    repo.write("src/main.rs", "fn main() {\n    cmd(\"buy\");\n}\n")
+        .write(&format!("{dir}/README.md"), map_readme(MAP, &["buy.md"]))
+        .write(&format!("{dir}/buy.md"), feature_md(FEATURE, &[CHECK]))
+        .write(
+            ".aayudha/config.toml",
+            format!("[verify]\nmaintainer = \"{maintainer}\"\n"),
+        );
+    repo.commit("shop");
+    repo
+}
+
+/// Adds commands no feature maps: each is drift.
+fn drift(repo: &TestRepo, commands: &[&str]) {
+    let extra: String = commands
+        .iter()
+        .map(|c| format!("    cmd(\"{c}\");\n"))
+        .collect();
+    repo.write(
+        "src/main.rs",
+        format!("fn main() {{\n    cmd(\"buy\");\n{extra}}}\n"),
+    );
+}
+
+fn github() -> Server {
+    let server = Server::start();
+    {
+        let mut fake = server.state.lock().expect("lock");
+        fake.tokens.insert(PERSON.into(), "alice".into());
+        fake.tokens
+            .insert(WORKFLOW.into(), "github-actions[bot]".into());
+        fake.no_user.push(WORKFLOW.into());
+    }
+    server
+}
+
+/// `aayu` in the repository, talking to the fake as `octo/shop` with `token`.
+fn aayu(repo: &TestRepo, github: &Server, token: &str) -> Command {
+    let mut cmd = repo.aayu();
+    cmd.env("GITHUB_API_URL", &github.url)
+        .env("GH_REPO", "octo/shop")
+        .env("GITHUB_TOKEN", token);
+    cmd
+}
+
+fn map_brief(repo: &TestRepo, github: &Server, token: &str, mode: &str) -> common::Run {
+    run(aayu(repo, github, token).args(["verify", "--map", "--maintain", mode]))
+}
+
+/// The open issues carrying the label, as (number, author).
+fn tracking(github: &Server) -> Vec<(u64, String)> {
+    let fake = github.state.lock().expect("lock");
+    fake.issues
+        .iter()
+        .filter(|(_, i)| i.state == "open" && i.labels.iter().any(|l| l == LABEL))
+        .map(|(n, _)| (*n, fake.issue_authors.get(n).cloned().unwrap_or_default()))
+        .collect()
+}
+
+fn requests(github: &Server, start: &str) -> usize {
+    let fake = github.state.lock().expect("lock");
+    fake.requests
+        .iter()
+        .filter(|r| r.starts_with(start))
+        .count()
+}
+
+fn briefs(github: &Server, issue: u64) -> Vec<String> {
+    github
+        .comments_on(issue)
+        .into_iter()
+        .map(|c| c.body)
+        .filter(|b| b.contains("<!-- aayudha:digest "))
+        .collect()
+}
+
+/// JSON with sorted keys and no whitespace, written here from the contract (not taken from aayu).
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", json!(k), canonical(&map[*k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn digest_of(drift: &Value, checks: &Value) -> String {
+    let document = canonical(&json!({"drift": drift, "checks": checks}));
+    Sha256::digest(document.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn the_tracking_issue_and_its_label_are_made_once_and_each_brief_is_a_new_comment() {
+    let repo = shop("claude-code");
+    drift(&repo, &["refund"]);
+    let github = github();
+    let first = map_brief(&repo, &github, PERSON, "always");
+    assert_eq!(
+        first.code, 3,
+        "the run's own exit (drift): {}",
+        first.stderr
+    );
+    assert!(
+        first.stdout.contains("unmapped-surface"),
+        "the report is written: {}",
+        first.stdout
+    );
+    assert!(
+        first.stderr.contains("maintain: posted the brief on #1 (the tracking issue is new): https://github.com/octo/shop/issues/1#issuecomment-"),
+        "{}",
+        first.stderr
+    );
+    let second = map_brief(&repo, &github, PERSON, "always");
+    assert_eq!(second.code, 3, "{}", second.stderr);
+    assert!(
+        second.stderr.contains("maintain: posted the brief on #1: "),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(tracking(&github), [(1, "alice".to_string())]);
+    {
+        let fake = github.state.lock().expect("lock");
+        assert_eq!(fake.labels, [LABEL]);
+        let issue = &fake.issues[&1];
+        assert!(
+            issue.body.as_deref().is_some_and(|b| b.starts_with(MARKER)),
+            "{issue:?}"
+        );
+    }
+    assert_eq!(requests(&github, "POST label"), 1, "the label is made once");
+    assert_eq!(requests(&github, "POST issue"), 1, "the issue is made once");
+    let posted = briefs(&github, 1);
+    assert_eq!(posted.len(), 2, "always: a new comment each run");
+
+    // The digest is the SHA-256 of the canonical JSON of the report's drift and the failing checks.
+    let report: Value =
+        serde_json::from_str(&run(repo.aayu().args(["verify", "--map", "--json"])).stdout)
+            .expect("json");
+    let digest = digest_of(&report["drift"], &json!([]));
+    assert!(
+        posted[1].ends_with(&format!("<!-- aayudha:digest {digest} -->\n")),
+        "{}",
+        posted[1]
+    );
+    insta::assert_snapshot!("maintain_brief_claude", common::redact(&posted[1]));
+}
+
+#[test]
+fn drift_mode_is_silent_when_clean_and_on_a_repeated_report_and_posts_when_it_changes() {
+    let repo = shop("codex");
+    let github = github();
+    let clean = map_brief(&repo, &github, PERSON, "drift");
+    assert_eq!(clean.code, 0, "{}", clean.stderr);
+    assert!(
+        clean.stderr.contains(
+            "maintain: nothing posted: nothing drifted and no check failed or was blocked"
+        ),
+        "{}",
+        clean.stderr
+    );
+    assert!(
+        github.state.lock().expect("lock").requests.is_empty(),
+        "a clean run asks GitHub nothing"
+    );
+
+    drift(&repo, &["refund"]);
+    let posted = map_brief(&repo, &github, PERSON, "drift");
+    assert_eq!(posted.code, 3);
+    assert!(
+        posted.stderr.contains("posted the brief on #1"),
+        "{}",
+        posted.stderr
+    );
+    let repeated = map_brief(&repo, &github, PERSON, "drift");
+    assert_eq!(repeated.code, 3);
+    assert!(
+        repeated
+            .stderr
+            .contains("maintain: nothing posted: the newest brief on #1 carries the same digest"),
+        "{}",
+        repeated.stderr
+    );
+    assert_eq!(briefs(&github, 1).len(), 1);
+
+    // A forged comment with another digest, by someone else, does not count as the newest brief.
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.next_id += 1;
+        let id = fake.next_id;
+        fake.comments.push(crate::support::fake_github::Comment {
+            id,
+            issue: Some(1),
+            login: "mallory".into(),
+            body: format!("<!-- aayudha:digest {} -->", "0".repeat(64)),
+            minimized: false,
+        });
+    }
+    let still = map_brief(&repo, &github, PERSON, "drift");
+    assert!(still.stderr.contains("same digest"), "{}", still.stderr);
+
+    drift(&repo, &["refund", "resell"]);
+    let changed = map_brief(&repo, &github, PERSON, "drift");
+    assert_eq!(changed.code, 3);
+    assert!(
+        changed.stderr.contains("posted the brief on #1"),
+        "{}",
+        changed.stderr
+    );
+    let posted = briefs(&github, 1);
+    assert_eq!(posted.len(), 3, "two briefs and the forged comment");
+    assert!(posted[2].starts_with("@codex "), "{}", posted[2]);
+    assert!(posted[2].contains("resell"), "{}", posted[2]);
+
+    // `always` posts even when nothing is wrong, and says so.
+    let repo = shop("codex");
+    let always = map_brief(&repo, &github, PERSON, "always");
+    assert_eq!(always.code, 0, "{}", always.stderr);
+    let last = briefs(&github, 1).pop().expect("a brief");
+    assert!(
+        last.contains("Nothing drifted and no check fails or is blocked: look for capabilities the map misses."),
+        "{last}"
+    );
+}
+
+#[test]
+fn two_racing_runs_leave_one_tracking_issue_the_first_created() {
+    let repo = shop("claude-code");
+    drift(&repo, &["refund"]);
+    // Another run creates its tracking issue between this run's search and its creation.
+    let github = github();
+    github.state.lock().expect("lock").race_issue = Some((
+        "bob".into(),
+        FakeIssue {
+            title: "aayudha: keep the feature maps honest".into(),
+            body: Some(format!("{MARKER}\nbob's run")),
+            labels: vec![LABEL.into()],
+            state: "open".into(),
+        },
+    ));
+    let out = map_brief(&repo, &github, PERSON, "always");
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("maintain: posted the brief on #1; closed the duplicate #2 in favour of #1"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(tracking(&github), [(1, "bob".to_string())]);
+    {
+        let fake = github.state.lock().expect("lock");
+        assert_eq!(fake.issues[&2].state, "closed");
+    }
+    let note = github.comments_on(2);
+    assert_eq!(note.len(), 1);
+    assert!(
+        note[0].body.starts_with("Duplicate of #1"),
+        "{}",
+        note[0].body
+    );
+    assert_eq!(briefs(&github, 1).len(), 1, "the brief is on the winner");
+    assert!(briefs(&github, 2).is_empty());
+
+    // Two real processes at once: however they interleave, one tracking issue stays open and the label
+    // exists once.
+    let github = crate::support::fake_github::Server::start();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        fake.tokens.insert(PERSON.into(), "alice".into());
+    }
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            aayu(&repo, &github, PERSON)
+                .args(["verify", "--map", "--maintain", "always"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("aayu starts")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("aayu ends");
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let open = tracking(&github);
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].0, 1, "the first created wins");
+    assert_eq!(github.state.lock().expect("lock").labels, [LABEL]);
+    assert_eq!(briefs(&github, 1).len(), 2, "both briefs on the winner");
+}
+
+#[test]
+fn the_brief_mentions_the_maintainer_with_a_persons_token_and_nobody_from_actions() {
+    for (maintainer, opening) in [
+        ("claude-code", "@claude please bring the feature maps"),
+        ("codex", "@codex please bring the feature maps"),
+        ("cursor", "@cursor please bring the feature maps"),
+        (
+            "amp",
+            "For Amp: Amp has no mention on GitHub. Run this brief in Amp",
+        ),
+        ("", "No maintainer is set (`[verify] maintainer`"),
+    ] {
+        let repo = shop(maintainer);
+        drift(&repo, &["refund"]);
+        let github = github();
+        let out = map_brief(&repo, &github, PERSON, "drift");
+        assert_eq!(out.code, 3, "{maintainer}: {}", out.stderr);
+        let brief = briefs(&github, 1).pop().expect("a brief");
+        assert!(brief.starts_with(opening), "{maintainer}: {brief}");
+        if maintainer == "amp" || maintainer.is_empty() {
+            assert!(!brief.contains('@'), "no mention: {brief}");
+        }
+    }
+
+    // In GitHub Actions, `aayu action --mode maintain`: a record with no mention, said in the summary.
+    let repo = shop("claude-code");
+    drift(&repo, &["refund"]);
+    let github = github();
+    let summary = repo.path(".git/summary.md");
+    let out = run(repo
+        .aayu()
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_WORKSPACE", repo.root())
+        .env("GITHUB_REPOSITORY", "octo/shop")
+        .env("GITHUB_API_URL", &github.url)
+        .env("GITHUB_EVENT_NAME", "schedule")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("INPUT_MODE", "maintain")
+        .env("INPUT_TOKEN", WORKFLOW)
+        .arg("action"));
+    assert_eq!(out.code, 3, "the map run's exit: {}", out.stderr);
+    let brief = briefs(&github, 1).pop().expect("a brief");
+    assert!(
+        brief.starts_with("A record, with no mention: it was posted from GitHub Actions"),
+        "{brief}"
+    );
+    assert!(!brief.contains("@claude"), "{brief}");
+    assert_eq!(tracking(&github), [(1, "github-actions[bot]".to_string())]);
+    let summary = std::fs::read_to_string(&summary).expect("the job summary");
+    assert!(
+        summary.contains(
+            "as a **record with no mention**: a GitHub Actions run never wakes an agent app"
+        ),
+        "{summary}"
+    );
+    // The workflow token's own briefs are what drift mode compares with.
+    let again = run(aayu(&repo, &github, WORKFLOW)
+        .env("GITHUB_ACTIONS", "true")
+        .args(["verify", "--map", "--maintain", "drift"]));
+    assert!(again.stderr.contains("same digest"), "{}", again.stderr);
+}
+
+#[test]
+fn a_brief_that_cannot_be_posted_exits_1_with_the_hint_and_the_report_is_written() {
+    let repo = shop("claude-code");
+    drift(&repo, &["refund"]);
+    let github = github();
+    github
+        .state
+        .lock()
+        .expect("lock")
+        .read_only
+        .push(PERSON.into());
+    let out = run(aayu(&repo, &github, PERSON).args([
+        "verify",
+        "--map",
+        "--json",
+        "--maintain",
+        "always",
+    ]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("the report, whole");
+    assert_eq!(report["drift"][0]["kind"], "unmapped-surface");
+    assert!(
+        out.stderr
+            .contains("error: the maintain brief was not posted: GitHub forbids the creation of the label `aayudha:verify-maintain` (403)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("issues: write"), "{}", out.stderr);
+}
+
+#[test]
+fn a_check_run_briefs_its_failing_checks_with_their_reasons() {
+    crate::needs!(perl);
+    let repo = common::hostile::hostile(&["fails", "passes", "silent"], "{}");
+    let github = github();
+    let out = run(aayu(&repo, &github, PERSON).args([
+        "verify",
+        "--check",
+        "hostile",
+        "--json",
+        "--out",
+        "run",
+        "--maintain",
+        "drift",
+    ]));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("the report");
+    let brief = briefs(&github, 1).pop().expect("a brief");
+    assert!(
+        brief.contains("| `shop.hostile.fails` | `failed` | `the total is 41, expected 42` |"),
+        "{brief}"
+    );
+    assert!(
+        brief.contains("| `shop.hostile.silent` | `blocked` |"),
+        "{brief}"
+    );
+    assert!(!brief.contains("hostile.passes"), "{brief}");
+    assert!(
+        brief.contains("From `aayu verify --check hostile` at `"),
+        "{brief}"
+    );
+    let checks: Vec<Value> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["status"] == "failed" || c["status"] == "blocked")
+        .map(|c| json!({"feature": c["feature"], "check": c["check"], "status": c["status"], "reason": c["reason"]}))
+        .collect();
+    assert_eq!(checks.len(), 2);
+    let digest = digest_of(&json!([]), &json!(checks));
+    assert!(
+        brief.contains(&format!("<!-- aayudha:digest {digest} -->")),
+        "{brief}"
+    );
+}
+
+#[test]
+fn maintain_is_refused_where_it_cannot_work_before_anything_runs() {
+    let repo = shop("claude-code");
+    let github = github();
+    let ci = run(aayu(&repo, &github, PERSON).args(["verify", "--ci", "--maintain", "drift"]));
+    assert_eq!(ci.code, 2);
+    assert!(
+        ci.stderr
+            .contains("`--maintain` goes with `--map` or `--check`"),
+        "{}",
+        ci.stderr
+    );
+    let mode =
+        run(aayu(&repo, &github, PERSON).args(["verify", "--map", "--maintain", "sometimes"]));
+    assert_eq!(mode.code, 2);
+    assert!(
+        mode.stderr.contains("[possible values: drift, always]"),
+        "{}",
+        mode.stderr
+    );
+    let no_token = run(repo
+        .aayu()
+        .env("GH_REPO", "octo/shop")
+        .env("PATH", "/nonexistent")
+        .args(["verify", "--map", "--maintain", "always"]));
+    assert_eq!(no_token.code, 2, "{}", no_token.stderr);
+    assert!(
+        no_token
+            .stderr
+            .contains("error: `--maintain` posts the brief on GitHub: no GitHub token"),
+        "{}",
+        no_token.stderr
+    );
+    assert!(
+        no_token.stdout.is_empty(),
+        "nothing ran: {}",
+        no_token.stdout
+    );
+    repo.write(
+        ".aayudha/config.toml",
+        "[verify]\nmaintainer = \"copilot\"\n",
+    );
+    let unknown = map_brief(&repo, &github, PERSON, "always");
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown
+            .stderr
+            .contains("`[verify] maintainer = \"copilot\"` is not an agent app aayu knows"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(github.state.lock().expect("lock").requests.is_empty());
+}
+
+#[test]
+fn a_tracking_issue_that_lost_its_label_is_found_by_its_marker_and_labelled_again() {
+    let repo = shop("cursor");
+    drift(&repo, &["refund"]);
+    let github = github();
+    {
+        let mut fake = github.state.lock().expect("lock");
+        // Someone else's issue quoting the marker is not it: only the token's user's own are searched.
+        for (number, author) in [(4, "mallory"), (5, "alice")] {
+            fake.issues.insert(
+                number,
+                FakeIssue {
+                    title: "aayudha: keep the feature maps honest".into(),
+                    body: Some(format!("{MARKER}\nthe label was taken off")),
+                    labels: vec!["chore".into()],
+                    state: "open".into(),
+                },
+            );
+            fake.issue_authors.insert(number, author.into());
+        }
+        fake.labels = vec!["chore".into(), LABEL.into()];
+    }
+    let out = map_brief(&repo, &github, PERSON, "always");
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("maintain: posted the brief on #5: "),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(tracking(&github), [(5, "alice".to_string())]);
+    assert_eq!(requests(&github, "POST issue"), 0);
+    assert_eq!(
+        github.state.lock().expect("lock").issues[&5].labels,
+        ["chore", LABEL]
+    );
+    assert!(briefs(&github, 4).is_empty());
+}
