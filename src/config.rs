@@ -40,6 +40,7 @@ pub struct Verify {
     pub memory_limit_mb: u64,
     pub drift_blocking_from: BlockingDate,
     pub red_on_base_blocking_from: BlockingDate,
+    pub weakening_blocking_from: BlockingDate,
     pub maintainer: String,
     pub env: Vec<String>,
     pub chromium: String,

@@ -122,7 +122,7 @@ pub(crate) fn git_failure(e: crate::git::GitError) -> Failure {
                 "name a commit this clone has (a SHA, a branch or HEAD~1); a shallow clone may need `fetch-depth: 0`",
             ),
         ),
-        GitError::List { .. } => (ExitStatus::Failure, None),
+        GitError::List { .. } | GitError::Io { .. } => (ExitStatus::Failure, None),
     };
     Failure::from_error(status, &e).with_optional_hint(hint)
 }

@@ -1,13 +1,15 @@
 //! The floors of the gate, each a stage that judges one side of a change and owns its verdict
 //! ([`FloorResult`]): `feature_map` (drift and stale features, over `scan`, which reads each source file
 //! once), `behaviour` (the checks, in the sandbox), `test_evidence` (the mapped tests and the criteria they
-//! evidence) and `red_on_base` (a bug fix's tests on the base).
+//! evidence), `red_on_base` (a bug fix's tests on the base) and `weakening` (checks and assertions a change
+//! removed or loosened in the maps).
 
 pub(crate) mod behaviour;
 pub(crate) mod feature_map;
 pub(crate) mod red_on_base;
 pub(crate) mod scan;
 pub(crate) mod test_evidence;
+pub(crate) mod weakening;
 
 use crate::pack;
 use crate::sandbox::Network;
@@ -16,6 +18,7 @@ use crate::sandbox::Network;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Floor {
     FeatureMap,
+    Weakening,
     Behaviour,
     Tests,
     RedOnBase,
@@ -25,6 +28,7 @@ impl Floor {
     pub fn as_str(self) -> &'static str {
         match self {
             Floor::FeatureMap => "feature-map",
+            Floor::Weakening => "weakening",
             Floor::Behaviour => "behaviour",
             Floor::Tests => "tests",
             Floor::RedOnBase => "red-on-base",
@@ -38,7 +42,6 @@ pub enum Verdict {
     Pass,
     Fail,
     Skipped,
-    #[allow(dead_code, reason = "SPEC §1 names it; no floor waives anything yet")]
     Waived,
     Blocked,
 }

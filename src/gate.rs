@@ -1,4 +1,4 @@
-//! The gate: every floor on one change — feature-map, behaviour, tests, red-on-base — and the proof pack,
+//! The gate: every floor on one change — feature-map, weakening, behaviour, tests, red-on-base — and the proof pack,
 //! as one library stage. `aayu verify --ci` renders what it returns; `aayu action` publishes it. Nothing here
 //! prints a report or reads back what another stage printed: the floors return typed results, the pack is
 //! assembled from them, and progress streams to the [`Log`] as it happens.
@@ -18,6 +18,7 @@ use crate::floors::behaviour::{self, BehaviourReport};
 use crate::floors::feature_map::{self, MapReport};
 use crate::floors::red_on_base;
 use crate::floors::test_evidence::{self, TestId};
+use crate::floors::weakening;
 use crate::floors::{FloorResult, Verdict};
 use crate::git::{GitError, Repo};
 use crate::ledger::ready::Snapshot;
@@ -72,6 +73,7 @@ pub struct GateRun {
     pub pack_sha256: String,
     pub floors: Vec<FloorResult>,
     pub map: MapReport,
+    pub weakening: weakening::Report,
     #[allow(
         dead_code,
         reason = "part of the stage's typed result; no caller renders it yet"
@@ -164,6 +166,28 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         inputs.now,
     ));
 
+    // weakening: the maps at the base and the head, from git's objects; no product code runs.
+    let story_labels: Vec<String> =
+        match inputs.binding.as_ref().and_then(|b| b.story_labels.clone()) {
+            // In the action the story's labels come from the API (SPEC §5).
+            Some(labels) => labels,
+            None => inputs
+                .story
+                .as_ref()
+                .map(|s| s.snapshot.meta.labels.clone())
+                .unwrap_or_default(),
+        };
+    let weakened = in_group(progress, "aayudha weakening floor", |_| {
+        Ok(weakening::compare(repo, base, head)?)
+    })?;
+    write_json(out, "reports/weakening.json", &weakened)?;
+    floors.push(weakening::floor(
+        &weakened,
+        config.verify.weakening_blocking_from,
+        inputs.now,
+        story_labels.iter().any(|l| l == weakening::WAIVER),
+    ));
+
     // What will run: the behaviour checks the diff and the story's evidence map select, the mapped tests,
     // and for a bug, the same tests on the base.
     let loaded = maps::load_repo(repo)?;
@@ -196,15 +220,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             }
         }
     }
-    let is_bug = match inputs
-        .binding
-        .as_ref()
-        .and_then(|b| b.story_labels.as_ref())
-    {
-        // In the action the story's labels come from the API (SPEC §5).
-        Some(labels) => labels.iter().any(|l| l == "type:bug"),
-        None => inputs.story.as_ref().is_some_and(|s| s.snapshot.is_bug()),
-    };
+    let is_bug = story_labels.iter().any(|l| l == "type:bug");
     let on_base = (evidence.is_some() && (is_bug || inputs.force_red_on_base))
         .then(|| red_on_base::prepare(repo, base, head));
 
@@ -407,6 +423,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         pack_sha256,
         floors,
         map,
+        weakening: weakened,
         behaviour,
         red_on_base: red,
         criteria_lines,

@@ -29,6 +29,12 @@ pub enum GitError {
         #[source]
         source: git2::Error,
     },
+    #[error("cannot {what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// An opened repository with a working tree.
@@ -304,6 +310,54 @@ impl Repo {
             .ok()
             .and_then(|o| o.into_blob().ok())
             .map(|b| b.content().to_vec()))
+    }
+}
+
+impl Repo {
+    /// The regular files of the commit `rev` whose path `keep` accepts, with their bytes, sorted by path.
+    /// Links and submodules are left out (aayu reads no file through a link).
+    pub fn files_at(
+        &self,
+        rev: &str,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<(String, Vec<u8>)>, GitError> {
+        let tree = self
+            .commit(rev)?
+            .tree()
+            .map_err(|source| GitError::Revision {
+                rev: rev.to_string(),
+                source,
+            })?;
+        let mut ids = Vec::new();
+        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+            let regular = matches!(e.filemode(), 0o100644 | 0o100755);
+            if regular && let Ok(name) = e.name() {
+                let path = format!("{dir}{name}");
+                if keep(&path) {
+                    ids.push((path, e.id()));
+                }
+            }
+            git2::TreeWalkResult::Ok
+        });
+        let mut files = Vec::with_capacity(ids.len());
+        for (path, id) in ids {
+            let blob = self
+                .repo
+                .find_blob(id)
+                .map_err(|source| GitError::Revision {
+                    rev: format!("{rev}:{path}"),
+                    source,
+                })?;
+            files.push((path, blob.content().to_vec()));
+        }
+        files.sort();
+        Ok(files)
+    }
+
+    /// The object id of `path` (a file or a folder) at the commit `rev`, or `None` when it has none.
+    pub fn id_at(&self, rev: &str, path: &str) -> Option<Oid> {
+        let (_, tree) = self.commit_tree(rev)?;
+        tree.get_path(Path::new(path)).ok().map(|e| e.id())
     }
 }
 

@@ -50,6 +50,8 @@ pub struct Map {
     pub product: String,
     pub control: Vec<String>,
     pub block_line: usize,
+    /// The line of the map block's `control` (the block's line when it cannot be told).
+    pub control_line: usize,
     pub rules: Vec<Rule>,
     pub index: Vec<IndexLink>,
     pub features: Vec<Feature>,
@@ -167,6 +169,39 @@ pub(crate) fn load_repo_timed(
         errors,
         warnings,
     })
+}
+
+/// Every map of the commit `rev`, read from git's objects (the working tree is not looked at): the
+/// weakening floor compares the maps at a change's base and head.
+pub fn load_at(repo: &crate::git::Repo, rev: &str) -> Result<Vec<Map>, crate::git::GitError> {
+    let files = repo.files_at(rev, |path| {
+        is_map_path(path)
+            || path
+                .rsplit_once('/')
+                .is_some_and(|(dir, _)| is_map_path(&format!("{dir}/README.md")))
+    })?;
+    // The parser reads files under a root: the maps and their feature files are written to a temporary
+    // one (they are small), never into the checkout.
+    let dir = tempfile::tempdir().map_err(|source| crate::git::GitError::Io {
+        what: "create a folder for the maps of a commit".into(),
+        source,
+    })?;
+    let mut paths = Vec::with_capacity(files.len());
+    for (path, bytes) in &files {
+        let target = dir.path().join(path);
+        let written = target
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&target, bytes));
+        written.map_err(|source| crate::git::GitError::Io {
+            what: format!("write `{path}` of {rev} to a temporary folder"),
+            source,
+        })?;
+        paths.push(path.clone());
+    }
+    // Contract errors are the feature-map floor's to report (at the head, from the checkout).
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    Ok(load_all(dir.path(), &paths, &mut errors, &mut warnings))
 }
 
 /// Whether a repository path is a map: `<any>/.agents/skills/verify-<product>/features/README.md`.
@@ -294,6 +329,7 @@ fn load_map(
         product: String::new(),
         control: Vec::new(),
         block_line: 1,
+        control_line: 1,
         rules: Vec::new(),
         index: Vec::new(),
         features: Vec::new(),
@@ -389,6 +425,10 @@ fn read_map_block(map: &mut Map, block: &str, fence: usize, error: &mut impl FnM
     }
     map.product = parsed.product;
     map.control = parsed.control;
+    map.control_line = block
+        .lines()
+        .position(|l| l.contains("\"control\""))
+        .map_or(fence, |i| fence + 1 + i);
     for (i, rule) in parsed.surfaces.into_iter().enumerate() {
         let kind_line = cursor.line_of_string(&rule.kind);
         if rule.kind.trim().is_empty() {

@@ -626,6 +626,23 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             &format!("{}: {}", d.kind.as_str(), d.detail),
         );
     }
+    // Weakenings: an error once the floor fails on them, a warning while advisory or waived.
+    let weakening_level = match run
+        .floors
+        .iter()
+        .find(|f| f.floor == crate::floors::Floor::Weakening)
+    {
+        Some(f) if !f.verdict.holds() => Level::Error,
+        _ => Level::Warning,
+    };
+    for w in &run.weakening.weakenings {
+        notes.add(
+            weakening_level,
+            Some((w.file.as_str(), w.line)),
+            "aayudha weakening",
+            &format!("{}: {}", w.kind.as_str(), w.detail),
+        );
+    }
     for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
         notes.add(
             Level::Error,

@@ -122,6 +122,7 @@ pub fn run(
             ctx,
             &crate::output::plain::gate_table(
                 &run.pack,
+                &run.weakening.weakenings,
                 &run.criteria_lines,
                 &run.pack_dir,
                 &run.pack_sha256,

@@ -28,12 +28,6 @@ pub struct Snapshot {
     pub criteria: Vec<Criterion>,
 }
 
-impl Snapshot {
-    pub fn is_bug(&self) -> bool {
-        self.meta.labels.iter().any(|l| l == "type:bug")
-    }
-}
-
 /// The Completion Goal of a Markdown body: the `## Completion Goal` section up to the next H2, CRLF as LF,
 /// trailing spaces removed from each line, leading and trailing blank lines removed, joined by `\n`.
 pub fn completion_goal(body: &str) -> Option<String> {
@@ -159,7 +153,7 @@ mod tests {
             goal_hash(goal)
         );
         let snapshot = parse(&good, "ready.md").expect("valid");
-        assert!(snapshot.is_bug());
+        assert_eq!(snapshot.meta.labels, ["type:bug"]);
         assert!(
             parse(&good.replace("works", "worked"), "ready.md")
                 .expect_err("edited")

@@ -132,9 +132,11 @@ pub fn behaviour_report(
     text
 }
 
-/// The table `aayu verify --ci` prints: a line per floor, a line per criterion, and the pack.
+/// The table `aayu verify --ci` prints: a line per floor, a line per weakening (`file:line: weakening:
+/// …`), a line per criterion, and the pack.
 pub fn gate_table(
     pack: &crate::pack::Pack,
+    weakenings: &[crate::floors::weakening::Weakening],
     criteria: &[String],
     dir: &std::path::Path,
     pack_sha256: &str,
@@ -151,6 +153,9 @@ pub fn gate_table(
             "{:<12} {:<8} {:>6} {:>9}  {}",
             c.floor, c.result, c.value, c.threshold, c.detail
         );
+    }
+    for w in weakenings {
+        let _ = writeln!(text, "{}:{}: weakening: {}", w.file, w.line, w.detail);
     }
     for line in criteria {
         let _ = writeln!(text, "{line}");

@@ -64,7 +64,13 @@ fn a_go_bug_fix_is_evidenced_and_red_on_base_and_runs_are_byte_identical() {
         .collect();
     assert_eq!(
         names,
-        vec!["feature-map", "behaviour", "tests", "red-on-base"]
+        vec![
+            "feature-map",
+            "weakening",
+            "behaviour",
+            "tests",
+            "red-on-base"
+        ]
     );
     assert_eq!(floor(&pack, "tests")["result"], "pass");
     assert_eq!(floor(&pack, "red-on-base")["result"], "pass");

@@ -33,3 +33,4 @@ mod step_runner;
 mod texts;
 mod this_repository;
 mod verify_map;
+mod weakening;

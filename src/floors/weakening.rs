@@ -1,0 +1,484 @@
+//! The weakening floor (the seed's invariant 8): the maps at a change's base and at its head, compared for
+//! what a change could do to turn the gate green without making the product right — a feature file
+//! deleted or dropped from the index, a check removed, an assertion removed or shortened — and for what a
+//! reviewer must look at because the floor cannot judge it: a new control tool (its argv or one of its
+//! files changed), a surface rule removed, a feature's `sources` narrowed.
+//!
+//! A changed value (a renamed handle, another expected text) is not a weakening, and neither is a check
+//! moved to another feature of the same map with the same id and the same assertions. Removed things are
+//! reported where they were at the base; loosened ones where they are at the head.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::BlockingDate;
+use crate::floors::{Floor, FloorResult, Verdict};
+use crate::git::{GitError, Repo};
+use crate::maps::{self, Check, Feature, Map};
+
+/// The story label that waives the floor: the change reshapes the maps on purpose.
+pub const WAIVER: &str = "map:reshape";
+
+/// SPEC §2's assertion keys.
+const ASSERTIONS: [&str; 10] = [
+    "exit", "stdout", "stderr", "status", "json", "expect", "see", "contains", "count", "url",
+];
+
+/// The kinds of weakening, as reports name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A feature file deleted (its feature is in no file of the map at the head).
+    FeatureDeleted,
+    /// A feature file the base's index linked, still there, no longer linked.
+    RemovedFromIndex,
+    /// A check block removed (not moved to another feature of the map).
+    FewerChecks,
+    /// An assertion key removed, or an assertion's array (or expected object) shortened.
+    FewerAssertions,
+    /// The map's `control` argv changed: a new control tool.
+    ControlChanged,
+    /// A file of the control tool changed.
+    ControlFileChanged,
+    /// A surface rule removed, or one of its `files` globs.
+    SurfaceRuleRemoved,
+    /// A feature's `sources` lost a path.
+    SourcesNarrowed,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::FeatureDeleted => "feature-deleted",
+            Kind::RemovedFromIndex => "removed-from-index",
+            Kind::FewerChecks => "fewer-checks",
+            Kind::FewerAssertions => "fewer-assertions",
+            Kind::ControlChanged => "control-changed",
+            Kind::ControlFileChanged => "control-file-changed",
+            Kind::SurfaceRuleRemoved => "surface-rule-removed",
+            Kind::SourcesNarrowed => "sources-narrowed",
+        }
+    }
+}
+
+/// One weakening: where, what kind, and what was removed or loosened.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Weakening {
+    pub file: String,
+    pub line: usize,
+    pub kind: Kind,
+    pub product: String,
+    pub feature: Option<String>,
+    pub check: Option<String>,
+    pub detail: String,
+}
+
+/// `reports/weakening.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub base: String,
+    pub head: String,
+    pub weakenings: Vec<Weakening>,
+}
+
+/// Compares the maps at `base` and `head` (full SHAs).
+pub fn compare(repo: &Repo, base: &str, head: &str) -> Result<Report, GitError> {
+    let before = maps::load_at(repo, base)?;
+    let after = maps::load_at(repo, head)?;
+    let mut found = Vec::new();
+    for old in &before {
+        if old.product.is_empty() {
+            continue;
+        }
+        let new = after.iter().find(|m| m.product == old.product);
+        compare_map(repo, base, head, old, new, &mut found);
+    }
+    found.sort();
+    found.dedup();
+    Ok(Report {
+        schema_version: 1,
+        base: base.to_string(),
+        head: head.to_string(),
+        weakenings: found,
+    })
+}
+
+fn compare_map(
+    repo: &Repo,
+    base: &str,
+    head: &str,
+    old: &Map,
+    new: Option<&Map>,
+    found: &mut Vec<Weakening>,
+) {
+    let at = |file: &str, line: usize, kind: Kind, detail: String| Weakening {
+        file: file.to_string(),
+        line,
+        kind,
+        product: old.product.clone(),
+        feature: None,
+        check: None,
+        detail,
+    };
+    let Some(new) = new else {
+        // The whole map is gone: each of its features is.
+        for feature in &old.features {
+            found.push(Weakening {
+                feature: Some(feature.id.value.clone()),
+                ..at(
+                    &feature.file,
+                    feature.id.line,
+                    Kind::FeatureDeleted,
+                    format!(
+                        "feature `{}` deleted with the map `{}` (at the base)",
+                        feature.id.value, old.file
+                    ),
+                )
+            });
+        }
+        return;
+    };
+
+    // The control tool: a new argv, or a changed file it names. The floor cannot judge a new tool.
+    if old.control != new.control {
+        found.push(at(
+            &new.file,
+            new.control_line,
+            Kind::ControlChanged,
+            format!(
+                "the control tool changed from `{}` to `{}`: review the new tool",
+                old.control.join(" "),
+                new.control.join(" ")
+            ),
+        ));
+    }
+    for arg in &new.control {
+        let path = arg.trim_start_matches("./").trim_end_matches('/');
+        if path.is_empty() || path.starts_with('/') || path.split('/').any(|c| c == "..") {
+            continue;
+        }
+        let (was, is) = (repo.id_at(base, path), repo.id_at(head, path));
+        if was.is_some() && is.is_some() && was != is {
+            found.push(at(
+                &new.file,
+                new.control_line,
+                Kind::ControlFileChanged,
+                format!("`{path}`, a file of the control tool, changed: review it"),
+            ));
+        }
+    }
+
+    // Surface rules, by kind: a kind without a rule, or a rule that looks in fewer places.
+    for rule in &old.rules {
+        match new.rules.iter().find(|r| r.kind == rule.kind) {
+            None => found.push(at(
+                &old.file,
+                rule.line,
+                Kind::SurfaceRuleRemoved,
+                format!(
+                    "the surface rule `{}` (pattern `{}`) was removed (at the base)",
+                    rule.kind,
+                    rule.regex.as_str()
+                ),
+            )),
+            Some(kept) => {
+                let lost: Vec<&String> = rule
+                    .files
+                    .iter()
+                    .filter(|g| !kept.files.contains(g))
+                    .collect();
+                if !lost.is_empty() {
+                    found.push(at(
+                        &new.file,
+                        kept.line,
+                        Kind::SurfaceRuleRemoved,
+                        format!(
+                            "the surface rule `{}` no longer looks in {}",
+                            rule.kind,
+                            quoted(&lost)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    let indexed = |map: &Map, name: &str| map.index.iter().any(|l| l.name == name);
+    for feature in &old.features {
+        let id = &feature.id.value;
+        let with = |w: Weakening| Weakening {
+            feature: Some(id.clone()),
+            ..w
+        };
+        let Some(kept) = new.features.iter().find(|f| f.id.value == *id) else {
+            found.push(with(at(
+                &feature.file,
+                feature.id.line,
+                Kind::FeatureDeleted,
+                format!("feature `{id}` deleted (`{}` at the base)", feature.name),
+            )));
+            continue;
+        };
+        if indexed(old, &feature.name) && !indexed(new, &kept.name) {
+            let line = old
+                .index
+                .iter()
+                .find(|l| l.name == feature.name)
+                .map_or(1, |l| l.line);
+            found.push(with(at(
+                &old.file,
+                line,
+                Kind::RemovedFromIndex,
+                format!(
+                    "`{}` is no longer linked from the map's index (line {line} at the base)",
+                    kept.name
+                ),
+            )));
+        }
+        let lost: Vec<&String> = feature
+            .sources
+            .iter()
+            .map(|s| &s.value)
+            .filter(|s| !kept.sources.iter().any(|k| k.value == **s))
+            .collect();
+        if !lost.is_empty() {
+            found.push(with(at(
+                &kept.file,
+                kept.id.line,
+                Kind::SourcesNarrowed,
+                format!("feature `{id}`'s `sources` lost {}", quoted(&lost)),
+            )));
+        }
+        for check in &feature.checks {
+            compare_check(old, new, feature, kept, check, found);
+        }
+    }
+}
+
+/// A check at the base against the same check at the head: in the same feature, or moved to another
+/// feature of the map.
+fn compare_check(
+    old: &Map,
+    new: &Map,
+    feature: &Feature,
+    kept: &Feature,
+    check: &Check,
+    found: &mut Vec<Weakening>,
+) {
+    let id = &check.id.value;
+    let before = assertions(&check.spec);
+    let same_feature = kept.checks.iter().find(|c| c.id.value == *id);
+    // Moved: the same id in another feature of the map, with assertions no weaker.
+    let moved = || {
+        new.features
+            .iter()
+            .filter(|f| f.id.value != kept.id.value)
+            .flat_map(|f| f.checks.iter().map(move |c| (f, c)))
+            .find(|(_, c)| c.id.value == *id && loosened(&before, &assertions(&c.spec)).is_empty())
+    };
+    let weakening = |file: &str, line: usize, kind: Kind, detail: String| Weakening {
+        file: file.to_string(),
+        line,
+        kind,
+        product: old.product.clone(),
+        feature: Some(feature.id.value.clone()),
+        check: Some(id.clone()),
+        detail,
+    };
+    match same_feature {
+        Some(now) => {
+            for what in loosened(&before, &assertions(&now.spec)) {
+                found.push(weakening(
+                    &kept.file,
+                    now.id.line,
+                    Kind::FewerAssertions,
+                    format!("check `{}.{id}`: {what}", feature.id.value),
+                ));
+            }
+        }
+        None if moved().is_some() => {}
+        None => found.push(weakening(
+            &kept.file,
+            kept.id.line,
+            Kind::FewerChecks,
+            format!(
+                "feature `{}` has {} check block(s), had {}: `{id}` was removed",
+                kept.id.value,
+                kept.checks.len(),
+                feature.checks.len()
+            ),
+        )),
+    }
+}
+
+/// Per assertion key of a check: how many times it is asserted, and how many items those assertions
+/// hold (an array's elements, an expected object's fields, else one). `"exit": 0` — the default — is not
+/// counted; an `expect` object's own assertion keys are counted as assertions.
+fn assertions(spec: &Value) -> BTreeMap<&'static str, (usize, usize)> {
+    let mut counts: BTreeMap<&'static str, (usize, usize)> = BTreeMap::new();
+    fn add(
+        counts: &mut BTreeMap<&'static str, (usize, usize)>,
+        object: &serde_json::Map<String, Value>,
+    ) {
+        for (key, value) in object {
+            let Some(name) = ASSERTIONS.iter().find(|a| **a == key) else {
+                continue;
+            };
+            if *name == "exit" && value.as_i64() == Some(0) {
+                continue;
+            }
+            if *name == "expect"
+                && let Some(inner) = value.as_object()
+            {
+                add(counts, inner);
+            }
+            let items = match value {
+                Value::Array(a) => a.len(),
+                Value::Object(o) => o.len(),
+                _ => 1,
+            };
+            let entry = counts.entry(name).or_default();
+            entry.0 += 1;
+            entry.1 += items;
+        }
+    }
+    for step in spec
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(object) = step.as_object() {
+            add(&mut counts, object);
+        }
+    }
+    counts
+}
+
+/// What the head's assertions lost against the base's, a phrase each.
+fn loosened(
+    before: &BTreeMap<&'static str, (usize, usize)>,
+    after: &BTreeMap<&'static str, (usize, usize)>,
+) -> Vec<String> {
+    let mut lost = Vec::new();
+    for (key, &(times, items)) in before {
+        let (now_times, now_items) = after.get(key).copied().unwrap_or_default();
+        if now_times < times {
+            lost.push(if now_times == 0 {
+                format!("the assertion `{key}` was removed")
+            } else {
+                format!("the assertion `{key}` is made {now_times} time(s), was {times}")
+            });
+        } else if now_items < items {
+            lost.push(format!(
+                "the assertion `{key}` was shortened from {items} to {now_items} item(s)"
+            ));
+        }
+    }
+    lost
+}
+
+fn quoted(items: &[&String]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The floor: `value` is the number of weakenings, `threshold` 0; advisory before `rule`'s date, `fail`
+/// from it; `waived` when the story carries [`WAIVER`].
+pub fn floor(
+    report: &Report,
+    rule: BlockingDate,
+    now: time::OffsetDateTime,
+    waived: bool,
+) -> FloorResult {
+    let tool = "aayu verify --ci (weakening)";
+    let n = report.weakenings.len();
+    let result = |verdict, detail| {
+        FloorResult::new(Floor::Weakening, verdict, tool, detail).numbers(n as f64, 0.0)
+    };
+    if n == 0 {
+        return result(
+            Verdict::Pass,
+            "no feature, check or assertion removed or loosened".into(),
+        );
+    }
+    let count = format!("{n} weakening{}", if n == 1 { "" } else { "s" });
+    if waived {
+        result(
+            Verdict::Waived,
+            format!("{count}, waived by the story's label `{WAIVER}`"),
+        )
+    } else if rule.blocks_at(now) {
+        result(
+            Verdict::Fail,
+            format!(
+                "{count} (blocking since {})",
+                rule.0.map(|d| d.to_string()).unwrap_or_default()
+            ),
+        )
+    } else {
+        result(
+            Verdict::Pass,
+            format!("{}: {count}", rule.advisory_detail()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn of(steps: Value) -> BTreeMap<&'static str, (usize, usize)> {
+        assertions(&json!({"steps": steps}))
+    }
+
+    #[test]
+    fn assertions_are_counted_with_their_items() {
+        let counts = of(json!([
+            {"run": ["a"], "exit": 0, "stdout": ["x", "y"]},
+            {"run": ["b"], "exit": 1},
+            {"request": {"json": {"status": "data"}}, "expect": {"status": 200, "json": {"a": 1, "b": 2}}},
+            {"see": {"name": "Ask"}, "contains": "hi"}
+        ]));
+        assert_eq!(
+            counts.get("exit"),
+            Some(&(1, 1)),
+            "`exit: 0` is the default"
+        );
+        assert_eq!(counts.get("stdout"), Some(&(1, 2)));
+        assert_eq!(
+            counts.get("status"),
+            Some(&(1, 1)),
+            "a request body is data"
+        );
+        assert_eq!(counts.get("json"), Some(&(1, 2)));
+        assert_eq!(counts.get("expect"), Some(&(1, 2)));
+        assert_eq!(counts.get("see"), Some(&(1, 1)));
+        assert_eq!(counts.get("contains"), Some(&(1, 1)));
+    }
+
+    #[test]
+    fn removed_and_shortened_assertions_are_loosened_changed_values_are_not() {
+        let base = of(json!([{"run": ["a"], "exit": 0, "stdout": ["x", "y"], "stderr": ["e"]}]));
+        let renamed = of(json!([{"run": ["a"], "stdout": ["p", "q"], "stderr": ["f"]}]));
+        assert!(
+            loosened(&base, &renamed).is_empty(),
+            "values changed, `exit: 0` dropped"
+        );
+        let weaker = of(json!([{"run": ["a"], "exit": 0, "stdout": ["x"]}]));
+        assert_eq!(
+            loosened(&base, &weaker),
+            [
+                "the assertion `stderr` was removed",
+                "the assertion `stdout` was shortened from 2 to 1 item(s)"
+            ]
+        );
+    }
+}
