@@ -396,8 +396,8 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
     drop(sandbox);
 
     // The pack.
-    let artifacts = pack::build::artifacts(out, behaviour.as_ref(), !config.proof.media.is_empty())
-        .map_err(io("hash the run folder"))?;
+    let artifacts =
+        pack::build::artifacts(out, behaviour.as_ref()).map_err(io("hash the run folder"))?;
     let pack = pack::build::assemble(pack::build::Parts {
         repo,
         slug: &inputs.slug,

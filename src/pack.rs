@@ -146,6 +146,36 @@ pub fn is_media(kind: ArtifactKind) -> bool {
     )
 }
 
+/// How many leading bytes [`media_type`] looks at.
+pub const SNIFF_BYTES: usize = 8192;
+
+/// The media type of a file whose content is an image, video, audio or PDF — told from its first bytes
+/// (the `infer` crate's signatures), whatever kind it was declared as — or `None` for anything else.
+pub fn media_type(head: &[u8]) -> Option<&'static str> {
+    let found = infer::get(head)?;
+    let media = matches!(
+        found.matcher_type(),
+        infer::MatcherType::Image | infer::MatcherType::Video | infer::MatcherType::Audio
+    ) || found.mime_type() == "application/pdf";
+    media.then(|| found.mime_type())
+}
+
+/// Whether an artifact is media: by its declared kind, or by its content (a PNG declared as `report` is
+/// media all the same, and keeps its kind).
+pub fn is_media_file(kind: ArtifactKind, head: &[u8]) -> bool {
+    is_media(kind) || media_type(head).is_some()
+}
+
+/// The first [`SNIFF_BYTES`] of a file, for [`media_type`].
+pub fn file_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    std::fs::File::open(path)?
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)?;
+    Ok(head)
+}
+
 /// Why a pack could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {

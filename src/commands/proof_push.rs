@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
-use crate::maps::blocks::ArtifactKind;
 use crate::pack;
 use crate::settings::remote;
 
@@ -19,6 +18,8 @@ pub const ADVISORY_MARKER: &str = "<!-- aayudha:advisory -->";
 pub struct ProofPushOptions {
     pub story: u64,
     pub repo: Option<String>,
+    /// `--media`: upload the pack's media to the bucket of `[proof] media`.
+    pub media: bool,
 }
 
 impl ProofPushOptions {
@@ -26,6 +27,7 @@ impl ProofPushOptions {
         ProofPushOptions {
             story: m.get_one::<u64>("story").copied().unwrap_or(0),
             repo: m.get_one::<String>("repo").cloned(),
+            media: m.get_flag("media"),
         }
     }
 }
@@ -65,25 +67,22 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
         ));
     }
 
-    // Data artifacts only, each checked against pack.json before anything is written.
+    // `--media` needs a bucket: said before anything is read or written.
+    if options.media && config.proof.media.trim().is_empty() {
+        return Err(Failure::usage("media need a bucket: set `[proof] media`")
+            .with_hint("e.g. `[proof] media = \"s3://my-bucket/aayudha\"` in .aayudha/config.toml (docs/ledger.md#media-buckets); without `--media` the media stay `store: none`"));
+    }
+
+    // Data artifacts go to the ledger, media (by kind or by content) never: each file is checked against
+    // pack.json before anything is written.
     let mut files = BTreeMap::new();
-    for a in &pack.artifacts {
-        if a.tombstone.is_some() || a.store != "git" {
+    let mut media = BTreeMap::new();
+    for i in 0..pack.artifacts.len() {
+        let a = &pack.artifacts[i];
+        if a.tombstone.is_some() || !matches!(a.store.as_str(), "git" | "none") {
             continue;
         }
-        let media = matches!(a.kind, ArtifactKind::Screenshot | ArtifactKind::Recording);
-        if media && config.proof.media.is_empty() {
-            return Err(Failure::usage(format!(
-                "`{}` is media ({}): media never go to git, and no bucket is set",
-                a.path,
-                serde_json::to_value(a.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            ))
-            .with_hint("set `[proof] media` to a bucket, or keep media out of the pack"));
-        }
-        if media {
+        if a.store == "none" && !options.media {
             continue;
         }
         if !pack::safe_path(&a.path) {
@@ -112,7 +111,15 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
                 ),
             ));
         }
-        files.insert(a.path.clone(), data);
+        if a.store == "none" || super::media::is_media(a, &data) {
+            // Never in git, whatever pack.json said.
+            pack.artifacts[i].store = "none".into();
+            if options.media {
+                media.insert(pack.artifacts[i].path.clone(), data);
+            }
+            continue;
+        }
+        files.insert(pack.artifacts[i].path.clone(), data);
     }
 
     let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
@@ -123,6 +130,14 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
         .ok_or_else(|| {
             Failure::usage("the token has no user: `aayu proof push` needs a person's token")
         })?;
+    // The media go to the bucket before anything lands: a pack says `bucket` only for what is there.
+    let uploaded = super::media::upload(
+        ctx,
+        &config.proof.media,
+        config.proof.retention_days,
+        &mut pack,
+        &media,
+    )?;
     pack.authority = pack::Authority {
         kind: "advisory".into(),
         workflow: String::new(),
@@ -175,6 +190,12 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
         "story #{story}: the local pack landed as advisory on `{}` at {dir}/ (pack.json sha256 {pack_sha256})\n",
         config.ledger.branch
     );
+    if options.media {
+        said.push_str(&format!(
+            "  {uploaded} media file(s) uploaded to {}\n",
+            config.proof.media
+        ));
+    }
     match pr {
         Some(pr) => {
             let holds = pack.checks.iter().all(pack::Check::holds);

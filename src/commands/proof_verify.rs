@@ -194,7 +194,11 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
             })
     };
     let root = repo.root().to_path_buf();
+    let env = ctx.env;
     let read = |a: &pack::Artifact| -> Stored {
+        if a.store == "bucket" {
+            return from_bucket(a, env);
+        }
         match ledger.read(&format!("{}/artifacts/{}", best.dir, a.path)) {
             Ok(Some(bytes))
                 if a.store == "lfs" || bytes.starts_with(b"version https://git-lfs") =>
@@ -273,4 +277,20 @@ fn render(r: &Report) -> String {
         let _ = writeln!(text, "  note: {note}");
     }
     text
+}
+
+/// A media file in the bucket its `object` names, read with the environment's credential; when it cannot
+/// be read it is counted as not stored, and why is said.
+fn from_bucket(a: &pack::Artifact, env: &crate::settings::Env) -> Stored {
+    use crate::publish::bucket::Bucket;
+    if a.object.is_empty() {
+        return Stored::Elsewhere("`store: bucket` without an `object`: not checked".into());
+    }
+    let read = Bucket::open_object(&a.object, env).and_then(|(bucket, key)| bucket.read(&key));
+    match read {
+        Ok(bytes) => Stored::Bytes(bytes),
+        Err(e) => Stored::Elsewhere(format!(
+            "in the bucket, not readable here ({e}); not checked"
+        )),
+    }
 }

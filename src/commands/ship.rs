@@ -16,7 +16,6 @@ use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
 use crate::ledger::ready;
 use crate::ledger::store::{Existing, Ledger};
 use crate::ledger::verify::{self, Stored};
-use crate::maps::blocks::ArtifactKind;
 use crate::pack::{self, Pack};
 use crate::publish::ARTIFACT;
 use crate::publish::archive::{self, Limits, Unpacked};
@@ -417,18 +416,25 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     };
     let dir = format!("proof/{story}/{}/authoritative", pull.head_sha);
     let mut files = BTreeMap::new();
-    let mut pack_json = serde_json::to_vec_pretty(&authoritative)
-        .map_err(|e| Failure::unexpected("cannot write the pack").caused_by(e))?;
-    pack_json.push(b'\n');
-    files.insert(format!("{dir}/pack.json"), pack_json);
-    for a in &authoritative.artifacts {
-        let media = matches!(a.kind, ArtifactKind::Screenshot | ArtifactKind::Recording);
-        if media || a.store != "git" {
+    // Data artifacts to the ledger; media (by kind or by content) never: to the bucket of `[proof] media`
+    // when there is one, else they stay `store: none`.
+    let bucket = !config.proof.media.trim().is_empty();
+    let mut media = BTreeMap::new();
+    for a in authoritative.artifacts.iter_mut() {
+        let Some(bytes) = q.unpacked.artifacts.get(&a.path) else {
+            continue;
+        };
+        if a.tombstone.is_some() || !matches!(a.store.as_str(), "git" | "none") {
             continue;
         }
-        if let Some(bytes) = q.unpacked.artifacts.get(&a.path) {
-            files.insert(format!("{dir}/artifacts/{}", a.path), bytes.clone());
+        if a.store == "none" || super::media::is_media(a, bytes) {
+            a.store = "none".into();
+            if bucket {
+                media.insert(a.path.clone(), bytes.clone());
+            }
+            continue;
         }
+        files.insert(format!("{dir}/artifacts/{}", a.path), bytes.clone());
     }
     let record = json!({
         "schema_version": 1,
@@ -455,7 +461,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         pull.number,
         short(&pull.head_sha),
         q.unpacked.pack_sha256,
-        files.len() - 1,
+        files.len(),
         config.ledger.branch,
         pull.number,
         if pull.head_repo.as_deref() == Some(remote.repo.as_str()) {
@@ -464,10 +470,31 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
             String::new()
         }
     );
+    let plan = if media.is_empty() {
+        plan
+    } else {
+        format!(
+            "{plan}  upload {} media file(s) to {}\n",
+            media.len(),
+            config.proof.media
+        )
+    };
     if options.dry_run {
         write_out(ctx.out, &format!("dry run — nothing written:\n{plan}"))?;
         return Ok(ExitStatus::Ok);
     }
+    // The media first: the landed pack says `bucket` only for what the bucket holds.
+    super::media::upload(
+        ctx,
+        &config.proof.media,
+        config.proof.retention_days,
+        &mut authoritative,
+        &media,
+    )?;
+    let mut pack_json = serde_json::to_vec_pretty(&authoritative)
+        .map_err(|e| Failure::unexpected("cannot write the pack").caused_by(e))?;
+    pack_json.push(b'\n');
+    files.insert(format!("{dir}/pack.json"), pack_json);
     let author = ledger.author(&login, id);
     ledger
         .write(

@@ -36,7 +36,8 @@ pub enum Stored {
     Bytes(Vec<u8>),
     /// Not on the ledger at all.
     Missing,
-    /// Kept elsewhere and not readable here (an LFS object without `git lfs`); the detail says why.
+    /// Kept elsewhere and not readable here (an LFS object without `git lfs`, a bucket object without its
+    /// credential); the detail says why.
     Elsewhere(String),
 }
 
@@ -78,7 +79,7 @@ pub fn verify(
             ));
             continue;
         }
-        if a.tombstone.is_some() || a.store == "none" || a.store == "bucket" {
+        if a.tombstone.is_some() || a.store == "none" {
             out.artifacts_not_stored += 1;
             continue;
         }

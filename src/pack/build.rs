@@ -13,12 +13,12 @@ use crate::registry::CommandId;
 use crate::settings::Binding;
 
 /// Every file of the run folder, hashed (streamed), with its kind and store: reports and evidence are
-/// `git`; a check's artifact has the kind it declared, and media are `bucket` when a bucket is set, else
-/// `none` (never in git).
+/// `git`; a check's artifact has the kind it declared. Media — a media kind, or content that is an image,
+/// video, audio or PDF whatever its kind — are `none`: never in git, and the gate uploads nothing to a
+/// bucket (`aayu ship` and `aayu proof push --media` do, and only then say `bucket`).
 pub fn artifacts(
     out: &Path,
     behaviour: Option<&BehaviourReport>,
-    bucket: bool,
 ) -> std::io::Result<Vec<pack::Artifact>> {
     let kinds: BTreeMap<&str, ArtifactKind> = behaviour
         .into_iter()
@@ -41,8 +41,9 @@ pub fn artifacts(
                 .copied()
                 .unwrap_or(ArtifactKind::Report)
         };
-        let store = if pack::is_media(kind) {
-            if bucket { "bucket" } else { "none" }
+        let head = pack::file_head(&out.join(&rel))?;
+        let store = if pack::is_media_file(kind, &head) {
+            "none"
         } else {
             "git"
         };

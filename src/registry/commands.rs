@@ -405,7 +405,7 @@ static PROOF_VERIFY: Command = Command {
 static PROOF_PUSH: Command = Command {
     id: CommandId::ProofPush,
     name: "proof push",
-    summary: "Land the local pack of a story on the ledger as advisory (data artifacts only) and leave an advisory comment; never from CI.",
+    summary: "Land the local pack of a story on the ledger as advisory (data artifacts; media to the bucket with --media) and leave an advisory comment; never from CI.",
     reader: "Shares your local evidence as advisory, clearly apart from the merge gate's own.",
     stage: Stage::Plumbing,
     seat: Seat::AiNativeEngineer,
@@ -421,6 +421,11 @@ static PROOF_PUSH: Command = Command {
             InputType::String,
             "OWNER/NAME",
             "The GitHub repository (default: GH_REPO, GITHUB_REPOSITORY, then the origin remote).",
+        ),
+        flag(
+            "media",
+            InputType::Bool,
+            "Also upload the pack's media to the bucket of `[proof] media` (refused without one).",
         ),
     ],
     outputs: &["proof/<story>/<head>/advisory/"],

@@ -22,6 +22,7 @@ mod image;
 mod init;
 mod ledger;
 mod maintain;
+mod media;
 mod no_root;
 mod proof_comment;
 mod proof_push;

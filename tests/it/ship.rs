@@ -716,3 +716,162 @@ fn ship_goes_by_the_default_branchs_config_not_the_working_trees() {
         out.stderr
     );
 }
+
+/// A gate zip with media: a screenshot (`store: none`) and a PNG its pack calls a `git` report.
+fn media_zip() -> (Vec<u8>, String) {
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01";
+    let mut pack = pack_json(3, HEAD, "pass");
+    let sha = aayudha::pack::hash_bytes(PNG);
+    for (path, kind, store) in [
+        ("behaviour/page.shows/shot.png", "screenshot", "none"),
+        ("behaviour/page.shows/graph.json", "report", "git"),
+    ] {
+        pack["artifacts"].as_array_mut().expect("list").push(json!({
+            "path": path, "kind": kind, "sha256": sha, "size": PNG.len(), "store": store
+        }));
+    }
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::create_dir_all(dir.path().join("artifacts/evidence")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("artifacts/behaviour/page.shows")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("artifacts/evidence/criterion-1.jsonl"),
+        EVIDENCE,
+    )
+    .expect("w");
+    for name in ["shot.png", "graph.json"] {
+        std::fs::write(
+            dir.path().join("artifacts/behaviour/page.shows").join(name),
+            PNG,
+        )
+        .expect("w");
+    }
+    let mut bytes = serde_json::to_vec_pretty(&pack).expect("json");
+    bytes.push(b'\n');
+    let sha = aayudha::pack::hash_bytes(&bytes);
+    std::fs::write(dir.path().join("pack.json"), bytes).expect("write");
+    let mut out = Vec::new();
+    aayudha::publish::archive::build(dir.path(), &mut out).expect("zip");
+    (out, sha)
+}
+
+#[test]
+fn ship_uploads_media_to_the_bucket_and_never_lands_them_in_git() {
+    let Some(program) = crate::support::moto::program() else {
+        return;
+    };
+    let moto = crate::support::moto::Moto::start(&program, None);
+    moto.create_bucket("media");
+    let w = world();
+    w.github.state.lock().expect("lock").files.insert(
+        ("main".into(), ".aayudha/config.toml".into()),
+        b"[proof]\nmedia = \"s3://media/ship\"\nretention_days = 14\n".to_vec(),
+    );
+    gate_run(
+        &w,
+        FakeRun::gate(60, "aayudha-merge-gate.yml"),
+        media_zip(),
+        false,
+    );
+    let ship_with = |args: &[&str]| {
+        run(common::aayu_in(w.clone.root())
+            .env("GITHUB_TOKEN", "t")
+            .env("GITHUB_API_URL", &w.github.url)
+            .env("GH_REPO", REPO)
+            .env("AWS_ENDPOINT_URL", &moto.url)
+            .env("AWS_ACCESS_KEY_ID", "AKIATEST")
+            .env("AWS_SECRET_ACCESS_KEY", "secret")
+            .env("AWS_REGION", "us-east-1")
+            .arg("ship")
+            .args(args))
+    };
+    let dry = ship_with(&["3", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    assert!(
+        dry.stdout
+            .contains("  upload 2 media file(s) to s3://media/ship\n"),
+        "{}",
+        dry.stdout
+    );
+    let (status, _) = moto.request("GET", "/media/ship/7", "", &[]);
+    assert_eq!(status, 404, "a dry run uploads nothing");
+
+    let out = ship_with(&["3"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("media: the lifecycle rule `aayudha-media` expires `ship/` in 14 days"),
+        "{}",
+        out.stderr
+    );
+    let landed: Value = serde_json::from_str(
+        &on_origin(&w, &format!("proof/7/{HEAD}/authoritative/pack.json")).expect("pack"),
+    )
+    .expect("json");
+    for name in ["shot.png", "graph.json"] {
+        let path = format!("behaviour/page.shows/{name}");
+        let a = landed["artifacts"]
+            .as_array()
+            .expect("artifacts")
+            .iter()
+            .find(|a| a["path"] == path.as_str())
+            .expect("listed");
+        assert_eq!(a["store"], "bucket", "{a}");
+        assert_eq!(a["object"], format!("s3://media/ship/7/{HEAD}/{path}"));
+        assert_eq!(
+            on_origin(
+                &w,
+                &format!("proof/7/{HEAD}/authoritative/artifacts/{path}")
+            ),
+            None,
+            "{name} is not in git"
+        );
+        let (status, body) = moto.send("GET", &format!("/media/ship/7/{HEAD}/{path}"), "", &[]);
+        assert_eq!(
+            (status, body.len() as u64),
+            (200, a["size"].as_u64().expect("size"))
+        );
+    }
+    assert!(
+        on_origin(
+            &w,
+            &format!("proof/7/{HEAD}/authoritative/artifacts/evidence/criterion-1.jsonl")
+        )
+        .is_some()
+    );
+}
+
+#[test]
+fn without_a_bucket_ship_keeps_every_media_file_off_the_ledger_as_none() {
+    let w = world();
+    gate_run(
+        &w,
+        FakeRun::gate(61, "aayudha-merge-gate.yml"),
+        media_zip(),
+        false,
+    );
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let landed: Value = serde_json::from_str(
+        &on_origin(&w, &format!("proof/7/{HEAD}/authoritative/pack.json")).expect("pack"),
+    )
+    .expect("json");
+    for name in ["shot.png", "graph.json"] {
+        let path = format!("behaviour/page.shows/{name}");
+        let a = landed["artifacts"]
+            .as_array()
+            .expect("artifacts")
+            .iter()
+            .find(|a| a["path"] == path.as_str())
+            .expect("listed");
+        assert_eq!(a["store"], "none", "never `bucket` without an upload: {a}");
+        assert!(a.get("object").is_none(), "{a}");
+        assert_eq!(
+            on_origin(
+                &w,
+                &format!("proof/7/{HEAD}/authoritative/artifacts/{path}")
+            ),
+            None,
+            "a PNG the pack called a git report is kept off the ledger too"
+        );
+    }
+}

@@ -4,3 +4,4 @@
 
 pub mod fake_github;
 pub mod fake_results;
+pub mod moto;
