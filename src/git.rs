@@ -315,10 +315,13 @@ impl Repo {
 
 impl Repo {
     /// The regular files of the commit `rev` whose path `keep` accepts, with their bytes, sorted by path.
-    /// Links and submodules are left out (aayu reads no file through a link).
+    /// Links and submodules are left out (aayu reads no file through a link), and so is a path with an
+    /// empty, `.` or `..` part (a crafted tree can hold one). A file larger than `cap` gives only its first
+    /// `cap + 1` bytes: enough for a reader to refuse it as too large, without loading it whole.
     pub fn files_at(
         &self,
         rev: &str,
+        cap: u64,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<(String, Vec<u8>)>, GitError> {
         let tree = self
@@ -333,14 +336,24 @@ impl Repo {
             let regular = matches!(e.filemode(), 0o100644 | 0o100755);
             if regular && let Ok(name) = e.name() {
                 let path = format!("{dir}{name}");
-                if keep(&path) {
+                let plain = path.split('/').all(|p| !matches!(p, "" | "." | ".."));
+                if plain && keep(&path) {
                     ids.push((path, e.id()));
                 }
             }
             git2::TreeWalkResult::Ok
         });
         let mut files = Vec::with_capacity(ids.len());
+        let odb = self.repo.odb().map_err(|source| GitError::Revision {
+            rev: rev.to_string(),
+            source,
+        })?;
         for (path, id) in ids {
+            if odb.read_header(id).is_ok_and(|(size, _)| size as u64 > cap) {
+                let over = usize::try_from(cap).unwrap_or(usize::MAX).saturating_add(1);
+                files.push((path, vec![b' '; over]));
+                continue;
+            }
             let blob = self
                 .repo
                 .find_blob(id)

@@ -174,7 +174,7 @@ pub(crate) fn load_repo_timed(
 /// Every map of the commit `rev`, read from git's objects (the working tree is not looked at): the
 /// weakening floor compares the maps at a change's base and head.
 pub fn load_at(repo: &crate::git::Repo, rev: &str) -> Result<Vec<Map>, crate::git::GitError> {
-    let files = repo.files_at(rev, |path| {
+    let files = repo.files_at(rev, MAP_FILE_CAP, |path| {
         is_map_path(path)
             || path
                 .rsplit_once('/')
