@@ -863,11 +863,7 @@ fn a_cancelled_gate_stops_its_checks_and_uploads_nothing() {
     .spawn()
     .expect("spawn");
     let pid_file = shared.path().join("child.pid");
-    let started = std::time::Instant::now();
-    while !pid_file.exists() && started.elapsed().as_secs() < 60 {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let pid = std::fs::read_to_string(&pid_file).expect("the check started");
+    let pid = common::pid_in(&pid_file, std::time::Duration::from_secs(60));
     // The runner cancels a job with SIGINT, then SIGTERM: aayu ends at the first.
     assert!(
         Command::new("kill")

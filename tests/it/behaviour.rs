@@ -455,10 +455,7 @@ fn an_interrupted_run_kills_its_checks_and_removes_its_folders() {
         .expect("spawn");
     let pid_file = shared.path().join("child.pid");
     let started = std::time::Instant::now();
-    while !pid_file.exists() && started.elapsed().as_secs() < 30 {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let pid = std::fs::read_to_string(&pid_file).expect("the check started");
+    let pid = common::pid_in(&pid_file, std::time::Duration::from_secs(30));
     let during: Vec<_> = std::fs::read_dir(tmp.path()).expect("tmp").collect();
     assert!(
         !during.is_empty(),

@@ -260,7 +260,32 @@ pub fn root_or_skip(test: &str) -> bool {
 
 /// Whether a process is alive (a zombie is not).
 pub fn alive(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|s| !s.contains(") Z "))
+    let pid = pid.trim();
+    assert!(
+        !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()),
+        "not a pid: {pid:?}"
+    );
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+/// The pid a control tool writes to `file`, once it is there whole (the file exists a moment before the
+/// number is written); panics after `limit`.
+pub fn pid_in(file: &Path, limit: std::time::Duration) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            let pid = text.trim();
+            if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
+                return pid.to_string();
+            }
+        }
+        assert!(
+            started.elapsed() < limit,
+            "no pid in {} within {limit:?}",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// A folder anyone may write, for a control tool to leave notes the test reads (pids, marks).
