@@ -4,7 +4,7 @@
 use http::Method;
 use serde_json::{Value, json};
 
-use super::repos::{comment_of, issue_of};
+use super::repos::issue_of;
 use super::{Client, GitHubError, Issue, IssueComment, RepoSlug, percent_encode};
 
 /// Which issues `GET /repos/{o}/{r}/issues` lists: open ones, with every label given, opened by `creator`.
@@ -97,21 +97,14 @@ impl Client {
         Ok(())
     }
 
-    /// `POST /repos/{o}/{r}/issues/{n}/comments` on an issue (the errors name an issue, and their hint
-    /// `issues: write`).
+    /// A comment on an issue (its errors name an issue, and their hint `issues: write`).
     pub fn comment_on_issue(
         &self,
         repo: &RepoSlug,
         number: u64,
         body: &str,
     ) -> Result<IssueComment, GitHubError> {
-        let v = self.json(
-            Method::POST,
-            &format!("/repos/{repo}/issues/{number}/comments"),
-            Some(&json!({ "body": body })),
-            &format!("a comment on issue #{number}"),
-        )?;
-        Ok(comment_of(&v))
+        self.post_comment(repo, number, body, "issue")
     }
 
     /// Every comment of an issue, oldest first.
@@ -120,14 +113,7 @@ impl Client {
         repo: &RepoSlug,
         number: u64,
     ) -> Result<Vec<IssueComment>, GitHubError> {
-        Ok(self
-            .list(
-                &format!("/repos/{repo}/issues/{number}/comments"),
-                &format!("the comments of issue #{number}"),
-            )?
-            .iter()
-            .map(comment_of)
-            .collect())
+        self.list_comments(repo, number, "issue")
     }
 
     /// `PATCH /repos/{o}/{r}/issues/{n}` to `closed` with a reason (`completed`, `not_planned`,

@@ -139,7 +139,7 @@ pub(super) fn issue_of(v: &Value) -> Issue {
     }
 }
 
-pub(super) fn comment_of(v: &Value) -> IssueComment {
+fn comment_of(v: &Value) -> IssueComment {
     IssueComment {
         id: number(v, "/id"),
         login: text(v, "/user/login"),
@@ -317,10 +317,20 @@ impl Client {
 
     /// Every comment of an issue or pull request, oldest first (all pages).
     pub fn comments(&self, repo: &RepoSlug, number: u64) -> Result<Vec<IssueComment>, GitHubError> {
+        self.list_comments(repo, number, "pull request")
+    }
+
+    /// Every comment of `number` (`on` names what it is in errors), oldest first.
+    pub(super) fn list_comments(
+        &self,
+        repo: &RepoSlug,
+        number: u64,
+        on: &str,
+    ) -> Result<Vec<IssueComment>, GitHubError> {
         Ok(self
             .list(
                 &format!("/repos/{repo}/issues/{number}/comments"),
-                &format!("the comments of pull request #{number}"),
+                &format!("the comments of {on} #{number}"),
             )?
             .iter()
             .map(comment_of)
@@ -343,11 +353,23 @@ impl Client {
         number: u64,
         body: &str,
     ) -> Result<IssueComment, GitHubError> {
+        self.post_comment(repo, number, body, "pull request")
+    }
+
+    /// `POST /repos/{o}/{r}/issues/{n}/comments`; `on` names what `n` is in errors (`pull request`,
+    /// `issue`), which decides the permission a refusal's hint names.
+    pub(super) fn post_comment(
+        &self,
+        repo: &RepoSlug,
+        number: u64,
+        body: &str,
+        on: &str,
+    ) -> Result<IssueComment, GitHubError> {
         let v = self.json(
             Method::POST,
             &format!("/repos/{repo}/issues/{number}/comments"),
             Some(&json!({ "body": body })),
-            &format!("a comment on pull request #{number}"),
+            &format!("a comment on {on} #{number}"),
         )?;
         Ok(comment_of(&v))
     }

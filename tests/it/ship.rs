@@ -717,6 +717,24 @@ fn ship_goes_by_the_default_branchs_config_not_the_working_trees() {
     );
 }
 
+/// The authoritative pack on origin's ledger.
+fn landed_pack(w: &World) -> Value {
+    serde_json::from_str(
+        &on_origin(w, &format!("proof/7/{HEAD}/authoritative/pack.json")).expect("pack"),
+    )
+    .expect("json")
+}
+
+/// The artifact of `pack` at `path`.
+fn listed<'a>(pack: &'a Value, path: &str) -> &'a Value {
+    pack["artifacts"]
+        .as_array()
+        .expect("artifacts")
+        .iter()
+        .find(|a| a["path"] == path)
+        .unwrap_or_else(|| panic!("{path} is not listed"))
+}
+
 /// A gate zip with media: a screenshot (`store: none`) and a PNG its pack calls a `git` report.
 fn media_zip() -> (Vec<u8>, String) {
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01";
@@ -803,18 +821,10 @@ fn ship_uploads_media_to_the_bucket_and_never_lands_them_in_git() {
         "{}",
         out.stderr
     );
-    let landed: Value = serde_json::from_str(
-        &on_origin(&w, &format!("proof/7/{HEAD}/authoritative/pack.json")).expect("pack"),
-    )
-    .expect("json");
+    let landed = landed_pack(&w);
     for name in ["shot.png", "graph.json"] {
         let path = format!("behaviour/page.shows/{name}");
-        let a = landed["artifacts"]
-            .as_array()
-            .expect("artifacts")
-            .iter()
-            .find(|a| a["path"] == path.as_str())
-            .expect("listed");
+        let a = listed(&landed, &path);
         assert_eq!(a["store"], "bucket", "{a}");
         assert_eq!(a["object"], format!("s3://media/ship/7/{HEAD}/{path}"));
         assert_eq!(
@@ -851,18 +861,10 @@ fn without_a_bucket_ship_keeps_every_media_file_off_the_ledger_as_none() {
     );
     let out = ship(&w, &["3"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let landed: Value = serde_json::from_str(
-        &on_origin(&w, &format!("proof/7/{HEAD}/authoritative/pack.json")).expect("pack"),
-    )
-    .expect("json");
+    let landed = landed_pack(&w);
     for name in ["shot.png", "graph.json"] {
         let path = format!("behaviour/page.shows/{name}");
-        let a = landed["artifacts"]
-            .as_array()
-            .expect("artifacts")
-            .iter()
-            .find(|a| a["path"] == path.as_str())
-            .expect("listed");
+        let a = listed(&landed, &path);
         assert_eq!(a["store"], "none", "never `bucket` without an upload: {a}");
         assert!(a.get("object").is_none(), "{a}");
         assert_eq!(

@@ -2,6 +2,26 @@
 
 use super::*;
 
+/// Label objects named `names`, each shaped like `template` (GitHub's example label).
+fn label_objects(template: &Value, names: &[String]) -> Vec<Value> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut l = template.clone();
+            set(&mut l, &[("/id", json!(i + 1)), ("/name", json!(name))]);
+            l
+        })
+        .collect()
+}
+
+/// A string field of a JSON request body.
+fn field(body: &[u8], key: &str) -> Option<String> {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v[key].as_str().map(str::to_string))
+}
+
 pub(super) fn comment_json(repo: &str, c: &Comment) -> Value {
     let mut v = example("issues/get-comment");
     set(
@@ -56,17 +76,7 @@ pub(super) fn issue_json(
     author: &str,
 ) -> Value {
     let mut v = example("issues/get");
-    let label_template = v["labels"][0].take();
-    let labels: Vec<Value> = issue
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let mut l = label_template.clone();
-            set(&mut l, &[("/id", json!(i + 1)), ("/name", json!(name))]);
-            l
-        })
-        .collect();
+    let labels = label_objects(&v["labels"][0].take(), &issue.labels);
     set(
         &mut v,
         &[
@@ -175,17 +185,7 @@ pub(super) async fn labels(
     let Some(issue) = caller.fake.issues.get(&number) else {
         return not_found();
     };
-    let template = example("issues/list-labels-on-issue")[0].clone();
-    let items = issue
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let mut l = template.clone();
-            set(&mut l, &[("/id", json!(i + 1)), ("/name", json!(name))]);
-            l
-        })
-        .collect();
+    let items = label_objects(&example("issues/list-labels-on-issue")[0], &issue.labels);
     paged(
         &caller.fake,
         &format!("/repos/{owner}/{repo}/issues/{number}/labels"),
@@ -240,10 +240,7 @@ pub(super) async fn create_comment(
     if !caller.can_write {
         return forbidden();
     }
-    let Some(text) = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v["body"].as_str().map(str::to_string))
-    else {
+    let Some(text) = field(&body, "body") else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body is required");
     };
     if text.chars().count() > 65_536 {
@@ -301,10 +298,7 @@ pub(super) async fn edit_comment(
         fake.vanish_on_patch = false;
         fake.comments.retain(|c| c.id != id);
     }
-    let Some(text) = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v["body"].as_str().map(str::to_string))
-    else {
+    let Some(text) = field(&body, "body") else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "body is required");
     };
     if text.chars().count() > 65_536 {
@@ -481,10 +475,7 @@ pub(super) async fn create_label(
     if !caller.can_write {
         return forbidden();
     }
-    let Some(name) = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v["name"].as_str().map(str::to_string))
-    else {
+    let Some(name) = field(&body, "name") else {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed");
     };
     if caller
@@ -536,16 +527,8 @@ pub(super) async fn add_labels(
             issue.labels.push(label);
         }
     }
-    let template = example("issues/add-labels")[0].clone();
-    let items: Vec<Value> = issue
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let mut l = template.clone();
-            set(&mut l, &[("/id", json!(i + 1)), ("/name", json!(name))]);
-            l
-        })
-        .collect();
-    ok(Value::Array(items))
+    ok(Value::Array(label_objects(
+        &example("issues/add-labels")[0],
+        &issue.labels,
+    )))
 }
