@@ -216,11 +216,21 @@ fn compare_map(
             ..w
         };
         let Some(kept) = new.features.iter().find(|f| f.id.value == *id) else {
+            // Its file may still be there but unreadable at the head (too large, not UTF-8, no feature
+            // block): as good as gone for the gate, and said as it is.
+            let detail = if repo.id_at(head, &feature.file).is_some() {
+                format!(
+                    "feature `{id}` cannot be read at the head (`{}` is there, but the feature-map floor's contract errors say why)",
+                    feature.name
+                )
+            } else {
+                format!("feature `{id}` deleted (`{}` at the base)", feature.name)
+            };
             found.push(with(at(
                 &feature.file,
                 feature.id.line,
                 Kind::FeatureDeleted,
-                format!("feature `{id}` deleted (`{}` at the base)", feature.name),
+                detail,
             )));
             continue;
         };

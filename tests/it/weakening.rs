@@ -502,3 +502,30 @@ fn the_floor_blocks_from_its_date_and_the_map_reshape_label_waives_it() {
     );
     assert_eq!(floor(&pack)["result"], "fail");
 }
+
+#[test]
+fn a_feature_file_that_cannot_be_read_at_the_head_is_said_so() {
+    let (repo, base_sha) = base("");
+    let dir = skill("", "shop");
+    // Over the map reader's 4 MiB: the file is there, its feature is not readable.
+    let big = format!(
+        "{}\n{}",
+        feature_md(
+            &feature("keep", r#"["src/main.rs"]"#, r#"["keep"]"#),
+            &[KEEPS]
+        ),
+        "x".repeat(5 << 20)
+    );
+    repo.write(&format!("{dir}/keep.md"), big);
+    let head = repo.commit("a huge feature file");
+    let (_, _, report, _) = gate(&repo, &base_sha, &head, &[], &[]);
+    let weakenings = report["weakenings"].as_array().expect("list");
+    assert_eq!(weakenings.len(), 1, "{report:#}");
+    assert_eq!(weakenings[0]["kind"], "feature-deleted");
+    assert!(
+        weakenings[0]["detail"].as_str().is_some_and(
+            |d| d.starts_with("feature `keep` cannot be read at the head (`keep.md` is there")
+        ),
+        "{report:#}"
+    );
+}
