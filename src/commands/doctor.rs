@@ -93,6 +93,28 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
             crate::config::Config::defaults()
         }
     };
+    // Values the file's types allow but aayu cannot use: said now, not when `--maintain` or a ship runs.
+    if let Err(why) = crate::maintain::Maintainer::parse(&config.verify.maintainer) {
+        found.push(problem(
+            "config",
+            crate::config::CONFIG_PATH,
+            why,
+            "set `[verify] maintainer` to amp, cursor, claude-code or codex, or \"\"",
+            false,
+        ));
+    }
+    if !config.proof.media.trim().is_empty()
+        && let Err(e) = crate::publish::bucket::parse(config.proof.media.trim())
+    {
+        found.push(problem(
+            "config",
+            crate::config::CONFIG_PATH,
+            format!("`[proof] media`: {e}"),
+            e.hint()
+                .unwrap_or_else(|| "correct `[proof] media` (docs/ledger.md#media-buckets)".into()),
+            false,
+        ));
+    }
 
     // The workflows.
     let gate_path = config.gate.workflow.clone();

@@ -336,3 +336,36 @@ fn the_required_status_and_the_token_are_checked_online() {
         out.stdout
     );
 }
+
+#[test]
+fn a_maintainer_or_media_bucket_aayu_cannot_use_is_a_config_problem() {
+    let repo = clean();
+    repo.write(
+        ".aayudha/config.toml",
+        "[verify]\nmaintainer = \"copilot\"\n\n[proof]\nmedia = \"ftp://media/packs\"\n",
+    );
+    repo.commit("config");
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3, "{report:#}");
+    assert_shape(&report);
+    let config: Vec<&Value> = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|p| p["check"] == "config")
+        .collect();
+    assert_eq!(config.len(), 2, "{report:#}");
+    assert!(
+        config[0]["problem"]
+            .as_str()
+            .is_some_and(|p| p
+                .contains("`[verify] maintainer = \"copilot\"` is not an agent app aayu knows")),
+        "{report:#}"
+    );
+    assert!(
+        config[1]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("the scheme `ftp` is not s3, r2, gs, az or azblob")),
+        "{report:#}"
+    );
+}
