@@ -257,22 +257,20 @@ impl Repo {
             })
     }
 
+    /// The tree of the commit `rev`, or an error naming the revision.
+    fn tree_at(&self, rev: &str) -> Result<Tree<'_>, GitError> {
+        self.commit(rev)?
+            .tree()
+            .map_err(|source| GitError::Revision {
+                rev: rev.to_string(),
+                source,
+            })
+    }
+
     /// Every path a change from `base` to `head` touches (both sides of a rename), sorted.
     pub fn changed_paths(&self, base: &str, head: &str) -> Result<Vec<String>, GitError> {
-        let old = self
-            .commit(base)?
-            .tree()
-            .map_err(|source| GitError::Revision {
-                rev: base.to_string(),
-                source,
-            })?;
-        let new = self
-            .commit(head)?
-            .tree()
-            .map_err(|source| GitError::Revision {
-                rev: head.to_string(),
-                source,
-            })?;
+        let old = self.tree_at(base)?;
+        let new = self.tree_at(head)?;
         let diff = self
             .repo
             .diff_tree_to_tree(Some(&old), Some(&new), None)
@@ -295,13 +293,7 @@ impl Repo {
 
     /// The bytes of `path` at the commit `rev`, or `None` when the commit has no such file.
     pub fn file_at(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
-        let tree = self
-            .commit(rev)?
-            .tree()
-            .map_err(|source| GitError::Revision {
-                rev: rev.to_string(),
-                source,
-            })?;
+        let tree = self.tree_at(rev)?;
         let Ok(entry) = tree.get_path(Path::new(path)) else {
             return Ok(None);
         };
@@ -324,13 +316,7 @@ impl Repo {
         cap: u64,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<(String, Vec<u8>)>, GitError> {
-        let tree = self
-            .commit(rev)?
-            .tree()
-            .map_err(|source| GitError::Revision {
-                rev: rev.to_string(),
-                source,
-            })?;
+        let tree = self.tree_at(rev)?;
         let mut ids = Vec::new();
         let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
             let regular = matches!(e.filemode(), 0o100644 | 0o100755);

@@ -88,6 +88,18 @@ impl TestRepo {
     }
 }
 
+/// An empty bare repository in a temporary folder (an `origin` to push to), and its path as a URL.
+pub fn bare_repo() -> (TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp");
+    let status = git_command(dir.path())
+        .args(["init", "-q", "--bare", "-b", "main"])
+        .status()
+        .expect("git init");
+    assert!(status.success(), "git init --bare");
+    let url = dir.path().display().to_string();
+    (dir, url)
+}
+
 /// The real binary with a scrubbed environment: nothing of CI, GitHub or the runner leaks in.
 pub fn aayu_in(dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("aayu").expect("the aayu binary is built");

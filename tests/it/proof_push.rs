@@ -14,17 +14,8 @@ const GOAL: &str = "1. Blank lines are skipped.";
 fn a_local_pack_lands_as_advisory_with_its_own_comment_and_verifies() {
     crate::needs!(go);
     let (repo, base, head) = tally(TALLY_EVIDENCE, "");
-    let origin = tempfile::tempdir().expect("temp");
-    common::git_command(origin.path())
-        .args(["init", "-q", "--bare"])
-        .status()
-        .expect("init");
-    repo.git(&[
-        "remote",
-        "add",
-        "origin",
-        &origin.path().display().to_string(),
-    ]);
+    let (origin, url) = common::bare_repo();
+    repo.git(&["remote", "add", "origin", &url]);
     repo.git(&["push", "-q", "origin", "main"]);
     repo.write(".gitignore", ".aayudha/proof/\n");
     let github = fake_github::Server::start();

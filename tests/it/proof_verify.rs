@@ -45,12 +45,7 @@ struct World {
 }
 
 fn world(ledger: &[(&str, Vec<u8>)], pr_head: &str) -> World {
-    let origin = tempfile::tempdir().expect("temp");
-    common::git_command(origin.path())
-        .args(["init", "-q", "--bare"])
-        .status()
-        .expect("init");
-    let url = origin.path().display().to_string();
+    let (origin, url) = common::bare_repo();
     // The ledger is made in a scratch repository and pushed; the clone never had it checked out.
     let scratch = TestRepo::new();
     for (path, bytes) in ledger {

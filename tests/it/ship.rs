@@ -70,12 +70,7 @@ struct World {
 /// Origin with `main` and the ledger holding story 7's snapshot; PR #3 at HEAD from `feature`, its body
 /// naming story 7; bob (write) approved HEAD.
 fn world() -> World {
-    let origin = tempfile::tempdir().expect("temp");
-    common::git_command(origin.path())
-        .args(["init", "-q", "--bare", "-b", "main"])
-        .status()
-        .expect("init");
-    let url = origin.path().display().to_string();
+    let (origin, url) = common::bare_repo();
     let scratch = TestRepo::new();
     scratch.write("specs/7/ready.md", snapshot());
     scratch.commit("ready");
