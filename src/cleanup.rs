@@ -12,6 +12,8 @@ use crate::sandbox::procs::{self, Owner};
 #[derive(Debug, Clone)]
 enum Item {
     Dir(PathBuf),
+    /// A file aayu created in the checkout (a lock file resolved for the run).
+    File(PathBuf),
     Processes(Owner),
 }
 
@@ -54,6 +56,11 @@ pub fn dir(path: impl Into<PathBuf>) -> Registered {
     register(Item::Dir(path.into()))
 }
 
+/// A file aayu created to remove if aayu is interrupted.
+pub fn file(path: impl Into<PathBuf>) -> Registered {
+    register(Item::File(path.into()))
+}
+
 /// Processes to kill if aayu is interrupted.
 pub fn processes(owner: Owner) -> Registered {
     register(Item::Processes(owner))
@@ -92,8 +99,14 @@ fn clean_all() {
         }
     }
     for item in &items {
-        if let Item::Dir(path) = item {
-            let _ = std::fs::remove_dir_all(path);
+        match item {
+            Item::Dir(path) => {
+                let _ = std::fs::remove_dir_all(path);
+            }
+            Item::File(path) => {
+                let _ = std::fs::remove_file(path);
+            }
+            Item::Processes(_) => {}
         }
     }
 }

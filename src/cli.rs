@@ -14,6 +14,13 @@ use crate::settings::{self, Env};
 
 /// Runs `aayu` with the process's arguments and environment.
 pub fn main() -> ExitCode {
+    // As root, what aayu writes for product code (red-on-base's copy of the base, the dependency caches,
+    // a resolved lock file) must be readable by the sandbox uids: a root shell's umask `027` (common in
+    // devcontainers and hardened images) would hide it. Write bits stay masked as they were.
+    if nix::unistd::geteuid().is_root() {
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+        nix::sys::stat::umask(old & nix::sys::stat::Mode::from_bits_truncate(0o022));
+    }
     let env = Env::from_process();
     let stdout = io::stdout();
     let mut out = stdout.lock();

@@ -26,7 +26,7 @@ use crate::maps;
 use crate::output::github::Log;
 use crate::pack::{self, Pack};
 use crate::sandbox::preflight::Tool;
-use crate::sandbox::{Sandbox, SandboxError, SandboxSettings};
+use crate::sandbox::{FetchTree, Sandbox, SandboxError, SandboxSettings};
 use crate::select::{self, evidence_map};
 use crate::settings::Binding;
 
@@ -210,13 +210,20 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
     if let (Some(story), Some(evidence)) = (&inputs.story, &evidence) {
         for criterion in &evidence.criterion {
             for text in &criterion.tests {
-                ids.push(TestId::parse(text).map_err(|why| {
+                let contract = |why: String| {
                     GateError::Contract(format!(
                         "{}: criterion {}: {why}",
                         evidence_map::path(story.number),
                         criterion.id
                     ))
-                })?);
+                };
+                let id = TestId::parse(text).map_err(contract)?;
+                // The runner of the package reads the rest of the id: a doc test, a malformed target
+                // qualifier or Go name is refused before anything runs.
+                if let Some(kind) = crate::sandbox::toolchain::package_kind(&root, &id.package) {
+                    id.check(&kind).map_err(contract)?;
+                }
+                ids.push(id);
             }
         }
     }
@@ -231,18 +238,23 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         let sandbox = Sandbox::new(&inputs.sandbox)?;
         let test_packages: BTreeSet<String> = ids.iter().map(|t| t.package.clone()).collect();
         let seed = behaviour::seed_package(&loaded.maps, &selected, &root, &config.verify.seed);
-        let mut packages: Vec<(PathBuf, String)> = behaviour::packages(&loaded.maps, &selected)
-            .into_iter()
-            .chain(seed)
-            .chain(test_packages.iter().cloned())
-            .map(|p| (root.clone(), p))
-            .collect();
-        if let Some(base_root) = on_base.as_ref().and_then(red_on_base::Prepared::root) {
-            packages.extend(
-                test_packages
-                    .iter()
-                    .map(|p| (base_root.to_path_buf(), p.clone())),
-            );
+        // Whether each lock file is committed is read from git: the checkout's index, the base's commit.
+        let mut trees = vec![FetchTree::new(
+            &root,
+            behaviour::packages(&loaded.maps, &selected)
+                .into_iter()
+                .chain(seed)
+                .chain(test_packages.iter().cloned()),
+            |lock| repo.is_tracked(lock),
+        )];
+        if let Some(prepared) = &on_base
+            && let Some(base_root) = prepared.root()
+        {
+            let mut base_tree = FetchTree::new(base_root, test_packages.iter().cloned(), |lock| {
+                repo.id_at(prepared.base(), lock).is_some()
+            });
+            base_tree.lock_from = Some(root.clone());
+            trees.push(base_tree);
         }
         // Before any floor: are the tools there, and do they run as the sandbox uid?
         let needs: BTreeSet<Tool> = behaviour::needs(&loaded.maps, &selected, &root)
@@ -260,9 +272,9 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             Ok(())
         });
         checked?;
-        if !packages.is_empty() {
+        if trees.iter().any(|t| !t.packages.is_empty()) {
             let _ = progress.command("::group::aayudha: fetching dependencies");
-            sandbox.fetch(&packages, progress);
+            sandbox.fetch(&trees, progress);
             let _ = progress.command("::endgroup::");
         }
         Some(sandbox)
@@ -338,7 +350,22 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                     &ids,
                 ))
             })?;
-            let evidenced = test_evidence::floor(
+            // Two targets holding an unqualified test is the evidence map's to fix (exit 2), not a result.
+            if let Some((id, why)) = results.iter().find_map(|(id, r)| match &r.outcome {
+                test_evidence::Outcome::Ambiguous(why) => Some((id, why.clone())),
+                _ => None,
+            }) {
+                let criterion = evidence
+                    .criterion
+                    .iter()
+                    .find(|c| c.tests.iter().any(|t| TestId::parse(t).as_ref() == Ok(id)))
+                    .map_or(0, |c| c.id);
+                return Err(GateError::Contract(format!(
+                    "{}: criterion {criterion}: {why}",
+                    evidence_map::path(story.number)
+                )));
+            }
+            let mut evidenced = test_evidence::floor(
                 out,
                 &story.snapshot,
                 evidence,
@@ -347,6 +374,9 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                 sandbox.no_network(),
             )
             .map_err(io("write the evidence"))?;
+            for resolved in sandbox.resolved_locks(&root) {
+                evidenced.floor.detail = format!("{}; {}", evidenced.floor.detail, resolved.sentence());
+            }
             floors.push(evidenced.floor);
             criteria = evidenced.criteria;
             criteria_lines = evidenced.lines;

@@ -43,6 +43,62 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How many processes of one check end it (a fork bomb held at [`NPROC`] is still ended, and blocked).
 const PROCESS_WATCH: u64 = NPROC * 9 / 10;
 
+/// What a tool (cargo, rustc, go) said when it failed, in one line for a reason: its error lines first
+/// (`error:`, `error[E0425]:`, `go: …`, `x.go:3:2: …`), then the lines that follow the first of them —
+/// never only the tail, where cargo puts its reminders (`As a reminder, you're using offline mode`). A tool
+/// that printed no error line is quoted by its last lines.
+pub fn said(output: &[u8]) -> String {
+    const ERRORS: usize = 4;
+    const AFTER: usize = 3;
+    const MOST: usize = 1200;
+    let text = String::from_utf8_lossy(output);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let is_error = |line: &str| {
+        let line = line.trim_start();
+        line.starts_with("error:")
+            || line.starts_with("error[")
+            || line.starts_with("go: ")
+            || go_position(line)
+    };
+    let quoted = match lines.iter().position(|l| is_error(l)) {
+        None => lines[lines.len().saturating_sub(4)..].to_vec(),
+        Some(first) => {
+            let mut kept: Vec<&str> = lines
+                .iter()
+                .filter(|l| is_error(l))
+                .take(ERRORS)
+                .copied()
+                .collect();
+            kept.extend(
+                lines[first + 1..]
+                    .iter()
+                    .filter(|l| !is_error(l))
+                    .take(AFTER)
+                    .map(|l| l.trim()),
+            );
+            kept
+        }
+    };
+    let joined = quoted.join(" | ");
+    if joined.chars().count() <= MOST {
+        return joined;
+    }
+    let cut: String = joined.chars().take(MOST).collect();
+    format!("{cut}…")
+}
+
+/// `path/x.go:3:2: …`, how go reports a compile error.
+fn go_position(line: &str) -> bool {
+    let Some((file, rest)) = line.split_once(".go:") else {
+        return false;
+    };
+    !file.contains(' ') && rest.starts_with(|c: char| c.is_ascii_digit())
+}
+
 /// Environment variable names that never reach product code, whatever `[verify] env` says.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
@@ -134,6 +190,78 @@ pub struct Sandbox {
     checked: std::sync::Mutex<BTreeMap<preflight::Tool, preflight::Checked>>,
     /// When each sandboxed process started and ended (see [`Sandbox::product_time`]).
     spans: std::sync::Mutex<Vec<(Instant, Instant)>>,
+    /// Lock files the checkout does not commit and did not have before this run: removed when the run
+    /// ends (also when interrupted), so that `git status` is what it was.
+    created_locks: std::sync::Mutex<Vec<(PathBuf, crate::cleanup::Registered)>>,
+    /// What the fetch found that blocks a package's work, by tree and package folder (a Go module that
+    /// commits no `go.sum`).
+    dependency_problems: std::sync::Mutex<BTreeMap<(PathBuf, String), String>>,
+    /// The lock files whose versions were resolved at this run, for the report: tree, path, SHA-256.
+    resolved: std::sync::Mutex<Vec<Resolved>>,
+    /// What [`Sandbox::read_problem`] found per tree and package, so a package is walked once per run.
+    read_checked: std::sync::Mutex<BTreeMap<(PathBuf, String), Option<String>>>,
+}
+
+/// A lock file the tree does not commit, as the fetch left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub root: PathBuf,
+    /// Relative to the tree: `Cargo.lock`, `crates/x/Cargo.lock`.
+    pub path: String,
+    pub sha256: String,
+    /// Copied from another tree (the checkout's, for red-on-base's base) rather than resolved here.
+    pub copied: bool,
+}
+
+impl Resolved {
+    /// How the report says it: `` `Cargo.lock` is not committed: versions resolved at this run (sha256 …) ``.
+    pub fn sentence(&self) -> String {
+        let how = if self.copied {
+            "the checkout's lock, resolved at this run, is used"
+        } else {
+            "versions resolved at this run"
+        };
+        format!(
+            "`{}` is not committed: {how} (sha256 {})",
+            self.path, self.sha256
+        )
+    }
+}
+
+/// A tree whose packages' dependencies are fetched: the checkout, or red-on-base's copy of the base.
+#[derive(Debug, Clone)]
+pub struct FetchTree {
+    pub root: PathBuf,
+    /// Package folders relative to `root` (any spelling [`toolchain::package_dir`] takes).
+    pub packages: Vec<String>,
+    /// The lock files of these packages (`Cargo.lock` where cargo reads it, a module's `go.sum`) that git
+    /// holds for this tree — read from git (the checkout's index, the base's commit), never from a file's
+    /// presence.
+    pub committed: BTreeSet<String>,
+    /// The tree whose lock a lock this one does not commit is copied from, so both build the same versions.
+    pub lock_from: Option<PathBuf>,
+}
+
+impl FetchTree {
+    /// The tree of `packages` in `root`, asking `committed` whether git holds each lock file.
+    pub fn new(
+        root: &Path,
+        packages: impl IntoIterator<Item = String>,
+        committed: impl Fn(&str) -> bool,
+    ) -> FetchTree {
+        let packages: Vec<String> = packages.into_iter().collect();
+        let committed = packages
+            .iter()
+            .filter_map(|p| toolchain::lock_file(root, p))
+            .filter(|lock| committed(lock))
+            .collect();
+        FetchTree {
+            root: root.to_path_buf(),
+            packages,
+            committed,
+            lock_from: None,
+        }
+    }
 }
 
 /// The per-run dependency caches (as root): written by a slot uid while fetching, then root-owned and
@@ -284,6 +412,10 @@ impl Sandbox {
                 .is_some_and(|v| v == "true"),
             checked: std::sync::Mutex::new(BTreeMap::new()),
             spans: std::sync::Mutex::new(Vec::new()),
+            created_locks: std::sync::Mutex::new(Vec::new()),
+            dependency_problems: std::sync::Mutex::new(BTreeMap::new()),
+            resolved: std::sync::Mutex::new(Vec::new()),
+            read_checked: std::sync::Mutex::new(BTreeMap::new()),
         };
         if let Some(caches) = &sandbox.caches {
             for dir in [&caches.cargo_home, &caches.go_mod_cache] {
@@ -295,7 +427,14 @@ impl Sandbox {
             if let Some(home) = cargo_home_of(settings) {
                 for name in ["config.toml", "config"] {
                     if home.join(name).is_file() {
-                        let _ = std::fs::copy(home.join(name), caches.cargo_home.join(name));
+                        let to = caches.cargo_home.join(name);
+                        // Readable by the slot uid whatever its mode at home (`0600` is common).
+                        if std::fs::copy(home.join(name), &to).is_ok() {
+                            let _ = std::fs::set_permissions(
+                                &to,
+                                std::fs::Permissions::from_mode(0o644),
+                            );
+                        }
                     }
                 }
             }
@@ -430,13 +569,18 @@ impl Sandbox {
         &self.toolchains
     }
 
-    /// Fetches the dependencies of every package (a folder relative to its tree: the checkout, or the
-    /// red-on-base copy of the base), once per run and before any test or check: `cargo fetch` or `go mod
-    /// download`, as the first slot's uid, with the network and no secret, from a fresh working directory.
-    /// Then every process of that uid is gone (each run kills them) and, as root, the caches are sealed:
-    /// root-owned and read-only to every later step, which runs offline. A failure is a warning on
-    /// `progress`: the offline build then says what is missing.
-    pub fn fetch(&self, packages: &[(PathBuf, String)], progress: &mut dyn std::io::Write) {
+    /// Fetches the dependencies of every package of every tree (the checkout, and red-on-base's copy of the
+    /// base), once per run and before any test or check: `cargo fetch` or `go mod download`, as the first
+    /// slot's uid, with the network and no secret, from a fresh working directory. Then every process of
+    /// that uid is gone (each run kills them) and, as root, the caches are sealed: root-owned and read-only
+    /// to every later step, which runs offline. A failure is a warning on `progress`: the offline build
+    /// then says what is missing.
+    ///
+    /// A lock file the tree does not commit is resolved here (a library's `Cargo.lock`, most often): into
+    /// the folder cargo reads it from, read-only to every later step, reported with its hash, and removed
+    /// when the run ends. A tree with `lock_from` gets a copy of that tree's lock first. A Go module that
+    /// requires modules but commits no `go.sum` is not fetched: its work is blocked with the fix.
+    pub fn fetch(&self, trees: &[FetchTree], progress: &mut dyn std::io::Write) {
         if self.fetched.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let _ = writeln!(
                 progress,
@@ -445,39 +589,57 @@ impl Sandbox {
             return;
         }
         let mut seen = BTreeSet::new();
-        for (root, package) in packages {
-            let Some(kind) = toolchain::package_kind(root, package) else {
-                continue;
-            };
-            if !seen.insert((root.clone(), kind.clone())) {
-                continue;
-            }
-            // What cannot run here is blocked with its reason where it is used: no fetch to fail first.
-            let tool = match kind {
-                toolchain::PackageKind::Cargo => preflight::Tool::Cargo,
-                toolchain::PackageKind::Go { .. } => preflight::Tool::Go,
-            };
-            if self.reach_problem(root).is_some() || self.tool(tool).is_err() {
-                continue;
-            }
-            let beat = |elapsed: Duration| {
-                let _ = writeln!(
-                    progress,
-                    "… fetching the dependencies of `{package}`: still running after {} s",
-                    elapsed.as_secs()
-                );
-            };
-            let fetched = {
-                let beat = std::cell::RefCell::new(beat);
-                self.fetch_one(root, package, &kind, &|elapsed| {
-                    (beat.borrow_mut())(elapsed)
-                })
-            };
-            if let Err(why) = fetched {
-                let _ = writeln!(
-                    progress,
-                    "warning: fetching the dependencies of `{package}` failed: {why}"
-                );
+        for tree in trees {
+            let root = &tree.root;
+            for package in &tree.packages {
+                let Some(kind) = toolchain::package_kind(root, package) else {
+                    continue;
+                };
+                let Ok(package) = toolchain::package_dir(package) else {
+                    continue;
+                };
+                // One fetch per Cargo workspace or Go module.
+                let unit = match &kind {
+                    toolchain::PackageKind::Cargo => toolchain::cargo_workspace(root, &package),
+                    toolchain::PackageKind::Go { module } => module.clone(),
+                };
+                if !seen.insert((root.clone(), kind.clone(), unit)) {
+                    continue;
+                }
+                // What cannot run here is blocked with its reason where it is used: no fetch to fail first.
+                let tool = match kind {
+                    toolchain::PackageKind::Cargo => preflight::Tool::Cargo,
+                    toolchain::PackageKind::Go { .. } => preflight::Tool::Go,
+                };
+                if self.reach_problem(root).is_some() || self.tool(tool).is_err() {
+                    continue;
+                }
+                let shown = toolchain::shown_dir(&package).to_string();
+                let beat = |elapsed: Duration| {
+                    let _ = writeln!(
+                        progress,
+                        "… fetching the dependencies of `{shown}`: still running after {} s",
+                        elapsed.as_secs()
+                    );
+                };
+                let fetched = {
+                    let beat = std::cell::RefCell::new(beat);
+                    self.fetch_package(tree, &package, &kind, &|elapsed| {
+                        (beat.borrow_mut())(elapsed)
+                    })
+                };
+                match fetched {
+                    Err(why) => {
+                        let _ = writeln!(
+                            progress,
+                            "warning: fetching the dependencies of `{shown}` failed: {why}"
+                        );
+                    }
+                    Ok(Some(resolved)) => {
+                        let _ = writeln!(progress, "note: {}", resolved.sentence());
+                    }
+                    Ok(None) => {}
+                }
             }
         }
         if let Some(caches) = &self.caches {
@@ -491,6 +653,96 @@ impl Sandbox {
                 }
             }
         }
+    }
+
+    /// What blocks the work of a package (a folder relative to `root`) after the fetch, if anything.
+    pub fn dependency_problem(&self, root: &Path, package: &str) -> Option<String> {
+        let package = toolchain::package_dir(package).ok()?;
+        let unit = match toolchain::package_kind(root, &package)? {
+            toolchain::PackageKind::Go { module } => module,
+            toolchain::PackageKind::Cargo => toolchain::cargo_workspace(root, &package),
+        };
+        self.dependency_problems
+            .lock()
+            .ok()?
+            .get(&(root.to_path_buf(), unit))
+            .cloned()
+    }
+
+    /// The lock files of `root` that this run resolved (the tree commits none), for the report.
+    pub fn resolved_locks(&self, root: &Path) -> Vec<Resolved> {
+        self.resolved
+            .lock()
+            .map(|r| r.iter().filter(|l| l.root == root).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// One package's fetch, with what it did to a lock file the tree does not commit.
+    fn fetch_package(
+        &self,
+        tree: &FetchTree,
+        package: &str,
+        kind: &toolchain::PackageKind,
+        heartbeat: &dyn Fn(Duration),
+    ) -> Result<Option<Resolved>, String> {
+        let root = tree.root.as_path();
+        let Some(lock) = toolchain::lock_file(root, package) else {
+            self.fetch_one(root, package, kind, heartbeat)?;
+            return Ok(None);
+        };
+        if tree.committed.contains(&lock) {
+            self.fetch_one(root, package, kind, heartbeat)?;
+            return Ok(None);
+        }
+        if let toolchain::PackageKind::Go { module } = kind {
+            if toolchain::go_requires_modules(root, module) {
+                let why = format!(
+                    "`{}` requires modules, but `{lock}` is not committed: commit go.sum (`go mod tidy`)",
+                    join_rel(module, "go.mod")
+                );
+                if let Ok(mut problems) = self.dependency_problems.lock() {
+                    problems.insert((root.to_path_buf(), module.clone()), why.clone());
+                }
+                return Err(why);
+            }
+            return Ok(None);
+        }
+        // A Cargo.lock the tree does not commit: the run's own, removed at its end if it was not there.
+        let existed = crate::safe_fs::is_regular(root, &lock);
+        let mut copied = false;
+        if !existed {
+            let path = root.join(&lock);
+            if let Ok(mut created) = self.created_locks.lock() {
+                created.push((path.clone(), crate::cleanup::file(path)));
+            }
+            if let Some(from) = &tree.lock_from
+                && let Ok(bytes) = crate::safe_fs::read(from, &lock, 64 << 20)
+            {
+                crate::safe_fs::write(root, &lock, &bytes)
+                    .map_err(|e| format!("cannot copy `{lock}` onto the base: {e}"))?;
+                copied = true;
+            }
+        }
+        self.fetch_one(root, package, kind, heartbeat)?;
+        let bytes = crate::safe_fs::read(root, &lock, 64 << 20)
+            .map_err(|e| format!("the fetch left no readable `{lock}`: {e}"))?;
+        if !existed && self.uids.is_empty() {
+            // Without separate uids the build runs as aayu's own user: the lock is made read-only to it.
+            let _ = std::fs::set_permissions(
+                root.join(&lock),
+                std::fs::Permissions::from_mode(0o444),
+            );
+        }
+        let resolved = Resolved {
+            root: root.to_path_buf(),
+            path: lock,
+            sha256: sha256_hex(&bytes),
+            copied,
+        };
+        if let Ok(mut all) = self.resolved.lock() {
+            all.push(resolved.clone());
+        }
+        Ok(Some(resolved))
     }
 
     fn fetch_one(
@@ -587,15 +839,13 @@ impl Sandbox {
             return Err(format!("`{}` went over a limit: {over}", argv.join(" ")));
         }
         if outcome.code != Some(0) {
-            let stderr = String::from_utf8_lossy(&outcome.stderr);
-            let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
             return Err(format!(
                 "`{}` exited with {}: {}",
                 argv.join(" "),
                 outcome
                     .code
                     .map_or_else(|| "a signal".to_string(), |c| c.to_string()),
-                tail[tail.len().saturating_sub(4)..].join(" | ")
+                said(&outcome.stderr)
             ));
         }
         Ok(())
@@ -971,6 +1221,31 @@ impl Sandbox {
     }
 }
 
+impl Drop for Sandbox {
+    /// Removes the lock files this run created in the checkout (a regular file only, never what a link
+    /// in its place points at).
+    fn drop(&mut self) {
+        let created = self
+            .created_locks
+            .get_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for (path, _registered) in created {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() || m.is_symlink()) {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Takes up to `want` uids of the range that no other aayu run on this machine holds, locking each
 /// (`flock` on a file per uid in the temp folder) for as long as the locks live.
 fn lock_uids(
@@ -1157,8 +1432,11 @@ fn go_mod_cache_of(settings: &SandboxSettings) -> Option<PathBuf> {
 }
 
 /// Recreates the folders of `from` under `to` (owned by `uid`, so that cargo can add to them) with every
-/// regular file hard-linked (root's, read-only to that uid); links and anything else are left out. Returns
-/// how many files were linked.
+/// regular file hard-linked (root's, read-only to that uid) — or copied, root's and mode 0644 (0755 for an
+/// executable), when its mode would hide it from that uid: root's cargo home holds a crate's files with
+/// the modes of its archive less root's umask (`0640` under `027`), and a link shares the mode. The user's
+/// own files keep theirs. Links and anything else are left out. Returns how many files were linked or
+/// copied.
 fn link_tree(from: &Path, to: &Path, uid: Option<u32>) -> usize {
     let Ok(entries) = std::fs::read_dir(from) else {
         return 0;
@@ -1177,11 +1455,32 @@ fn link_tree(from: &Path, to: &Path, uid: Option<u32>) -> usize {
         let target = to.join(entry.file_name());
         if kind.is_dir() {
             linked += link_tree(&entry.path(), &target, uid);
-        } else if kind.is_file() && std::fs::hard_link(entry.path(), &target).is_ok() {
-            linked += 1;
+        } else if kind.is_file() {
+            let mode = entry.metadata().map_or(0, |m| m.permissions().mode());
+            let shared = if mode & 0o004 != 0 {
+                std::fs::hard_link(entry.path(), &target).is_ok()
+            } else {
+                readable_copy(&entry.path(), &target, mode).is_ok()
+            };
+            linked += usize::from(shared);
         }
     }
     linked
+}
+
+/// Copies a file the sandbox could not read into a new file (never following a link at `to`) that it can:
+/// mode 0644, or 0755 when the original is executable.
+fn readable_copy(from: &Path, to: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut source = std::fs::File::open(from)?;
+    let mut copy = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(to)?;
+    std::io::copy(&mut source, &mut copy)?;
+    let wanted = if mode & 0o100 != 0 { 0o755 } else { 0o644 };
+    copy.set_permissions(std::fs::Permissions::from_mode(wanted))
 }
 
 /// Makes a fetched cache root-owned and read-only, without following a link. No process of the uid that
@@ -1441,4 +1740,23 @@ fn socket_filter(families: &[i32]) -> Option<BpfProgram> {
     program.push(op(RET_K, RET_ALLOW));
     debug_assert_eq!(program.len(), allow_b + 1);
     Some(program)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::said;
+
+    #[test]
+    fn a_tool_failure_is_quoted_by_its_error_lines_first() {
+        let cargo = b"    Updating crates.io index\nerror: no matching package named `anyhow` found\nlocation searched: registry `crates-io`\nrequired by package `x v0.1.0 (/r)`\nAs a reminder, you're using offline mode (--offline) which can sometimes cause surprising resolution failures, if this error is too confusing you may wish to retry without the offline flag.\n";
+        let quoted = said(cargo);
+        assert!(
+            quoted.starts_with("error: no matching package named `anyhow` found | location searched"),
+            "{quoted}"
+        );
+        let go = b"# example.com/x\n./x.go:3:2: undefined: y\nFAIL\texample.com/x [build failed]\n";
+        assert!(said(go).starts_with("./x.go:3:2: undefined: y"), "{}", said(go));
+        assert_eq!(said(b"one\ntwo\n\nthree\nfour\nfive\n"), "two | three | four | five");
+        assert_eq!(said(b""), "");
+    }
 }

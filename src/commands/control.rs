@@ -30,6 +30,8 @@ use serde_json::{Value, json};
 
 use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
+use crate::sandbox::said;
+use crate::sandbox::toolchain::{package_dir, shown_dir};
 
 /// The request a control tool receives (SPEC §4).
 #[derive(Debug, Deserialize)]
@@ -342,7 +344,12 @@ impl Runner {
                 "step {n}: `build` names a package folder (a string)"
             ));
         };
-        let dir = self.root.join(package);
+        let package = match package_dir(package) {
+            Ok(dir) => dir,
+            Err(why) => return Verdict::Failed(format!("step {n}: `build`: {why}")),
+        };
+        let dir = self.root.join(&package);
+        let package = shown_dir(&package);
         if dir.join("Cargo.toml").is_file() {
             let manifest = dir.join("Cargo.toml").display().to_string();
             let argv = [
@@ -382,7 +389,7 @@ impl Runner {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): cargo build exited {}: {}",
                     code(ran.code),
-                    last_lines(&ran.stderr)
+                    said(ran.stderr.as_bytes())
                 ));
             }
             Verdict::Passed
@@ -391,7 +398,7 @@ impl Runner {
                 .map_or_else(std::env::temp_dir, PathBuf::from)
                 .join("aayu-bin");
             let _ = std::fs::create_dir_all(&bin);
-            let target = format!("./{}", package.trim_start_matches("./"));
+            let target = go_package(package);
             let argv = [
                 "go".to_string(),
                 "build".to_string(),
@@ -416,7 +423,7 @@ impl Runner {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): go build exited {}: {}",
                     code(ran.code),
-                    last_lines(&ran.stderr)
+                    said(ran.stderr.as_bytes())
                 ));
             }
             if !self.bins.contains(&bin) {
@@ -605,7 +612,12 @@ impl Runner {
                 "step {n}: `test` is an object with `package` (a folder) and `test` (a name)"
             ));
         };
-        let dir = self.root.join(package);
+        let package = match package_dir(package) {
+            Ok(dir) => dir,
+            Err(why) => return Verdict::Failed(format!("step {n}: `test`: {why}")),
+        };
+        let dir = self.root.join(&package);
+        let package = shown_dir(&package);
         let (argv, tool) = if dir.join("Cargo.toml").is_file() {
             let manifest = dir.join("Cargo.toml").display().to_string();
             (
@@ -631,7 +643,7 @@ impl Runner {
                     "-v".into(),
                     "-run".into(),
                     format!("^{name}$"),
-                    format!("./{package}"),
+                    go_package(package),
                 ],
                 "go",
             )
@@ -665,7 +677,7 @@ impl Runner {
             return Verdict::Failed(format!(
                 "step {n} (test {name}): {tool} test exited {}: {}",
                 code(ran.code),
-                last_lines(&format!("{}{}", ran.stdout, ran.stderr))
+                said(format!("{}{}", ran.stdout, ran.stderr).as_bytes())
             ));
         }
         if !ran_any {
@@ -766,6 +778,15 @@ fn tail(text: &str) -> &str {
         start += 1;
     }
     &text[start..]
+}
+
+/// A package folder as go names it from the repository root: `.` or `./a/b`.
+fn go_package(shown: &str) -> String {
+    if shown == "." {
+        ".".to_string()
+    } else {
+        format!("./{shown}")
+    }
 }
 
 /// The last few lines of a tool's output, for a reason.

@@ -238,11 +238,13 @@ pub(crate) fn run_checks(
     };
     let sandbox = new_sandbox(ctx, config, options, repo.root())?;
     let seed = behaviour::seed_package(&loaded.maps, &selected, repo.root(), &config.verify.seed);
-    let packages: Vec<(std::path::PathBuf, String)> = behaviour::packages(&loaded.maps, &selected)
-        .into_iter()
-        .chain(seed)
-        .map(|p| (repo.root().to_path_buf(), p))
-        .collect();
+    let tree = crate::sandbox::FetchTree::new(
+        repo.root(),
+        behaviour::packages(&loaded.maps, &selected)
+            .into_iter()
+            .chain(seed),
+        |lock| repo.is_tracked(lock),
+    );
     // Before any check: are the tools there, and do they run as the sandbox uid? Checked once, now, so
     // that no check waits on it (and no tool's trial run shares a slot with a running check).
     let needs = behaviour::needs(&loaded.maps, &selected, repo.root());
@@ -251,7 +253,7 @@ pub(crate) fn run_checks(
             let _ = std::io::Write::write_fmt(ctx.err, format_args!("{line}\n"));
         }
     }
-    sandbox.fetch(&packages, ctx.err);
+    sandbox.fetch(&[tree], ctx.err);
     let report = run_behaviour(
         ctx,
         repo.root(),

@@ -750,6 +750,9 @@ fn toolchain_for(
     let mut tools = BTreeSet::new();
     let mut rust = None;
     for package in step_packages(spec) {
+        if let Some(why) = sandbox.read_problem(&options.root, &package) {
+            return Err(why);
+        }
         match crate::sandbox::toolchain::package_kind(&options.root, &package) {
             Some(PackageKind::Cargo) => {
                 tools.insert(Tool::Cargo);
@@ -760,6 +763,9 @@ fn toolchain_for(
             Some(PackageKind::Go { module }) => {
                 tools.insert(Tool::Go);
                 sandbox.toolchains().go_for(&options.root, &module)?;
+                if let Some(why) = sandbox.dependency_problem(&options.root, &package) {
+                    return Err(why);
+                }
             }
             None => {}
         }
@@ -770,7 +776,9 @@ fn toolchain_for(
     Ok(rust)
 }
 
-/// The package folders a built-in step runner check builds or tests (`build` and `test.package` steps).
+/// The package folders a built-in step runner check builds or tests (`build` and `test.package` steps),
+/// normalised (`.`, `./x` and `x/` are the root and `x`), so that the fetch covers every spelling; a
+/// folder that is no relative path is left out (the step itself fails, saying so).
 fn step_packages(spec: &serde_json::Value) -> Vec<String> {
     let steps = spec.get("steps").and_then(serde_json::Value::as_array);
     steps
@@ -784,7 +792,7 @@ fn step_packages(spec: &serde_json::Value) -> Vec<String> {
                         .and_then(|t| t.get("package"))
                         .and_then(serde_json::Value::as_str)
                 })
-                .map(str::to_string)
+                .and_then(|dir| crate::sandbox::toolchain::package_dir(dir).ok())
         })
         .collect()
 }

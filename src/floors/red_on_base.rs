@@ -74,6 +74,11 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The merge base the folder holds (empty when there is none).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
     /// The folder the tests run in, when it could be made.
     pub fn root(&self) -> Option<&Path> {
         self.tree.as_ref().ok().map(tempfile::TempDir::path)

@@ -18,54 +18,13 @@ use crate::ledger::ready::{self, Snapshot};
 use crate::pack;
 use crate::sandbox::Network;
 use crate::sandbox::preflight::Tool;
-use crate::sandbox::toolchain::{PackageKind, package_kind};
+use crate::sandbox::toolchain::{PackageKind, package_kind, shown_dir};
 use crate::sandbox::{self, Sandbox};
 use crate::select::evidence_map::EvidenceMap;
 
-/// A mapped test: `"<package dir>:<test>"`, where a Rust test may be qualified as `<target>/<path>`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TestId {
-    pub package: String,
-    pub target: Option<String>,
-    pub name: String,
-}
+mod id;
 
-impl TestId {
-    pub fn parse(text: &str) -> Result<TestId, String> {
-        // The package ends at the first single `:` (a Rust path's `::` belongs to the test).
-        let bytes = text.as_bytes();
-        let split = (0..bytes.len()).find(|&i| {
-            bytes[i] == b':' && bytes.get(i + 1) != Some(&b':') && (i == 0 || bytes[i - 1] != b':')
-        });
-        let (package, test) = match split {
-            Some(i) => (&text[..i], &text[i + 1..]),
-            None => ("", ""),
-        };
-        if package.is_empty() || test.is_empty() {
-            return Err(format!("`{text}` is not `<package dir>:<test name>`"));
-        }
-        let (target, name) = match test.split_once('/') {
-            Some((target, name)) if !target.contains("::") && !name.is_empty() => {
-                (Some(target.to_string()), name.to_string())
-            }
-            _ => (None, test.to_string()),
-        };
-        Ok(TestId {
-            package: package.trim_end_matches('/').to_string(),
-            target,
-            name,
-        })
-    }
-}
-
-impl std::fmt::Display for TestId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.target {
-            Some(target) => write!(f, "{}:{target}/{}", self.package, self.name),
-            None => write!(f, "{}:{}", self.package, self.name),
-        }
-    }
-}
+pub use id::{CargoTest, GoTest, Target, TargetKind, TestId};
 
 /// What happened to one mapped test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +36,8 @@ pub enum Outcome {
     NotRun(String),
     /// The machine cannot run it: the checkout asks for a toolchain this image lacks, say.
     Blocked(String),
+    /// More than one test target of the package holds it: the id must say which (a contract error).
+    Ambiguous(String),
 }
 
 impl Outcome {
@@ -86,7 +47,7 @@ impl Outcome {
             Outcome::Passed => "passed",
             Outcome::Failed(_) => "failed",
             Outcome::NotBuilt(_) => "not-built",
-            Outcome::NotFound(_) => "not-found",
+            Outcome::NotFound(_) | Outcome::Ambiguous(_) => "not-found",
             Outcome::NotRun(_) | Outcome::Blocked(_) => "not-run",
         }
     }
@@ -98,7 +59,8 @@ impl Outcome {
             | Outcome::NotBuilt(d)
             | Outcome::NotFound(d)
             | Outcome::NotRun(d)
-            | Outcome::Blocked(d) => d,
+            | Outcome::Blocked(d)
+            | Outcome::Ambiguous(d) => d,
         }
     }
 }
@@ -161,6 +123,10 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
             .collect();
     }
     for (package, tests) in by_package {
+        if let Some(why) = run.sandbox.read_problem(run.root, package) {
+            results.extend(all(&tests, Outcome::Blocked(why)));
+            continue;
+        }
         let toolchains = run.sandbox.toolchains();
         let found = match package_kind(run.root, package) {
             Some(PackageKind::Cargo) => match run
@@ -175,14 +141,19 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
                 .sandbox
                 .tool(Tool::Go)
                 .and_then(|_| toolchains.go_for(run.root, &module))
-            {
+                .and_then(|()| {
+                    run.sandbox
+                        .dependency_problem(run.root, package)
+                        .map_or(Ok(()), Err)
+                }) {
                 Ok(()) => go(run, &module, package, &tests),
                 Err(why) => all(&tests, Outcome::Blocked(why)),
             },
             None => all(
                 &tests,
                 Outcome::NotFound(format!(
-                    "`{package}` holds neither Cargo.toml nor a Go module"
+                    "`{}` holds no package aayu runs tests of: neither `Cargo.toml` (Rust) nor a `go.mod` at or above it (Go)",
+                    shown_dir(package)
                 )),
             ),
         };
@@ -249,13 +220,6 @@ fn all(tests: &[&TestId], outcome: Outcome) -> BTreeMap<TestId, TestResult> {
         .collect()
 }
 
-/// The last lines of a tool's stderr, for a reason.
-fn tail(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(4)..].join(" | ")
-}
-
 /// How a program exited, for a reason: `status 101` or `signal 9`, and its stderr's last lines.
 fn exited(what: &str, outcome: &sandbox::Outcome) -> String {
     let status = match (outcome.timed_out, outcome.code, outcome.signal) {
@@ -264,7 +228,7 @@ fn exited(what: &str, outcome: &sandbox::Outcome) -> String {
         (_, None, Some(signal)) => format!("was killed by signal {signal}"),
         _ => "ended".to_string(),
     };
-    let said = tail(&outcome.stderr);
+    let said = sandbox::said(&outcome.stderr);
     if said.is_empty() {
         format!("{what} {status}")
     } else {
@@ -278,6 +242,23 @@ fn rust(
     toolchain: Option<String>,
     tests: &[&TestId],
 ) -> BTreeMap<TestId, TestResult> {
+    // Each id read by cargo's grammar (checked before the run in the gate; here for any other caller).
+    let mut results = BTreeMap::new();
+    let mut wanted: Vec<(&TestId, CargoTest)> = Vec::new();
+    for test in tests {
+        match CargoTest::parse(&test.rest) {
+            Ok(spec) => wanted.push((test, spec)),
+            Err(why) => {
+                results.insert((*test).clone(), result(Outcome::NotFound(why)));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return results;
+    }
+    let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+    let tests = tests.as_slice();
+    let shown = shown_dir(package);
     let dir = run.root.join(package);
     let dir = dir.as_path();
     let mut toolchain_env: Vec<(String, std::ffi::OsString)> = toolchain
@@ -304,7 +285,7 @@ fn rust(
     .to_vec();
     let built = match sandboxed(
         run,
-        &format!("building the tests of `{package}` (cargo build --tests)"),
+        &format!("building the tests of `{shown}` (cargo build --tests)"),
         build,
         run.root,
         toolchain_env.clone(),
@@ -313,9 +294,10 @@ fn rust(
         Ok(built) => built,
         Err(e) => return all(tests, Outcome::NotRun(e)),
     };
-    // Test executables by target name, and the targets that failed to build with their first error.
-    let mut executables: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut broken: BTreeMap<String, String> = BTreeMap::new();
+    // Test executables by target (name and kind: a lib and a bin of one name are two targets), and the
+    // targets that failed to build with their first error.
+    let mut executables: BTreeMap<Target, PathBuf> = BTreeMap::new();
+    let mut broken: BTreeMap<Target, String> = BTreeMap::new();
     let package_root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     for line in String::from_utf8_lossy(&built.stdout).lines() {
         let Ok(message) = serde_json::from_str::<Value>(line) else {
@@ -333,11 +315,22 @@ fn rust(
         {
             continue;
         }
-        let target = message
-            .pointer("/target/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let kinds: Vec<&str> = message
+            .pointer("/target/kind")
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(kind) = TargetKind::of_cargo(&kinds) else {
+            continue;
+        };
+        let target = Target {
+            name: message
+                .pointer("/target/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            kind,
+        };
         match message.get("reason").and_then(Value::as_str) {
             Some("compiler-artifact")
                 if message.pointer("/profile/test") == Some(&Value::Bool(true)) =>
@@ -362,29 +355,25 @@ fn rust(
         let why = if broken.is_empty() {
             exited("`cargo build --tests`", &built)
         } else {
-            describe_broken(&broken)
+            describe_broken(broken.iter())
         };
         return all(tests, Outcome::NotBuilt(why));
     }
     // Run every executable that may hold a wanted test, with exactly those names. A target whose executable
     // gave no result at all is remembered with why: a test missing from it was not looked for.
-    let mut seen: BTreeMap<String, Vec<(String, Vec<Value>)>> = BTreeMap::new();
-    let mut silent: BTreeMap<String, String> = BTreeMap::new();
-    let names: Vec<String> = tests
-        .iter()
-        .map(|t| t.name.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let mut seen: BTreeMap<String, Vec<(Target, Vec<Value>)>> = BTreeMap::new();
+    let mut silent: BTreeMap<Target, String> = BTreeMap::new();
     for (target, exe) in &executables {
-        if tests
+        let names: BTreeSet<&str> = wanted
             .iter()
-            .all(|t| t.target.as_ref().is_some_and(|want| want != target))
-        {
+            .filter(|(_, spec)| spec.wants(target))
+            .map(|(_, spec)| spec.path.as_str())
+            .collect();
+        if names.is_empty() {
             continue;
         }
         let mut argv = vec![exe.display().to_string()];
-        argv.extend(names.iter().cloned());
+        argv.extend(names.iter().map(|n| n.to_string()));
         argv.extend(
             [
                 "--exact",
@@ -400,7 +389,7 @@ fn rust(
         let env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".into())];
         let ran = match sandboxed(
             run,
-            &format!("running the tests of `{package}`, target `{target}`"),
+            &format!("running the tests of `{shown}`, target `{target}`"),
             argv,
             dir,
             env,
@@ -451,39 +440,44 @@ fn rust(
             seen.entry(name).or_default().push((target.clone(), list));
         }
     }
-    let mut results = BTreeMap::new();
-    for test in tests {
-        let candidates: Vec<&(String, Vec<Value>)> = seen
-            .get(&test.name)
-            .map(|v| {
-                v.iter()
-                    .filter(|(t, _)| test.target.as_ref().is_none_or(|want| want == t))
-                    .collect()
-            })
+    for (test, spec) in &wanted {
+        let candidates: Vec<&(Target, Vec<Value>)> = seen
+            .get(&spec.path)
+            .map(|v| v.iter().filter(|(t, _)| spec.wants(t)).collect())
             .unwrap_or_default();
         let outcome_and_events = match candidates.as_slice() {
             [] => {
                 let runner_error = silent
                     .iter()
-                    .find(|(t, _)| test.target.as_ref().is_none_or(|want| want == *t))
+                    .find(|(t, _)| spec.wants(t))
                     .map(|(_, why)| why.clone());
-                let why = match (&test.target, broken.is_empty()) {
-                    (Some(target), _) if broken.contains_key(target) => {
-                        Outcome::NotBuilt(describe_broken(&broken))
-                    }
-                    _ if runner_error.is_some() => Outcome::NotRun(format!(
-                        "no result for `{}`: {}",
-                        test.name,
-                        runner_error.unwrap_or_default()
-                    )),
-                    (_, false) => Outcome::NotBuilt(format!(
+                let own_broken: Vec<(&Target, &String)> =
+                    broken.iter().filter(|(t, _)| spec.wants(t)).collect();
+                let why = if spec.target.is_some() && !own_broken.is_empty() {
+                    Outcome::NotBuilt(describe_broken(own_broken.into_iter()))
+                } else if let Some(error) = runner_error {
+                    Outcome::NotRun(format!("no result for `{}`: {error}", spec.path))
+                } else if !broken.is_empty() {
+                    Outcome::NotBuilt(format!(
                         "no test `{}` ran; {}",
-                        test.name,
-                        describe_broken(&broken)
-                    )),
-                    _ => {
-                        Outcome::NotFound(format!("no test `{}` in `{}`", test.name, test.package))
-                    }
+                        spec.path,
+                        describe_broken(broken.iter())
+                    ))
+                } else if spec.target.is_some() && !executables.keys().any(|t| spec.wants(t)) {
+                    Outcome::NotFound(format!(
+                        "`{shown}` has no test target `{}` (its targets: {})",
+                        spec.target
+                            .as_ref()
+                            .map(|(n, k)| k.map_or_else(|| n.clone(), |k| format!("{n}({})", k.word())))
+                            .unwrap_or_default(),
+                        executables
+                            .keys()
+                            .map(Target::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                } else {
+                    Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.path))
                 };
                 (why, Vec::new())
             }
@@ -492,14 +486,15 @@ fn rust(
                 events.iter().map(Value::to_string).collect(),
             ),
             many => {
-                let targets: Vec<&str> = many.iter().map(|(t, _)| t.as_str()).collect();
+                let spellings: Vec<String> = many
+                    .iter()
+                    .map(|(t, _)| format!("`{shown}:{t}/{}`", spec.path))
+                    .collect();
                 (
-                    Outcome::NotFound(format!(
-                        "`{}` is in several test targets ({}): qualify it as `{}:<target>/{}`",
-                        test.name,
-                        targets.join(", "),
-                        test.package,
-                        test.name
+                    Outcome::Ambiguous(format!(
+                        "`{test}` is a test of {} targets of `{shown}`: write {}",
+                        many.len(),
+                        spellings.join(" or ")
                     )),
                     Vec::new(),
                 )
@@ -516,9 +511,15 @@ fn rust(
     results
 }
 
-fn describe_broken(broken: &BTreeMap<String, String>) -> String {
+fn result(outcome: Outcome) -> TestResult {
+    TestResult {
+        outcome,
+        events: Vec::new(),
+    }
+}
+
+fn describe_broken<'a>(broken: impl Iterator<Item = (&'a Target, &'a String)>) -> String {
     let parts: Vec<String> = broken
-        .iter()
         .map(|(t, e)| format!("target `{t}` did not build: {e}"))
         .collect();
     parts.join("; ")
@@ -585,7 +586,19 @@ fn without_thread_id(line: &str) -> String {
 }
 
 fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
-    let package = package.trim_matches('/');
+    let mut results = BTreeMap::new();
+    let mut wanted: Vec<(&TestId, GoTest)> = Vec::new();
+    for test in tests {
+        match GoTest::parse(&test.rest) {
+            Ok(spec) => wanted.push((test, spec)),
+            Err(why) => {
+                results.insert((*test).clone(), result(Outcome::NotFound(why)));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return results;
+    }
     let rel = if module.is_empty() {
         package
     } else {
@@ -600,10 +613,15 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
     } else {
         format!("./{rel}")
     };
-    let names: BTreeSet<&str> = tests.iter().map(|t| t.name.as_str()).collect();
+    // The top-level functions run whole: a subtest's own result and events are read from their run (a
+    // second `-run` level would also filter the subtests of a function that is mapped whole).
+    let functions: BTreeSet<String> = wanted
+        .iter()
+        .map(|(_, spec)| regex::escape(&spec.function))
+        .collect();
     let pattern = format!(
         "^({})$",
-        names.iter().copied().collect::<Vec<_>>().join("|")
+        functions.into_iter().collect::<Vec<_>>().join("|")
     );
     let argv = [
         "go", "test", "-json", "-count=1", "-vet=off", "-run", &pattern, &pkg,
@@ -620,7 +638,11 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
         run.timeout.max(Duration::from_secs(600)),
     ) {
         Ok(ran) => ran,
-        Err(e) => return all(tests, Outcome::NotRun(e)),
+        Err(e) => {
+            let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+            results.extend(all(&tests, Outcome::NotRun(e)));
+            return results;
+        }
     };
     let stdout = String::from_utf8_lossy(&ran.stdout);
     let stderr = String::from_utf8_lossy(&ran.stderr);
@@ -662,47 +684,54 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
         }
         events.entry(test).or_default().push(event);
     }
-    tests
-        .iter()
-        .map(|test| {
-            let own = events.get(&test.name).cloned().unwrap_or_default();
-            let last = own.iter().rev().find_map(|e| {
-                e.get("Action")
-                    .and_then(Value::as_str)
-                    .filter(|a| matches!(*a, "pass" | "fail" | "skip"))
-            });
-            let outcome = match last {
-                Some("pass") => Outcome::Passed,
-                Some("fail") => Outcome::Failed(
-                    own.iter()
-                        .filter_map(|e| e.get("Output").and_then(Value::as_str))
-                        .find(|o| o.contains(".go:"))
-                        .unwrap_or("the test failed")
-                        .trim()
-                        .to_string(),
-                ),
-                Some(_) => Outcome::NotRun("the test was skipped".to_string()),
-                None if build_failed => {
-                    Outcome::NotBuilt(format!("`{pkg}` did not build: {}", tail(&ran.stderr)))
-                }
-                None if !own.is_empty() => Outcome::NotRun(
-                    "the test started but gave no result (a crash or os.Exit)".to_string(),
-                ),
-                None if package_ran => {
-                    Outcome::NotFound(format!("no test `{}` in `{}`", test.name, test.package))
-                }
-                // go stopped before it ran the package (go.mod, a missing module offline…): its own words.
-                None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), &ran)),
-            };
-            (
-                (*test).clone(),
-                TestResult {
-                    outcome,
-                    events: own.iter().map(Value::to_string).collect(),
-                },
-            )
-        })
-        .collect()
+    let shown = shown_dir(package);
+    for (test, spec) in &wanted {
+        let own = events.get(&spec.name).cloned().unwrap_or_default();
+        let last = own.iter().rev().find_map(|e| {
+            e.get("Action")
+                .and_then(Value::as_str)
+                .filter(|a| matches!(*a, "pass" | "fail" | "skip"))
+        });
+        let outcome = match last {
+            Some("pass") => Outcome::Passed,
+            Some("fail") => Outcome::Failed(
+                own.iter()
+                    .filter_map(|e| e.get("Output").and_then(Value::as_str))
+                    .find(|o| o.contains(".go:"))
+                    .unwrap_or("the test failed")
+                    .trim()
+                    .to_string(),
+            ),
+            Some(_) => Outcome::NotRun("the test was skipped".to_string()),
+            None if build_failed => Outcome::NotBuilt(format!(
+                "`{pkg}` did not build: {}",
+                sandbox::said(&ran.stderr)
+            )),
+            None if !own.is_empty() => Outcome::NotRun(
+                "the test started but gave no result (a crash or os.Exit)".to_string(),
+            ),
+            None if package_ran => {
+                Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.name))
+            }
+            // go stopped before it ran the package (go.mod, a missing module offline…): its own words.
+            None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), &ran)),
+        };
+        // The test's own events, and its subtests'.
+        let nested = format!("{}/", spec.name);
+        let kept: Vec<String> = events
+            .iter()
+            .filter(|(name, _)| **name == spec.name || name.starts_with(&nested))
+            .flat_map(|(_, list)| list.iter().map(Value::to_string))
+            .collect();
+        results.insert(
+            (*test).clone(),
+            TestResult {
+                outcome,
+                events: kept,
+            },
+        );
+    }
+    results
 }
 
 const TOOL: &str = "aayu test evidence (cargo test, go test -json)";
@@ -897,6 +926,7 @@ fn outcome_words(outcome: &Outcome) -> &'static str {
         Outcome::Failed(_) => "failed",
         Outcome::NotBuilt(_) => "did not build",
         Outcome::NotFound(_) => "was not found",
+        Outcome::Ambiguous(_) => "is ambiguous",
         Outcome::NotRun(_) => "did not run",
         Outcome::Blocked(_) => "cannot run here",
     }
@@ -905,27 +935,6 @@ fn outcome_words(outcome: &Outcome) -> &'static str {
 #[cfg(test)]
 mod unit {
     use super::*;
-
-    #[test]
-    fn test_ids_name_package_target_and_path() {
-        let t = TestId::parse("examples/notes:store::tests::done_marks_the_note").expect("id");
-        assert_eq!(
-            (t.package.as_str(), t.target.as_deref(), t.name.as_str()),
-            ("examples/notes", None, "store::tests::done_marks_the_note")
-        );
-        let t = TestId::parse("examples/notes:cli/adds_lists_and_marks_done").expect("id");
-        assert_eq!(
-            (t.target.as_deref(), t.name.as_str()),
-            (Some("cli"), "adds_lists_and_marks_done")
-        );
-        let t = TestId::parse("examples/benefits-qa/answer:TestAnswerCitesPassage").expect("id");
-        assert_eq!(
-            (t.package.as_str(), t.name.as_str()),
-            ("examples/benefits-qa/answer", "TestAnswerCitesPassage")
-        );
-        assert!(TestId::parse("no-colon").is_err());
-        assert!(TestId::parse(":x").is_err());
-    }
 
     #[test]
     fn go_result_lines_lose_their_duration() {

@@ -127,6 +127,76 @@ impl Sandbox {
         })
     }
 
+    /// Why the sandbox uid cannot read a package folder (relative to `root`), with the path and the fix:
+    /// the first file the repository commits there without `o+r`, or folder without `o+rx` (a clone made
+    /// under umask `027`, say), looked at without following links. `None` when it can, or without
+    /// separate uids.
+    pub fn read_problem(&self, root: &Path, package: &str) -> Option<String> {
+        if !self.separate_uids() {
+            return None;
+        }
+        let key = (root.to_path_buf(), package.to_string());
+        if let Some(found) = self.read_checked.lock().ok()?.get(&key) {
+            return found.clone();
+        }
+        let found = self.first_hidden(root, package);
+        if let Ok(mut checked) = self.read_checked.lock() {
+            checked.insert(key, found.clone());
+        }
+        found
+    }
+
+    fn first_hidden(&self, root: &Path, package: &str) -> Option<String> {
+        const MOST: usize = 200_000;
+        // What the repository commits is what product code is given: a developer's own untracked files
+        // (a `0600` `.env`) are none of its business, and aayu's run folders are closed on purpose. A tree
+        // that is no repository (red-on-base's copy of the base) was written by aayu, readable.
+        let repo = git2::Repository::open(root).ok()?;
+        let index = repo.index().ok()?;
+        let prefix = if package.is_empty() {
+            String::new()
+        } else {
+            format!("{package}/")
+        };
+        let mut folders = BTreeSet::new();
+        for entry in index.iter().take(MOST) {
+            let Ok(rel) = std::str::from_utf8(&entry.path) else {
+                continue;
+            };
+            if !rel.starts_with(&prefix) {
+                continue;
+            }
+            let mut checks: Vec<(String, bool)> = Vec::new();
+            let mut dir = rel;
+            while let Some((parent, _)) = dir.rsplit_once('/') {
+                if parent.len() < prefix.len().saturating_sub(1) || !folders.insert(parent.to_string()) {
+                    break;
+                }
+                checks.push((parent.to_string(), true));
+                dir = parent;
+            }
+            checks.push((rel.to_string(), false));
+            for (path, folder) in checks {
+                let Ok(meta) = std::fs::symlink_metadata(root.join(&path)) else {
+                    continue;
+                };
+                let mode = meta.permissions().mode() & 0o7777;
+                let hidden = if folder {
+                    meta.is_dir() && mode & 0o005 != 0o005
+                } else {
+                    meta.is_file() && mode & 0o004 == 0
+                };
+                if hidden {
+                    let shown = crate::sandbox::toolchain::shown_dir(package);
+                    return Some(format!(
+                        "the sandbox uid cannot read `{path}` (mode {mode:04o}): product code runs as another uid, which reads only what other users may; `chmod -R o+rX {shown}` in the repository (a clone made under umask 022 has these modes)"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Checks every tool of `needs` and the repository now, before any floor; the lines to log (one per
     /// tool, then the repository's problem if any).
     pub fn preflight(&self, root: &Path, needs: &BTreeSet<Tool>) -> Vec<String> {

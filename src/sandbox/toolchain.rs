@@ -192,10 +192,43 @@ pub enum PackageKind {
     Go { module: String },
 }
 
-/// What a package folder (relative to `root`) is, by its manifest — looked at without following a link;
-/// `None` when it holds neither.
+/// A package folder as a map or an evidence map writes it, normalised: `.` and `""` are the repository
+/// root (returned as `""`), `./x` and `x/` are `x`. Refused: an absolute path, `..`, an empty or `.` part
+/// inside, a control character.
+pub fn package_dir(text: &str) -> Result<String, String> {
+    let mut dir = text;
+    while let Some(rest) = dir.strip_prefix("./") {
+        dir = rest;
+    }
+    let dir = dir.trim_end_matches('/');
+    if dir.is_empty() || dir == "." {
+        return Ok(String::new());
+    }
+    let bad = text.starts_with('/')
+        || text.chars().any(char::is_control)
+        || dir
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..");
+    if bad {
+        return Err(format!(
+            "`{}` is not a package folder relative to the repository root (write `.` for the root, `a/b` for a folder in it)",
+            text.escape_debug()
+        ));
+    }
+    Ok(dir.to_string())
+}
+
+/// A normalised package folder as a person reads it: `.` for the root.
+pub fn shown_dir(dir: &str) -> &str {
+    if dir.is_empty() { "." } else { dir }
+}
+
+/// What a package folder (relative to `root`, any spelling [`package_dir`] takes) is, by the markers in the
+/// folder itself — looked at without following a link: `Cargo.toml` first, then `go.mod` there or in the
+/// nearest folder above it inside `root` (a Go package inside its module); `None` when it holds neither.
 pub fn package_kind(root: &Path, package: &str) -> Option<PackageKind> {
-    let package = package.trim_matches('/');
+    let package = package_dir(package).ok()?;
+    let package = package.as_str();
     if crate::safe_fs::is_regular(root, &join(package, "Cargo.toml")) {
         return Some(PackageKind::Cargo);
     }
@@ -224,18 +257,36 @@ pub fn go_requires_modules(root: &Path, module: &str) -> bool {
     })
 }
 
-/// The folder of the Cargo workspace a package belongs to, where its `Cargo.lock` lives: the nearest
-/// folder at or above it (inside `root`) whose `Cargo.toml` has a `[workspace]` table, else the package.
+/// The folder of the Cargo workspace a package belongs to, where its `Cargo.lock` lives: the package itself
+/// when its manifest has a `[workspace]` table, else the nearest folder above it (inside `root`) whose
+/// `Cargo.toml` has one and does not `exclude` the package, else the package.
 pub fn cargo_workspace(root: &Path, package: &str) -> String {
-    let package = package.trim_matches('/').to_string();
-    let mut dir = package.clone();
-    loop {
-        let is_workspace = crate::safe_fs::read(root, &join(&dir, "Cargo.toml"), FILE_CAP)
+    let package = package_dir(package).unwrap_or_else(|_| package.trim_matches('/').to_string());
+    let manifest = |dir: &str| {
+        crate::safe_fs::read(root, &join(dir, "Cargo.toml"), FILE_CAP)
             .ok()
             .and_then(|b| toml::from_str::<toml::Table>(&String::from_utf8_lossy(&b)).ok())
-            .is_some_and(|t| t.contains_key("workspace"));
-        if is_workspace {
-            return dir;
+    };
+    let mut dir = package.clone();
+    loop {
+        if let Some(workspace) = manifest(&dir)
+            .as_ref()
+            .and_then(|t| t.get("workspace"))
+            .and_then(toml::Value::as_table)
+        {
+            let inside = package
+                .strip_prefix(dir.as_str())
+                .unwrap_or(&package)
+                .trim_start_matches('/');
+            let excluded = workspace
+                .get("exclude")
+                .and_then(toml::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(toml::Value::as_str)
+                .filter_map(|e| package_dir(e).ok())
+                .any(|e| !e.is_empty() && (inside == e || inside.starts_with(&format!("{e}/"))));
+            return if excluded { package } else { dir };
         }
         if dir.is_empty() {
             return package;
@@ -243,6 +294,15 @@ pub fn cargo_workspace(root: &Path, package: &str) -> String {
         dir = dir
             .rsplit_once('/')
             .map_or(String::new(), |(p, _)| p.to_string());
+    }
+}
+
+/// The lock file a package's dependency versions come from, relative to `root`: the `Cargo.lock` of its
+/// Cargo workspace, or its Go module's `go.sum`; `None` when the folder is neither.
+pub fn lock_file(root: &Path, package: &str) -> Option<String> {
+    match package_kind(root, package)? {
+        PackageKind::Cargo => Some(join(&cargo_workspace(root, package), "Cargo.lock")),
+        PackageKind::Go { module } => Some(join(&module, "go.sum")),
     }
 }
 
@@ -263,7 +323,7 @@ fn join(dir: &str, name: &str) -> String {
 
 /// The nearest toolchain file from `package` up to `root`, as rustup looks for one, and what it asks.
 fn rust_request(root: &Path, package: &str) -> Result<Option<(String, RustRequest)>, String> {
-    let mut dir = package.trim_matches('/').to_string();
+    let mut dir = package_dir(package).unwrap_or_else(|_| package.trim_matches('/').to_string());
     loop {
         for name in ["rust-toolchain.toml", "rust-toolchain"] {
             let file = join(&dir, name);
@@ -395,6 +455,41 @@ mod tests {
             Ok(RustRequest::Channel("nightly-2026-01-01".into()))
         );
         assert!(parse_rust_request("[other]\n").is_err());
+    }
+
+    #[test]
+    fn a_package_s_lock_is_where_cargo_reads_it() {
+        let dir = tempfile::tempdir().expect("temp");
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        };
+        write(
+            "Cargo.toml",
+            "[package]\nname = \"r\"\n[workspace]\nmembers = [\".\", \"crates/a\"]\nexclude = [\"own\"]\n",
+        );
+        write("crates/a/Cargo.toml", "[package]\nname = \"a\"\n");
+        write("own/Cargo.toml", "[package]\nname = \"own\"\n");
+        write("own/inner/Cargo.toml", "[package]\nname = \"inner\"\n[workspace]\n");
+        write("m/go.mod", "module example.com/m\n");
+        std::fs::create_dir_all(dir.path().join("m/pkg")).expect("mkdir");
+        for (package, lock) in [
+            (".", "Cargo.lock"),
+            ("", "Cargo.lock"),
+            ("./crates/a/", "Cargo.lock"),
+            ("own", "own/Cargo.lock"),
+            ("own/inner", "own/inner/Cargo.lock"),
+            ("m/pkg", "m/go.sum"),
+        ] {
+            assert_eq!(lock_file(dir.path(), package).as_deref(), Some(lock), "{package}");
+        }
+        assert_eq!(lock_file(dir.path(), "nothing"), None);
+        assert_eq!(package_dir("./a/b/").as_deref(), Ok("a/b"));
+        assert_eq!(package_dir(".").as_deref(), Ok(""));
+        assert!(package_dir("a/../b").is_err());
+        assert!(package_dir("/etc").is_err());
+        assert!(package_dir("a//b").is_err());
     }
 
     #[test]
