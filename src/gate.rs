@@ -375,7 +375,8 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             )
             .map_err(io("write the evidence"))?;
             for resolved in sandbox.resolved_locks(&root) {
-                evidenced.floor.detail = format!("{}; {}", evidenced.floor.detail, resolved.sentence());
+                evidenced.floor.detail =
+                    format!("{}; {}", evidenced.floor.detail, resolved.sentence());
             }
             floors.push(evidenced.floor);
             criteria = evidenced.criteria;

@@ -49,7 +49,7 @@ const PROCESS_WATCH: u64 = NPROC * 9 / 10;
 /// that printed no error line is quoted by its last lines.
 pub fn said(output: &[u8]) -> String {
     const ERRORS: usize = 4;
-    const AFTER: usize = 3;
+    const AFTER: usize = 5;
     const MOST: usize = 1200;
     let text = String::from_utf8_lossy(output);
     let lines: Vec<&str> = text
@@ -73,12 +73,13 @@ pub fn said(output: &[u8]) -> String {
                 .take(ERRORS)
                 .copied()
                 .collect();
+            // Cargo's chain of causes (`Caused by:` and the cause below it): the causes are kept.
             kept.extend(
                 lines[first + 1..]
                     .iter()
-                    .filter(|l| !is_error(l))
-                    .take(AFTER)
-                    .map(|l| l.trim()),
+                    .map(|l| l.trim())
+                    .filter(|l| !is_error(l) && *l != "Caused by:")
+                    .take(AFTER),
             );
             kept
         }
@@ -728,10 +729,8 @@ impl Sandbox {
             .map_err(|e| format!("the fetch left no readable `{lock}`: {e}"))?;
         if !existed && self.uids.is_empty() {
             // Without separate uids the build runs as aayu's own user: the lock is made read-only to it.
-            let _ = std::fs::set_permissions(
-                root.join(&lock),
-                std::fs::Permissions::from_mode(0o444),
-            );
+            let _ =
+                std::fs::set_permissions(root.join(&lock), std::fs::Permissions::from_mode(0o444));
         }
         let resolved = Resolved {
             root: root.to_path_buf(),
@@ -1751,12 +1750,25 @@ mod tests {
         let cargo = b"    Updating crates.io index\nerror: no matching package named `anyhow` found\nlocation searched: registry `crates-io`\nrequired by package `x v0.1.0 (/r)`\nAs a reminder, you're using offline mode (--offline) which can sometimes cause surprising resolution failures, if this error is too confusing you may wish to retry without the offline flag.\n";
         let quoted = said(cargo);
         assert!(
-            quoted.starts_with("error: no matching package named `anyhow` found | location searched"),
+            quoted
+                .starts_with("error: no matching package named `anyhow` found | location searched"),
             "{quoted}"
         );
         let go = b"# example.com/x\n./x.go:3:2: undefined: y\nFAIL\texample.com/x [build failed]\n";
-        assert!(said(go).starts_with("./x.go:3:2: undefined: y"), "{}", said(go));
-        assert_eq!(said(b"one\ntwo\n\nthree\nfour\nfive\n"), "two | three | four | five");
+        assert!(
+            said(go).starts_with("./x.go:3:2: undefined: y"),
+            "{}",
+            said(go)
+        );
+        assert_eq!(
+            said(b"one\ntwo\n\nthree\nfour\nfive\n"),
+            "two | three | four | five"
+        );
         assert_eq!(said(b""), "");
+        let chain = b"error: failed to download `tinydep v0.1.0`\n\nCaused by:\n  unable to get packages from source\n\nCaused by:\n  failed to open `lib.rs`: Permission denied (os error 13)\n";
+        assert_eq!(
+            said(chain),
+            "error: failed to download `tinydep v0.1.0` | unable to get packages from source | failed to open `lib.rs`: Permission denied (os error 13)"
+        );
     }
 }

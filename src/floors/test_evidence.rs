@@ -152,7 +152,7 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
             None => all(
                 &tests,
                 Outcome::NotFound(format!(
-                    "`{}` holds no package aayu runs tests of: neither `Cargo.toml` (Rust) nor a `go.mod` at or above it (Go)",
+                    "`{}` holds neither Cargo.toml (cargo) nor a go.mod at or above it (Go)",
                     shown_dir(package)
                 )),
             ),
@@ -242,17 +242,7 @@ fn rust(
     toolchain: Option<String>,
     tests: &[&TestId],
 ) -> BTreeMap<TestId, TestResult> {
-    // Each id read by cargo's grammar (checked before the run in the gate; here for any other caller).
-    let mut results = BTreeMap::new();
-    let mut wanted: Vec<(&TestId, CargoTest)> = Vec::new();
-    for test in tests {
-        match CargoTest::parse(&test.rest) {
-            Ok(spec) => wanted.push((test, spec)),
-            Err(why) => {
-                results.insert((*test).clone(), result(Outcome::NotFound(why)));
-            }
-        }
-    }
+    let (wanted, mut results) = read_ids(tests, CargoTest::parse);
     if wanted.is_empty() {
         return results;
     }
@@ -468,7 +458,8 @@ fn rust(
                         "`{shown}` has no test target `{}` (its targets: {})",
                         spec.target
                             .as_ref()
-                            .map(|(n, k)| k.map_or_else(|| n.clone(), |k| format!("{n}({})", k.word())))
+                            .map(|(n, k)| k
+                                .map_or_else(|| n.clone(), |k| format!("{n}({})", k.word())))
                             .unwrap_or_default(),
                         executables
                             .keys()
@@ -509,6 +500,25 @@ fn rust(
         );
     }
     results
+}
+
+/// Each id read by its runner's grammar (checked before the run in the gate; here for any other caller):
+/// the ones it reads, and a `not-found` result for each it cannot.
+fn read_ids<'a, T>(
+    tests: &[&'a TestId],
+    parse: fn(&str) -> Result<T, String>,
+) -> (Vec<(&'a TestId, T)>, BTreeMap<TestId, TestResult>) {
+    let mut wanted = Vec::new();
+    let mut refused = BTreeMap::new();
+    for test in tests {
+        match parse(&test.rest) {
+            Ok(spec) => wanted.push((*test, spec)),
+            Err(why) => {
+                refused.insert((*test).clone(), result(Outcome::NotFound(why)));
+            }
+        }
+    }
+    (wanted, refused)
 }
 
 fn result(outcome: Outcome) -> TestResult {
@@ -586,16 +596,7 @@ fn without_thread_id(line: &str) -> String {
 }
 
 fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
-    let mut results = BTreeMap::new();
-    let mut wanted: Vec<(&TestId, GoTest)> = Vec::new();
-    for test in tests {
-        match GoTest::parse(&test.rest) {
-            Ok(spec) => wanted.push((test, spec)),
-            Err(why) => {
-                results.insert((*test).clone(), result(Outcome::NotFound(why)));
-            }
-        }
-    }
+    let (wanted, mut results) = read_ids(tests, GoTest::parse);
     if wanted.is_empty() {
         return results;
     }

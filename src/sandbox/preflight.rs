@@ -169,7 +169,9 @@ impl Sandbox {
             let mut checks: Vec<(String, bool)> = Vec::new();
             let mut dir = rel;
             while let Some((parent, _)) = dir.rsplit_once('/') {
-                if parent.len() < prefix.len().saturating_sub(1) || !folders.insert(parent.to_string()) {
+                if parent.len() < prefix.len().saturating_sub(1)
+                    || !folders.insert(parent.to_string())
+                {
                     break;
                 }
                 checks.push((parent.to_string(), true));

@@ -471,7 +471,10 @@ mod tests {
         );
         write("crates/a/Cargo.toml", "[package]\nname = \"a\"\n");
         write("own/Cargo.toml", "[package]\nname = \"own\"\n");
-        write("own/inner/Cargo.toml", "[package]\nname = \"inner\"\n[workspace]\n");
+        write(
+            "own/inner/Cargo.toml",
+            "[package]\nname = \"inner\"\n[workspace]\n",
+        );
         write("m/go.mod", "module example.com/m\n");
         std::fs::create_dir_all(dir.path().join("m/pkg")).expect("mkdir");
         for (package, lock) in [
@@ -482,7 +485,11 @@ mod tests {
             ("own/inner", "own/inner/Cargo.lock"),
             ("m/pkg", "m/go.sum"),
         ] {
-            assert_eq!(lock_file(dir.path(), package).as_deref(), Some(lock), "{package}");
+            assert_eq!(
+                lock_file(dir.path(), package).as_deref(),
+                Some(lock),
+                "{package}"
+            );
         }
         assert_eq!(lock_file(dir.path(), "nothing"), None);
         assert_eq!(package_dir("./a/b/").as_deref(), Ok("a/b"));

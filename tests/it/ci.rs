@@ -464,7 +464,7 @@ fn a_rust_test_that_does_not_build_is_reported_as_such() {
     ]));
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(
-        out.stdout.contains("criterion 1: no evidence — `examples/notes:broken/uses_what_does_not_exist` did not build: target `broken` did not build"),
+        out.stdout.contains("criterion 1: no evidence — `examples/notes:broken/uses_what_does_not_exist` did not build: target `broken(test)` did not build"),
         "{}",
         out.stdout
     );

@@ -27,6 +27,7 @@ mod no_root;
 mod proof_comment;
 mod proof_push;
 mod proof_verify;
+mod real_layouts;
 mod registry;
 mod release;
 mod ship;

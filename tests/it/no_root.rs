@@ -207,12 +207,17 @@ fn planted_cargo_configs_and_toolchain_questions_never_run_as_root() {
         out.stderr
     );
     assert_eq!(floor(&pack, "behaviour")["result"], "pass", "{pack:#}");
-    // The lock file cargo wrote for the fetch is the checkout's again: owned as before, not the sandbox's.
-    let lock =
-        std::fs::metadata(repo.path("pkg/Cargo.lock")).expect("Cargo.lock written by the fetch");
-    use std::os::unix::fs::MetadataExt;
-    assert_eq!(lock.uid(), 0);
-    assert_eq!(lock.mode() & 0o022, 0, "not writable by others");
+    // The checkout commits no lock: the one the fetch resolved is said in the report and removed at the end.
+    assert!(
+        floor(&pack, "tests")["detail"].as_str().is_some_and(
+            |d| d.contains("`pkg/Cargo.lock` is not committed: versions resolved at this run")
+        ),
+        "{pack:#}"
+    );
+    assert!(
+        !repo.path("pkg/Cargo.lock").exists(),
+        "the run's own lock is removed when it ends"
+    );
 }
 
 /// A toolchain file naming a toolchain by `path`, or a channel the machine lacks, blocks the tests floor
@@ -354,6 +359,11 @@ fn a_go_module_without_a_go_directive_is_evidenced_and_a_load_error_is_gos_own()
         "needs",
         "module example.com/needs\n\ngo 1.19\n\nrequire example.invalid/missing v1.0.0\n",
     );
+    // Its go.sum is committed (without one the module is blocked before go runs: real_layouts).
+    repo.write(
+        "needs/go.sum",
+        "example.invalid/missing v1.0.0 h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\nexample.invalid/missing v1.0.0/go.mod h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
+    );
     repo.write(
         "needs/x_test.go",
         "package x\n\nimport (\n\t\"testing\"\n\n\t_ \"example.invalid/missing\"\n)\n\nfunc TestX(t *testing.T) {}\n",
@@ -454,7 +464,7 @@ fn links_in_the_checkout_are_not_followed() {
     }
     assert!(
         ci.stdout.contains(
-            "`linked:tests::adds` was not found: `linked` holds neither Cargo.toml nor a Go module"
+            "`linked:tests::adds` was not found: `linked` holds neither Cargo.toml (cargo) nor a go.mod at or above it (Go)"
         ),
         "{}\n{}",
         ci.stdout,

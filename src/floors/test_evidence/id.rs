@@ -37,9 +37,7 @@ impl TestId {
             ));
         }
         if rest.is_empty() {
-            return Err(format!(
-                "`{text}` names no test after `{dir}:`"
-            ));
+            return Err(format!("`{text}` names no test after `{dir}:`"));
         }
         let package = package_dir(dir).map_err(|why| format!("`{text}`: {why}"))?;
         Ok(TestId {
@@ -102,7 +100,9 @@ impl TargetKind {
     pub fn of_cargo(kinds: &[&str]) -> Option<TargetKind> {
         let first = kinds.first()?;
         match *first {
-            "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro" => Some(TargetKind::Lib),
+            "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro" => {
+                Some(TargetKind::Lib)
+            }
             other => TargetKind::from_word(other),
         }
     }
@@ -139,7 +139,8 @@ impl CargoTest {
         let Some((prefix, path)) = rest.split_once('/') else {
             return CargoTest::path_only(rest);
         };
-        let grammar = "is not `[<target>[(<kind>)]/]<test path>` (kinds: lib, bin, test, example, bench)";
+        let grammar =
+            "is not `[<target>[(<kind>)]/]<test path>` (kinds: lib, bin, test, example, bench)";
         let (name, kind) = match prefix.split_once('(') {
             Some((name, kind)) => {
                 let kind = kind
@@ -224,7 +225,10 @@ mod tests {
             ("examples/notes", "store::tests::done")
         );
         let t = TestId::parse(".:offset_adds_to_skip").expect("root");
-        assert_eq!((t.package.as_str(), t.to_string().as_str()), ("", ".:offset_adds_to_skip"));
+        assert_eq!(
+            (t.package.as_str(), t.to_string().as_str()),
+            ("", ".:offset_adds_to_skip")
+        );
         for same in ["./lib:x", "lib/:x", "./lib/:x"] {
             assert_eq!(TestId::parse(same).expect(same).to_string(), "lib:x");
         }
@@ -264,7 +268,10 @@ mod tests {
     #[test]
     fn go_ids_may_name_a_subtest() {
         let t = GoTest::parse("TestParse/empty").expect("sub");
-        assert_eq!((t.function.as_str(), t.name.as_str()), ("TestParse", "TestParse/empty"));
+        assert_eq!(
+            (t.function.as_str(), t.name.as_str()),
+            ("TestParse", "TestParse/empty")
+        );
         assert!(GoTest::parse("TestParse//x").is_err());
         assert!(GoTest::parse("Test(x)").is_err());
         assert!(GoTest::parse("TestA|TestB").is_err());
