@@ -12,8 +12,8 @@ use crate::sandbox::procs::{self, Owner};
 #[derive(Debug, Clone)]
 enum Item {
     Dir(PathBuf),
-    /// A file aayu created in the checkout (a lock file resolved for the run).
-    File(PathBuf),
+    /// A file aayu created in a tree (a lock file resolved for the run): the tree and the path in it.
+    File(PathBuf, String),
     Processes(Owner),
 }
 
@@ -56,9 +56,9 @@ pub fn dir(path: impl Into<PathBuf>) -> Registered {
     register(Item::Dir(path.into()))
 }
 
-/// A file aayu created to remove if aayu is interrupted.
-pub fn file(path: impl Into<PathBuf>) -> Registered {
-    register(Item::File(path.into()))
+/// A file aayu created in `root` to remove if aayu is interrupted (without following a link on the way).
+pub fn file(root: impl Into<PathBuf>, rel: &str) -> Registered {
+    register(Item::File(root.into(), rel.to_string()))
 }
 
 /// Processes to kill if aayu is interrupted.
@@ -103,8 +103,8 @@ fn clean_all() {
             Item::Dir(path) => {
                 let _ = std::fs::remove_dir_all(path);
             }
-            Item::File(path) => {
-                let _ = std::fs::remove_file(path);
+            Item::File(root, rel) => {
+                let _ = crate::safe_fs::remove(root, rel);
             }
             Item::Processes(_) => {}
         }

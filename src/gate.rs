@@ -222,6 +222,17 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                 // qualifier or Go name is refused before anything runs.
                 if let Some(kind) = crate::sandbox::toolchain::package_kind(&root, &id.package) {
                     id.check(&kind).map_err(contract)?;
+                    if crate::sandbox::toolchain::is_virtual_manifest(&root, &id.package) {
+                        let manifest = if id.package.is_empty() {
+                            "Cargo.toml".to_string()
+                        } else {
+                            format!("{}/Cargo.toml", id.package)
+                        };
+                        return Err(contract(format!(
+                            "`{id}`: `{manifest}` is a virtual workspace manifest (no `[package]`), which has no tests of its own: name the member's folder (`crates/<member>:{}`)",
+                            id.rest
+                        )));
+                    }
                 }
                 ids.push(id);
             }

@@ -353,7 +353,6 @@ impl Repo {
         Ok(files)
     }
 
-    /// The object id of `path` (a file or a folder) at the commit `rev`, or `None` when it has none.
     /// Whether the index holds `path` (as `git ls-files` would list it): what the checkout commits.
     pub fn is_tracked(&self, path: &str) -> bool {
         self.repo
@@ -361,6 +360,7 @@ impl Repo {
             .is_ok_and(|index| index.get_path(Path::new(path), 0).is_some())
     }
 
+    /// The object id of `path` (a file or a folder) at the commit `rev`, or `None` when it has none.
     pub fn id_at(&self, rev: &str, path: &str) -> Option<Oid> {
         let (_, tree) = self.commit_tree(rev)?;
         tree.get_path(Path::new(path)).ok().map(|e| e.id())

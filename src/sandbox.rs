@@ -61,7 +61,15 @@ pub fn said(output: &[u8]) -> String {
         let line = line.trim_start();
         line.starts_with("error:")
             || line.starts_with("error[")
-            || line.starts_with("go: ")
+            || (line.starts_with("go: ")
+                && ![
+                    "go: downloading ",
+                    "go: finding ",
+                    "go: extracting ",
+                    "go: found ",
+                ]
+                .iter()
+                .any(|p| line.starts_with(p)))
             || go_position(line)
     };
     let quoted = match lines.iter().position(|l| is_error(l)) {
@@ -193,7 +201,7 @@ pub struct Sandbox {
     spans: std::sync::Mutex<Vec<(Instant, Instant)>>,
     /// Lock files the checkout does not commit and did not have before this run: removed when the run
     /// ends (also when interrupted), so that `git status` is what it was.
-    created_locks: std::sync::Mutex<Vec<(PathBuf, crate::cleanup::Registered)>>,
+    created_locks: std::sync::Mutex<Vec<(PathBuf, String, crate::cleanup::Registered)>>,
     /// What the fetch found that blocks a package's work, by tree and package folder (a Go module that
     /// commits no `go.sum`).
     dependency_problems: std::sync::Mutex<BTreeMap<(PathBuf, String), String>>,
@@ -210,17 +218,27 @@ pub struct Resolved {
     /// Relative to the tree: `Cargo.lock`, `crates/x/Cargo.lock`.
     pub path: String,
     pub sha256: String,
-    /// Copied from another tree (the checkout's, for red-on-base's base) rather than resolved here.
-    pub copied: bool,
+    pub how: LockOrigin,
+}
+
+/// Where the versions of a lock the tree does not commit came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockOrigin {
+    /// Resolved by this run's fetch (nothing was there).
+    Resolved,
+    /// Copied from another tree (the checkout's, for red-on-base's base), then fetched.
+    Copied,
+    /// The working tree's own lock, which git does not track.
+    Untracked,
 }
 
 impl Resolved {
     /// How the report says it: `` `Cargo.lock` is not committed: versions resolved at this run (sha256 …) ``.
     pub fn sentence(&self) -> String {
-        let how = if self.copied {
-            "the checkout's lock, resolved at this run, is used"
-        } else {
-            "versions resolved at this run"
+        let how = match self.how {
+            LockOrigin::Resolved => "versions resolved at this run",
+            LockOrigin::Copied => "the checkout's lock, resolved at this run, is used",
+            LockOrigin::Untracked => "the working tree's untracked lock is used",
         };
         format!(
             "`{}` is not committed: {how} (sha256 {})",
@@ -423,19 +441,19 @@ impl Sandbox {
                 sandbox.prepare(0, dir)?;
                 set_mode(dir, 0o755)?;
             }
-            // The machine's own cargo configuration (registry mirrors, say) still applies: root's, trusted.
-            // Never its credentials.
+            // The machine's own cargo configuration still applies where it says where crates come from
+            // (mirrors, source replacement, proxies): root's, trusted, and readable by the slot uid. Never
+            // its credentials, nor anything else of it.
             if let Some(home) = cargo_home_of(settings) {
                 for name in ["config.toml", "config"] {
-                    if home.join(name).is_file() {
+                    let Ok(text) = std::fs::read_to_string(home.join(name)) else {
+                        continue;
+                    };
+                    if let Some(kept) = network_config(&text) {
                         let to = caches.cargo_home.join(name);
-                        // Readable by the slot uid whatever its mode at home (`0600` is common).
-                        if std::fs::copy(home.join(name), &to).is_ok() {
-                            let _ = std::fs::set_permissions(
-                                &to,
-                                std::fs::Permissions::from_mode(0o644),
-                            );
-                        }
+                        let _ = std::fs::write(&to, kept);
+                        let _ =
+                            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
                     }
                 }
             }
@@ -708,13 +726,17 @@ impl Sandbox {
             }
             return Ok(None);
         }
-        // A Cargo.lock the tree does not commit: the run's own, removed at its end if it was not there.
-        let existed = crate::safe_fs::is_regular(root, &lock);
+        // A Cargo.lock the tree does not commit: the run's own, removed at its end if nothing was there
+        // (a link counts as something: a developer's own is never removed).
+        let existed = std::fs::symlink_metadata(root.join(&lock)).is_ok();
         let mut copied = false;
         if !existed {
-            let path = root.join(&lock);
             if let Ok(mut created) = self.created_locks.lock() {
-                created.push((path.clone(), crate::cleanup::file(path)));
+                created.push((
+                    root.to_path_buf(),
+                    lock.clone(),
+                    crate::cleanup::file(root, &lock),
+                ));
             }
             if let Some(from) = &tree.lock_from
                 && let Ok(bytes) = crate::safe_fs::read(from, &lock, 64 << 20)
@@ -736,7 +758,13 @@ impl Sandbox {
             root: root.to_path_buf(),
             path: lock,
             sha256: sha256_hex(&bytes),
-            copied,
+            how: if existed {
+                LockOrigin::Untracked
+            } else if copied {
+                LockOrigin::Copied
+            } else {
+                LockOrigin::Resolved
+            },
         };
         if let Ok(mut all) = self.resolved.lock() {
             all.push(resolved.clone());
@@ -873,13 +901,18 @@ impl Sandbox {
             let _ = std::os::unix::fs::lchown(&registry, Some(uid), Some(uid));
         }
         let mut linked = 0usize;
-        for part in ["cache", "index", "src"] {
+        for part in ["cache", "index"] {
             linked += link_tree(
                 &host.join("registry").join(part),
                 &registry.join(part),
                 self.uid(0),
             );
         }
+        linked += link_sources(
+            &host.join("registry/src"),
+            &registry.join("src"),
+            self.uid(0),
+        );
         linked > 0
     }
 
@@ -1229,10 +1262,8 @@ impl Drop for Sandbox {
             .get_mut()
             .map(std::mem::take)
             .unwrap_or_default();
-        for (path, _registered) in created {
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() || m.is_symlink()) {
-                let _ = std::fs::remove_file(&path);
-            }
+        for (root, rel, _registered) in created {
+            let _ = crate::safe_fs::remove(&root, &rel);
         }
     }
 }
@@ -1405,6 +1436,54 @@ fn fetch_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
     env
 }
 
+/// The part of a cargo configuration that says where crates come from — `[source]` (replacement, local
+/// registries, vendoring), `[net]`, `[http]` without a proxy that carries a user, each `[registries.*]`'s
+/// `index` and `protocol`, `[registry] default` — and nothing else: no token, credential provider,
+/// `[env]`, alias or build setting. `None` when it does not parse.
+fn network_config(text: &str) -> Option<String> {
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let mut kept = toml::Table::new();
+    let only = |value: Option<&toml::Value>, keys: &[&str]| -> Option<toml::Table> {
+        let table = value?.as_table()?;
+        let kept: toml::Table = table
+            .iter()
+            .filter(|(k, _)| keys.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        (!kept.is_empty()).then_some(kept)
+    };
+    for name in ["source", "net"] {
+        if let Some(value) = table.get(name).filter(|v| v.is_table()) {
+            kept.insert(name.to_string(), value.clone());
+        }
+    }
+    if let Some(mut http) = table.get("http").and_then(toml::Value::as_table).cloned() {
+        if http
+            .get("proxy")
+            .and_then(toml::Value::as_str)
+            .is_some_and(|p| p.contains('@'))
+        {
+            http.remove("proxy");
+        }
+        kept.insert("http".to_string(), toml::Value::Table(http));
+    }
+    if let Some(registries) = table.get("registries").and_then(toml::Value::as_table) {
+        let only_index: toml::Table = registries
+            .iter()
+            .filter_map(|(name, r)| {
+                only(Some(r), &["index", "protocol"]).map(|t| (name.clone(), toml::Value::Table(t)))
+            })
+            .collect();
+        if !only_index.is_empty() {
+            kept.insert("registries".to_string(), toml::Value::Table(only_index));
+        }
+    }
+    if let Some(registry) = only(table.get("registry"), &["default"]) {
+        kept.insert("registry".to_string(), toml::Value::Table(registry));
+    }
+    toml::to_string(&kept).ok()
+}
+
 /// `CARGO_HOME`, else `~/.cargo`, when it exists.
 fn cargo_home_of(settings: &SandboxSettings) -> Option<PathBuf> {
     let env = &settings.process_env;
@@ -1467,11 +1546,67 @@ fn link_tree(from: &Path, to: &Path, uid: Option<u32>) -> usize {
     linked
 }
 
+/// The unpacked crates of root's cargo cache (`registry/src/<registry>/<crate>-<version>/`), each linked
+/// whole when every file of it is world-readable and else left out: cargo then unpacks that crate again
+/// from its `.crate` in `registry/cache` (copied readable), which is far less to copy than its sources. A
+/// crate folder is never half there (cargo trusts a folder with its `.cargo-ok` marker).
+fn link_sources(from: &Path, to: &Path, uid: Option<u32>) -> usize {
+    let Ok(registries) = std::fs::read_dir(from) else {
+        return 0;
+    };
+    let mut linked = 0;
+    for registry in registries.flatten() {
+        if !registry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(crates) = std::fs::read_dir(registry.path()) else {
+            continue;
+        };
+        let into = to.join(registry.file_name());
+        for krate in crates.flatten() {
+            if krate.file_type().is_ok_and(|t| t.is_dir()) && world_readable(&krate.path()) {
+                linked += link_tree(&krate.path(), &into.join(krate.file_name()), uid);
+            }
+        }
+        if let Some(uid) = uid {
+            for dir in [to, into.as_path()] {
+                if dir.is_dir() {
+                    let _ = std::os::unix::fs::lchown(dir, Some(uid), Some(uid));
+                }
+            }
+        }
+    }
+    linked
+}
+
+/// Whether every regular file under a folder can be read by other users (links are not followed).
+fn world_readable(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().all(|entry| match entry.file_type() {
+        Ok(kind) if kind.is_dir() => world_readable(&entry.path()),
+        Ok(kind) if kind.is_file() => entry
+            .metadata()
+            .is_ok_and(|m| m.permissions().mode() & 0o004 != 0),
+        _ => true,
+    })
+}
+
 /// Copies a file the sandbox could not read into a new file (never following a link at `to`) that it can:
 /// mode 0644, or 0755 when the original is executable.
 fn readable_copy(from: &Path, to: &Path, mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut source = std::fs::File::open(from)?;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // The file itself, never a link swapped in since the folder was listed, and only root's own: a file
+    // another user keeps private stays so.
+    let mut source = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)?;
+    let meta = source.metadata()?;
+    if !meta.is_file() || meta.uid() != 0 {
+        return Err(std::io::Error::other("not a regular file of root's"));
+    }
     let mut copy = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -1743,7 +1878,27 @@ fn socket_filter(families: &[i32]) -> Option<BpfProgram> {
 
 #[cfg(test)]
 mod tests {
-    use super::said;
+    use super::{network_config, said};
+
+    #[test]
+    fn only_where_crates_come_from_reaches_the_sandbox_of_root_s_cargo_config() {
+        let config = "[registry]\ntoken = \"secret-1\"\ndefault = \"corp\"\n[registries.corp]\nindex = \"sparse+https://crates.corp/\"\ntoken = \"secret-2\"\ncredential-provider = \"cargo:token\"\n[source.crates-io]\nreplace-with = \"mirror\"\n[source.mirror]\nregistry = \"sparse+https://mirror/\"\n[http]\nproxy = \"http://user:secret-3@proxy:3128\"\ntimeout = 30\n[env]\nKEY = \"secret-4\"\n[build]\nrustc-wrapper = \"sccache\"\n";
+        let kept = network_config(config).expect("parses");
+        assert!(!kept.contains("secret"), "{kept}");
+        assert!(
+            !kept.contains("sccache") && !kept.contains("credential"),
+            "{kept}"
+        );
+        for wanted in [
+            "replace-with = \"mirror\"",
+            "sparse+https://crates.corp/",
+            "default = \"corp\"",
+            "timeout = 30",
+        ] {
+            assert!(kept.contains(wanted), "{wanted}: {kept}");
+        }
+        assert_eq!(network_config("not toml ["), None);
+    }
 
     #[test]
     fn a_tool_failure_is_quoted_by_its_error_lines_first() {

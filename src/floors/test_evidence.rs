@@ -472,10 +472,34 @@ fn rust(
                 };
                 (why, Vec::new())
             }
-            [(_, events)] => (
-                libtest_outcome(events),
-                events.iter().map(Value::to_string).collect(),
-            ),
+            [(found, events)] => {
+                // Another target the id may mean gave no result: it may hold the same test, so this
+                // result cannot be said to be the id's.
+                let unknown: Vec<String> = broken
+                    .keys()
+                    .chain(silent.keys())
+                    .filter(|t| *t != found && spec.wants(t))
+                    .map(|t| format!("`{t}`"))
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if unknown.is_empty() {
+                    (
+                        libtest_outcome(events),
+                        events.iter().map(Value::to_string).collect(),
+                    )
+                } else {
+                    (
+                        Outcome::NotRun(format!(
+                            "`{}` ran in target `{found}`, but {} gave no result (did not build or run), so it may hold the test too: qualify the id as `{shown}:{found}/{}`",
+                            spec.path,
+                            unknown.join(", "),
+                            spec.path
+                        )),
+                        Vec::new(),
+                    )
+                }
+            }
             many => {
                 let spellings: Vec<String> = many
                     .iter()

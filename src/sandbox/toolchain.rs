@@ -196,6 +196,12 @@ pub enum PackageKind {
 /// root (returned as `""`), `./x` and `x/` are `x`. Refused: an absolute path, `..`, an empty or `.` part
 /// inside, a control character.
 pub fn package_dir(text: &str) -> Result<String, String> {
+    if text.starts_with('/') {
+        return Err(format!(
+            "`{}` is not a package folder relative to the repository root (write `.` for the root, `a/b` for a folder in it)",
+            text.escape_debug()
+        ));
+    }
     let mut dir = text;
     while let Some(rest) = dir.strip_prefix("./") {
         dir = rest;
@@ -257,9 +263,11 @@ pub fn go_requires_modules(root: &Path, module: &str) -> bool {
     })
 }
 
-/// The folder of the Cargo workspace a package belongs to, where its `Cargo.lock` lives: the package itself
-/// when its manifest has a `[workspace]` table, else the nearest folder above it (inside `root`) whose
-/// `Cargo.toml` has one and does not `exclude` the package, else the package.
+/// The folder of the Cargo workspace a package belongs to, where its `Cargo.lock` lives, found as cargo
+/// finds it: the package itself when its manifest has a `[workspace]` table; the folder its
+/// `package.workspace` key names; else the nearest folder above it (inside `root`) whose `Cargo.toml` has a
+/// `[workspace]` that names it in `members` or does not `exclude` it (an excluding one is passed over);
+/// else the package.
 pub fn cargo_workspace(root: &Path, package: &str) -> String {
     let package = package_dir(package).unwrap_or_else(|_| package.trim_matches('/').to_string());
     let manifest = |dir: &str| {
@@ -267,34 +275,82 @@ pub fn cargo_workspace(root: &Path, package: &str) -> String {
             .ok()
             .and_then(|b| toml::from_str::<toml::Table>(&String::from_utf8_lossy(&b)).ok())
     };
-    let mut dir = package.clone();
-    loop {
-        if let Some(workspace) = manifest(&dir)
-            .as_ref()
-            .and_then(|t| t.get("workspace"))
-            .and_then(toml::Value::as_table)
+    if let Some(own) = manifest(&package) {
+        if own.contains_key("workspace") {
+            return package;
+        }
+        if let Some(named) = own
+            .get("package")
+            .and_then(|p| p.get("workspace"))
+            .and_then(toml::Value::as_str)
+            .and_then(|w| relative_join(&package, w))
         {
-            let inside = package
-                .strip_prefix(dir.as_str())
-                .unwrap_or(&package)
-                .trim_start_matches('/');
-            let excluded = workspace
-                .get("exclude")
+            return named;
+        }
+    }
+    let parent = |dir: &str| {
+        dir.rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string())
+    };
+    let mut dir = package.clone();
+    while !dir.is_empty() {
+        dir = parent(&dir);
+        let Some(table) = manifest(&dir) else {
+            continue;
+        };
+        let Some(workspace) = table.get("workspace").and_then(toml::Value::as_table) else {
+            continue;
+        };
+        let inside = package
+            .strip_prefix(dir.as_str())
+            .unwrap_or(&package)
+            .trim_start_matches('/');
+        let listed = |key: &str| -> Vec<String> {
+            workspace
+                .get(key)
                 .and_then(toml::Value::as_array)
                 .into_iter()
                 .flatten()
                 .filter_map(toml::Value::as_str)
                 .filter_map(|e| package_dir(e).ok())
-                .any(|e| !e.is_empty() && (inside == e || inside.starts_with(&format!("{e}/"))));
-            return if excluded { package } else { dir };
+                .collect()
+        };
+        let member = listed("members").iter().any(|m| m == inside);
+        let excluded = listed("exclude")
+            .iter()
+            .any(|e| !e.is_empty() && (inside == e || inside.starts_with(&format!("{e}/"))));
+        if member || !excluded {
+            return dir;
         }
-        if dir.is_empty() {
-            return package;
-        }
-        dir = dir
-            .rsplit_once('/')
-            .map_or(String::new(), |(p, _)| p.to_string());
     }
+    package
+}
+
+/// `base` joined with a relative path that may climb (`../..`), normalised; `None` above the root.
+fn relative_join(base: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
+    for part in rel.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            name => parts.push(name),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Whether the `Cargo.toml` of a folder is a virtual workspace manifest (a `[workspace]` without a
+/// `[package]`): it has no tests of its own, its members do.
+pub fn is_virtual_manifest(root: &Path, package: &str) -> bool {
+    let Ok(dir) = package_dir(package) else {
+        return false;
+    };
+    crate::safe_fs::read(root, &join(&dir, "Cargo.toml"), FILE_CAP)
+        .ok()
+        .and_then(|b| toml::from_str::<toml::Table>(&String::from_utf8_lossy(&b)).ok())
+        .is_some_and(|t| t.contains_key("workspace") && !t.contains_key("package"))
 }
 
 /// The lock file a package's dependency versions come from, relative to `root`: the `Cargo.lock` of its
@@ -475,6 +531,16 @@ mod tests {
             "own/inner/Cargo.toml",
             "[package]\nname = \"inner\"\n[workspace]\n",
         );
+        write(
+            "own/named/Cargo.toml",
+            "[package]\nname = \"named\"\nworkspace = \"..\"\n",
+        );
+        write(
+            "nested/Cargo.toml",
+            "[workspace]\nmembers = [\"m\"]\nexclude = [\"m\", \"x\"]\n",
+        );
+        write("nested/m/Cargo.toml", "[package]\nname = \"m\"\n");
+        write("nested/x/Cargo.toml", "[package]\nname = \"x\"\n");
         write("m/go.mod", "module example.com/m\n");
         std::fs::create_dir_all(dir.path().join("m/pkg")).expect("mkdir");
         for (package, lock) in [
@@ -483,6 +549,10 @@ mod tests {
             ("./crates/a/", "Cargo.lock"),
             ("own", "own/Cargo.lock"),
             ("own/inner", "own/inner/Cargo.lock"),
+            ("own/named", "own/Cargo.lock"),
+            // A member wins over `exclude`; an excluding workspace is passed over, as cargo does.
+            ("nested/m", "nested/Cargo.lock"),
+            ("nested/x", "Cargo.lock"),
             ("m/pkg", "m/go.sum"),
         ] {
             assert_eq!(
@@ -496,6 +566,8 @@ mod tests {
         assert_eq!(package_dir(".").as_deref(), Ok(""));
         assert!(package_dir("a/../b").is_err());
         assert!(package_dir("/etc").is_err());
+        assert!(package_dir("/").is_err());
+        assert!(package_dir("///").is_err());
         assert!(package_dir("a//b").is_err());
     }
 

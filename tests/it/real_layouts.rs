@@ -523,3 +523,68 @@ fn a_cargo_failure_is_quoted_by_its_error_line_first() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_unqualified_test_is_no_evidence_while_another_target_that_may_hold_it_gave_no_result() {
+    let (repo, _, head) = root_crate(
+        false,
+        "[[criterion]]\nid = 1\ntests = [\".:tests::offset_in_last_line\"]\n",
+    );
+    // The bin, which holds a test of the same path, does not build: the lib's result alone is not the id's.
+    repo.write(
+        "src/main.rs",
+        MAIN_RS.replace(
+            "fn main() {",
+            "fn main() {\n    let broken: u32 = \"text\";",
+        ),
+    );
+    let head_broken = repo.commit("the bin does not build");
+    let snapshot = ready(&repo, 5, "1. Offsets add up.", &[]);
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--ci",
+        "--base",
+        &head,
+        "--head",
+        &head_broken,
+        "--story",
+        "5",
+        "--ready",
+        &snapshot,
+    ]));
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("criterion 1:"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("`tests::offset_in_last_line` ran in target `offsetx(lib)`, but `offsetx(bin)` gave no result")
+            && line.contains("qualify the id as `.:offsetx(lib)/tests::offset_in_last_line`"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_test_of_a_virtual_workspace_root_is_refused_naming_the_members() {
+    let repo = TestRepo::new();
+    repo.write("Cargo.toml", "[workspace]\nmembers = [\"crates/core\"]\n")
+        .write(
+            "crates/core/Cargo.toml",
+            "[package]\nname = \"core\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write("crates/core/src/lib.rs", "")
+        .write(".aayudha/config.toml", "")
+        .write(
+            ".aayudha/evidence/5.toml",
+            "[[criterion]]\nid = 1\ntests = [\".:tests::parses\"]\n",
+        );
+    let head = repo.commit("workspace");
+    let (code, _, stderr) = ci(&repo, &head, &head, "1. Parses.");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`.:tests::parses`: `Cargo.toml` is a virtual workspace manifest (no `[package]`), which has no tests of its own: name the member's folder (`crates/<member>:tests::parses`)"),
+        "{stderr}"
+    );
+}

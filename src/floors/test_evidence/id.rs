@@ -164,7 +164,12 @@ impl CargoTest {
     }
 
     fn path_only(path: &str) -> Result<CargoTest, String> {
-        if path.is_empty() || path.contains('/') || path.chars().any(char::is_whitespace) {
+        // A leading `-` would reach libtest as one of its options (`--include-ignored`).
+        if path.is_empty()
+            || path.starts_with('-')
+            || path.contains('/')
+            || path.chars().any(char::is_whitespace)
+        {
             return Err(format!(
                 "`{path}` is not a test path as libtest prints it (`tests::name`)"
             ));
@@ -261,6 +266,7 @@ mod tests {
         }));
         assert!(CargoTest::parse("x(widget)/t").is_err());
         assert!(CargoTest::parse("a::b/t").is_err());
+        assert!(CargoTest::parse("--include-ignored").is_err());
         let doc = CargoTest::parse("src/lib.rs - foo (line 12)").expect_err("doc");
         assert!(doc.starts_with("doc tests are not evidence"), "{doc}");
     }
