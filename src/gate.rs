@@ -411,6 +411,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                                     target: None,
                                     heartbeat: Some(&heartbeat),
                                 },
+                                &results,
                             ))
                         },
                     )?;

@@ -139,8 +139,15 @@ pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
     }
 }
 
-/// Runs the mapped tests of every criterion on the prepared base.
-pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &test_evidence::Run) -> Report {
+/// Runs the mapped tests of every criterion on the prepared base. A cargo test that the head's run found
+/// in one target (`head`) runs in that same target on the base: another target's test of the same path
+/// failing there shows nothing about this one.
+pub fn run(
+    prepared: &Prepared,
+    evidence: &EvidenceMap,
+    run: &test_evidence::Run,
+    head: &BTreeMap<TestId, test_evidence::TestResult>,
+) -> Report {
     let inconclusive_all = |base: String, reason: String| Report {
         schema_version: 1,
         base,
@@ -162,10 +169,14 @@ pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &test_evidence::Run
     };
     let mut ids: Vec<TestId> = Vec::new();
     let mut per_criterion: BTreeMap<u32, Vec<TestId>> = BTreeMap::new();
+    // The id that runs on the base, by the id the evidence map writes.
+    let mut on_base_id: BTreeMap<TestId, TestId> = BTreeMap::new();
     for criterion in &evidence.criterion {
         for text in &criterion.tests {
             if let Ok(id) = TestId::parse(text) {
-                ids.push(id.clone());
+                let pinned = pinned_to_head_target(&id, head);
+                ids.push(pinned.clone());
+                on_base_id.insert(id.clone(), pinned);
                 per_criterion.entry(criterion.id).or_default().push(id);
             }
         }
@@ -190,7 +201,7 @@ pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &test_evidence::Run
                 .iter()
                 .map(|id| {
                     let outcome = results
-                        .get(id)
+                        .get(on_base_id.get(id).unwrap_or(id))
                         .map_or(Outcome::NotRun("no result".to_string()), |r| {
                             r.outcome.clone()
                         });
@@ -232,6 +243,24 @@ pub fn run(prepared: &Prepared, evidence: &EvidenceMap, run: &test_evidence::Run
         schema_version: 1,
         base: base_sha,
         criteria,
+    }
+}
+
+/// The id qualified with the target the head's run found it in (`name(kind)/path`), when the evidence map
+/// left it unqualified or without a kind; else the id itself.
+fn pinned_to_head_target(
+    id: &TestId,
+    head: &BTreeMap<TestId, test_evidence::TestResult>,
+) -> TestId {
+    let Some(target) = head.get(id).and_then(|r| r.target.as_ref()) else {
+        return id.clone();
+    };
+    match test_evidence::CargoTest::parse(&id.rest) {
+        Ok(spec) if spec.target.as_ref().is_none_or(|(_, kind)| kind.is_none()) => TestId {
+            package: id.package.clone(),
+            rest: format!("{target}/{}", spec.path),
+        },
+        _ => id.clone(),
     }
 }
 

@@ -70,6 +70,9 @@ impl Outcome {
 pub struct TestResult {
     pub outcome: Outcome,
     pub events: Vec<String>,
+    /// The cargo target whose result this is, when one target held the test: red-on-base runs the same
+    /// target's test on the base, never another target's of the same path.
+    pub target: Option<Target>,
 }
 
 /// Told what is still running and for how long.
@@ -117,6 +120,7 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
                     TestResult {
                         outcome: Outcome::Blocked(why.clone()),
                         events: Vec::new(),
+                        target: None,
                     },
                 )
             })
@@ -214,6 +218,7 @@ fn all(tests: &[&TestId], outcome: Outcome) -> BTreeMap<TestId, TestResult> {
                 TestResult {
                     outcome: outcome.clone(),
                     events: Vec::new(),
+                    target: None,
                 },
             )
         })
@@ -435,6 +440,7 @@ fn rust(
             .get(&spec.path)
             .map(|v| v.iter().filter(|(t, _)| spec.wants(t)).collect())
             .unwrap_or_default();
+        let mut held_by = None;
         let outcome_and_events = match candidates.as_slice() {
             [] => {
                 let runner_error = silent
@@ -484,6 +490,7 @@ fn rust(
                     .into_iter()
                     .collect();
                 if unknown.is_empty() {
+                    held_by = Some(found.clone());
                     (
                         libtest_outcome(events),
                         events.iter().map(Value::to_string).collect(),
@@ -520,6 +527,7 @@ fn rust(
             TestResult {
                 outcome: outcome_and_events.0,
                 events: outcome_and_events.1,
+                target: held_by,
             },
         );
     }
@@ -549,6 +557,7 @@ fn result(outcome: Outcome) -> TestResult {
     TestResult {
         outcome,
         events: Vec::new(),
+        target: None,
     }
 }
 
@@ -753,6 +762,7 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
             TestResult {
                 outcome,
                 events: kept,
+                target: None,
             },
         );
     }

@@ -588,3 +588,37 @@ fn a_test_of_a_virtual_workspace_root_is_refused_naming_the_members() {
         "{stderr}"
     );
 }
+
+#[test]
+fn red_on_base_runs_the_head_s_target_of_an_unqualified_test_never_another_s() {
+    let repo = TestRepo::new();
+    // On the base only the bin holds `tests::x`, and it fails there; at the head only the lib holds it.
+    repo.write("Cargo.toml", MANIFEST)
+        .write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n")
+        .write(
+            "src/main.rs",
+            "fn main() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn x() {\n        panic!(\"the bin's own\");\n    }\n}\n",
+        )
+        .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+        .write(".aayudha/config.toml", "");
+    let base = repo.commit("base");
+    repo.write(
+        "src/lib.rs",
+        "pub fn one() -> u32 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn x() {\n        assert_eq!(super::one(), 1);\n    }\n}\n",
+    )
+    .write("src/main.rs", "fn main() {}\n")
+    .write(
+        ".aayudha/evidence/5.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::x\"]\n",
+    );
+    let head = repo.commit("move the test");
+    let (code, pack, stderr) = ci(&repo, &base, &head, "1. One.");
+    assert_eq!(code, 0, "{pack:#}\n{stderr}");
+    let red = report(&repo, "red-on-base.json");
+    assert_eq!(red["criteria"][0]["verdict"], "inconclusive", "{red:#}");
+    assert_eq!(red["criteria"][0]["tests"][0]["id"], ".:tests::x");
+    assert_eq!(
+        red["criteria"][0]["tests"][0]["result"], "not-found",
+        "{red:#}"
+    );
+}
