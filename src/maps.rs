@@ -391,9 +391,56 @@ fn load_map(
             map.features.push(feature);
         }
     }
+    // Every handle of every map is a literal of one Aho-Corasick automaton searched in every source file:
+    // their number and length are bounded per map.
+    let handles: Vec<&Handle> = map
+        .features
+        .iter()
+        .flat_map(|f| f.checks.iter().flat_map(|c| c.handles.iter()))
+        .collect();
+    let long = map.features.iter().flat_map(|f| {
+        f.checks
+            .iter()
+            .flat_map(|c| c.handles.iter())
+            .filter(|h| h.value.len() > MAX_HANDLE_LEN)
+            .map(move |h| (f.file.as_str(), h))
+    });
+    for (feature_file, handle) in long {
+        errors.push(ContractError {
+            file: feature_file.to_string(),
+            line: handle.line,
+            message: format!(
+                "a `{}` handle of `{}` is {} bytes long: a handle names an element in at most {MAX_HANDLE_LEN} bytes",
+                handle.field,
+                handle.action,
+                handle.value.len()
+            ),
+        });
+    }
+    let total: usize = handles.iter().map(|h| h.value.len()).sum();
+    if handles.len() > MAX_HANDLES || total > MAX_HANDLE_BYTES {
+        errors.push(ContractError {
+            file: file.to_string(),
+            line: 1,
+            message: format!(
+                "the map's checks name {} handles of {} bytes in all: at most {MAX_HANDLES} handles and {} KiB per map (split the product's map, or name fewer elements)",
+                handles.len(),
+                total,
+                MAX_HANDLE_BYTES >> 10
+            ),
+        });
+    }
     map.broken = errors.len() > before;
     map
 }
+
+/// How many handles (the `name`, `label`, `within` and `test` strings of the checks' steps) one map may
+/// name, and how long they may be together.
+pub const MAX_HANDLES: usize = 4096;
+/// How long one handle may be: element names, labels and test ids are short, and the automaton's build
+/// time grows with the longest literal.
+pub const MAX_HANDLE_LEN: usize = 512;
+pub const MAX_HANDLE_BYTES: usize = 256 << 10;
 
 /// The feature file an index link names, or `None` for a link that is not one (a URL, another folder).
 fn index_target(dest: &str) -> Option<String> {
@@ -462,7 +509,14 @@ fn read_map_block(map: &mut Map, block: &str, fence: usize, error: &mut impl FnM
             }
         }
         let line = cursor.line_of_string(&rule.pattern);
-        match regex::bytes::Regex::new(&rule.pattern) {
+        match surface_regex(&rule.pattern) {
+            Err(regex::Error::CompiledTooBig(limit)) => error(
+                line,
+                format!(
+                    "map block: `surfaces[{i}].pattern` compiles to more than {} KiB, the limit of one surface rule (a counted repetition of a class, such as `\\w{{200}}`, is the usual cause): simplify it",
+                    limit >> 10
+                ),
+            ),
             Err(e) => error(
                 line,
                 format!(
@@ -490,6 +544,24 @@ fn read_map_block(map: &mut Map, block: &str, fence: usize, error: &mut impl FnM
             }
         }
     }
+}
+
+/// How large one surface rule's compiled program may be. Ordinary rules compile to under 64 KiB (a Unicode
+/// `(\w+)` to 49 KiB); the slow shapes of a pull request that wants to keep the gate busy (`\w*a\w{20}(\s)`
+/// and up) to 1 MiB and more. See `docs/security.md#bounds`.
+pub const RULE_SIZE_LIMIT: usize = 512 << 10;
+
+/// How much memory one surface rule's lazy DFA cache may take (per scan thread), counted in the scan's
+/// memory bound: past it the regex crate clears its cache and goes on more slowly, which the scan's time
+/// budget bounds.
+pub const RULE_DFA_LIMIT: usize = 2 << 20;
+
+/// A surface rule's pattern compiled with the bounds above.
+pub fn surface_regex(pattern: &str) -> Result<regex::bytes::Regex, regex::Error> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .size_limit(RULE_SIZE_LIMIT)
+        .dfa_size_limit(RULE_DFA_LIMIT)
+        .build()
 }
 
 fn load_feature(

@@ -158,6 +158,8 @@ pub enum SandboxError {
         id: u32,
         why: String,
     },
+    #[error("the sandbox's uid lock `{path}` {why}")]
+    LockDir { path: PathBuf, why: String },
     #[error("cannot prepare the sandbox folder `{path}`")]
     Folder {
         path: PathBuf,
@@ -368,7 +370,7 @@ impl Sandbox {
         set_mode(dir.path(), 0o711)?;
         let (uids, locks, slots) = if root {
             // One uid per slot plus one for the seed app, each one locked for this run.
-            let (uids, locks) = lock_uids(settings.uids, settings.jobs.max(1) + 1);
+            let (uids, locks) = lock_uids(settings, settings.jobs.max(1) + 1)?;
             if uids.len() < 2 {
                 return Err(SandboxError::NoUid {
                     first: settings.uids[0],
@@ -437,7 +439,16 @@ impl Sandbox {
             read_checked: std::sync::Mutex::new(BTreeMap::new()),
         };
         if let Some(caches) = &sandbox.caches {
-            for dir in [&caches.cargo_home, &caches.go_mod_cache] {
+            // Go's download folder exists before the cache is sealed, so that a module missing from it is
+            // reported by its path (`…/cache/download/example.com: permission denied`), not as a bare
+            // `mkdir …/cache` failure.
+            let go_download = caches.go_mod_cache.join("cache");
+            for dir in [
+                &caches.cargo_home,
+                &caches.go_mod_cache,
+                &go_download,
+                &go_download.join("download"),
+            ] {
                 sandbox.prepare(0, dir)?;
                 set_mode(dir, 0o755)?;
             }
@@ -1276,35 +1287,115 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Takes up to `want` uids of the range that no other aayu run on this machine holds, locking each
-/// (`flock` on a file per uid in the temp folder) for as long as the locks live.
+/// Where the uid locks live: one machine-wide place (not `$TMPDIR`, which differs between runs) so every aayu
+/// run sees them, which only root can write. `AAYUDHA_LOCK_DIR` in aayu's own environment names another (a
+/// host whose `/run` is not shared between its runs; the tests).
+const LOCK_DIR: &str = "/run/aayudha/locks";
+
+/// The lock folder, opened without following a link once it is checked with `lstat`: a real folder owned by
+/// root that no other user can write (created `0700` when missing, its parent `0755`).
+fn lock_dir(settings: &SandboxSettings) -> Result<(PathBuf, std::os::fd::OwnedFd), SandboxError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = settings
+        .process_env
+        .get("AAYUDHA_LOCK_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from(LOCK_DIR), PathBuf::from);
+    let refused = |path: &Path, why: String| SandboxError::LockDir {
+        path: path.to_path_buf(),
+        why,
+    };
+    if let Some(parent) = dir.parent() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent);
+    }
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let meta = std::fs::symlink_metadata(&dir)
+        .map_err(|e| refused(&dir, format!("cannot be created or read: {e}")))?;
+    if !meta.file_type().is_dir() {
+        return Err(refused(
+            &dir,
+            "is not a folder (a link, or a file)".to_string(),
+        ));
+    }
+    if meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        return Err(refused(
+            &dir,
+            format!(
+                "must be owned by root and writable by root only (it is uid {}, mode {:04o})",
+                meta.uid(),
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    let fd = nix::fcntl::open(
+        &dir,
+        nix::fcntl::OFlag::O_RDONLY
+            | nix::fcntl::OFlag::O_DIRECTORY
+            | nix::fcntl::OFlag::O_NOFOLLOW
+            | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| refused(&dir, format!("cannot be opened: {e}")))?;
+    Ok((dir, fd))
+}
+
+/// Takes up to `want` uids of the range that no other aayu run on this machine holds, locking each (`flock`
+/// on a file per uid in [`lock_dir`]) for as long as the locks live. Each lock file is opened beneath the
+/// folder without following a link and without blocking, and must be a regular file: anything else planted
+/// there is refused with its path.
 fn lock_uids(
-    [first, last]: [u32; 2],
+    settings: &SandboxSettings,
     want: usize,
-) -> (Vec<u32>, Vec<nix::fcntl::Flock<std::fs::File>>) {
+) -> Result<(Vec<u32>, Vec<nix::fcntl::Flock<std::fs::File>>), SandboxError> {
+    use nix::fcntl::OFlag;
+    let (dir, dir_fd) = lock_dir(settings)?;
+    let [first, last] = settings.uids;
     let mut uids = Vec::new();
     let mut locks = Vec::new();
     for uid in first..=last {
         if uids.len() == want {
             break;
         }
-        // One machine-wide place (not $TMPDIR, which differs between runs) so every aayu run sees the locks.
-        let path = Path::new("/tmp").join(format!("aayu-sandbox-uid-{uid}.lock"));
-        let Ok(file) = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-        else {
-            continue;
+        let name = format!("aayu-sandbox-uid-{uid}.lock");
+        let refused = |why: String| SandboxError::LockDir {
+            path: dir.join(&name),
+            why,
         };
-        if let Ok(lock) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        {
+        let fd = match nix::fcntl::openat(
+            &dir_fd,
+            name.as_str(),
+            OFlag::O_CREAT
+                | OFlag::O_RDWR
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_NOCTTY
+                | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        ) {
+            Ok(fd) => fd,
+            Err(nix::errno::Errno::ELOOP) => {
+                return Err(refused("is a symbolic link, not a lock file".to_string()));
+            }
+            Err(e) => return Err(refused(format!("cannot be opened: {e}"))),
+        };
+        let stat = nix::sys::stat::fstat(&fd).map_err(|e| refused(e.to_string()))?;
+        if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(refused(
+                "is not a regular file (a FIFO, a device?)".to_string(),
+            ));
+        }
+        if let Ok(lock) = nix::fcntl::Flock::lock(
+            std::fs::File::from(fd),
+            nix::fcntl::FlockArg::LockExclusiveNonblock,
+        ) {
             uids.push(uid);
             locks.push(lock);
         }
     }
-    (uids, locks)
+    Ok((uids, locks))
 }
 
 /// Reads a pipe to its end, keeping the first [`OUTPUT_CAP`] bytes.

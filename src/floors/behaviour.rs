@@ -703,6 +703,18 @@ fn copy_artifact(
     if size > ARTIFACT_CAP {
         return Err(format!("is larger than {ARTIFACT_CAP} bytes"));
     }
+    // A hard link would bring in a file from anywhere on the file system the check could link: refused
+    // whatever the kernel's `protected_hardlinks` says.
+    let links = std::os::unix::fs::MetadataExt::nlink(
+        &source
+            .metadata()
+            .map_err(|e| format!("cannot be read: {e}"))?,
+    );
+    if links > 1 {
+        return Err(format!(
+            "has {links} hard links: copy the file into `out` instead of linking it"
+        ));
+    }
     let relative = format!("{dest}/{rel}");
     let target = run.join(&relative);
     if let Some(parent) = target.parent() {

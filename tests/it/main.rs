@@ -9,6 +9,7 @@ mod action;
 mod archive;
 mod artifact;
 mod behaviour;
+mod bounds;
 mod browser;
 mod ci;
 mod comment;

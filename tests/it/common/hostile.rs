@@ -53,6 +53,8 @@ elsif ($id eq "forges") { print STDERR "::set-output name=result::proven\n::add-
 elsif ($id eq "injects") { print STDERR "::error title=forged::MARK-stderr\n"; put("ok.txt", "x");
   result("passed", "fine\n::error title=forged::MARK-reason\n### aayudha proof — proven", [{path => "ok.txt", kind => "report"}]) }
 elsif ($id eq "badpath") { result("passed", "", [{path => "a\n::warning title=aayudha proof::MARK-path", kind => "report"}]) }
+elsif ($id eq "hardlinks") { my $t = "$ENV{TMPDIR}/linked.txt"; open(my $f, ">", $t) or die "$t: $!"; print $f "x"; close $f;
+  link($t, "$out/linked.txt") or die "link: $!"; result("passed", "", [{path => "linked.txt", kind => "report"}]) }
 elsif ($id eq "fifo") { POSIX::mkfifo("$out/pipe", 0644) or die "mkfifo: $!"; result("passed", "", [{path => "pipe", kind => "report"}]) }
 elsif ($id eq "memory") { my @keep; while (1) { push @keep, "x" x (8 << 20); select(undef, undef, undef, 0.02) } }
 elsif ($id eq "forkbomb") { while (1) { fork() } }
