@@ -38,6 +38,8 @@ pub struct Verify {
     pub targets: Vec<String>,
     pub check_timeout_s: u64,
     pub memory_limit_mb: u64,
+    pub scan_timeout_s: u64,
+    pub max_source_bytes: u64,
     pub drift_blocking_from: BlockingDate,
     pub red_on_base_blocking_from: BlockingDate,
     pub weakening_blocking_from: BlockingDate,
@@ -65,6 +67,16 @@ pub struct Ledger {
 #[serde(deny_unknown_fields)]
 pub struct Gate {
     pub workflow: String,
+}
+
+impl Verify {
+    /// What the feature-map scan may take.
+    pub fn scan_bounds(&self) -> crate::floors::scan::Bounds {
+        crate::floors::scan::Bounds {
+            budget: std::time::Duration::from_secs(self.scan_timeout_s),
+            max_source_bytes: self.max_source_bytes,
+        }
+    }
 }
 
 /// A dated rule: advisory before the date, blocking from 00:00 UTC on it; empty keeps it advisory.

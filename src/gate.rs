@@ -156,8 +156,12 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
     let mut floors = Vec::new();
 
     // feature-map: no product code runs.
-    let map = in_group(progress, "aayudha feature-map floor", |_| {
-        Ok(feature_map::check(repo)?)
+    let map = in_group(progress, "aayudha feature-map floor", |log| {
+        Ok(feature_map::check(
+            repo,
+            config.verify.scan_bounds(),
+            &mut |done, total, elapsed| scan_beat(log, done, total, elapsed),
+        )?)
     })?;
     write_json(out, "reports/feature-map.json", &map)?;
     floors.push(feature_map::floor(
@@ -487,6 +491,20 @@ fn in_group<T>(
     let result = work(log);
     let _ = log.command("::endgroup::");
     result
+}
+
+/// A plain line (never an annotation) every ~10 s while the feature-map scan runs.
+pub(crate) fn scan_beat(
+    log: &mut dyn std::io::Write,
+    done: usize,
+    total: usize,
+    elapsed: Duration,
+) {
+    let _ = writeln!(
+        log,
+        "… scanning the sources: {done} of {total} files after {} s",
+        elapsed.as_secs()
+    );
 }
 
 /// A line from aayu itself, at least every ~10 s, while a long build or test runs: what, and for how

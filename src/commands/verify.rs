@@ -79,7 +79,13 @@ fn map(
     maintain: Option<&maintain::Maintain>,
 ) -> Result<ExitStatus, Failure> {
     let now = ctx.env.now()?;
-    let report = feature_map::check(repo).map_err(crate::failure::git_failure)?;
+    let err = &mut *ctx.err;
+    let report = feature_map::check(
+        repo,
+        config.verify.scan_bounds(),
+        &mut |done, total, elapsed| crate::gate::scan_beat(err, done, total, elapsed),
+    )
+    .map_err(crate::failure::git_failure)?;
 
     let written = if as_json {
         write_out(ctx.out, &json::render(&report))?
@@ -103,9 +109,16 @@ fn map(
     Ok(status_of(&report))
 }
 
-/// 2 for contract errors, else 3 for drift, else 0. Stale is never drift.
+/// 2 for contract errors or a scan the map's rules made run out of time, 1 for one that ran out reading
+/// files, else 3 for drift, else 0. Stale is never drift.
 pub fn status_of(report: &MapReport) -> ExitStatus {
-    if !report.errors.is_empty() {
+    if let Some(stopped) = &report.scan_stopped {
+        if stopped.rules_caused_it {
+            ExitStatus::Usage
+        } else {
+            ExitStatus::Failure
+        }
+    } else if !report.errors.is_empty() {
         ExitStatus::Usage
     } else if !report.drift.is_empty() {
         ExitStatus::FloorFails
@@ -156,7 +169,13 @@ fn checks(
     };
     if let Some(maintain) = maintain {
         // The brief also says what drifted: the map check runs no product code and takes a moment.
-        let map = feature_map::check(repo).map_err(crate::failure::git_failure)?;
+        let err = &mut *ctx.err;
+        let map = feature_map::check(
+            repo,
+            config.verify.scan_bounds(),
+            &mut |done, total, elapsed| crate::gate::scan_beat(err, done, total, elapsed),
+        )
+        .map_err(crate::failure::git_failure)?;
         let run = format!(
             "aayu verify --check {}",
             options.check.as_deref().unwrap_or("all")

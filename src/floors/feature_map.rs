@@ -91,6 +91,50 @@ pub struct MapReport {
     /// Said but not judged: a glob that matches nothing, a binary or unreadable source, a feature without
     /// checks. An addition to the documented shape; scripts may ignore it.
     pub warnings: Vec<Warning>,
+    /// Set when the scan ran out of its time budget: nothing it did not reach is judged, and the floor is
+    /// blocked. Only present then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan_stopped: Option<ScanStopped>,
+}
+
+/// Where a scan that ran out of its budget spent it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanStopped {
+    pub budget_s: u64,
+    /// The surface rule that took longest: its map file and line, and the seconds it took.
+    pub rule: Option<RuleTime>,
+    /// The file that took longest.
+    pub file: Option<String>,
+    /// Whether the rules caused it (the longest took more than half the budget), or reading files did.
+    pub rules_caused_it: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleTime {
+    pub file: String,
+    pub line: usize,
+    pub seconds: f64,
+}
+
+impl ScanStopped {
+    /// What the floor's detail and `verify --map` say.
+    pub fn sentence(&self) -> String {
+        let file = self
+            .file
+            .as_ref()
+            .map(|f| format!(", longest over `{f}`"))
+            .unwrap_or_default();
+        match (&self.rule, self.rules_caused_it) {
+            (Some(rule), true) => format!(
+                "the scan ran past its budget of {} s (`[verify] scan_timeout_s`): the surface rule at `{}:{}` took {:.1} s{file}: simplify the rule or narrow its files",
+                self.budget_s, rule.file, rule.line, rule.seconds
+            ),
+            _ => format!(
+                "the scan ran out of time reading files ({} s, `[verify] scan_timeout_s`){file}: narrow the maps' sources and rules' files, or raise the budget",
+                self.budget_s
+            ),
+        }
+    }
 }
 
 impl MapReport {
@@ -104,8 +148,13 @@ impl MapReport {
     }
 }
 
-/// Reads every map in the repository and compares it with the working tree.
-pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
+/// Reads every map in the repository and compares it with the working tree, within the scan's bounds;
+/// `heartbeat` is told every 10 s how many files of how many were scanned, after how long.
+pub fn check(
+    repo: &Repo,
+    bounds: scan::Bounds,
+    heartbeat: &mut dyn FnMut(usize, usize, std::time::Duration),
+) -> Result<MapReport, GitError> {
     let mut phases = crate::timing::Phases::start();
     let maps::Loaded {
         listed,
@@ -133,7 +182,7 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
         .map(|m| m.features.iter().map(|f| tree_of(f).is_some()).collect())
         .collect();
     phases.end("open the verified commits");
-    let scanned = scan::scan(repo.root(), &listed, &maps, &need_blobs);
+    let scanned = scan::scan(repo.root(), &listed, &maps, &need_blobs, bounds, heartbeat);
     warnings.extend(scanned.warnings.iter().cloned());
     phases.end("scan the sources");
 
@@ -149,6 +198,7 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
             files,
             &scanned.surfaces[m],
             &scanned.handles[m],
+            &scanned.unsearched[m],
         ));
         for feature in &map.features {
             let tree = tree_of(feature);
@@ -171,6 +221,26 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
     warnings.sort();
     warnings.dedup();
     phases.end("drift and stale");
+    let scan_stopped = scanned.stopped.as_ref().map(|stopped| {
+        let rule = stopped.rule.map(|(m, r, took)| RuleTime {
+            file: maps[m].file.clone(),
+            line: maps[m].rules[r].line,
+            seconds: took.as_secs_f64(),
+        });
+        ScanStopped {
+            budget_s: stopped.budget.as_secs(),
+            rules_caused_it: stopped
+                .rule
+                .is_some_and(|(_, _, took)| took > stopped.budget / 2),
+            rule,
+            file: stopped.file.as_ref().map(|(f, _)| f.clone()),
+        }
+    });
+    if scan_stopped.is_some() {
+        // What was not reached is not judged: no drift or stale from a half scan.
+        drift.clear();
+        stale.clear();
+    }
     Ok(MapReport {
         schema_version: 1,
         maps: maps.len(),
@@ -179,6 +249,7 @@ pub fn check(repo: &Repo) -> Result<MapReport, GitError> {
         stale,
         errors,
         warnings,
+        scan_stopped,
     })
 }
 
@@ -187,6 +258,7 @@ fn map_drift(
     files: &[String],
     surfaces: &[Vec<Found>],
     handles: &[Vec<bool>],
+    unsearched: &[bool],
 ) -> Vec<Drift> {
     let mut drift = Vec::new();
     let mut push =
@@ -243,7 +315,13 @@ fn map_drift(
     for (f, feature) in map.features.iter().enumerate() {
         let id = Some(feature.id.value.as_str());
         for (kind, name) in &feature.surfaces {
-            if !found.contains_key(&(kind.as_str(), name.value.as_str())) {
+            // A rule of its kind left a file out (over `max_source_bytes`): the surface may be there.
+            let unknown = map
+                .rules
+                .iter()
+                .zip(unsearched)
+                .any(|(rule, &left_out)| left_out && rule.kind == *kind);
+            if !unknown && !found.contains_key(&(kind.as_str(), name.value.as_str())) {
                 let why = if map.rules.iter().any(|r| r.kind == *kind) {
                     format!("no `{kind}` rule of the map finds it in source")
                 } else {
@@ -564,6 +642,9 @@ pub fn floor(
             format!("{} contract error(s) in the maps", report.errors.len()),
         )
         .numbers(report.errors.len() as f64, 0.0);
+    }
+    if let Some(stopped) = &report.scan_stopped {
+        return result(Verdict::Blocked, stopped.sentence());
     }
     if report.maps == 0 {
         return result(Verdict::Skipped, "no feature map in the checkout".into());

@@ -34,6 +34,56 @@ pub struct Scan {
     /// The git blob id of each file (by its position in the sorted list) that a stale check needs.
     pub blobs: Vec<Option<Oid>>,
     pub warnings: Vec<Warning>,
+    /// Per `[map][rule]`: whether a file the rule matches was left out of the search (over
+    /// `max_source_bytes`): a claimed surface it does not find is then no drift.
+    pub unsearched: Vec<Vec<bool>>,
+    /// Whether the scan ran out of its time budget, and where the time went.
+    pub stopped: Option<Stopped>,
+}
+
+/// What the scan may take (`[verify] scan_timeout_s`, `[verify] max_source_bytes`).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub budget: std::time::Duration,
+    pub max_source_bytes: u64,
+}
+
+/// A scan stopped at its budget: the rule that took longest (map, rule, time) and the file that did.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    pub budget: std::time::Duration,
+    pub rule: Option<(usize, usize, std::time::Duration)>,
+    pub file: Option<(String, std::time::Duration)>,
+}
+
+/// The scan's clock, shared by its threads: the deadline, whether it passed, and where the time went.
+struct Clock {
+    deadline: std::time::Instant,
+    stop: std::sync::atomic::AtomicBool,
+    /// Nanoseconds per (map, rule), flattened by [`Clock::rule_index`].
+    rule_nanos: Vec<std::sync::atomic::AtomicU64>,
+    rule_offsets: Vec<usize>,
+    /// The file that took longest: (nanoseconds, file).
+    slowest: std::sync::Mutex<(u64, usize)>,
+    done: std::sync::atomic::AtomicUsize,
+}
+
+impl Clock {
+    fn over(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        if std::time::Instant::now() >= self.deadline {
+            self.stop.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    fn rule_index(&self, m: usize, r: usize) -> usize {
+        self.rule_offsets[m] + r
+    }
 }
 
 /// A file and everything to do with it.
@@ -197,7 +247,15 @@ pub fn files_of_source<'a>(files: &'a [String], source: &str) -> &'a [String] {
 
 /// Scans `files` (sorted repository paths, with the ids git already knows) under `root` for every map that
 /// is not broken. `need_blobs[map][feature]` says whose source files need a blob id (for the stale check).
-pub fn scan(root: &Path, listed: &WorktreeFiles, maps: &[Map], need_blobs: &[Vec<bool>]) -> Scan {
+pub fn scan(
+    root: &Path,
+    listed: &WorktreeFiles,
+    maps: &[Map],
+    need_blobs: &[Vec<bool>],
+    bounds: Bounds,
+    heartbeat: &mut dyn FnMut(usize, usize, std::time::Duration),
+) -> Scan {
+    let started = std::time::Instant::now();
     let files = &listed.files;
     let (plan, mut warnings) = plan(files, maps, need_blobs);
     let handles = Handles::new(maps);
@@ -217,6 +275,8 @@ pub fn scan(root: &Path, listed: &WorktreeFiles, maps: &[Map], need_blobs: &[Vec
             .collect(),
         blobs: vec![None; files.len()],
         warnings: Vec::new(),
+        unsearched: maps.iter().map(|m| vec![false; m.rules.len()]).collect(),
+        stopped: None,
     };
     let root_dir = match crate::safe_fs::open_root(root) {
         Ok(dir) => dir,
@@ -230,29 +290,76 @@ pub fn scan(root: &Path, listed: &WorktreeFiles, maps: &[Map], need_blobs: &[Vec
             return scan;
         }
     };
+    let mut rule_offsets = Vec::with_capacity(maps.len());
+    let mut rules_total = 0;
+    for map in maps {
+        rule_offsets.push(rules_total);
+        rules_total += map.rules.len();
+    }
+    let clock = Clock {
+        deadline: started + bounds.budget,
+        stop: std::sync::atomic::AtomicBool::new(false),
+        rule_nanos: (0..rules_total)
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
+        rule_offsets,
+        slowest: std::sync::Mutex::new((0, 0)),
+        done: std::sync::atomic::AtomicUsize::new(0),
+    };
     let context = Context {
         root: root_dir.as_fd(),
         listed,
         maps,
         handles: &handles,
         plan: &plan,
+        clock: &clock,
+        max_source_bytes: bounds.max_source_bytes,
     };
 
     // In runs of neighbouring files, which mostly share a folder: each run opens each folder once, reads
-    // every file of it into one buffer, and keeps only what it finds (not a record per file).
+    // every file of it into one buffer, and keeps only what it finds (not a record per file). The scan
+    // works on a thread of its own while this one says, every 10 s, how far it is.
     const RUN: usize = 128;
     let context = &context;
-    let runs: Vec<Finds> = plan
-        .jobs
-        .par_chunks(RUN)
-        .map(|run| {
-            let (mut reader, mut finds) = (Reader::default(), Finds::default());
-            for job in run {
-                scan_file(context, &mut reader, job, &mut finds);
-            }
-            finds
-        })
-        .collect();
+    let total = plan.jobs.len();
+    let runs: Vec<Finds> = std::thread::scope(|scope| {
+        let (sent, received) = std::sync::mpsc::channel();
+        let jobs = &plan.jobs;
+        let worker = scope.spawn(move || {
+            let runs: Vec<Finds> = jobs
+                .par_chunks(RUN)
+                .map(|run| {
+                    let (mut reader, mut finds) = (Reader::default(), Finds::default());
+                    for job in run {
+                        if context.clock.over() {
+                            break;
+                        }
+                        scan_file(context, &mut reader, job, &mut finds);
+                        context
+                            .clock
+                            .done
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    finds
+                })
+                .collect();
+            let _ = sent.send(());
+            runs
+        });
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            received.recv_timeout(std::time::Duration::from_secs(10))
+        {
+            heartbeat(
+                context
+                    .clock
+                    .done
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                total,
+                started.elapsed(),
+            );
+        }
+        worker.join().unwrap_or_default()
+    });
 
     for finds in runs {
         for (m, r, found) in finds.surfaces {
@@ -271,8 +378,30 @@ pub fn scan(root: &Path, listed: &WorktreeFiles, maps: &[Map], need_blobs: &[Vec
                 message,
             });
         }
+        for (m, r) in finds.unsearched {
+            scan.unsearched[m][r] = true;
+        }
     }
     scan.warnings = warnings;
+    if clock.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let rule = maps
+            .iter()
+            .enumerate()
+            .flat_map(|(m, map)| (0..map.rules.len()).map(move |r| (m, r)))
+            .map(|(m, r)| {
+                let nanos = clock.rule_nanos[clock.rule_index(m, r)]
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                (m, r, std::time::Duration::from_nanos(nanos))
+            })
+            .max_by_key(|&(_, _, took)| took);
+        let (nanos, file) = clock.slowest.lock().map(|s| *s).unwrap_or((0, 0));
+        scan.stopped = Some(Stopped {
+            budget: bounds.budget,
+            rule,
+            file: (nanos > 0)
+                .then(|| (files[file].clone(), std::time::Duration::from_nanos(nanos))),
+        });
+    }
     scan
 }
 
@@ -442,6 +571,8 @@ struct Finds {
     blobs: Vec<(usize, Oid)>,
     /// (file, why it was not read).
     skipped: Vec<(usize, String)>,
+    /// (map, rule) whose search left a file out.
+    unsearched: Vec<(usize, usize)>,
 }
 
 /// What every file's scan shares.
@@ -451,6 +582,8 @@ struct Context<'a> {
     maps: &'a [Map],
     handles: &'a Handles,
     plan: &'a Plan,
+    clock: &'a Clock,
+    max_source_bytes: u64,
 }
 
 /// What one thread keeps from file to file of a run: the folder it last opened and a read buffer.
@@ -518,13 +651,42 @@ impl Reader {
     }
 }
 
+/// A buffer larger than this is not kept from one file to the next.
+const KEEP_BUFFER: usize = 1 << 20;
+
 fn scan_file(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Finds) {
+    let started = std::time::Instant::now();
+    scan_file_timed(context, reader, job, finds);
+    if reader.buffer.capacity() > KEEP_BUFFER {
+        reader.buffer = Vec::new();
+    }
+    let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    if let Ok(mut slowest) = context.clock.slowest.lock()
+        && nanos > slowest.0
+    {
+        *slowest = (nanos, job.file);
+    }
+}
+
+/// `1.5 MiB`, `400 MiB`, `16 MiB`: a size for a person.
+fn mib(bytes: u64) -> String {
+    let mib = bytes as f64 / f64::from(1u32 << 20);
+    if mib >= 10.0 || mib.fract() == 0.0 {
+        format!("{mib:.0} MiB")
+    } else {
+        format!("{mib:.1} MiB")
+    }
+}
+
+fn scan_file_timed(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Finds) {
     let Context {
         root,
         listed,
         maps,
         handles,
         plan,
+        clock,
+        max_source_bytes,
     } = context;
     let path = listed.files[job.file].as_str();
     let rules = &plan.rules[job.rules.clone()];
@@ -585,6 +747,57 @@ fn scan_file(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Find
     }
     let mut file = std::fs::File::from(fd);
     let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > *max_source_bytes {
+        // Too large to search: left out of the surface and handle search (never drift: its rules' missing
+        // surfaces and its features' handles are not judged), still hashed for the stale check, in blocks.
+        if hash {
+            match streamed_blob_id(&mut file, size) {
+                Ok(id) => blob = Some(id),
+                Err(e) => return skip(format!("cannot read the file: {e}")),
+            }
+        }
+        finds.blobs.extend(blob.map(|b| (job.file, b)));
+        if !rules.is_empty() || look_for_handles {
+            skip(format!(
+                "skipped: {} is over max_source_bytes ({})",
+                mib(size),
+                mib(*max_source_bytes)
+            ));
+        }
+        finds
+            .unsearched
+            .extend(rules.iter().map(|&(_, m, r)| (m, r)));
+        for &(m, f) in features {
+            finds
+                .handles
+                .extend((0..handles.ids[m][f].len()).map(|h| (m, f, h)));
+        }
+        return;
+    }
+    // A binary file is told by its first bytes: only those are read, unless it must be hashed.
+    if !hash {
+        let mut probe = [0u8; BINARY_PROBE];
+        let mut filled = 0;
+        while filled < probe.len() {
+            match file.read(&mut probe[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return skip(format!("cannot read the file: {e}")),
+            }
+        }
+        if memchr::memchr(0, &probe[..filled]).is_some() {
+            finds.blobs.extend(blob.map(|b| (job.file, b)));
+            if !rules.is_empty() {
+                skip("a binary file: not searched for surfaces or handles".to_string());
+            }
+            return;
+        }
+        use std::io::Seek;
+        if let Err(e) = file.seek(std::io::SeekFrom::Start(0)) {
+            return skip(format!("cannot read the file: {e}"));
+        }
+    }
     let bytes = match reader.read(&mut file, size) {
         Ok(bytes) => bytes,
         Err(e) => return skip(format!("cannot read the file: {e}")),
@@ -602,6 +815,9 @@ fn scan_file(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Find
     // Each distinct pattern once; rules that share it share its finds.
     let mut ran: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
     for &(_, m, r) in rules {
+        if clock.over() {
+            return;
+        }
         let pattern = plan.pattern_of[m][r];
         if let Some((_, earlier)) = ran.iter().find(|(p, _)| *p == pattern) {
             let same: Vec<Found> = finds.surfaces[earlier.clone()]
@@ -614,9 +830,14 @@ fn scan_file(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Find
             continue;
         }
         let start = finds.surfaces.len();
-        surfaces_in(&maps[m].rules[r].regex, bytes, path, |found| {
+        let searching = std::time::Instant::now();
+        surfaces_in(&maps[m].rules[r].regex, bytes, path, clock, |found| {
             finds.surfaces.push((m, r, found));
         });
+        clock.rule_nanos[clock.rule_index(m, r)].fetch_add(
+            u64::try_from(searching.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         ran.push((pattern, start..finds.surfaces.len()));
     }
     if look_for_handles {
@@ -631,15 +852,47 @@ fn scan_file(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Find
     }
 }
 
+/// A file's git blob id, read in fixed blocks (the file is never held whole): SHA-1 of `blob <size>\0` and
+/// the bytes, as `git hash-object` computes it.
+fn streamed_blob_id(file: &mut std::fs::File, size: u64) -> std::io::Result<Oid> {
+    use sha1::Digest;
+    let mut hasher = sha1::Sha1::new();
+    hasher.update(format!("blob {size}\0").as_bytes());
+    let mut block = vec![0u8; 256 << 10];
+    let mut read = 0u64;
+    loop {
+        match file.read(&mut block) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&block[..n]);
+                read += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if read != size {
+        return Err(std::io::Error::other(format!(
+            "it changed while it was read ({size} bytes by fstat, {read} read)"
+        )));
+    }
+    Oid::from_bytes(&hasher.finalize()).map_err(std::io::Error::other)
+}
+
 /// Every capture of a surface rule's group 1 in a file, with its line.
 fn surfaces_in(
     regex: &regex::bytes::Regex,
     bytes: &[u8],
     path: &str,
+    clock: &Clock,
     mut found: impl FnMut(Found),
 ) {
     let (mut counted_to, mut line) = (0usize, 1usize);
     for captures in regex.captures_iter(bytes) {
+        // Between matches: one search overruns the budget by at most one rule over one capped file.
+        if clock.over() {
+            return;
+        }
         let Some(group) = captures.get(1) else {
             continue;
         };

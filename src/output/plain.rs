@@ -55,6 +55,9 @@ pub fn map_report(report: &MapReport) -> String {
             let _ = writeln!(text, "  {}:{}: {}", w.file, w.line, w.message);
         }
     }
+    if let Some(stopped) = &report.scan_stopped {
+        let _ = writeln!(text, "scan stopped: {}", stopped.sentence());
+    }
     let _ = writeln!(text, "{}", summary(report));
     text
 }
