@@ -79,13 +79,7 @@ fn map(
     maintain: Option<&maintain::Maintain>,
 ) -> Result<ExitStatus, Failure> {
     let now = ctx.env.now()?;
-    let err = &mut *ctx.err;
-    let report = feature_map::check(
-        repo,
-        config.verify.scan_bounds(),
-        &mut |done, total, elapsed| crate::gate::scan_beat(err, done, total, elapsed),
-    )
-    .map_err(crate::failure::git_failure)?;
+    let report = map_check(ctx, repo, config)?;
 
     let written = if as_json {
         write_out(ctx.out, &json::render(&report))?
@@ -107,6 +101,17 @@ fn map(
         return Ok(ExitStatus::Ok);
     }
     Ok(status_of(&report))
+}
+
+/// The maps against the working tree, within the scan's bounds, with its heartbeat on stderr.
+fn map_check(ctx: &mut Context, repo: &Repo, config: &Config) -> Result<MapReport, Failure> {
+    let err = &mut *ctx.err;
+    feature_map::check(
+        repo,
+        config.verify.scan_bounds(),
+        &mut |done, total, elapsed| crate::gate::scan_beat(err, done, total, elapsed),
+    )
+    .map_err(crate::failure::git_failure)
 }
 
 /// 2 for contract errors or a scan the map's rules made run out of time, 1 for one that ran out reading
@@ -169,13 +174,7 @@ fn checks(
     };
     if let Some(maintain) = maintain {
         // The brief also says what drifted: the map check runs no product code and takes a moment.
-        let err = &mut *ctx.err;
-        let map = feature_map::check(
-            repo,
-            config.verify.scan_bounds(),
-            &mut |done, total, elapsed| crate::gate::scan_beat(err, done, total, elapsed),
-        )
-        .map_err(crate::failure::git_failure)?;
+        let map = map_check(ctx, repo, config)?;
         let run = format!(
             "aayu verify --check {}",
             options.check.as_deref().unwrap_or("all")

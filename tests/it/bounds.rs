@@ -12,25 +12,26 @@ const MAX_HANDLES: usize = 4096;
 const MAX_HANDLE_LEN: usize = 512;
 const MAX_HANDLE_BYTES: usize = 256 << 10;
 
+/// Writes the map of product `shop` (built-in step runner, these surface rules) with feature `f` of this
+/// block and check.
+fn write_map(repo: &TestRepo, rules: &str, block: &str, check: &str) {
+    let dir = skill("", "shop");
+    let map = format!(
+        r#"{{"product": "shop", "control": ["aayu", "control"],
+ "surfaces": {rules}}}"#
+    );
+    repo.write(&format!("{dir}/README.md"), map_readme(&map, &["f.md"]))
+        .write(&format!("{dir}/f.md"), feature_md(block, &[check]));
+}
+
 /// A map of product `shop` with these surface rules and one feature whose check has these steps.
 fn map_repo(rules: &str, steps: &str) -> TestRepo {
     let repo = TestRepo::new();
-    let dir = skill("", "shop");
     let block = r#"{"id": "f", "layers": ["L02"], "sources": ["src/main.rs"], "surfaces": {}, "verified_at": ""}"#;
     let check =
         format!(r#"{{"id": "c", "kind": "ui", "evidence": "screenshot", "steps": {steps}}}"#);
-    repo.write("src/main.rs", "fn main() {}\n")
-        .write(
-            &format!("{dir}/README.md"),
-            map_readme(
-                &format!(
-                    r#"{{"product": "shop", "control": ["aayu", "control"],
- "surfaces": {rules}}}"#
-                ),
-                &["f.md"],
-            ),
-        )
-        .write(&format!("{dir}/f.md"), feature_md(block, &[&check]));
+    repo.write("src/main.rs", "fn main() {}\n");
+    write_map(&repo, rules, block, &check);
     repo.commit("map");
     repo
 }
@@ -215,26 +216,14 @@ fn nothing_planted_where_the_uid_locks_live_is_used() {
 /// A map of product `shop` whose feature `f` has these sources and claimed `func` surfaces, verified at
 /// `verified`, with these surface rules.
 fn scan_repo(repo: &TestRepo, rules: &str, sources: &str, verified: &str) {
-    let dir = skill("", "shop");
     let block = format!(
         r#"{{"id": "f", "layers": ["L02"], "sources": {sources}, "surfaces": {{"func": ["main", "hidden"]}}, "verified_at": "{verified}"}}"#
     );
-    repo.write(
-        &format!("{dir}/README.md"),
-        map_readme(
-            &format!(
-                r#"{{"product": "shop", "control": ["aayu", "control"],
- "surfaces": {rules}}}"#
-            ),
-            &["f.md"],
-        ),
-    )
-    .write(
-        &format!("{dir}/f.md"),
-        feature_md(
-            &block,
-            &[r#"{"id": "c", "kind": "cli", "evidence": "api-trace", "steps": []}"#],
-        ),
+    write_map(
+        repo,
+        rules,
+        &block,
+        r#"{"id": "c", "kind": "cli", "evidence": "api-trace", "steps": []}"#,
     );
 }
 
