@@ -100,11 +100,25 @@ fn binary_and_non_utf8_sources_do_not_panic() {
 }
 
 #[test]
-fn a_fifty_megabyte_source_is_read() {
+fn a_fifty_megabyte_source_is_left_out_by_default_and_read_under_a_larger_cap() {
     let repo = shop();
     let mut big = "// filler line of a generated file\n".repeat(50 * 1024 * 1024 / 35);
     big.push_str("cmd(\"bulk\")\n");
     repo.write("src/generated.rs", big.as_bytes());
+    // Over `max_source_bytes` (16 MiB): a warning, never drift.
+    let (code, capped, _) = report(&repo);
+    assert_eq!(code, 0, "{capped:#}");
+    assert!(
+        warnings(&capped).contains(
+            &"src/generated.rs: skipped: 50 MiB is over max_source_bytes (16 MiB)".to_string()
+        ),
+        "{capped:#}"
+    );
+    // A repository that wants it searched raises the cap.
+    repo.write(
+        ".aayudha/config.toml",
+        "[verify]\nmax_source_bytes = 67108864\n",
+    );
     let (code, report, _) = report(&repo);
     assert_eq!(code, 3);
     let drift = &report["drift"][0];
