@@ -358,7 +358,10 @@ pub fn scan(
                 started.elapsed(),
             );
         }
-        worker.join().unwrap_or_default()
+        // A panic of the scan is aayu's bug: it ends aayu, never an empty (in sync) scan.
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
 
     for finds in runs {
