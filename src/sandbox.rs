@@ -47,7 +47,20 @@ const PROCESS_WATCH: u64 = NPROC * 9 / 10;
 /// (`error:`, `error[E0425]:`, `go: …`, `x.go:3:2: …`), then the lines that follow the first of them —
 /// never only the tail, where cargo puts its reminders (`As a reminder, you're using offline mode`). A tool
 /// that printed no error line is quoted by its last lines.
-pub fn said(output: &[u8]) -> String {
+pub fn said(output: &[u8], root: &Path) -> String {
+    // The tree's own folder is this machine's: paths in it are said relative to it (`./src/x.rs`).
+    let quoted = said_as_is(output);
+    let absolute = root.display().to_string();
+    if absolute.len() > 1 {
+        quoted
+            .replace(&format!("{absolute}/"), "./")
+            .replace(&absolute, ".")
+    } else {
+        quoted
+    }
+}
+
+fn said_as_is(output: &[u8]) -> String {
     const ERRORS: usize = 4;
     const AFTER: usize = 5;
     const MOST: usize = 1200;
@@ -883,7 +896,7 @@ impl Sandbox {
                 outcome
                     .code
                     .map_or_else(|| "a signal".to_string(), |c| c.to_string()),
-                said(&outcome.stderr)
+                said(&outcome.stderr, root)
             ));
         }
         Ok(())
@@ -1803,7 +1816,9 @@ impl LockLoan {
         let dir = if workspace.is_empty() {
             crate::safe_fs::open_root(root)
         } else {
-            crate::safe_fs::create_dirs(root, &workspace)
+            // The workspace folder as it is: a pull request's `package.workspace` never makes aayu create one.
+            crate::safe_fs::open_root(root)
+                .and_then(|top| crate::safe_fs::open_dir_at(top.as_fd(), &workspace))
         }
         .map_err(|e| e.to_string())?;
         let name = "Cargo.lock".to_string();
@@ -1969,7 +1984,7 @@ fn socket_filter(families: &[i32]) -> Option<BpfProgram> {
 
 #[cfg(test)]
 mod tests {
-    use super::{network_config, said};
+    use super::{network_config, said_as_is as said};
 
     #[test]
     fn only_where_crates_come_from_reaches_the_sandbox_of_root_s_cargo_config() {
@@ -2011,6 +2026,13 @@ mod tests {
             "two | three | four | five"
         );
         assert_eq!(said(b""), "");
+        assert_eq!(
+            super::said(
+                b"error: failed to read `/w/repo/src/x.rs`\n",
+                std::path::Path::new("/w/repo")
+            ),
+            "error: failed to read `./src/x.rs`"
+        );
         let chain = b"error: failed to download `tinydep v0.1.0`\n\nCaused by:\n  unable to get packages from source\n\nCaused by:\n  failed to open `lib.rs`: Permission denied (os error 13)\n";
         assert_eq!(
             said(chain),

@@ -389,7 +389,7 @@ impl Runner {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): cargo build exited {}: {}",
                     code(ran.code),
-                    said(ran.stderr.as_bytes())
+                    said(ran.stderr.as_bytes(), &self.root)
                 ));
             }
             Verdict::Passed
@@ -423,7 +423,7 @@ impl Runner {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): go build exited {}: {}",
                     code(ran.code),
-                    said(ran.stderr.as_bytes())
+                    said(ran.stderr.as_bytes(), &self.root)
                 ));
             }
             if !self.bins.contains(&bin) {
@@ -677,7 +677,10 @@ impl Runner {
             return Verdict::Failed(format!(
                 "step {n} (test {name}): {tool} test exited {}: {}",
                 code(ran.code),
-                said(format!("{}{}", ran.stdout, ran.stderr).as_bytes())
+                said(
+                    format!("{}{}", ran.stdout, ran.stderr).as_bytes(),
+                    &self.root,
+                )
             ));
         }
         if !ran_any {

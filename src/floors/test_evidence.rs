@@ -226,14 +226,14 @@ fn all(tests: &[&TestId], outcome: Outcome) -> BTreeMap<TestId, TestResult> {
 }
 
 /// How a program exited, for a reason: `status 101` or `signal 9`, and its stderr's last lines.
-fn exited(what: &str, outcome: &sandbox::Outcome) -> String {
+fn exited(what: &str, outcome: &sandbox::Outcome, root: &Path) -> String {
     let status = match (outcome.timed_out, outcome.code, outcome.signal) {
         (true, _, _) => "ran past its time limit".to_string(),
         (_, Some(code), _) => format!("exited with status {code}"),
         (_, None, Some(signal)) => format!("was killed by signal {signal}"),
         _ => "ended".to_string(),
     };
-    let said = sandbox::said(&outcome.stderr);
+    let said = sandbox::said(&outcome.stderr, root);
     if said.is_empty() {
         format!("{what} {status}")
     } else {
@@ -348,7 +348,7 @@ fn rust(
     }
     if executables.is_empty() {
         let why = if broken.is_empty() {
-            exited("`cargo build --tests`", &built)
+            exited("`cargo build --tests`", &built, run.root)
         } else {
             describe_broken(broken.iter())
         };
@@ -408,7 +408,11 @@ fn rust(
         if !finished {
             silent.insert(
                 target.clone(),
-                exited(&format!("the test executable of target `{target}`"), &ran),
+                exited(
+                    &format!("the test executable of target `{target}`"),
+                    &ran,
+                    run.root,
+                ),
             );
         }
         let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
@@ -739,7 +743,7 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
             Some(_) => Outcome::NotRun("the test was skipped".to_string()),
             None if build_failed => Outcome::NotBuilt(format!(
                 "`{pkg}` did not build: {}",
-                sandbox::said(&ran.stderr)
+                sandbox::said(&ran.stderr, run.root)
             )),
             None if !own.is_empty() => Outcome::NotRun(
                 "the test started but gave no result (a crash or os.Exit)".to_string(),
@@ -748,7 +752,7 @@ fn go(run: &Run, module: &str, package: &str, tests: &[&TestId]) -> BTreeMap<Tes
                 Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.name))
             }
             // go stopped before it ran the package (go.mod, a missing module offline…): its own words.
-            None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), &ran)),
+            None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), &ran, run.root)),
         };
         // The test's own events, and its subtests'.
         let nested = format!("{}/", spec.name);

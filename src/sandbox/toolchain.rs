@@ -279,11 +279,13 @@ pub fn cargo_workspace(root: &Path, package: &str) -> String {
         if own.contains_key("workspace") {
             return package;
         }
+        // Only a folder that really holds a workspace: cargo refuses any other.
         if let Some(named) = own
             .get("package")
             .and_then(|p| p.get("workspace"))
             .and_then(toml::Value::as_str)
             .and_then(|w| relative_join(&package, w))
+            .filter(|dir| manifest(dir).is_some_and(|t| t.contains_key("workspace")))
         {
             return named;
         }
@@ -541,6 +543,10 @@ mod tests {
         );
         write("nested/m/Cargo.toml", "[package]\nname = \"m\"\n");
         write("nested/x/Cargo.toml", "[package]\nname = \"x\"\n");
+        write(
+            "nested/deep/p/Cargo.toml",
+            "[package]\nname = \"p\"\nworkspace = \"../..\"\n",
+        );
         write("m/go.mod", "module example.com/m\n");
         std::fs::create_dir_all(dir.path().join("m/pkg")).expect("mkdir");
         for (package, lock) in [
@@ -549,7 +555,10 @@ mod tests {
             ("./crates/a/", "Cargo.lock"),
             ("own", "own/Cargo.lock"),
             ("own/inner", "own/inner/Cargo.lock"),
-            ("own/named", "own/Cargo.lock"),
+            // `workspace = ".."` names `own`, which holds no workspace: cargo's walk up decides, and the
+            // root excludes `own`.
+            ("own/named", "own/named/Cargo.lock"),
+            ("nested/deep/p", "nested/Cargo.lock"),
             // A member wins over `exclude`; an excluding workspace is passed over, as cargo does.
             ("nested/m", "nested/Cargo.lock"),
             ("nested/x", "Cargo.lock"),
