@@ -622,3 +622,45 @@ fn red_on_base_runs_the_head_s_target_of_an_unqualified_test_never_another_s() {
         "{red:#}"
     );
 }
+
+#[test]
+fn as_root_a_committed_file_the_sandbox_cannot_read_blocks_with_its_path_and_the_fix() {
+    if !common::root_or_skip(
+        "as_root_a_committed_file_the_sandbox_cannot_read_blocks_with_its_path_and_the_fix",
+    ) {
+        return;
+    }
+    let (repo, base, head) = root_crate(false, ROOT_EVIDENCE);
+    // A clone made under umask 077: root's own files, closed to other users.
+    std::fs::set_permissions(
+        repo.path("src/lib.rs"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    let (code, pack, stderr) = ci(&repo, &base, &head, GOAL);
+    assert_eq!(code, 3, "{pack:#}\n{stderr}");
+    let tests = floor(&pack, "tests");
+    assert_eq!(tests["result"], "blocked", "{tests}");
+    let red = report(&repo, "red-on-base.json");
+    assert_eq!(
+        red["criteria"][0]["verdict"], "red",
+        "the base's copy is aayu's own, readable: {red:#}"
+    );
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify",
+        "--ci",
+        "--base",
+        &base,
+        "--head",
+        &head,
+        "--story",
+        "5",
+        "--ready",
+        &ready(&repo, 5, GOAL, &["type:bug"]),
+    ]));
+    assert!(
+        out.stdout.contains("cannot run here: the sandbox uid cannot read `src/lib.rs` (mode 0600): product code runs as another uid, which reads only what other users may; `chmod -R o+rX .` in the repository"),
+        "{}",
+        out.stdout
+    );
+}
