@@ -224,19 +224,8 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                 let id = TestId::parse(text).map_err(contract)?;
                 // The runner of the package reads the rest of the id: a doc test, a malformed target
                 // qualifier or Go name is refused before anything runs.
-                if let Some(kind) = crate::sandbox::toolchain::package_kind(&root, &id.package) {
-                    id.check(&kind).map_err(contract)?;
-                    if crate::sandbox::toolchain::is_virtual_manifest(&root, &id.package) {
-                        let manifest = if id.package.is_empty() {
-                            "Cargo.toml".to_string()
-                        } else {
-                            format!("{}/Cargo.toml", id.package)
-                        };
-                        return Err(contract(format!(
-                            "`{id}`: `{manifest}` is a virtual workspace manifest (no `[package]`), which has no tests of its own: name the member's folder (`crates/<member>:{}`)",
-                            id.rest
-                        )));
-                    }
+                if let Some(found) = crate::runners::package(&root, &id.package) {
+                    id.check(&root, &found.package()).map_err(contract)?;
                 }
                 ids.push(id);
             }
@@ -256,16 +245,25 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         // Whether each lock file is committed is read from git: the checkout's index, the base's commit.
         let mut trees = vec![FetchTree::new(
             &root,
-            behaviour::packages(&loaded.maps, &selected)
-                .into_iter()
-                .chain(seed)
-                .chain(test_packages.iter().cloned()),
+            crate::runners::fetch_packages(
+                sandbox.toolchains(),
+                &root,
+                behaviour::packages(&loaded.maps, &selected)
+                    .into_iter()
+                    .chain(seed)
+                    .chain(test_packages.iter().cloned()),
+            ),
             |lock| repo.is_tracked(lock),
         )];
         if let Some(prepared) = &on_base
             && let Some(base_root) = prepared.root()
         {
-            let mut base_tree = FetchTree::new(base_root, test_packages.iter().cloned(), |lock| {
+            let packages = crate::runners::fetch_packages(
+                sandbox.toolchains(),
+                base_root,
+                test_packages.iter().cloned(),
+            );
+            let mut base_tree = FetchTree::new(base_root, packages, |lock| {
                 repo.id_at(prepared.base(), lock).is_some()
             });
             base_tree.lock_from = Some(root.clone());
@@ -522,7 +520,7 @@ fn write_json<T: serde::Serialize>(out: &Path, rel: &str, value: &T) -> Result<(
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io(format!("create `{}`", parent.display())))?;
     }
-    behaviour::write_atomic(&path, crate::output::json::render(value).as_bytes())
+    crate::safe_fs::write_atomic(&path, crate::output::json::render(value).as_bytes())
         .map_err(io(format!("write `{}`", path.display())))
 }
 

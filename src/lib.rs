@@ -1,18 +1,21 @@
 //! aayudha verify: turns "done" into a checkable claim.
 //!
 //! The modules follow the pipeline: `maps` reads the feature maps, `select` chooses the checks a change
-//! needs, `floors` judge it (feature map, behaviour checks in the `sandbox`, test evidence, red-on-base),
+//! needs, `floors` judge it (feature map, behaviour checks in the `sandbox`, test evidence, red-on-base)
+//! with `steps` (the built-in step runner's typed steps) and `runners` (one module per test stack behind
+//! one trait; `docs/architecture.md`),
 //! `gate` runs them all on one change and `pack` builds the hashed proof pack, `publish` uploads it and
 //! keeps the comment, `ledger` freezes stories and lands packs, and `output` renders what was found
 //! (plain text, JSON, GitHub workflow commands, Markdown). Beside them: `registry` (every command, as data,
 //! and the clap tree built from it), `cli` (the front end and the one error renderer), `settings` (flags
 //! and environment resolved once, and where GitHub is), `config` (`.aayudha/config.toml` over the embedded
 //! defaults), `git` (git2 helpers), `github` (the REST client), `safe_fs` (files of untrusted trees, never
-//! through a link), `failure` (what a command returns when it cannot do its work), `timing` (where a run's time goes,
+//! through a link), `clock` (UTC stamps), `failure` (what a command returns when it cannot do its work), `timing` (where a run's time goes,
 //! on request) and `commands` (one module per command, each taking a context and plain options).
 
 pub(crate) mod cleanup;
 pub mod cli;
+pub(crate) mod clock;
 pub(crate) mod commands;
 pub mod config;
 pub mod exit;
@@ -30,8 +33,10 @@ pub mod pack;
 pub mod publish;
 pub mod registry;
 pub(crate) mod retry;
+pub(crate) mod runners;
 pub(crate) mod safe_fs;
 pub(crate) mod sandbox;
 pub(crate) mod select;
 pub(crate) mod settings;
+pub(crate) mod steps;
 pub(crate) mod timing;

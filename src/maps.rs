@@ -112,6 +112,9 @@ pub struct Check {
     pub handles: Vec<Handle>,
     /// The check block as written: what the control tool receives as `spec`.
     pub spec: serde_json::Value,
+    /// The steps, read, when the map's control is the built-in step runner (empty otherwise, and when a
+    /// step breaks the contract).
+    pub steps: Vec<crate::steps::Step>,
 }
 
 /// A handle of a step: `{"click": {"name": "Ask"}}` gives action `click`, field `name`, value `Ask`.
@@ -128,6 +131,20 @@ impl Handle {
     pub fn whole_word(&self) -> bool {
         self.field == "test"
     }
+}
+
+impl Map {
+    /// Whether the map's control tool is the built-in step runner, `["aayu", "control"]` exactly: then
+    /// its checks' steps are typed ([`Check::steps`]) and aayu's own code runs them; any other control
+    /// tool gets its steps as written.
+    pub fn uses_step_runner(&self) -> bool {
+        uses_step_runner(&self.control)
+    }
+}
+
+/// [`Map::uses_step_runner`], for a control argv.
+pub fn uses_step_runner(control: &[String]) -> bool {
+    matches!(control, [program, op] if program == "aayu" && op == "control")
 }
 
 /// Every map of a repository's working tree, with the files git sees there.
@@ -235,8 +252,7 @@ pub fn load_all(
         })
         .collect();
     let mut maps = Vec::with_capacity(loaded.len());
-    for (mut map, mut map_errors, map_warnings) in loaded {
-        builtin_steps(&mut map, &mut map_errors);
+    for (map, map_errors, map_warnings) in loaded {
         maps.push(map);
         errors.extend(map_errors);
         warnings.extend(map_warnings);
@@ -262,30 +278,6 @@ pub fn load_all(
         }
     }
     maps
-}
-
-/// The steps of a map whose control tool is the built-in step runner (`"control": ["aayu", "control"]`)
-/// mean what that runner says: an unknown step key, or a step it cannot read, is a contract error naming
-/// the feature file, the check's line, the check and the key — found before anything runs.
-fn builtin_steps(map: &mut Map, errors: &mut Vec<ContractError>) {
-    if map.control.len() != 2 || map.control[0] != "aayu" || map.control[1] != "control" {
-        return;
-    }
-    for feature in &map.features {
-        for check in &feature.checks {
-            if let Err(why) = crate::commands::control::validate(&check.spec) {
-                errors.push(ContractError {
-                    file: feature.file.clone(),
-                    line: check.id.line,
-                    message: format!(
-                        "check `{}.{}`: {why} (this map's control tool is the built-in step runner, `aayu control`)",
-                        feature.id.value, check.id.value
-                    ),
-                });
-                map.broken = true;
-            }
-        }
-    }
 }
 
 /// How large a map or feature file may be.
@@ -387,7 +379,8 @@ fn load_map(
         if name.contains('/') || !name.ends_with(".md") || name == "README.md" {
             continue;
         }
-        if let Some(feature) = load_feature(root, path, name, errors, warnings) {
+        let builtin = map.uses_step_runner();
+        if let Some(feature) = load_feature(root, path, name, builtin, errors, warnings) {
             map.features.push(feature);
         }
     }
@@ -568,6 +561,7 @@ fn load_feature(
     root: &Path,
     file: &str,
     name: &str,
+    builtin: bool,
     errors: &mut Vec<ContractError>,
     warnings: &mut Vec<Warning>,
 ) -> Option<Feature> {
@@ -729,6 +723,7 @@ fn load_feature(
         );
     }
 
+    let feature_id = id.value.clone();
     let mut checks = Vec::new();
     for (block, fence) in check_blocks {
         match blocks::parse::<CheckBlock>(block, "check block") {
@@ -748,13 +743,38 @@ fn load_feature(
                         ),
                     );
                 }
-                let handles = handles_of(&parsed.steps, &mut cursor);
+                let mut handles = handles_of(&parsed.steps, &mut cursor);
+                let spec: serde_json::Value =
+                    serde_json::from_str(block).unwrap_or(serde_json::Value::Null);
+                // The built-in runner's steps mean what it says: a step it cannot read is a contract
+                // error at the step's line, found before anything runs.
+                let mut steps = Vec::new();
+                if builtin {
+                    match crate::steps::parse(&spec) {
+                        Ok(read) => steps = read,
+                        Err((at, why)) => error(
+                            step_lines(block, fence).get(at).copied().unwrap_or(id.line),
+                            format!(
+                                "check `{feature_id}.{}`: {why} (this map's control tool is the built-in step runner, `aayu control`)",
+                                id.value
+                            ),
+                        ),
+                    }
+                    // A test is found in the source by its own name, the last part of its id.
+                    for handle in handles
+                        .iter_mut()
+                        .filter(|h| h.action == "test" && h.field == "test")
+                    {
+                        handle.value = test_name(&handle.value).to_string();
+                    }
+                }
                 checks.push(Check {
                     id,
                     kind: parsed.kind,
                     evidence: parsed.evidence,
                     handles,
-                    spec: serde_json::from_str(block).unwrap_or(serde_json::Value::Null),
+                    spec,
+                    steps,
                 });
             }
         }
@@ -854,6 +874,56 @@ fn handles_of(
         }
     }
     handles
+}
+
+/// The line of each element of a check block's `steps` list, in order (the block's lines are counted from
+/// `fence`): the line where the element starts.
+fn step_lines(block: &str, fence: usize) -> Vec<usize> {
+    let bytes = block.as_bytes();
+    let Some(key) = block.find("\"steps\"") else {
+        return Vec::new();
+    };
+    let Some(open) = block[key..].find('[').map(|i| key + i) else {
+        return Vec::new();
+    };
+    let line = |at: usize| fence + 1 + memchr::memchr_iter(b'\n', &bytes[..at]).count();
+    let (mut lines, mut depth, mut in_string, mut escaped, mut want) =
+        (Vec::new(), 0usize, false, false, true);
+    for (i, &b) in bytes.iter().enumerate().skip(open + 1) {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        if b.is_ascii_whitespace() {
+            continue;
+        }
+        if depth == 0 && want && b != b']' {
+            lines.push(line(i));
+            want = false;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b']' if depth == 0 => break,
+            b']' => depth -= 1,
+            b',' if depth == 0 => want = true,
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// The name a test is found by in the source: the last part of its id's rest (`store::tests::done` →
+/// `done`, `cli/adds_note` → `adds_note`, `TestParse/empty` → `empty`).
+fn test_name(rest: &str) -> &str {
+    let last = rest.rsplit("::").next().unwrap_or(rest);
+    last.rsplit('/').next().unwrap_or(last)
 }
 
 fn is_id(text: &str) -> bool {
@@ -961,6 +1031,14 @@ mod tests {
         assert_eq!(index_target("https://example.com/a.md"), None);
         assert_eq!(index_target("README.md"), None);
         assert_eq!(index_target("notes.txt"), None);
+    }
+
+    #[test]
+    fn each_step_is_placed_on_the_line_it_starts() {
+        let block = "{\"id\": \"x\", \"steps\": [\n  {\"build\": \"a\"},\n  {\"run\": [\"x\", \"]\"],\n   \"exit\": 1}, {\"cwd\": \"b\"}\n]}";
+        assert_eq!(step_lines(block, 10), vec![12, 13, 14]);
+        assert_eq!(test_name("store::tests::done"), "done");
+        assert_eq!(test_name("cli/adds_note"), "adds_note");
     }
 
     #[test]

@@ -262,12 +262,42 @@ impl Resolved {
     }
 }
 
+/// How one package's dependencies are fetched: a runner's plan ([`crate::runners::Runner::fetch`]), which
+/// the sandbox runs as the first slot's uid, with the network and no secret.
+#[derive(Debug, Clone)]
+pub struct FetchPlan {
+    /// The folder of what is fetched once (a Cargo workspace, a Go module), relative to the root.
+    pub unit: String,
+    pub argv: Vec<String>,
+    /// Where it runs: this folder of the tree, or (`None`) a fresh folder of the slot.
+    pub cwd: Option<String>,
+    /// Variables beside the fetch's own (the toolchain).
+    pub env: Vec<(String, OsString)>,
+    /// The lock file it reads (and may write), relative to the root.
+    pub lock: String,
+    /// Whether the fetch writes the lock in place: it is lent to the slot uid for the fetch.
+    pub lends_lock: bool,
+    /// Whether the machine's own download cache may serve it offline first (`--offline` appended).
+    pub offline_first: bool,
+    /// Why the work is blocked when the tree does not commit the lock (`None`: the fetch resolves one,
+    /// which is reported with its hash and removed at the run's end).
+    pub without_committed_lock: Option<String>,
+}
+
+/// One package of a tree to fetch for: its folder (normalised), the tool its runner needs, and its plan —
+/// or why there can be none (a toolchain the machine lacks).
+#[derive(Debug, Clone)]
+pub struct FetchPackage {
+    pub dir: String,
+    pub tool: preflight::Tool,
+    pub plan: Result<FetchPlan, String>,
+}
+
 /// A tree whose packages' dependencies are fetched: the checkout, or red-on-base's copy of the base.
 #[derive(Debug, Clone)]
 pub struct FetchTree {
     pub root: PathBuf,
-    /// Package folders relative to `root` (any spelling [`toolchain::package_dir`] takes).
-    pub packages: Vec<String>,
+    pub packages: Vec<FetchPackage>,
     /// The lock files of these packages (`Cargo.lock` where cargo reads it, a module's `go.sum`) that git
     /// holds for this tree — read from git (the checkout's index, the base's commit), never from a file's
     /// presence.
@@ -280,13 +310,13 @@ impl FetchTree {
     /// The tree of `packages` in `root`, asking `committed` whether git holds each lock file.
     pub fn new(
         root: &Path,
-        packages: impl IntoIterator<Item = String>,
+        packages: Vec<FetchPackage>,
         committed: impl Fn(&str) -> bool,
     ) -> FetchTree {
-        let packages: Vec<String> = packages.into_iter().collect();
         let committed = packages
             .iter()
-            .filter_map(|p| toolchain::lock_file(root, p))
+            .filter_map(|p| p.plan.as_ref().ok())
+            .map(|plan| plan.lock.clone())
             .filter(|lock| committed(lock))
             .collect();
         FetchTree {
@@ -631,33 +661,36 @@ impl Sandbox {
             );
             return;
         }
-        let mut seen = BTreeSet::new();
+        // One fetch per unit (a Cargo workspace, a Go module): a later package of a unit shares its problem.
+        let mut seen: BTreeMap<(PathBuf, preflight::Tool, String), Option<String>> =
+            BTreeMap::new();
         for tree in trees {
             let root = &tree.root;
             for package in &tree.packages {
-                let Some(kind) = toolchain::package_kind(root, package) else {
-                    continue;
-                };
-                let Ok(package) = toolchain::package_dir(package) else {
-                    continue;
-                };
-                // One fetch per Cargo workspace or Go module.
-                let unit = match &kind {
-                    toolchain::PackageKind::Cargo => toolchain::cargo_workspace(root, &package),
-                    toolchain::PackageKind::Go { module } => module.clone(),
-                };
-                if !seen.insert((root.clone(), kind.clone(), unit)) {
-                    continue;
-                }
                 // What cannot run here is blocked with its reason where it is used: no fetch to fail first.
-                let tool = match kind {
-                    toolchain::PackageKind::Cargo => preflight::Tool::Cargo,
-                    toolchain::PackageKind::Go { .. } => preflight::Tool::Go,
-                };
-                if self.reach_problem(root).is_some() || self.tool(tool).is_err() {
+                if self.reach_problem(root).is_some() || self.tool(package.tool).is_err() {
                     continue;
                 }
-                let shown = toolchain::shown_dir(&package).to_string();
+                let shown = toolchain::shown_dir(&package.dir).to_string();
+                let plan = match &package.plan {
+                    Ok(plan) => plan,
+                    Err(why) => {
+                        let _ = writeln!(
+                            progress,
+                            "warning: fetching the dependencies of `{shown}` failed: {why}"
+                        );
+                        continue;
+                    }
+                };
+                let key = (root.clone(), package.tool, plan.unit.clone());
+                if let Some(problem) = seen.get(&key) {
+                    if let (Some(why), Ok(mut problems)) =
+                        (problem, self.dependency_problems.lock())
+                    {
+                        problems.insert((root.clone(), package.dir.clone()), why.clone());
+                    }
+                    continue;
+                }
                 let beat = |elapsed: Duration| {
                     let _ = writeln!(
                         progress,
@@ -667,22 +700,31 @@ impl Sandbox {
                 };
                 let fetched = {
                     let beat = std::cell::RefCell::new(beat);
-                    self.fetch_package(tree, &package, &kind, &|elapsed| {
+                    self.fetch_package(tree, &package.dir, plan, &|elapsed| {
                         (beat.borrow_mut())(elapsed)
                     })
                 };
+                let mut problem = None;
                 match fetched {
-                    Err(why) => {
+                    Err(Blocked::Fetch(why)) => {
                         let _ = writeln!(
                             progress,
                             "warning: fetching the dependencies of `{shown}` failed: {why}"
                         );
+                    }
+                    Err(Blocked::Work(why)) => {
+                        let _ = writeln!(
+                            progress,
+                            "warning: fetching the dependencies of `{shown}` failed: {why}"
+                        );
+                        problem = Some(why);
                     }
                     Ok(Some(resolved)) => {
                         let _ = writeln!(progress, "note: {}", resolved.sentence());
                     }
                     Ok(None) => {}
                 }
+                seen.insert(key, problem);
             }
         }
         if let Some(caches) = &self.caches {
@@ -701,14 +743,10 @@ impl Sandbox {
     /// What blocks the work of a package (a folder relative to `root`) after the fetch, if anything.
     pub fn dependency_problem(&self, root: &Path, package: &str) -> Option<String> {
         let package = toolchain::package_dir(package).ok()?;
-        let unit = match toolchain::package_kind(root, &package)? {
-            toolchain::PackageKind::Go { module } => module,
-            toolchain::PackageKind::Cargo => toolchain::cargo_workspace(root, &package),
-        };
         self.dependency_problems
             .lock()
             .ok()?
-            .get(&(root.to_path_buf(), unit))
+            .get(&(root.to_path_buf(), package))
             .cloned()
     }
 
@@ -725,33 +763,25 @@ impl Sandbox {
         &self,
         tree: &FetchTree,
         package: &str,
-        kind: &toolchain::PackageKind,
+        plan: &FetchPlan,
         heartbeat: &dyn Fn(Duration),
-    ) -> Result<Option<Resolved>, String> {
+    ) -> Result<Option<Resolved>, Blocked> {
         let root = tree.root.as_path();
-        let Some(lock) = toolchain::lock_file(root, package) else {
-            self.fetch_one(root, package, kind, heartbeat)?;
-            return Ok(None);
-        };
+        let lock = plan.lock.clone();
         if tree.committed.contains(&lock) {
-            self.fetch_one(root, package, kind, heartbeat)?;
+            self.fetch_one(root, plan, heartbeat)
+                .map_err(Blocked::Fetch)?;
             return Ok(None);
         }
-        if let toolchain::PackageKind::Go { module } = kind {
-            if toolchain::go_requires_modules(root, module) {
-                let why = format!(
-                    "`{}` requires modules, but `{lock}` is not committed: commit go.sum (`go mod tidy`)",
-                    join_rel(module, "go.mod")
-                );
-                if let Ok(mut problems) = self.dependency_problems.lock() {
-                    problems.insert((root.to_path_buf(), module.clone()), why.clone());
-                }
-                return Err(why);
+        if let Some(why) = &plan.without_committed_lock {
+            if let Ok(mut problems) = self.dependency_problems.lock() {
+                problems.insert((root.to_path_buf(), package.to_string()), why.clone());
             }
-            return Ok(None);
+            return Err(Blocked::Work(why.clone()));
         }
-        // A Cargo.lock the tree does not commit: the run's own, removed at its end if nothing was there
-        // (a link counts as something: a developer's own is never removed).
+        // A lock file the tree does not commit (a library's `Cargo.lock`, most often): the run's own,
+        // removed at its end if nothing was there (a link counts as something: a developer's own is never
+        // removed).
         let existed = std::fs::symlink_metadata(root.join(&lock)).is_ok();
         let mut copied = false;
         if !existed {
@@ -765,14 +795,16 @@ impl Sandbox {
             if let Some(from) = &tree.lock_from
                 && let Ok(bytes) = crate::safe_fs::read(from, &lock, 64 << 20)
             {
-                crate::safe_fs::write(root, &lock, &bytes)
-                    .map_err(|e| format!("cannot copy `{lock}` onto the base: {e}"))?;
+                crate::safe_fs::write(root, &lock, &bytes).map_err(|e| {
+                    Blocked::Fetch(format!("cannot copy `{lock}` onto the base: {e}"))
+                })?;
                 copied = true;
             }
         }
-        self.fetch_one(root, package, kind, heartbeat)?;
+        self.fetch_one(root, plan, heartbeat)
+            .map_err(Blocked::Fetch)?;
         let bytes = crate::safe_fs::read(root, &lock, 64 << 20)
-            .map_err(|e| format!("the fetch left no readable `{lock}`: {e}"))?;
+            .map_err(|e| Blocked::Fetch(format!("the fetch left no readable `{lock}`: {e}")))?;
         if !existed && self.uids.is_empty() {
             // Without separate uids the build runs as aayu's own user: the lock is made read-only to it.
             let _ =
@@ -799,8 +831,7 @@ impl Sandbox {
     fn fetch_one(
         &self,
         root: &Path,
-        package: &str,
-        kind: &toolchain::PackageKind,
+        plan: &FetchPlan,
         heartbeat: &dyn Fn(Duration),
     ) -> Result<(), String> {
         let mut env: Vec<(String, OsString)> = self
@@ -808,42 +839,20 @@ impl Sandbox {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let (argv, cwd, _lock) = match kind {
-            toolchain::PackageKind::Cargo => {
-                let toolchain = self.toolchains.rust_for(root, package)?;
-                if let Some(name) = toolchain {
-                    env.push(("RUSTUP_TOOLCHAIN".into(), name.into()));
-                }
-                let manifest = root.join(package).join("Cargo.toml");
-                // The slot uid cannot write the checkout; the lock file is handed to it for the fetch.
-                let lock = match self.uid(0) {
-                    Some(uid) => Some(LockLoan::new(root, package, uid)?),
-                    None => None,
-                };
-                let cwd = self.fresh_dir(0, "fetch").map_err(|e| e.to_string())?;
-                let argv: Vec<String> = vec![
-                    "cargo".into(),
-                    "fetch".into(),
-                    "--quiet".into(),
-                    "--manifest-path".into(),
-                    manifest.display().to_string(),
-                ];
-                (argv, cwd, lock)
-            }
-            toolchain::PackageKind::Go { module } => {
-                self.toolchains.go_for(root, module)?;
-                // A module that requires nothing has nothing to download (and `go mod download` says "no
-                // modules specified" and fails on older Go).
-                if !toolchain::go_requires_modules(root, module) {
-                    return Ok(());
-                }
-                let argv = vec!["go".to_string(), "mod".into(), "download".into()];
-                (argv, root.join(module), None)
-            }
+        env.extend(plan.env.iter().cloned());
+        // The slot uid cannot write the checkout; a lock the fetch writes in place is lent to it.
+        let _lock = match self.uid(0) {
+            Some(uid) if plan.lends_lock => Some(LockLoan::new(root, &plan.lock, uid)?),
+            _ => None,
         };
+        let cwd = match &plan.cwd {
+            Some(dir) => root.join(dir),
+            None => self.fresh_dir(0, "fetch").map_err(|e| e.to_string())?,
+        };
+        let argv = plan.argv.clone();
         // As root the per-run cargo cache starts with the machine's downloaded crates (hard links that the
         // slot uid can read, not change): then an offline fetch is enough when nothing new is needed.
-        if matches!(kind, toolchain::PackageKind::Cargo) && self.seed_cargo_cache() {
+        if plan.offline_first && self.seed_cargo_cache() {
             let mut offline = argv.clone();
             offline.push("--offline".into());
             let ran = self.run(
@@ -1800,6 +1809,13 @@ fn refuse_forbidden_ids(settings: &SandboxSettings) -> Result<(), SandboxError> 
 /// A package's `Cargo.lock`, handed to the fetching slot uid for the fetch and given back afterwards (its
 /// owner and mode restored; removed again when aayu created it and the fetch left it empty). Cargo writes
 /// the lock file in place, so the folder itself stays closed to the slot uid.
+/// Why a package's fetch did not happen: the fetch failed (the offline build then says what is missing),
+/// or the package's work is blocked until the fix (a `go.sum` to commit).
+enum Blocked {
+    Fetch(String),
+    Work(String),
+}
+
 struct LockLoan {
     dir: std::os::fd::OwnedFd,
     name: String,
@@ -1809,10 +1825,12 @@ struct LockLoan {
 }
 
 impl LockLoan {
-    fn new(root: &Path, package: &str, uid: u32) -> Result<LockLoan, String> {
+    /// Lends `lock` (a path relative to `root`, whose folder must exist) to `uid` for the fetch.
+    fn new(root: &Path, lock: &str, uid: u32) -> Result<LockLoan, String> {
         use nix::fcntl::OFlag;
         use nix::sys::stat::Mode;
-        let workspace = toolchain::cargo_workspace(root, package);
+        let (workspace, name) = lock.rsplit_once('/').unwrap_or(("", lock));
+        let workspace = workspace.to_string();
         let dir = if workspace.is_empty() {
             crate::safe_fs::open_root(root)
         } else {
@@ -1821,7 +1839,7 @@ impl LockLoan {
                 .and_then(|top| crate::safe_fs::open_dir_at(top.as_fd(), &workspace))
         }
         .map_err(|e| e.to_string())?;
-        let name = "Cargo.lock".to_string();
+        let name = name.to_string();
         let open = |flags: OFlag| {
             nix::fcntl::openat(
                 dir.as_fd(),
@@ -1834,7 +1852,7 @@ impl LockLoan {
             Ok(fd) => (fd, false),
             Err(nix::errno::Errno::ENOENT) => (
                 open(OFlag::O_CREAT | OFlag::O_EXCL)
-                    .map_err(|e| format!("cannot create `Cargo.lock`: {e}"))?,
+                    .map_err(|e| format!("cannot create `{name}`: {e}"))?,
                 true,
             ),
             Err(e) => {

@@ -81,7 +81,7 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     }
     let hash = ready::goal_hash(&goal);
     let now = ctx.env.now()?;
-    let frozen_at = super::utc_stamp(now, false);
+    let frozen_at = crate::clock::utc_stamp(now, false);
 
     let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
         .map_err(ledger_failure)?;

@@ -246,7 +246,7 @@ pub(crate) fn run_checks(
         Some(dir) => start.join(dir),
         // In the checkout, created without following a link a pull request may have committed there.
         None => {
-            let rel = format!(".aayudha/runs/{}", crate::commands::utc_stamp(now, true));
+            let rel = format!(".aayudha/runs/{}", crate::clock::utc_stamp(now, true));
             crate::safe_fs::ensure_dir(repo.root(), &rel).map_err(|e| {
                 Failure::usage(format!("cannot create the run folder: {e}")).with_hint(
                     "`.aayudha/runs` must be a plain folder of the checkout (or give `--out DIR`)",
@@ -258,9 +258,13 @@ pub(crate) fn run_checks(
     let seed = behaviour::seed_package(&loaded.maps, &selected, repo.root(), &config.verify.seed);
     let tree = crate::sandbox::FetchTree::new(
         repo.root(),
-        behaviour::packages(&loaded.maps, &selected)
-            .into_iter()
-            .chain(seed),
+        crate::runners::fetch_packages(
+            sandbox.toolchains(),
+            repo.root(),
+            behaviour::packages(&loaded.maps, &selected)
+                .into_iter()
+                .chain(seed),
+        ),
         |lock| repo.is_tracked(lock),
     );
     // Before any check: are the tools there, and do they run as the sandbox uid? Checked once, now, so

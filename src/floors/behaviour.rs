@@ -257,7 +257,7 @@ pub fn run(
         checks,
     };
     let path = options.out.join("reports/behaviour.json");
-    write_atomic(&path, crate::output::json::render(&report).as_bytes())
+    crate::safe_fs::write_atomic(&path, crate::output::json::render(&report).as_bytes())
         .map_err(write_err(&path))?;
     Ok(report)
 }
@@ -431,7 +431,7 @@ fn run_one(
     if let Some(why) = sandbox.reach_problem(&options.root) {
         return block(why);
     }
-    for tool in check_needs(map, check.kind, &check.spec, &options.root) {
+    for tool in check_needs(map, check, &options.root) {
         if let Err(why) = sandbox.tool(tool) {
             return block(why);
         }
@@ -459,7 +459,7 @@ fn run_one(
             ));
         }
     }
-    let toolchain = match toolchain_for(sandbox, map, &check.spec, options) {
+    let toolchain = match toolchain_for(sandbox, map, check, options) {
         Ok(toolchain) => toolchain,
         Err(reason) => return block(reason),
     };
@@ -745,11 +745,10 @@ fn resolve_in(program: &str, path: Option<&std::ffi::OsString>) -> Option<PathBu
 fn toolchain_for(
     sandbox: &Sandbox,
     map: &Map,
-    spec: &serde_json::Value,
+    check: &crate::maps::Check,
     options: &Options,
 ) -> Result<Option<String>, String> {
-    use crate::sandbox::toolchain::PackageKind;
-    if map.control.first().map(String::as_str) != Some("aayu") {
+    if !map.uses_step_runner() {
         // A map's own control tool may build with cargo from the repository root: it gets the toolchain the
         // root's `rust-toolchain.toml` pins when that one is installed (it may not use Rust at all, so a
         // missing one does not block it).
@@ -761,25 +760,23 @@ fn toolchain_for(
     }
     let mut tools = BTreeSet::new();
     let mut rust = None;
-    for package in step_packages(spec) {
-        if let Some(why) = sandbox.read_problem(&options.root, &package) {
+    for package in step_packages(check) {
+        if let Some(why) = sandbox.read_problem(&options.root, package) {
             return Err(why);
         }
-        match crate::sandbox::toolchain::package_kind(&options.root, &package) {
-            Some(PackageKind::Cargo) => {
-                tools.insert(Tool::Cargo);
-                if let Some(name) = sandbox.toolchains().rust_for(&options.root, &package)? {
-                    rust.get_or_insert(name);
-                }
-            }
-            Some(PackageKind::Go { module }) => {
-                tools.insert(Tool::Go);
-                sandbox.toolchains().go_for(&options.root, &module)?;
-                if let Some(why) = sandbox.dependency_problem(&options.root, &package) {
-                    return Err(why);
-                }
-            }
-            None => {}
+        let Some(found) = crate::runners::package(&options.root, package) else {
+            continue;
+        };
+        let package = found.package();
+        tools.insert(package.runner.tool());
+        let env = package
+            .runner
+            .toolchain(sandbox.toolchains(), &options.root, &package)?;
+        if let Some((_, name)) = env.into_iter().find(|(k, _)| k == "RUSTUP_TOOLCHAIN") {
+            rust.get_or_insert(name.to_string_lossy().into_owned());
+        }
+        if let Some(why) = sandbox.dependency_problem(&options.root, package.dir) {
+            return Err(why);
         }
     }
     for tool in tools {
@@ -788,25 +785,10 @@ fn toolchain_for(
     Ok(rust)
 }
 
-/// The package folders a built-in step runner check builds or tests (`build` and `test.package` steps),
-/// normalised (`.`, `./x` and `x/` are the root and `x`), so that the fetch covers every spelling; a
-/// folder that is no relative path is left out (the step itself fails, saying so).
-fn step_packages(spec: &serde_json::Value) -> Vec<String> {
-    let steps = spec.get("steps").and_then(serde_json::Value::as_array);
-    steps
-        .into_iter()
-        .flatten()
-        .filter_map(|step| {
-            step.get("build")
-                .and_then(serde_json::Value::as_str)
-                .or_else(|| {
-                    step.get("test")
-                        .and_then(|t| t.get("package"))
-                        .and_then(serde_json::Value::as_str)
-                })
-                .and_then(|dir| crate::sandbox::toolchain::package_dir(dir).ok())
-        })
-        .collect()
+/// The package folders a built-in step runner check builds or tests (its `build` and `test` steps),
+/// normalised when the map loaded (`.`, `./x` and `x/` are the root and `x`).
+fn step_packages(check: &crate::maps::Check) -> impl Iterator<Item = &str> {
+    check.steps.iter().filter_map(crate::steps::Step::package)
 }
 
 /// One line per finished check; inside GitHub Actions a group per check whose title is aayu's and whose
@@ -853,32 +835,21 @@ pub(crate) fn kind_word(kind: ArtifactKind) -> String {
         .unwrap_or_default()
 }
 
-/// The packages whose dependencies the selected checks need fetched before they run: those the built-in
-/// step runner builds or tests. A map's own control tool fetches nothing: its checks run offline.
-/// The tools a check needs beyond its control tool: the built-in step runner's builds and tests (cargo
-/// or go, by package) and, for a `ui` check, its browser (Chromium); a control tool that is node (or npm,
-/// npx) needs Node.
-fn check_needs(
-    map: &Map,
-    kind: CheckKind,
-    spec: &serde_json::Value,
-    root: &Path,
-) -> BTreeSet<Tool> {
-    use crate::sandbox::toolchain::PackageKind;
+/// The tools a check needs beyond its control tool: the built-in step runner's builds and tests (each
+/// package's runner's tool) and, for a `ui` check, its browser (Chromium); a control tool that is node
+/// (or npm, npx) needs Node.
+fn check_needs(map: &Map, check: &crate::maps::Check, root: &Path) -> BTreeSet<Tool> {
     let mut needs = BTreeSet::new();
-    let program = map.control.first().map(String::as_str).unwrap_or("");
-    if program == "aayu" {
-        for package in step_packages(spec) {
-            match crate::sandbox::toolchain::package_kind(root, &package) {
-                Some(PackageKind::Cargo) => needs.insert(Tool::Cargo),
-                Some(PackageKind::Go { .. }) => needs.insert(Tool::Go),
-                None => false,
-            };
-        }
-        if kind == CheckKind::Ui {
+    if map.uses_step_runner() {
+        needs.extend(
+            step_packages(check)
+                .filter_map(|package| crate::runners::package(root, package))
+                .map(|found| found.runner.tool()),
+        );
+        if check.steps.iter().any(crate::steps::Step::is_browser) || check.kind == CheckKind::Ui {
             needs.insert(Tool::Chromium);
         }
-    } else if let Some(tool) = Tool::of_program(program) {
+    } else if let Some(tool) = map.control.first().and_then(|p| Tool::of_program(p)) {
         needs.insert(tool);
     }
     needs
@@ -888,18 +859,17 @@ fn check_needs(
 pub fn needs(maps: &[Map], selected: &[Selected], root: &Path) -> BTreeSet<Tool> {
     selected
         .iter()
-        .flat_map(|s| {
-            let check = check_of(maps, s);
-            check_needs(&maps[s.map], check.kind, &check.spec, root)
-        })
+        .flat_map(|s| check_needs(&maps[s.map], check_of(maps, s), root))
         .collect()
 }
 
+/// The packages whose dependencies the selected checks need fetched before they run: those the built-in
+/// step runner builds or tests. A map's own control tool fetches nothing: its checks run offline.
 pub fn packages(maps: &[Map], selected: &[Selected]) -> BTreeSet<String> {
     selected
         .iter()
-        .filter(|s| maps[s.map].control.first().map(String::as_str) == Some("aayu"))
-        .flat_map(|s| step_packages(&check_of(maps, s).spec))
+        .filter(|s| maps[s.map].uses_step_runner())
+        .flat_map(|s| step_packages(check_of(maps, s)).map(str::to_string))
         .collect()
 }
 
@@ -929,19 +899,9 @@ pub fn seed_package(
     })?;
     file.ancestors().skip(1).find_map(|dir| {
         let rel = dir.to_str()?;
-        crate::sandbox::toolchain::package_kind(root, rel)?;
+        crate::runners::package(root, rel)?;
         Some(rel.to_string())
     })
-}
-
-/// Writes a file whole or not at all: a temporary file beside it, then a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// Waits until the app answers at `base_url`, for as long as one check may run (a seed often builds the

@@ -53,17 +53,6 @@ impl Report {
     }
 }
 
-/// A file that holds tests only, so that copying it onto the base cannot bring the fix along: Go's
-/// `*_test.go` and `testdata/`; Rust's files under a package's `tests/` folder and `tests.rs` modules.
-pub fn is_test_only(path: &str) -> bool {
-    let components: Vec<&str> = path.split('/').collect();
-    let name = components.last().copied().unwrap_or_default();
-    name.ends_with("_test.go")
-        || components.contains(&"testdata")
-        || name == "tests.rs"
-        || components[..components.len().saturating_sub(1)].contains(&"tests")
-}
-
 /// The base a bug fix's tests run on: the merge base checked out into a temporary folder with the pull
 /// request's changed test-only files on top — or why it could not be made (then every criterion is
 /// inconclusive).
@@ -120,7 +109,7 @@ pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
         let changed = repo
             .changed_paths(&base_sha, head)
             .map_err(|e| e.to_string())?;
-        for path in changed.iter().filter(|p| is_test_only(p)) {
+        for path in changed.iter().filter(|p| crate::runners::is_test_file(p)) {
             match repo.file_at(head, path).map_err(|e| e.to_string())? {
                 Some(bytes) => crate::safe_fs::write(folder.path(), path, &bytes),
                 None => crate::safe_fs::remove(folder.path(), path),
@@ -246,21 +235,18 @@ pub fn run(
     }
 }
 
-/// The id qualified with the target the head's run found it in (`name(kind)/path`), when the evidence map
-/// left it unqualified or without a kind; else the id itself.
+/// The id that names the very test the head's run found (a cargo id qualified with the target that held
+/// it), when the evidence map's was less precise; else the id itself.
 fn pinned_to_head_target(
     id: &TestId,
     head: &BTreeMap<TestId, test_evidence::TestResult>,
 ) -> TestId {
-    let Some(target) = head.get(id).and_then(|r| r.target.as_ref()) else {
-        return id.clone();
-    };
-    match test_evidence::CargoTest::parse(&id.rest) {
-        Ok(spec) if spec.target.as_ref().is_none_or(|(_, kind)| kind.is_none()) => TestId {
+    match head.get(id).and_then(|r| r.pinned.as_ref()) {
+        Some(rest) => TestId {
             package: id.package.clone(),
-            rest: format!("{target}/{}", spec.path),
+            rest: rest.clone(),
         },
-        _ => id.clone(),
+        None => id.clone(),
     }
 }
 
@@ -331,25 +317,5 @@ impl Report {
                 format!("criterion {}: {word} on base — {}", c.id, c.reason)
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests_only {
-    use super::is_test_only;
-
-    #[test]
-    fn only_test_files_go_onto_the_base() {
-        for yes in [
-            "pkg/a_test.go",
-            "pkg/testdata/in.txt",
-            "examples/notes/tests/cli.rs",
-            "src/store/tests.rs",
-        ] {
-            assert!(is_test_only(yes), "{yes}");
-        }
-        for no in ["pkg/a.go", "src/store.rs", "src/main.rs", "tests"] {
-            assert!(!is_test_only(no), "{no}");
-        }
     }
 }

@@ -156,7 +156,7 @@ fn compare_map(
         ));
     }
     // The built-in step runner (`aayu control`) is aayu's own code: no file of the checkout runs it.
-    let builtin = new.control.first().is_some_and(|c| c == "aayu");
+    let builtin = new.uses_step_runner();
     for arg in new.control.iter().filter(|_| !builtin) {
         let path = arg.trim_start_matches("./").trim_end_matches('/');
         if path.is_empty() || path.starts_with('/') || path.split('/').any(|c| c == "..") {

@@ -147,7 +147,7 @@ pub fn assemble(parts: Parts) -> Pack {
             },
             run: binding.map(|b| b.run_url.clone()).unwrap_or_default(),
         },
-        created_at: crate::commands::utc_stamp(now, false),
+        created_at: crate::clock::utc_stamp(now, false),
     }
 }
 

@@ -183,15 +183,6 @@ impl Toolchains {
     }
 }
 
-/// How a package folder is built and tested.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PackageKind {
-    /// A `Cargo.toml` in the folder itself.
-    Cargo,
-    /// A Go package: `module` is the folder of the nearest `go.mod` at or above it, inside the tree.
-    Go { module: String },
-}
-
 /// A package folder as a map or an evidence map writes it, normalised: `.` and `""` are the repository
 /// root (returned as `""`), `./x` and `x/` are `x`. Refused: an absolute path, `..`, an empty or `.` part
 /// inside, a control character.
@@ -227,29 +218,6 @@ pub fn package_dir(text: &str) -> Result<String, String> {
 /// A normalised package folder as a person reads it: `.` for the root.
 pub fn shown_dir(dir: &str) -> &str {
     if dir.is_empty() { "." } else { dir }
-}
-
-/// What a package folder (relative to `root`, any spelling [`package_dir`] takes) is, by the markers in the
-/// folder itself — looked at without following a link: `Cargo.toml` first, then `go.mod` there or in the
-/// nearest folder above it inside `root` (a Go package inside its module); `None` when it holds neither.
-pub fn package_kind(root: &Path, package: &str) -> Option<PackageKind> {
-    let package = package_dir(package).ok()?;
-    let package = package.as_str();
-    if crate::safe_fs::is_regular(root, &join(package, "Cargo.toml")) {
-        return Some(PackageKind::Cargo);
-    }
-    let mut dir = package.to_string();
-    loop {
-        if crate::safe_fs::is_regular(root, &join(&dir, "go.mod")) {
-            return Some(PackageKind::Go { module: dir });
-        }
-        if dir.is_empty() {
-            return None;
-        }
-        dir = dir
-            .rsplit_once('/')
-            .map_or(String::new(), |(p, _)| p.to_string());
-    }
 }
 
 /// Whether a Go module's `go.mod` (read as text) requires any module, in a `require` line or block.
@@ -353,15 +321,6 @@ pub fn is_virtual_manifest(root: &Path, package: &str) -> bool {
         .ok()
         .and_then(|b| toml::from_str::<toml::Table>(&String::from_utf8_lossy(&b)).ok())
         .is_some_and(|t| t.contains_key("workspace") && !t.contains_key("package"))
-}
-
-/// The lock file a package's dependency versions come from, relative to `root`: the `Cargo.lock` of its
-/// Cargo workspace, or its Go module's `go.sum`; `None` when the folder is neither.
-pub fn lock_file(root: &Path, package: &str) -> Option<String> {
-    match package_kind(root, package)? {
-        PackageKind::Cargo => Some(join(&cargo_workspace(root, package), "Cargo.lock")),
-        PackageKind::Go { module } => Some(join(&module, "go.sum")),
-    }
 }
 
 /// What a Rust toolchain file asks for.
@@ -547,8 +506,6 @@ mod tests {
             "nested/deep/p/Cargo.toml",
             "[package]\nname = \"p\"\nworkspace = \"../..\"\n",
         );
-        write("m/go.mod", "module example.com/m\n");
-        std::fs::create_dir_all(dir.path().join("m/pkg")).expect("mkdir");
         for (package, lock) in [
             (".", "Cargo.lock"),
             ("", "Cargo.lock"),
@@ -562,15 +519,10 @@ mod tests {
             // A member wins over `exclude`; an excluding workspace is passed over, as cargo does.
             ("nested/m", "nested/Cargo.lock"),
             ("nested/x", "Cargo.lock"),
-            ("m/pkg", "m/go.sum"),
         ] {
-            assert_eq!(
-                lock_file(dir.path(), package).as_deref(),
-                Some(lock),
-                "{package}"
-            );
+            let workspace = cargo_workspace(dir.path(), package);
+            assert_eq!(join(&workspace, "Cargo.lock"), lock, "{package}");
         }
-        assert_eq!(lock_file(dir.path(), "nothing"), None);
         assert_eq!(package_dir("./a/b/").as_deref(), Ok("a/b"));
         assert_eq!(package_dir(".").as_deref(), Ok(""));
         assert!(package_dir("a/../b").is_err());

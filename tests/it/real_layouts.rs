@@ -664,3 +664,112 @@ fn as_root_a_committed_file_the_sandbox_cannot_read_blocks_with_its_path_and_the
         out.stdout
     );
 }
+
+/// A root crate `calc` whose lib holds a passing and a failing test, a map whose checks run each by a
+/// `test` step, and (at the head, with a change to the lib) the evidence map of story 5 naming the same two.
+fn one_test_two_ways() -> (TestRepo, String, String) {
+    let lib = |n: u32| {
+        format!(
+            "/// Adds.\npub fn add(a: u32, b: u32) -> u32 {{\n    a + b + {n}\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn adds() {{\n        assert_eq!(super::add(2, 2), 4);\n    }}\n\n    #[test]\n    fn breaks() {{\n        assert_eq!(super::add(1, 1), 3, \"one and one\");\n    }}\n}}\n"
+        )
+    };
+    let repo = TestRepo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .write("src/lib.rs", lib(1))
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", "")
+    .write(
+        &format!("{}/README.md", skill("", "calc")),
+        map_readme(
+            r#"{"product": "calc", "control": ["aayu", "control"], "surfaces": []}"#,
+            &["adds.md"],
+        ),
+    )
+    .write(
+        &format!("{}/adds.md", skill("", "calc")),
+        feature_md(
+            r#"{"id": "adds", "layers": ["L02"], "sources": ["src/lib.rs"], "surfaces": {}, "verified_at": ""}"#,
+            &[
+                r#"{"id": "adds", "kind": "lib", "evidence": "api-trace", "steps": [
+  {"test": {"package": ".", "test": "tests::adds"}}
+]}"#,
+                r#"{"id": "breaks", "kind": "lib", "evidence": "api-trace", "steps": [
+  {"test": {"package": ".", "test": "tests::breaks"}}
+]}"#,
+            ],
+        ),
+    );
+    let base = repo.commit("calc");
+    repo.write("src/lib.rs", lib(0)).write(
+        ".aayudha/evidence/5.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::adds\"]\n\n[[criterion]]\nid = 2\ntests = [\".:tests::breaks\"]\n",
+    );
+    let head = repo.commit("calc adds");
+    (repo, base, head)
+}
+
+/// The step runner's `test` step and the tests floor run a test by one code path: the same test gets
+/// the same verdict and the same words from both, when it passes and when it fails.
+#[test]
+fn a_test_step_and_the_tests_floor_give_one_verdict_for_one_test() {
+    let (repo, base, head) = one_test_two_ways();
+    let snapshot = ready(&repo, 5, "1. It adds.\n2. One and one.", &[]);
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready", &snapshot,
+    ]));
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let dir = repo.path(".aayudha/proof/5/artifacts");
+    let behaviour: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("reports/behaviour.json")).expect("behaviour report"),
+    )
+    .expect("json");
+    let check = |id: &str| {
+        behaviour["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["check"] == id))
+            .unwrap_or_else(|| panic!("no check {id}: {behaviour:#}"))
+            .clone()
+    };
+    let transcript = |id: &str| -> Value {
+        let text =
+            std::fs::read_to_string(dir.join(format!("behaviour/adds.{id}/transcript.json")))
+                .expect("transcript");
+        serde_json::from_str(&text).expect("json")
+    };
+    // Passing: the check passes and the criterion is evidenced.
+    assert_eq!(check("adds")["status"], "passed", "{behaviour:#}");
+    assert_eq!(transcript("adds")["steps"][0]["result"], "passed");
+    assert!(
+        out.stdout.contains("criterion 1: evidenced"),
+        "{}",
+        out.stdout
+    );
+    // Failing: the check fails with the floor's very words.
+    let failed = transcript("breaks");
+    let step = &failed["steps"][0];
+    assert_eq!(
+        (step["tool"].as_str(), step["result"].as_str()),
+        (Some("cargo"), Some("failed"))
+    );
+    let detail = step["detail"].as_str().expect("detail");
+    assert!(detail.contains("panicked at src/lib.rs"), "{detail}");
+    assert_eq!(check("breaks")["status"], "failed");
+    assert_eq!(
+        check("breaks")["reason"].as_str(),
+        Some(format!("step 1 (test tests::breaks): `.:tests::breaks` failed: {detail}").as_str())
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "criterion 2: no evidence — `.:tests::breaks` failed: {detail}"
+        )),
+        "{}",
+        out.stdout
+    );
+    insta::assert_snapshot!(
+        "test_step_transcript",
+        serde_json::to_string_pretty(&failed["steps"]).expect("json")
+    );
+}

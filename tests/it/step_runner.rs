@@ -113,7 +113,7 @@ fn a_broken_notes_fails_with_the_expectation_that_broke() {
     assert_eq!(out.code, 3);
     assert_eq!(
         parse(&out)["checks"][0]["reason"],
-        "step 1 (test done_marks_the_note): no test named `done_marks_the_note` ran in `examples/notes`"
+        "step 1 (test store::tests::done_marks_the_note): `examples/notes:store::tests::done_marks_the_note` was not found: no test `store::tests::done_marks_the_note` in `examples/notes`"
     );
 }
 
@@ -133,7 +133,7 @@ fn an_unknown_step_key_is_a_contract_error() {
         ),
     );
     let said = format!(
-        "{dir}/mark-done.md:24: check `mark-done.missing`: step 1: unknown key `biuld` (the step runner knows build, run, request, test, env, cwd, open, fill, click, press, select, see, url, wait, screenshot; beside them stdin, exit, stdout, stderr, expect)"
+        "{dir}/mark-done.md:25: check `mark-done.missing`: step 1: unknown key `biuld` (the step runner knows build, run, request, test, env, cwd, open, fill, click, press, select, see, url, wait, screenshot; beside them stdin, exit, stdout, stderr, expect)"
     );
     let map = run(repo.aayu().args(["verify", "--map"]));
     assert_eq!(map.code, 2, "{}", map.stdout);
@@ -164,10 +164,82 @@ fn an_unknown_step_key_is_a_contract_error() {
     assert_eq!(direct.code, 2, "{}", direct.stdout);
     assert_eq!(direct.stdout, "");
     assert!(
-        direct.stderr.contains("contract error: check `f.x` of `p`: step 2 (click): unknown key `wait` beside `click` (a `click` step takes click)"),
+        direct.stderr.contains("contract error: check `f.x` of `p`: step 2: two actions, `click` and `wait`: a step does one thing (split it into two steps)"),
         "{}",
         direct.stderr
     );
+}
+
+/// Steps under the built-in runner are typed when the map loads: a value of the wrong type, two actions
+/// in one step and an unknown key are each a contract error at the step's own line (exit 2), while the very
+/// same steps under a map's own control tool are that tool's to read, and load.
+#[test]
+fn malformed_steps_are_contract_errors_at_their_line_only_under_the_built_in_runner() {
+    let steps = [
+        r#"{"id": "number", "kind": "cli", "evidence": "api-trace", "steps": [
+  {"cwd": "."},
+  {"build": 3}
+]}"#,
+        r#"{"id": "two", "kind": "cli", "evidence": "api-trace", "steps": [
+  {"build": "a", "test": {"package": "a", "test": "t"}}
+]}"#,
+        r#"{"id": "unknown", "kind": "cli", "evidence": "api-trace", "steps": [
+  {"run": ["true"]},
+  {"run": ["true"], "retries": 3}
+]}"#,
+    ];
+    for control in [r#"["aayu", "control"]"#, r#"["sh", "control.sh"]"#] {
+        let repo = TestRepo::new();
+        let dir = skill("", "p");
+        repo.write("src/main.rs", "fn main() {}\n\n#[test]\nfn t() {}\n")
+            .write("control.sh", "#!/bin/sh\n")
+            .write(
+                &format!("{dir}/README.md"),
+                map_readme(
+                    &format!(r#"{{"product": "p", "control": {control}, "surfaces": []}}"#),
+                    &["f.md"],
+                ),
+            )
+            .write(
+                &format!("{dir}/f.md"),
+                feature_md(
+                    r#"{"id": "f", "layers": ["L02"], "sources": ["src/main.rs"], "surfaces": {}, "verified_at": ""}"#,
+                    &steps,
+                ),
+            );
+        repo.commit("p");
+        let file = std::fs::read_to_string(repo.path(&format!("{dir}/f.md"))).expect("read");
+        let line = |text: &str| {
+            1 + file
+                .lines()
+                .position(|l| l.contains(text))
+                .unwrap_or_else(|| panic!("{text}"))
+        };
+        let out = run(repo.aayu().args(["verify", "--map"]));
+        if control.contains("sh") {
+            assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+            assert!(!out.stdout.contains("contract error"), "{}", out.stdout);
+            continue;
+        }
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        let tail = "(this map's control tool is the built-in step runner, `aayu control`)";
+        for said in [
+            format!(
+                "{dir}/f.md:{}: check `f.number`: step 2 (build): `build` is a package folder (a string): invalid type: integer `3`, expected a string {tail}",
+                line(r#"{"build": 3}"#)
+            ),
+            format!(
+                "{dir}/f.md:{}: check `f.two`: step 1: two actions, `build` and `test`: a step does one thing (split it into two steps) {tail}",
+                line(r#"{"build": "a", "test""#)
+            ),
+            format!(
+                "{dir}/f.md:{}: check `f.unknown`: step 2: unknown key `retries` (the step runner knows build, run, request, test, env, cwd, open, fill, click, press, select, see, url, wait, screenshot; beside them stdin, exit, stdout, stderr, expect) {tail}",
+                line(r#""retries""#)
+            ),
+        ] {
+            assert!(out.stdout.contains(&said), "{said}\nnot in\n{}", out.stdout);
+        }
+    }
 }
 
 #[test]

@@ -74,7 +74,7 @@ const CONTROLS: [&str; 11] = [
 const TEXT_ROLES: [&str; 4] = ["StaticText", "InlineTextBox", "LineBreak", "RootWebArea"];
 
 /// The browser steps and the keys each may carry beside its action.
-pub const STEPS: [(&str, &[&str]); 9] = [
+const STEPS: [(&str, &[&str]); 9] = [
     ("open", &[]),
     ("fill", &["text"]),
     ("click", &[]),
@@ -85,23 +85,71 @@ pub const STEPS: [(&str, &[&str]); 9] = [
     ("wait", &["ms"]),
     ("screenshot", &[]),
 ];
+/// The browser actions, in the order the contract error names them.
+pub const ACTIONS: [&str; 9] = [
+    "open",
+    "fill",
+    "click",
+    "press",
+    "select",
+    "see",
+    "url",
+    "wait",
+    "screenshot",
+];
 /// The keys of a handle object.
 const HANDLE_KEYS: [&str; 5] = ["name", "role", "label", "test", "within"];
 
-/// Whether a step is a browser step (its action key is one of [`STEPS`]).
-pub fn action_of(step: &Map<String, Value>) -> Option<&'static str> {
-    STEPS
-        .iter()
-        .map(|(action, _)| *action)
-        .find(|action| step.contains_key(*action))
+/// Whether a step key is a browser action.
+pub fn is_action(key: &str) -> bool {
+    ACTIONS.contains(&key)
 }
 
-/// The contract of one browser step: its keys and their types. The error names the key.
-pub fn validate(action: &str, step: &Map<String, Value>) -> Result<(), String> {
-    let extra = STEPS
-        .iter()
-        .find(|(a, _)| *a == action)
-        .map_or(&[][..], |(_, extra)| *extra);
+/// A browser step, read.
+#[derive(Debug, Clone)]
+pub struct BrowserStep {
+    pub action: &'static str,
+    /// The action's value as written: the transcript and the reasons show it.
+    pub value: Value,
+    pub what: What,
+}
+
+/// What a browser step does.
+#[derive(Debug, Clone)]
+pub enum What {
+    /// A path under `base_url`.
+    Open(String),
+    /// The path the page must reach.
+    Url(String),
+    /// A key, as Chromium names it.
+    Press(String),
+    /// A file name in the check's artifact folder.
+    Screenshot(String),
+    Click(Handle),
+    Fill {
+        handle: Handle,
+        text: String,
+    },
+    Select {
+        handle: Handle,
+        option: String,
+    },
+    See {
+        handle: Handle,
+        contains: Option<String>,
+        count: Option<u64>,
+    },
+    Wait {
+        handle: Handle,
+        ms: Option<u64>,
+    },
+}
+
+/// Reads one browser step against its contract: its keys and their types. The error names the key.
+pub fn parse(action: &str, step: &Map<String, Value>) -> Result<BrowserStep, String> {
+    let Some((action, extra)) = STEPS.iter().find(|(a, _)| *a == action).copied() else {
+        return Err(format!("`{action}` is not a browser step"));
+    };
     if let Some(unknown) = step
         .keys()
         .find(|k| k.as_str() != action && !extra.contains(&k.as_str()))
@@ -115,37 +163,6 @@ pub fn validate(action: &str, step: &Map<String, Value>) -> Result<(), String> {
         ));
     }
     let value = &step[action];
-    match action {
-        "open" | "url" => {
-            let ok = value.as_str().is_some_and(|p| p.starts_with('/'));
-            if !ok {
-                return Err(format!("`{action}` is a path that starts with `/`"));
-            }
-        }
-        "press" => {
-            let key = value.as_str().unwrap_or_default();
-            if chromiumoxide::keys::get_key_definition(key).is_none() {
-                return Err(format!(
-                    "`press` names a key such as `Enter`, `Tab`, `Escape` or `a`; `{key}` is not one"
-                ));
-            }
-        }
-        "screenshot" => {
-            let name = value.as_str().unwrap_or_default();
-            let plain = !name.starts_with('.')
-                && name.len() > 4
-                && name.ends_with(".png")
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
-            if !plain {
-                return Err(format!(
-                    "`screenshot` is a file name ending in `.png` (letters, digits, `.`, `-`, `_`); `{name}` is not"
-                ));
-            }
-        }
-        _ => handle(value).map(|_| ())?,
-    }
     for (key, check) in [
         ("text", Value::is_string as fn(&Value) -> bool),
         ("option", Value::is_string),
@@ -162,13 +179,72 @@ pub fn validate(action: &str, step: &Map<String, Value>) -> Result<(), String> {
             return Err(format!("`{key}` is {what}"));
         }
     }
-    if action == "fill" && !step.contains_key("text") {
-        return Err("`fill` needs `text`".to_string());
-    }
-    if action == "select" && !step.contains_key("option") {
-        return Err("`select` needs `option`".to_string());
-    }
-    Ok(())
+    let text = |key: &str| step.get(key).and_then(Value::as_str).map(str::to_string);
+    let number = |key: &str| step.get(key).and_then(Value::as_u64);
+    let what = match action {
+        "open" | "url" => {
+            let Some(path) = value.as_str().filter(|p| p.starts_with('/')) else {
+                return Err(format!("`{action}` is a path that starts with `/`"));
+            };
+            if action == "open" {
+                What::Open(path.to_string())
+            } else {
+                What::Url(path.to_string())
+            }
+        }
+        "press" => {
+            let key = value.as_str().unwrap_or_default();
+            if chromiumoxide::keys::get_key_definition(key).is_none() {
+                return Err(format!(
+                    "`press` names a key such as `Enter`, `Tab`, `Escape` or `a`; `{key}` is not one"
+                ));
+            }
+            What::Press(key.to_string())
+        }
+        "screenshot" => {
+            let name = value.as_str().unwrap_or_default();
+            let plain = !name.starts_with('.')
+                && name.len() > 4
+                && name.ends_with(".png")
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+            if !plain {
+                return Err(format!(
+                    "`screenshot` is a file name ending in `.png` (letters, digits, `.`, `-`, `_`); `{name}` is not"
+                ));
+            }
+            What::Screenshot(name.to_string())
+        }
+        _ => {
+            let handle = handle(value)?;
+            match action {
+                "click" => What::Click(handle),
+                "fill" => What::Fill {
+                    handle,
+                    text: text("text").ok_or("`fill` needs `text`")?,
+                },
+                "select" => What::Select {
+                    handle,
+                    option: text("option").ok_or("`select` needs `option`")?,
+                },
+                "see" => What::See {
+                    handle,
+                    contains: text("contains"),
+                    count: number("count"),
+                },
+                _ => What::Wait {
+                    handle,
+                    ms: number("ms"),
+                },
+            }
+        }
+    };
+    Ok(BrowserStep {
+        action,
+        value: value.clone(),
+        what,
+    })
 }
 
 /// A handle: how a step names one element.
@@ -378,12 +454,7 @@ impl Session {
     }
 
     /// Runs one browser step; what it did, for the transcript.
-    pub fn step(
-        &mut self,
-        action: &str,
-        step: &Map<String, Value>,
-        out: &Path,
-    ) -> StepResult<Value> {
+    pub fn step(&mut self, step: &BrowserStep, out: &Path) -> StepResult<Value> {
         let page = self.page.clone();
         let base_url = self.base_url.clone();
         self.runtime.block_on(async move {
@@ -391,7 +462,7 @@ impl Session {
                 page: &page,
                 base_url: &base_url,
             };
-            steps.run(action, step, out).await
+            steps.run(&step.what, out).await
         })
     }
 
@@ -407,7 +478,7 @@ impl Session {
                 )
                 .await
                 .map_err(|e| e.to_string())?;
-            crate::floors::behaviour::write_atomic(path, &png).map_err(|e| e.to_string())
+            crate::safe_fs::write_atomic(path, &png).map_err(|e| e.to_string())
         })
     }
 
@@ -436,14 +507,9 @@ struct Steps<'a> {
 }
 
 impl Steps<'_> {
-    async fn run(&self, action: &str, step: &Map<String, Value>, out: &Path) -> StepResult<Value> {
-        let limit = step
-            .get("ms")
-            .and_then(Value::as_u64)
-            .map_or(STEP_WAIT, Duration::from_millis);
-        match action {
-            "open" => {
-                let path = step[action].as_str().unwrap_or("/");
+    async fn run(&self, what: &What, out: &Path) -> StepResult<Value> {
+        match what {
+            What::Open(path) => {
                 let url = format!("{}{path}", self.base_url);
                 self.page
                     .goto(url.as_str())
@@ -451,12 +517,12 @@ impl Steps<'_> {
                     .map_err(|e| StepError(format!("the page `{url}` did not open: {e}")))?;
                 Ok(json!({"url": url}))
             }
-            "url" => {
-                let want = step[action].as_str().unwrap_or("/");
+            What::Url(want) => {
+                let limit = STEP_WAIT;
                 let deadline = Instant::now() + limit;
                 loop {
                     let now = self.path().await;
-                    if now == want {
+                    if now == *want {
                         return Ok(json!({"path": now}));
                     }
                     if Instant::now() >= deadline {
@@ -468,14 +534,12 @@ impl Steps<'_> {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
-            "press" => {
-                let key = step[action].as_str().unwrap_or_default();
+            What::Press(key) => {
                 self.press(key).await?;
                 self.settle().await;
                 Ok(json!({"key": key}))
             }
-            "screenshot" => {
-                let name = step[action].as_str().unwrap_or("screenshot.png");
+            What::Screenshot(name) => {
                 let png = self
                     .page
                     .screenshot(
@@ -485,48 +549,31 @@ impl Steps<'_> {
                     )
                     .await
                     .map_err(err("the screenshot failed"))?;
-                crate::floors::behaviour::write_atomic(&out.join(name), &png)
+                crate::safe_fs::write_atomic(&out.join(name), &png)
                     .map_err(err("the screenshot could not be written"))?;
                 Ok(json!({"screenshot": name, "bytes": png.len()}))
             }
-            _ => {
-                let handle = handle(&step[action]).map_err(StepError)?;
-                self.element_step(action, &handle, step, limit).await
+            What::See {
+                handle,
+                contains,
+                count: Some(count),
+            } => {
+                self.see_count(handle, *count, contains.as_deref(), STEP_WAIT)
+                    .await
             }
-        }
-    }
-
-    async fn element_step(
-        &self,
-        action: &str,
-        handle: &Handle,
-        step: &Map<String, Value>,
-        limit: Duration,
-    ) -> StepResult<Value> {
-        if action == "see" {
-            if let Some(count) = step.get("count").and_then(Value::as_u64) {
-                return self
-                    .see_count(handle, count, step.get("contains"), limit)
-                    .await;
-            }
-        }
-        let node = self.one_visible(handle, limit).await?;
-        match action {
-            "click" => {
+            What::Click(handle) => {
+                let node = self.one_visible(handle, STEP_WAIT).await?;
                 self.click(node, handle).await?;
                 self.settle().await;
                 Ok(json!({}))
             }
-            "fill" => {
-                let text = step.get("text").and_then(Value::as_str).unwrap_or_default();
+            What::Fill { handle, text } => {
+                let node = self.one_visible(handle, STEP_WAIT).await?;
                 self.fill(node, text).await?;
                 Ok(json!({"text": text}))
             }
-            "select" => {
-                let option = step
-                    .get("option")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+            What::Select { handle, option } => {
+                let node = self.one_visible(handle, STEP_WAIT).await?;
                 let result = self
                     .call(node, SELECT, vec![json!(option)])
                     .await
@@ -548,38 +595,56 @@ impl Steps<'_> {
                 }
                 Ok(json!({"option": option}))
             }
-            "see" | "wait" => {
-                if let Some(want) = step.get("contains").and_then(Value::as_str) {
-                    let deadline = Instant::now() + limit;
-                    loop {
-                        let text = self.text(node).await;
-                        if text.contains(want) {
-                            return Ok(json!({"text": clip(&text)}));
-                        }
-                        if Instant::now() >= deadline {
-                            return Err(StepError(format!(
-                                "the {handle} does not contain `{want}` after {}; its text is {:?}",
-                                seconds(limit),
-                                clip(&text)
-                            )));
-                        }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-                Ok(json!({"visible": true}))
+            What::See {
+                handle,
+                contains,
+                count: None,
+            } => {
+                self.visible_with(handle, contains.as_deref(), STEP_WAIT)
+                    .await
             }
-            _ => Err(StepError(format!("`{action}` is not a browser step"))),
+            What::Wait { handle, ms } => {
+                let limit = ms.map_or(STEP_WAIT, Duration::from_millis);
+                self.visible_with(handle, None, limit).await
+            }
         }
+    }
+
+    /// Waits for the one visible element `handle` names and, with `contains`, for that text in it.
+    async fn visible_with(
+        &self,
+        handle: &Handle,
+        contains: Option<&str>,
+        limit: Duration,
+    ) -> StepResult<Value> {
+        let node = self.one_visible(handle, limit).await?;
+        if let Some(want) = contains {
+            let deadline = Instant::now() + limit;
+            loop {
+                let text = self.text(node).await;
+                if text.contains(want) {
+                    return Ok(json!({"text": clip(&text)}));
+                }
+                if Instant::now() >= deadline {
+                    return Err(StepError(format!(
+                        "the {handle} does not contain `{want}` after {}; its text is {:?}",
+                        seconds(limit),
+                        clip(&text)
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(json!({"visible": true}))
     }
 
     async fn see_count(
         &self,
         handle: &Handle,
         count: u64,
-        contains: Option<&Value>,
+        want: Option<&str>,
         limit: Duration,
     ) -> StepResult<Value> {
-        let want = contains.and_then(Value::as_str);
         let deadline = Instant::now() + limit;
         loop {
             let mut seen = 0u64;
@@ -989,6 +1054,7 @@ mod tests {
 
     #[test]
     fn browser_steps_are_checked_key_by_key() {
+        let validate = |action: &str, step: &Map<String, Value>| parse(action, step).map(drop);
         assert!(validate("open", &step(json!({"open": "/"}))).is_ok());
         assert!(validate("fill", &step(json!({"fill": {"label": "Q"}, "text": "x"}))).is_ok());
         assert!(validate("see", &step(json!({"see": {"test": "a"}, "count": 2}))).is_ok());

@@ -1,0 +1,609 @@
+//! The test runners: one module per stack ([`cargo`], [`go`]) behind one small trait, [`Runner`], and
+//! one registration in [`RUNNERS`]. Everything that differs between stacks lives here: which marker file
+//! claims a package folder (and before which other), how the `<rest>` of a test id is read, how the
+//! dependencies are fetched, how a run of named tests — or a package's whole suite — is made and read,
+//! which files of a diff are test files (red-on-base puts those on the base), and which tool the
+//! preflight needs.
+//!
+//! A runner never starts a process itself: it is handed a [`Launcher`]. The tests floor gives it the
+//! sandbox (the slot uid, offline, limits); the step runner, which already runs inside a check's sandbox
+//! as the slot uid, a plain child with the check's environment. So a test named in an evidence map and
+//! the same test named in a `test` step are run and read by the same code.
+//!
+//! `runners` is a stage of its own: `floors` and `steps` import it, it imports neither (nor `commands`).
+
+pub(crate) mod cargo;
+pub(crate) mod go;
+mod id;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::sandbox::preflight::Tool;
+use crate::sandbox::toolchain::{Toolchains, package_dir, shown_dir};
+use crate::sandbox::{FetchPlan, said};
+
+pub use id::TestId;
+
+/// Every runner, in the order their markers claim a folder: a folder with a `Cargo.toml` is cargo's even
+/// inside a Go module.
+pub static RUNNERS: [&dyn Runner; 2] = [&cargo::Cargo, &go::Go];
+
+/// One stack's way of building, naming, fetching and running tests.
+pub trait Runner: Sync {
+    /// The runner's name, as the transcript and reasons say it: `cargo`, `go`.
+    fn name(&self) -> &'static str;
+
+    /// The stack as prose names it: `cargo`, `Go`.
+    fn title(&self) -> &'static str;
+
+    /// The file that claims a package folder for this runner.
+    fn marker(&self) -> Marker;
+
+    /// The tool the preflight must find for this runner's work.
+    fn tool(&self) -> Tool;
+
+    /// The toolchain the package asks for, as the variables its processes get (`RUSTUP_TOOLCHAIN`), or why
+    /// this machine cannot give it.
+    fn toolchain(
+        &self,
+        toolchains: &Toolchains,
+        root: &Path,
+        package: &Package,
+    ) -> Result<Vec<(String, OsString)>, String>;
+
+    /// Whether this runner can read a test id's `<rest>` in this package: a contract error (exit 2) before
+    /// anything runs.
+    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String>;
+
+    /// How the package's dependencies are fetched, once per run, with the network; `None` when there is
+    /// nothing to fetch.
+    fn fetch(
+        &self,
+        toolchains: &Toolchains,
+        root: &Path,
+        package: &Package,
+    ) -> Result<Option<FetchPlan>, String>;
+
+    /// Runs exactly these tests of the package (ids of this package), each once, and reads every result.
+    fn run_named(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult>;
+
+    /// Runs the package's whole suite once and reads every test's result, keyed by the id that names it;
+    /// `instrumented` asks for coverage data too (not built yet: an error says so).
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the coverage floor runs whole suites; until it lands only the runners' tests do"
+        )
+    )]
+    fn run_suite(
+        &self,
+        run: &Run,
+        package: &Package,
+        instrumented: bool,
+    ) -> Result<BTreeMap<TestId, TestResult>, String>;
+
+    /// Whether a repository path holds tests only, so that copying it onto the base cannot bring a fix
+    /// along.
+    fn is_test_file(&self, path: &str) -> bool;
+}
+
+/// The file that claims a folder: in the folder itself, or (`above`) in it or the nearest folder above it
+/// inside the tree, as a Go package sits inside its module.
+#[derive(Debug, Clone, Copy)]
+pub struct Marker {
+    pub file: &'static str,
+    pub above: bool,
+}
+
+/// A package folder and the runner whose marker claims it.
+#[derive(Clone, Copy)]
+pub struct Package<'a> {
+    pub runner: &'static dyn Runner,
+    /// The folder, normalised (`""` is the root).
+    pub dir: &'a str,
+    /// The folder of the marker: the package's own for cargo, the module's for a Go package.
+    pub home: &'a str,
+}
+
+/// A package found by [`package`], owning its folders.
+#[derive(Clone)]
+pub struct Found {
+    pub runner: &'static dyn Runner,
+    pub dir: String,
+    pub home: String,
+}
+
+impl Found {
+    pub fn package(&self) -> Package<'_> {
+        Package {
+            runner: self.runner,
+            dir: &self.dir,
+            home: &self.home,
+        }
+    }
+}
+
+impl std::fmt::Debug for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} package `{}`",
+            self.runner.name(),
+            shown_dir(&self.dir)
+        )
+    }
+}
+
+/// Which runner claims a package folder (any spelling [`package_dir`] takes) of `root`, by the markers of
+/// [`RUNNERS`] in order, looked at without following a link; `None` when none does.
+pub fn package(root: &Path, dir: &str) -> Option<Found> {
+    let dir = package_dir(dir).ok()?;
+    for runner in RUNNERS {
+        let marker = runner.marker();
+        let mut at = dir.clone();
+        loop {
+            if crate::safe_fs::is_regular(root, &join(&at, marker.file)) {
+                return Some(Found {
+                    runner,
+                    dir,
+                    home: at,
+                });
+            }
+            if !marker.above || at.is_empty() {
+                break;
+            }
+            at = at
+                .rsplit_once('/')
+                .map_or(String::new(), |(p, _)| p.to_string());
+        }
+    }
+    None
+}
+
+/// The packages of `dirs` (any spelling) that a runner claims, each with its runner's fetch plan — one
+/// per folder; a package with nothing to fetch is left out.
+pub fn fetch_packages(
+    toolchains: &Toolchains,
+    root: &Path,
+    dirs: impl IntoIterator<Item = String>,
+) -> Vec<crate::sandbox::FetchPackage> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut packages = Vec::new();
+    for dir in dirs {
+        let Some(found) = package(root, &dir) else {
+            continue;
+        };
+        if !seen.insert(found.dir.clone()) {
+            continue;
+        }
+        let plan = match found.runner.fetch(toolchains, root, &found.package()) {
+            Ok(None) => continue,
+            Ok(Some(plan)) => Ok(plan),
+            Err(why) => Err(why),
+        };
+        packages.push(crate::sandbox::FetchPackage {
+            tool: found.runner.tool(),
+            dir: found.dir,
+            plan,
+        });
+    }
+    packages
+}
+
+/// What no runner claims, in words: the markers there are.
+pub fn unclaimed(dir: &str) -> String {
+    let markers: Vec<String> = RUNNERS
+        .iter()
+        .map(|r| {
+            let m = r.marker();
+            if m.above {
+                format!("a {} at or above it ({})", m.file, r.title())
+            } else {
+                format!("{} ({})", m.file, r.title())
+            }
+        })
+        .collect();
+    format!(
+        "`{}` holds neither {}",
+        shown_dir(dir),
+        markers.join(" nor ")
+    )
+}
+
+/// Whether any runner calls a repository path a test file.
+pub fn is_test_file(path: &str) -> bool {
+    RUNNERS.iter().any(|r| r.is_test_file(path))
+}
+
+/// What happened to one test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Failed(String),
+    NotBuilt(String),
+    NotFound(String),
+    NotRun(String),
+    /// The machine cannot run it: the checkout asks for a toolchain this image lacks, say.
+    Blocked(String),
+    /// More than one test target of the package holds it: the id must say which (a contract error).
+    Ambiguous(String),
+}
+
+impl Outcome {
+    /// The word `reports/red-on-base.json` and the step runner's transcript use.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed(_) => "failed",
+            Outcome::NotBuilt(_) => "not-built",
+            Outcome::NotFound(_) | Outcome::Ambiguous(_) => "not-found",
+            Outcome::NotRun(_) | Outcome::Blocked(_) => "not-run",
+        }
+    }
+
+    /// The outcome as a reason says it: `failed`, `did not build`, `was not found` …
+    pub fn words(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed(_) => "failed",
+            Outcome::NotBuilt(_) => "did not build",
+            Outcome::NotFound(_) => "was not found",
+            Outcome::Ambiguous(_) => "is ambiguous",
+            Outcome::NotRun(_) => "did not run",
+            Outcome::Blocked(_) => "cannot run here",
+        }
+    }
+
+    pub fn detail(&self) -> &str {
+        match self {
+            Outcome::Passed => "",
+            Outcome::Failed(d)
+            | Outcome::NotBuilt(d)
+            | Outcome::NotFound(d)
+            | Outcome::NotRun(d)
+            | Outcome::Blocked(d)
+            | Outcome::Ambiguous(d) => d,
+        }
+    }
+}
+
+/// A test's result and its own events, timing removed, one JSON object per line.
+#[derive(Debug, Clone)]
+pub struct TestResult {
+    pub outcome: Outcome,
+    pub events: Vec<String>,
+    /// The `<rest>` that names this very test where the run found it (a cargo id qualified with the one
+    /// target that held it), when the id was less precise: red-on-base runs that test on the base, never
+    /// another target's of the same path.
+    pub pinned: Option<String>,
+}
+
+impl TestResult {
+    pub fn of(outcome: Outcome) -> TestResult {
+        TestResult {
+            outcome,
+            events: Vec::new(),
+            pinned: None,
+        }
+    }
+}
+
+/// One process a runner asks for.
+pub struct Job {
+    /// What it is, for the log's heartbeat: `building the tests of `x``.
+    pub what: String,
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// Variables for this process, beside the launcher's own.
+    pub env: Vec<(String, OsString)>,
+    pub timeout: Duration,
+}
+
+/// How a launched process ended.
+#[derive(Debug)]
+pub struct Ran {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// What starts a runner's processes: the sandbox, or a plain child inside a check's sandbox. `Err` is why
+/// the process gave no result that can be trusted (it could not start, it went over a limit, a process
+/// of it survived the kill).
+pub trait Launcher {
+    fn launch(&self, job: Job) -> Result<Ran, String>;
+}
+
+/// A run of tests in one tree.
+pub struct Run<'a> {
+    /// The checkout the tests run in (the repository, or red-on-base's copy of the base).
+    pub root: &'a Path,
+    pub launcher: &'a dyn Launcher,
+    /// How long one test executable (or `go test`) may run; builds get at least 600 s.
+    pub timeout: Duration,
+    /// Variables every process of the run gets (the toolchain, a build cache of its own).
+    pub env: Vec<(String, OsString)>,
+}
+
+/// How a process ended, for a reason: `… exited with status 101: <its stderr's first lines>`.
+pub(crate) fn exited(what: &str, ran: &Ran, root: &Path) -> String {
+    let status = match (ran.timed_out, ran.code, ran.signal) {
+        (true, _, _) => "ran past its time limit".to_string(),
+        (_, Some(code), _) => format!("exited with status {code}"),
+        (_, None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "ended".to_string(),
+    };
+    let said = said(&ran.stderr, root);
+    if said.is_empty() {
+        format!("{what} {status}")
+    } else {
+        format!("{what} {status}: {said}")
+    }
+}
+
+/// Each id read by its runner's grammar (checked before the run in the gate; here for any other caller):
+/// the ones it reads, and a `not-found` result for each it cannot.
+pub(crate) fn read_ids<'a, T>(
+    tests: &[&'a TestId],
+    parse: fn(&str) -> Result<T, String>,
+) -> (Vec<(&'a TestId, T)>, BTreeMap<TestId, TestResult>) {
+    let mut wanted = Vec::new();
+    let mut refused = BTreeMap::new();
+    for test in tests {
+        match parse(&test.rest) {
+            Ok(spec) => wanted.push((*test, spec)),
+            Err(why) => {
+                refused.insert((*test).clone(), TestResult::of(Outcome::NotFound(why)));
+            }
+        }
+    }
+    (wanted, refused)
+}
+
+/// The same outcome for every test.
+pub fn all(tests: &[&TestId], outcome: Outcome) -> BTreeMap<TestId, TestResult> {
+    tests
+        .iter()
+        .map(|t| ((*t).clone(), TestResult::of(outcome.clone())))
+        .collect()
+}
+
+/// `a` joined with `b` as a repository path (`""` is the root).
+pub(crate) fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_marker_in_order_claims_a_folder() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(dir.path().join("go.mod"), "module m\n").expect("go.mod");
+        std::fs::create_dir_all(dir.path().join("tool/sub")).expect("dirs");
+        std::fs::write(
+            dir.path().join("tool/Cargo.toml"),
+            "[package]\nname = \"t\"\n",
+        )
+        .expect("Cargo.toml");
+        let found = |d: &str| package(dir.path(), d).map(|p| (p.runner.name(), p.home));
+        assert_eq!(found("./tool/"), Some(("cargo", "tool".to_string())));
+        assert_eq!(found("tool/sub"), Some(("go", String::new())));
+        assert_eq!(found("."), Some(("go", String::new())));
+        assert!(package(dir.path(), "../x").is_none());
+        assert_eq!(
+            unclaimed(""),
+            "`.` holds neither Cargo.toml (cargo) nor a go.mod at or above it (Go)"
+        );
+    }
+
+    /// A plain child, as the step runner launches.
+    struct Plain;
+
+    impl Launcher for Plain {
+        fn launch(&self, job: Job) -> Result<Ran, String> {
+            let out = std::process::Command::new(&job.argv[0])
+                .args(&job.argv[1..])
+                .current_dir(&job.cwd)
+                .envs(job.env.iter().map(|(k, v)| (k, v)))
+                .output()
+                .map_err(|e| e.to_string())?;
+            use std::os::unix::process::ExitStatusExt;
+            Ok(Ran {
+                code: out.status.code(),
+                signal: out.status.signal(),
+                timed_out: false,
+                stdout: out.stdout,
+                stderr: out.stderr,
+            })
+        }
+    }
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("dir");
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        dir
+    }
+
+    fn ids(package: &str, rests: &[&str]) -> Vec<TestId> {
+        rests
+            .iter()
+            .map(|r| TestId {
+                package: package.to_string(),
+                rest: (*r).to_string(),
+            })
+            .collect()
+    }
+
+    /// The cargo runner reads named tests and whole suites alike, with a plain launcher: the same code
+    /// the tests floor runs in the sandbox and a `test` step runs in a check.
+    #[test]
+    fn cargo_runs_named_tests_and_whole_suites() {
+        let dir = tree(&[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+            ),
+            (
+                "src/lib.rs",
+                "#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(2 + 2, 4); }\n    #[test]\n    fn breaks() { assert_eq!(1, 2, \"one is not two\"); }\n}\n",
+            ),
+        ]);
+        let found = package(dir.path(), ".").expect("cargo");
+        let run = Run {
+            root: dir.path(),
+            launcher: &Plain,
+            timeout: Duration::from_secs(300),
+            env: vec![("CARGO_TARGET_DIR".into(), dir.path().join("target").into())],
+        };
+        let wanted = ids(
+            "",
+            &[
+                "tests::adds",
+                "tests::breaks",
+                "adds",
+                "calc(lib)/tests::adds",
+            ],
+        );
+        let refs: Vec<&TestId> = wanted.iter().collect();
+        let results = found.runner.run_named(&run, &found.package(), &refs);
+        let outcome = |i: usize| &results[&wanted[i]].outcome;
+        assert_eq!(*outcome(0), Outcome::Passed);
+        assert!(
+            matches!(outcome(1), Outcome::Failed(d) if d.contains("panicked")),
+            "{:?}",
+            outcome(1)
+        );
+        assert!(
+            matches!(outcome(2), Outcome::NotFound(d) if d.contains("`tests::adds`")),
+            "{:?}",
+            outcome(2)
+        );
+        assert_eq!(*outcome(3), Outcome::Passed);
+        // An id without a target names, on the base, the target that held it.
+        assert_eq!(
+            results[&wanted[0]].pinned.as_deref(),
+            Some("calc(lib)/tests::adds")
+        );
+        assert_eq!(results[&wanted[3]].pinned, None);
+        let suite = found
+            .runner
+            .run_suite(&run, &found.package(), false)
+            .expect("suite");
+        let words: Vec<(String, &str)> = suite
+            .iter()
+            .map(|(id, r)| (id.to_string(), r.outcome.word()))
+            .collect();
+        assert_eq!(
+            words,
+            [
+                (".:calc(lib)/tests::adds".to_string(), "passed"),
+                (".:calc(lib)/tests::breaks".to_string(), "failed")
+            ]
+        );
+        let instrumented = found.runner.run_suite(&run, &found.package(), true);
+        assert!(instrumented.is_err_and(|e| e.contains("not built yet")));
+    }
+
+    #[test]
+    fn go_runs_named_tests_and_whole_suites() {
+        if std::process::Command::new("go")
+            .arg("version")
+            .output()
+            .is_err()
+        {
+            panic!("go is not installed: scripts/test installs golang-go");
+        }
+        let dir = tree(&[
+            ("go.mod", "module example.com/m\n\ngo 1.19\n"),
+            (
+                "pkg/calc_test.go",
+                "package pkg\n\nimport \"testing\"\n\nfunc TestAdds(t *testing.T) {\n\tt.Run(\"zero\", func(t *testing.T) {})\n}\n\nfunc TestBreaks(t *testing.T) { t.Fatal(\"one is not two\") }\n",
+            ),
+        ]);
+        let found = package(dir.path(), "pkg").expect("go");
+        let home = dir.path().join("home");
+        let run = Run {
+            root: dir.path(),
+            launcher: &Plain,
+            timeout: Duration::from_secs(300),
+            env: vec![
+                ("GOFLAGS".into(), "-mod=mod".into()),
+                ("GOCACHE".into(), home.join("cache").into()),
+                ("GOPATH".into(), home.join("path").into()),
+                ("GOTOOLCHAIN".into(), "local".into()),
+            ],
+        };
+        let wanted = ids("pkg", &["TestAdds/zero", "TestBreaks", "TestNone"]);
+        let refs: Vec<&TestId> = wanted.iter().collect();
+        let results = found.runner.run_named(&run, &found.package(), &refs);
+        let outcome = |i: usize| &results[&wanted[i]].outcome;
+        assert_eq!(*outcome(0), Outcome::Passed);
+        assert!(
+            matches!(outcome(1), Outcome::Failed(d) if d.contains("one is not two")),
+            "{:?}",
+            outcome(1)
+        );
+        assert!(
+            matches!(outcome(2), Outcome::NotFound(_)),
+            "{:?}",
+            outcome(2)
+        );
+        let suite = found
+            .runner
+            .run_suite(&run, &found.package(), false)
+            .expect("suite");
+        let words: Vec<(String, &str)> = suite
+            .iter()
+            .map(|(id, r)| (id.to_string(), r.outcome.word()))
+            .collect();
+        assert_eq!(
+            words,
+            [
+                ("pkg:TestAdds".to_string(), "passed"),
+                ("pkg:TestBreaks".to_string(), "failed")
+            ]
+        );
+    }
+
+    #[test]
+    fn test_files_are_the_runners_own() {
+        for yes in [
+            "pkg/x_test.go",
+            "pkg/testdata/in.txt",
+            "crates/a/tests/cli.rs",
+            "src/store/tests.rs",
+        ] {
+            assert!(is_test_file(yes), "{yes}");
+        }
+        for no in [
+            "src/lib.rs",
+            "main.go",
+            "tests.go",
+            "src/testing.rs",
+            "tests",
+        ] {
+            assert!(!is_test_file(no), "{no}");
+        }
+    }
+}

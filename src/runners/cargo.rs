@@ -1,0 +1,684 @@
+//! cargo: a folder with a `Cargo.toml` of its own. A test id's rest is `[<target>[(<kind>)]/]<test path>`
+//! (the path as libtest prints it); `cargo build --tests --keep-going --message-format=json` builds what
+//! it can and names each test executable, and each executable that may hold a wanted test runs with
+//! exactly those names, `--exact`, and libtest's JSON (`RUSTC_BOOTSTRAP=1` for the test binary only). A
+//! lib and a bin of one name are two targets: a test both hold is ambiguous until its id says which.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Job, Marker, Outcome, Package, Ran, Run, Runner, TestId, TestResult, exited, join};
+use crate::sandbox::FetchPlan;
+use crate::sandbox::preflight::Tool;
+use crate::sandbox::toolchain::{Toolchains, cargo_workspace, is_virtual_manifest, shown_dir};
+
+pub struct Cargo;
+
+impl Runner for Cargo {
+    fn name(&self) -> &'static str {
+        "cargo"
+    }
+
+    fn title(&self) -> &'static str {
+        "cargo"
+    }
+
+    fn marker(&self) -> Marker {
+        Marker {
+            file: "Cargo.toml",
+            above: false,
+        }
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::Cargo
+    }
+
+    fn toolchain(
+        &self,
+        toolchains: &Toolchains,
+        root: &Path,
+        package: &Package,
+    ) -> Result<Vec<(String, OsString)>, String> {
+        Ok(toolchains
+            .rust_for(root, package.dir)?
+            .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
+            .unwrap_or_default())
+    }
+
+    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String> {
+        CargoTest::parse(rest)?;
+        if is_virtual_manifest(root, package.dir) {
+            return Err(format!(
+                "`{}` is a virtual workspace manifest (no `[package]`), which has no tests of its own: name the member's folder (`crates/<member>:{rest}`)",
+                join(package.dir, "Cargo.toml")
+            ));
+        }
+        Ok(())
+    }
+
+    fn fetch(
+        &self,
+        toolchains: &Toolchains,
+        root: &Path,
+        package: &Package,
+    ) -> Result<Option<FetchPlan>, String> {
+        let workspace = cargo_workspace(root, package.dir);
+        let manifest = root.join(package.dir).join("Cargo.toml");
+        Ok(Some(FetchPlan {
+            unit: workspace.clone(),
+            argv: vec![
+                "cargo".into(),
+                "fetch".into(),
+                "--quiet".into(),
+                "--manifest-path".into(),
+                manifest.display().to_string(),
+            ],
+            cwd: None,
+            env: self.toolchain(toolchains, root, package)?,
+            lock: join(&workspace, "Cargo.lock"),
+            lends_lock: true,
+            offline_first: true,
+            without_committed_lock: None,
+        }))
+    }
+
+    fn run_named(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult> {
+        let (wanted, mut results) = super::read_ids(tests, CargoTest::parse);
+        if wanted.is_empty() {
+            return results;
+        }
+        let ids: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+        let built = match build(run, package) {
+            Ok(built) => built,
+            Err(outcome) => {
+                results.extend(super::all(&ids, outcome));
+                return results;
+            }
+        };
+        let shown = shown_dir(package.dir);
+        // Run every executable that may hold a wanted test, with exactly those names. A target whose
+        // executable gave no result at all is remembered with why: a test missing from it was not looked for.
+        let mut seen: BTreeMap<String, Vec<(Target, Vec<Value>)>> = BTreeMap::new();
+        let mut silent: BTreeMap<Target, String> = BTreeMap::new();
+        for (target, exe) in &built.executables {
+            let names: BTreeSet<&str> = wanted
+                .iter()
+                .filter(|(_, spec)| spec.wants(target))
+                .map(|(_, spec)| spec.path.as_str())
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            match run_executable(run, package, target, exe, Some(&names)) {
+                Ok(events) => {
+                    for (name, list) in events {
+                        seen.entry(name).or_default().push((target.clone(), list));
+                    }
+                }
+                Err(why) => {
+                    silent.insert(target.clone(), why);
+                }
+            }
+        }
+        for (test, spec) in &wanted {
+            let candidates: Vec<&(Target, Vec<Value>)> = seen
+                .get(&spec.path)
+                .map(|v| v.iter().filter(|(t, _)| spec.wants(t)).collect())
+                .unwrap_or_default();
+            let mut held_by = None;
+            let outcome_and_events = match candidates.as_slice() {
+                [] => {
+                    let runner_error = silent
+                        .iter()
+                        .find(|(t, _)| spec.wants(t))
+                        .map(|(_, why)| why.clone());
+                    let own_broken: Vec<(&Target, &String)> =
+                        built.broken.iter().filter(|(t, _)| spec.wants(t)).collect();
+                    let why = if spec.target.is_some() && !own_broken.is_empty() {
+                        Outcome::NotBuilt(describe_broken(own_broken.into_iter()))
+                    } else if let Some(error) = runner_error {
+                        Outcome::NotRun(format!("no result for `{}`: {error}", spec.path))
+                    } else if !built.broken.is_empty() {
+                        Outcome::NotBuilt(format!(
+                            "no test `{}` ran; {}",
+                            spec.path,
+                            describe_broken(built.broken.iter())
+                        ))
+                    } else if spec.target.is_some()
+                        && !built.executables.keys().any(|t| spec.wants(t))
+                    {
+                        Outcome::NotFound(format!(
+                            "`{shown}` has no test target `{}` (its targets: {})",
+                            spec.target
+                                .as_ref()
+                                .map(|(n, k)| k
+                                    .map_or_else(|| n.clone(), |k| format!("{n}({})", k.word())))
+                                .unwrap_or_default(),
+                            built
+                                .executables
+                                .keys()
+                                .map(Target::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    } else if spec.path.contains("::") {
+                        Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.path))
+                    } else {
+                        Outcome::NotFound(format!(
+                            "no test `{}` in `{shown}` (a test inside a module is named by its path, as `cargo test -- --list` prints it: `tests::{}`)",
+                            spec.path, spec.path
+                        ))
+                    };
+                    (why, Vec::new())
+                }
+                [(found, events)] => {
+                    // Another target the id may mean gave no result: it may hold the same test, so this
+                    // result cannot be said to be the id's.
+                    let unknown: Vec<String> = built
+                        .broken
+                        .keys()
+                        .chain(silent.keys())
+                        .filter(|t| *t != found && spec.wants(t))
+                        .map(|t| format!("`{t}`"))
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .collect();
+                    if unknown.is_empty() {
+                        held_by = Some(found.clone());
+                        (
+                            libtest_outcome(events),
+                            events.iter().map(Value::to_string).collect(),
+                        )
+                    } else {
+                        (
+                            Outcome::NotRun(format!(
+                                "`{}` ran in target `{found}`, but {} gave no result (did not build or run), so it may hold the test too: qualify the id as `{shown}:{found}/{}`",
+                                spec.path,
+                                unknown.join(", "),
+                                spec.path
+                            )),
+                            Vec::new(),
+                        )
+                    }
+                }
+                many => {
+                    let spellings: Vec<String> = many
+                        .iter()
+                        .map(|(t, _)| format!("`{shown}:{t}/{}`", spec.path))
+                        .collect();
+                    (
+                        Outcome::Ambiguous(format!(
+                            "`{test}` is a test of {} targets of `{shown}`: write {}",
+                            many.len(),
+                            spellings.join(" or ")
+                        )),
+                        Vec::new(),
+                    )
+                }
+            };
+            results.insert(
+                (*test).clone(),
+                TestResult {
+                    outcome: outcome_and_events.0,
+                    events: outcome_and_events.1,
+                    // An id without a target, or without its kind, runs on the base in the target that held it.
+                    pinned: held_by
+                        .filter(|_| spec.target.as_ref().is_none_or(|(_, kind)| kind.is_none()))
+                        .map(|t| format!("{t}/{}", spec.path)),
+                },
+            );
+        }
+        results
+    }
+
+    fn run_suite(
+        &self,
+        run: &Run,
+        package: &Package,
+        instrumented: bool,
+    ) -> Result<BTreeMap<TestId, TestResult>, String> {
+        if instrumented {
+            return Err(
+                "an instrumented run of a cargo suite is not built yet (it comes with the coverage floor)"
+                    .to_string(),
+            );
+        }
+        let built = build(run, package).map_err(|o| o.detail().to_string())?;
+        if !built.broken.is_empty() {
+            return Err(describe_broken(built.broken.iter()));
+        }
+        let mut results = BTreeMap::new();
+        for (target, exe) in &built.executables {
+            let events = run_executable(run, package, target, exe, None)?;
+            for (name, list) in events {
+                let id = TestId {
+                    package: package.dir.to_string(),
+                    rest: format!("{target}/{name}"),
+                };
+                results.insert(
+                    id,
+                    TestResult {
+                        outcome: libtest_outcome(&list),
+                        events: list.iter().map(Value::to_string).collect(),
+                        pinned: None,
+                    },
+                );
+            }
+        }
+        Ok(results)
+    }
+
+    /// Files under a `tests/` folder, and `tests.rs` modules.
+    fn is_test_file(&self, path: &str) -> bool {
+        let parts: Vec<&str> = path.split('/').collect();
+        let (name, dirs) = parts.split_last().unwrap_or((&"", &[]));
+        *name == "tests.rs" || dirs.contains(&"tests")
+    }
+}
+
+/// What `cargo build --tests` made of a package: its test executables by target (name and kind: a lib
+/// and a bin of one name are two targets), and the targets that failed with their first error.
+struct Built {
+    executables: BTreeMap<Target, PathBuf>,
+    broken: BTreeMap<Target, String>,
+}
+
+fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
+    let shown = shown_dir(package.dir);
+    let dir = run.root.join(package.dir);
+    let manifest = dir.join("Cargo.toml").display().to_string();
+    let argv = [
+        "cargo",
+        "build",
+        "--tests",
+        "--keep-going",
+        "--message-format=json",
+        "--quiet",
+        "--manifest-path",
+        &manifest,
+    ]
+    .map(String::from)
+    .to_vec();
+    let built = run
+        .launcher
+        .launch(Job {
+            what: format!("building the tests of `{shown}` (cargo build --tests)"),
+            argv,
+            cwd: run.root.to_path_buf(),
+            env: run.env.clone(),
+            timeout: run.timeout.max(Duration::from_secs(600)),
+        })
+        .map_err(Outcome::NotRun)?;
+    let mut executables: BTreeMap<Target, PathBuf> = BTreeMap::new();
+    let mut broken: BTreeMap<Target, String> = BTreeMap::new();
+    let package_root = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+    for line in String::from_utf8_lossy(&built.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let manifest_of = message
+            .get("manifest_path")
+            .and_then(Value::as_str)
+            .map(PathBuf::from);
+        if manifest_of
+            .as_ref()
+            .and_then(|m| m.parent())
+            .and_then(|p| p.canonicalize().ok())
+            != Some(package_root.clone())
+        {
+            continue;
+        }
+        let kinds: Vec<&str> = message
+            .pointer("/target/kind")
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(kind) = TargetKind::of_cargo(&kinds) else {
+            continue;
+        };
+        let target = Target {
+            name: message
+                .pointer("/target/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            kind,
+        };
+        match message.get("reason").and_then(Value::as_str) {
+            Some("compiler-artifact")
+                if message.pointer("/profile/test") == Some(&Value::Bool(true)) =>
+            {
+                if let Some(exe) = message.get("executable").and_then(Value::as_str) {
+                    executables.insert(target, PathBuf::from(exe));
+                }
+            }
+            Some("compiler-message")
+                if message.pointer("/message/level").and_then(Value::as_str) == Some("error") =>
+            {
+                let rendered = message
+                    .pointer("/message/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("a compile error");
+                broken.entry(target).or_insert_with(|| rendered.to_string());
+            }
+            _ => {}
+        }
+    }
+    if executables.is_empty() {
+        let why = if broken.is_empty() {
+            exited("`cargo build --tests`", &built, run.root)
+        } else {
+            describe_broken(broken.iter())
+        };
+        return Err(Outcome::NotBuilt(why));
+    }
+    Ok(Built {
+        executables,
+        broken,
+    })
+}
+
+/// Runs one test executable — with exactly `names`, or whole — and returns each test's own events,
+/// timing removed; `Err` when it gave no result (it crashed, ran out of time, could not start).
+fn run_executable(
+    run: &Run,
+    package: &Package,
+    target: &Target,
+    exe: &Path,
+    names: Option<&BTreeSet<&str>>,
+) -> Result<BTreeMap<String, Vec<Value>>, String> {
+    let shown = shown_dir(package.dir);
+    let mut argv = vec![exe.display().to_string()];
+    if let Some(names) = names {
+        argv.extend(names.iter().map(|n| n.to_string()));
+        argv.push("--exact".into());
+    }
+    argv.extend(
+        [
+            "-Z",
+            "unstable-options",
+            "--format",
+            "json",
+            "--test-threads",
+            "1",
+        ]
+        .map(String::from),
+    );
+    let mut env = run.env.clone();
+    env.push(("RUSTC_BOOTSTRAP".to_string(), "1".into()));
+    let ran: Ran = run.launcher.launch(Job {
+        what: format!("running the tests of `{shown}`, target `{target}`"),
+        argv,
+        cwd: run.root.join(package.dir),
+        env,
+        timeout: run.timeout,
+    })?;
+    let finished = String::from_utf8_lossy(&ran.stdout).lines().any(|line| {
+        serde_json::from_str::<Value>(line).is_ok_and(|e| {
+            e.get("type").and_then(Value::as_str) == Some("suite")
+                && matches!(
+                    e.get("event").and_then(Value::as_str),
+                    Some("ok" | "failed")
+                )
+        })
+    });
+    if !finished {
+        return Err(exited(
+            &format!("the test executable of target `{target}`"),
+            &ran,
+            run.root,
+        ));
+    }
+    let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&ran.stdout).lines() {
+        let Ok(mut event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if event.get("type").and_then(Value::as_str) != Some("test") {
+            continue;
+        }
+        let Some(name) = event
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        if let Some(object) = event.as_object_mut() {
+            object.shift_remove("exec_time");
+        }
+        events.entry(name).or_default().push(event);
+    }
+    Ok(events)
+}
+
+fn describe_broken<'a>(broken: impl Iterator<Item = (&'a Target, &'a String)>) -> String {
+    let parts: Vec<String> = broken
+        .map(|(t, e)| format!("target `{t}` did not build: {e}"))
+        .collect();
+    parts.join("; ")
+}
+
+fn libtest_outcome(events: &[Value]) -> Outcome {
+    let last = events
+        .iter()
+        .rev()
+        .find_map(|e| e.get("event").and_then(Value::as_str));
+    match last {
+        Some("ok") => Outcome::Passed,
+        Some("failed") => {
+            let stdout = events
+                .iter()
+                .rev()
+                .find_map(|e| e.get("stdout").and_then(Value::as_str))
+                .unwrap_or("");
+            let first = stdout
+                .lines()
+                .find(|l| l.contains("panicked") || l.contains("assert"))
+                .unwrap_or("the test failed");
+            Outcome::Failed(without_thread_id(first.trim()))
+        }
+        Some("ignored") => Outcome::NotRun("the test is ignored".to_string()),
+        _ => Outcome::NotRun(
+            "the test started but gave no result (a crash or a timeout)".to_string(),
+        ),
+    }
+}
+
+/// `thread 'x' (31005) panicked at …` → `thread 'x' panicked at …`: the thread id changes from run to run,
+/// and reports must not.
+fn without_thread_id(line: &str) -> String {
+    match (line.find("' ("), line.find(") panicked")) {
+        (Some(open), Some(close))
+            if open < close && line[open + 3..close].chars().all(|c| c.is_ascii_digit()) =>
+        {
+            format!("{}'{}", &line[..open], &line[close + 1..])
+        }
+        _ => line.to_string(),
+    }
+}
+
+/// The kind of a cargo target, as a test id qualifies it: `lib(lib)`, `notes(bin)`, `cli(test)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TargetKind {
+    Lib,
+    Bin,
+    Test,
+    Example,
+    Bench,
+}
+
+impl TargetKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            TargetKind::Lib => "lib",
+            TargetKind::Bin => "bin",
+            TargetKind::Test => "test",
+            TargetKind::Example => "example",
+            TargetKind::Bench => "bench",
+        }
+    }
+
+    fn from_word(word: &str) -> Option<TargetKind> {
+        [
+            TargetKind::Lib,
+            TargetKind::Bin,
+            TargetKind::Test,
+            TargetKind::Example,
+            TargetKind::Bench,
+        ]
+        .into_iter()
+        .find(|k| k.word() == word)
+    }
+
+    /// The kind of a target in cargo's JSON messages (`target.kind`: `["lib"]`, `["rlib", "cdylib"]`,
+    /// `["proc-macro"]`, `["bin"]`, `["test"]` …); `None` for a build script.
+    pub fn of_cargo(kinds: &[&str]) -> Option<TargetKind> {
+        let first = kinds.first()?;
+        match *first {
+            "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro" => {
+                Some(TargetKind::Lib)
+            }
+            other => TargetKind::from_word(other),
+        }
+    }
+}
+
+/// A cargo target by name and kind.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Target {
+    pub name: String,
+    pub kind: TargetKind,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({})", self.name, self.kind.word())
+    }
+}
+
+/// A cargo test id's rest: `[<target>[(<kind>)]/]<test path>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CargoTest {
+    pub target: Option<(String, Option<TargetKind>)>,
+    pub path: String,
+}
+
+impl CargoTest {
+    pub fn parse(rest: &str) -> Result<CargoTest, String> {
+        // libtest names a doc test `src/lib.rs - foo (line 12)`.
+        if rest.contains(" - ") && rest.ends_with(')') && rest.contains("(line ") {
+            return Err(
+                "doc tests are not evidence: move the example into a `#[test]`".to_string(),
+            );
+        }
+        let Some((prefix, path)) = rest.split_once('/') else {
+            return CargoTest::path_only(rest);
+        };
+        let grammar =
+            "is not `[<target>[(<kind>)]/]<test path>` (kinds: lib, bin, test, example, bench)";
+        let (name, kind) = match prefix.split_once('(') {
+            Some((name, kind)) => {
+                let kind = kind
+                    .strip_suffix(')')
+                    .and_then(TargetKind::from_word)
+                    .ok_or_else(|| format!("`{rest}` {grammar}"))?;
+                (name, Some(kind))
+            }
+            None => (prefix, None),
+        };
+        let target_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !target_name {
+            return Err(format!("`{rest}` {grammar}"));
+        }
+        let mut test = CargoTest::path_only(path).map_err(|_| format!("`{rest}` {grammar}"))?;
+        test.target = Some((name.to_string(), kind));
+        Ok(test)
+    }
+
+    fn path_only(path: &str) -> Result<CargoTest, String> {
+        // A leading `-` would reach libtest as one of its options (`--include-ignored`).
+        if path.is_empty()
+            || path.starts_with('-')
+            || path.contains('/')
+            || path.chars().any(char::is_whitespace)
+        {
+            return Err(format!(
+                "`{path}` is not a test path as libtest prints it (`tests::name`)"
+            ));
+        }
+        Ok(CargoTest {
+            target: None,
+            path: path.to_string(),
+        })
+    }
+
+    /// Whether a target is one this id may mean.
+    pub fn wants(&self, target: &Target) -> bool {
+        match &self.target {
+            None => true,
+            Some((name, kind)) => *name == target.name && kind.is_none_or(|k| k == target.kind),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cargo_ids_name_a_target_by_name_and_kind() {
+        let t = CargoTest::parse("cli/adds_note").expect("target");
+        assert_eq!(t.target, Some(("cli".into(), None)));
+        assert_eq!(t.path, "adds_note");
+        let t = CargoTest::parse("lib(test)/x").expect("kind");
+        assert_eq!(t.target, Some(("lib".into(), Some(TargetKind::Test))));
+        let t = CargoTest::parse("my-crate(bin)/tests::offset").expect("bin");
+        assert!(t.wants(&Target {
+            name: "my-crate".into(),
+            kind: TargetKind::Bin
+        }));
+        assert!(!t.wants(&Target {
+            name: "my-crate".into(),
+            kind: TargetKind::Lib
+        }));
+        assert!(CargoTest::parse("x(widget)/t").is_err());
+        assert!(CargoTest::parse("a::b/t").is_err());
+        assert!(CargoTest::parse("--include-ignored").is_err());
+        let doc = CargoTest::parse("src/lib.rs - foo (line 12)").expect_err("doc");
+        assert!(doc.starts_with("doc tests are not evidence"), "{doc}");
+    }
+
+    #[test]
+    fn libtest_results_are_read_from_the_last_event() {
+        let ok = vec![
+            serde_json::json!({"type": "test", "event": "started", "name": "a"}),
+            serde_json::json!({"type": "test", "event": "ok", "name": "a"}),
+        ];
+        assert_eq!(libtest_outcome(&ok), Outcome::Passed);
+        let started = vec![serde_json::json!({"type": "test", "event": "started", "name": "a"})];
+        assert!(matches!(libtest_outcome(&started), Outcome::NotRun(_)));
+    }
+
+    #[test]
+    fn thread_ids_are_dropped_from_failures() {
+        assert_eq!(
+            without_thread_id("thread 'a_b' (31005) panicked at tests/x.rs:17:5:"),
+            "thread 'a_b' panicked at tests/x.rs:17:5:"
+        );
+        assert_eq!(without_thread_id("assertion failed"), "assertion failed");
+    }
+}

@@ -1,0 +1,372 @@
+//! Go: a package inside the module of the nearest `go.mod` at or above it. A test id's rest is
+//! `<TestName>[/<subtest>…]`, the name `go test -json` reports; `go test -json -count=1 -vet=off -run
+//! '^(…)$'` runs the mapped top-level functions of the package, and each test's (and its subtests') own
+//! events are kept, durations removed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
+use crate::sandbox::preflight::Tool;
+use crate::sandbox::toolchain::{Toolchains, go_requires_modules, shown_dir};
+use crate::sandbox::{FetchPlan, said};
+
+pub struct Go;
+
+impl Runner for Go {
+    fn name(&self) -> &'static str {
+        "go"
+    }
+
+    fn title(&self) -> &'static str {
+        "Go"
+    }
+
+    fn marker(&self) -> Marker {
+        Marker {
+            file: "go.mod",
+            above: true,
+        }
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::Go
+    }
+
+    fn toolchain(
+        &self,
+        toolchains: &Toolchains,
+        root: &Path,
+        package: &Package,
+    ) -> Result<Vec<(String, OsString)>, String> {
+        toolchains.go_for(root, package.home)?;
+        Ok(Vec::new())
+    }
+
+    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), String> {
+        GoTest::parse(rest).map(drop)
+    }
+
+    fn fetch(
+        &self,
+        toolchains: &Toolchains,
+        root: &Path,
+        package: &Package,
+    ) -> Result<Option<FetchPlan>, String> {
+        let module = package.home;
+        let lock = join(module, "go.sum");
+        if !go_requires_modules(root, module) {
+            // A module that requires nothing has nothing to download (and `go mod download` says "no
+            // modules specified" and fails on older Go).
+            return Ok(None);
+        }
+        toolchains.go_for(root, module)?;
+        Ok(Some(FetchPlan {
+            unit: module.to_string(),
+            argv: vec!["go".into(), "mod".into(), "download".into()],
+            cwd: Some(module.to_string()),
+            env: Vec::new(),
+            without_committed_lock: Some(format!(
+                "`{}` requires modules, but `{lock}` is not committed: commit go.sum (`go mod tidy`)",
+                join(module, "go.mod")
+            )),
+            lock,
+            lends_lock: false,
+            offline_first: false,
+        }))
+    }
+
+    fn run_named(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult> {
+        named(run, package, tests)
+    }
+
+    fn run_suite(
+        &self,
+        run: &Run,
+        package: &Package,
+        instrumented: bool,
+    ) -> Result<BTreeMap<TestId, TestResult>, String> {
+        if instrumented {
+            return Err(
+                "an instrumented run of a Go suite is not built yet (it comes with the coverage floor)"
+                    .to_string(),
+            );
+        }
+        let ids: Vec<TestId> = suite_functions(run.root, package)
+            .into_iter()
+            .map(|rest| TestId {
+                package: package.dir.to_string(),
+                rest,
+            })
+            .collect();
+        let refs: Vec<&TestId> = ids.iter().collect();
+        Ok(named(run, package, &refs))
+    }
+
+    /// `*_test.go` files and anything under a `testdata/` folder.
+    fn is_test_file(&self, path: &str) -> bool {
+        path.ends_with("_test.go") || path.split('/').any(|p| p == "testdata")
+    }
+}
+
+/// The top-level test functions the package's `_test.go` files declare (`func TestX(t *testing.T)`), read
+/// as text.
+fn suite_functions(root: &Path, package: &Package) -> BTreeSet<String> {
+    let dir = root.join(package.dir);
+    let mut found = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str().filter(|n| n.ends_with("_test.go")) else {
+            continue;
+        };
+        let Ok(bytes) = crate::safe_fs::read(root, &join(package.dir, name), 8 << 20) else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let Some(rest) = line.strip_prefix("func Test") else {
+                continue;
+            };
+            let ident: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if rest[ident.len()..].starts_with('(') {
+                found.insert(format!("Test{ident}"));
+            }
+        }
+    }
+    found
+}
+
+fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+    let (wanted, mut results) = super::read_ids(tests, GoTest::parse);
+    if wanted.is_empty() {
+        return results;
+    }
+    let module = package.home;
+    let rel = if module.is_empty() {
+        package.dir
+    } else {
+        package
+            .dir
+            .strip_prefix(module)
+            .map_or("", |r| r.trim_start_matches('/'))
+    };
+    let module = run.root.join(module);
+    let module = module.as_path();
+    let pkg = if rel.is_empty() {
+        ".".to_string()
+    } else {
+        format!("./{rel}")
+    };
+    // The top-level functions run whole: a subtest's own result and events are read from their run (a
+    // second `-run` level would also filter the subtests of a function that is mapped whole).
+    let functions: BTreeSet<String> = wanted
+        .iter()
+        .map(|(_, spec)| regex::escape(&spec.function))
+        .collect();
+    let pattern = format!(
+        "^({})$",
+        functions.into_iter().collect::<Vec<_>>().join("|")
+    );
+    let argv = [
+        "go", "test", "-json", "-count=1", "-vet=off", "-run", &pattern, &pkg,
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut env = run.env.clone();
+    env.push(("GODEBUG".to_string(), "gotestjsonbuildtext=0".into()));
+    let ran = match run.launcher.launch(Job {
+        what: format!("go test `{pkg}` in `{}`", shown_dir(package.home)),
+        argv,
+        cwd: module.to_path_buf(),
+        env,
+        timeout: run.timeout.max(Duration::from_secs(600)),
+    }) {
+        Ok(ran) => ran,
+        Err(e) => {
+            let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+            results.extend(super::all(&tests, Outcome::NotRun(e)));
+            return results;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut build_failed = stdout.contains("[build failed]") || stderr.contains("[build failed]");
+    // Whether go ran the package at all: it ends with a package-level result (pass, fail or skip).
+    let mut package_ran = false;
+    for line in stdout.lines() {
+        let Ok(mut event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if event.get("Test").is_none()
+            && matches!(
+                event.get("Action").and_then(Value::as_str),
+                Some("pass" | "fail" | "skip")
+            )
+        {
+            package_ran = true;
+        }
+        if event.get("FailedBuild").is_some()
+            || event.get("Action").and_then(Value::as_str) == Some("build-fail")
+        {
+            build_failed = true;
+        }
+        let Some(test) = event
+            .get("Test")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        if let Some(object) = event.as_object_mut() {
+            object.shift_remove("Time");
+            object.shift_remove("Elapsed");
+            // `--- PASS: TestX (0.00s)` carries a duration too.
+            if let Some(Value::String(output)) = object.get_mut("Output") {
+                *output = without_duration(output);
+            }
+        }
+        events.entry(test).or_default().push(event);
+    }
+    let shown = shown_dir(package.dir);
+    for (test, spec) in &wanted {
+        let own = events.get(&spec.name).cloned().unwrap_or_default();
+        let last = own.iter().rev().find_map(|e| {
+            e.get("Action")
+                .and_then(Value::as_str)
+                .filter(|a| matches!(*a, "pass" | "fail" | "skip"))
+        });
+        let outcome = match last {
+            Some("pass") => Outcome::Passed,
+            Some("fail") => Outcome::Failed(
+                own.iter()
+                    .filter_map(|e| e.get("Output").and_then(Value::as_str))
+                    .find(|o| o.contains(".go:"))
+                    .unwrap_or("the test failed")
+                    .trim()
+                    .to_string(),
+            ),
+            Some(_) => Outcome::NotRun("the test was skipped".to_string()),
+            None if build_failed => Outcome::NotBuilt(format!(
+                "`{pkg}` did not build: {}",
+                said(&ran.stderr, run.root)
+            )),
+            None if !own.is_empty() => Outcome::NotRun(
+                "the test started but gave no result (a crash or os.Exit)".to_string(),
+            ),
+            None if package_ran => {
+                Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.name))
+            }
+            // go stopped before it ran the package (go.mod, a missing module offline…): its own words.
+            None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), &ran, run.root)),
+        };
+        // The test's own events, and its subtests'.
+        let nested = format!("{}/", spec.name);
+        let kept: Vec<String> = events
+            .iter()
+            .filter(|(name, _)| **name == spec.name || name.starts_with(&nested))
+            .flat_map(|(_, list)| list.iter().map(Value::to_string))
+            .collect();
+        results.insert(
+            (*test).clone(),
+            TestResult {
+                outcome,
+                events: kept,
+                pinned: None,
+            },
+        );
+    }
+    results
+}
+
+/// `--- PASS: TestX (0.01s)` → `--- PASS: TestX`: Go prints each result's duration into its output.
+fn without_duration(line: &str) -> String {
+    let trimmed = line.trim_start();
+    let is_result = ["--- PASS: ", "--- FAIL: ", "--- SKIP: "]
+        .iter()
+        .any(|p| trimmed.starts_with(p));
+    let body = line.trim_end_matches('\n');
+    match body.rfind(" (") {
+        Some(at)
+            if is_result
+                && body.ends_with("s)")
+                && body[at + 2..body.len() - 2]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.') =>
+        {
+            format!("{}{}", &body[..at], &line[body.len()..])
+        }
+        _ => line.to_string(),
+    }
+}
+
+/// A Go test id's rest: `<TestName>[/<subtest>…]`, the name `go test -json` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoTest {
+    /// The top-level test function.
+    pub function: String,
+    /// The whole name, subtests included (`TestParse/empty`).
+    pub name: String,
+}
+
+impl GoTest {
+    pub fn parse(rest: &str) -> Result<GoTest, String> {
+        let function = rest.split('/').next().unwrap_or_default();
+        let identifier = function
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && function.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if !identifier || rest.split('/').any(str::is_empty) || rest.contains(' ') {
+            return Err(format!(
+                "`{rest}` is not `<TestName>[/<subtest>…]` as `go test -json` names it (spaces in a subtest's name are `_`)"
+            ));
+        }
+        Ok(GoTest {
+            function: function.to_string(),
+            name: rest.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_ids_may_name_a_subtest() {
+        let t = GoTest::parse("TestParse/empty").expect("sub");
+        assert_eq!(
+            (t.function.as_str(), t.name.as_str()),
+            ("TestParse", "TestParse/empty")
+        );
+        assert!(GoTest::parse("TestParse//x").is_err());
+        assert!(GoTest::parse("Test(x)").is_err());
+        assert!(GoTest::parse("TestA|TestB").is_err());
+    }
+
+    #[test]
+    fn go_result_lines_lose_their_duration() {
+        assert_eq!(
+            without_duration("--- PASS: TestX (0.00s)\n"),
+            "--- PASS: TestX\n"
+        );
+        assert_eq!(
+            without_duration("    --- FAIL: TestX/sub (12.5s)\n"),
+            "    --- FAIL: TestX/sub\n"
+        );
+        assert_eq!(without_duration("=== RUN   TestX\n"), "=== RUN   TestX\n");
+        assert_eq!(without_duration("value (3s)\n"), "value (3s)\n");
+    }
+}

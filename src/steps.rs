@@ -1,0 +1,401 @@
+//! The steps of the built-in step runner (SPEC §2), typed: what a check of a map whose control is
+//! `["aayu", "control"]` may say, read once when the map loads — so that a malformed step is a contract
+//! error at its file and line (exit 2), never a failure halfway through a run.
+//!
+//! A step is an object with exactly one action and only the keys that action takes:
+//! - `{"build": "<package dir>", "env"?, "cwd"?}` — build a cargo package's binaries or a Go package;
+//! - `{"run": [argv…], "stdin"?, "exit"?, "stdout"?, "stderr"?, "env"?, "cwd"?}`;
+//! - `{"request": {"method", "path", "headers", "json"}, "expect"?: {"status", "json", "text"}}`;
+//! - `{"test": {"package": "<dir>", "test": "<name>"}, "env"?, "cwd"?}` — one test, by the package's
+//!   runner ([`crate::runners`]);
+//! - `{"env": {…}}` and/or `{"cwd": "<dir>"}` alone — the state of the steps that follow;
+//! - the browser steps of `ui` checks ([`browser`]).
+//!
+//! Only the built-in runner's maps are read this way: a map's own control tool gets its steps as they are
+//! written, and aayu takes nothing from them but their handles.
+//!
+//! [`runner`] runs typed steps; `aayu control check` only reads the request and prints the result.
+
+pub(crate) mod browser;
+pub(crate) mod runner;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::sandbox::toolchain::package_dir;
+
+/// The actions of the built-in runner that are not browser steps, in the order the contract error names
+/// them; `env` and `cwd` are an action only alone.
+const ACTIONS: [&str; 6] = ["build", "run", "request", "test", "env", "cwd"];
+
+/// The keys each non-browser action takes beside itself.
+const KEYS: [(&str, &[&str]); 5] = [
+    ("build", &["env", "cwd"]),
+    ("run", &["stdin", "exit", "stdout", "stderr", "env", "cwd"]),
+    ("request", &["expect"]),
+    ("test", &["env", "cwd"]),
+    ("env", &["cwd"]),
+];
+
+/// One step, read.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Build a package: its binaries come first on `PATH` for later `run` steps.
+    Build {
+        package: String,
+        set: Set,
+    },
+    Run(Run),
+    Request(Request),
+    /// One test of a package, by the package's runner.
+    Test {
+        test: TestStep,
+        set: Set,
+    },
+    /// `env` and/or `cwd` alone: the state of the steps that follow.
+    Set(Set),
+    Browser(browser::BrowserStep),
+}
+
+/// `env` and `cwd`: beside an action they hold for that step only; alone, for every step after.
+#[derive(Debug, Clone, Default)]
+pub struct Set {
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub argv: Vec<String>,
+    pub stdin: Option<String>,
+    pub exit: i64,
+    /// Substrings that must appear in stdout and stderr.
+    pub stdout: Vec<String>,
+    pub stderr: Vec<String>,
+    pub set: Set,
+}
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub http: HttpRequest,
+    pub expect: Expect,
+}
+
+/// An HTTP request against the check's `base_url`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpRequest {
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A JSON body (sent with `content-type: application/json`).
+    #[serde(default)]
+    pub json: Option<Value>,
+}
+
+/// What the response must be: a status, a JSON subset of the body, a substring of it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub json: Option<Value>,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// `{"package": "<dir>", "test": "<name>"}`: the package folder, normalised (`""` is the root).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestStep {
+    pub package: String,
+    pub test: String,
+}
+
+impl Step {
+    /// The package folder a `build` or `test` step works in (normalised), for the fetch and the preflight.
+    pub fn package(&self) -> Option<&str> {
+        match self {
+            Step::Build { package, .. } => Some(package),
+            Step::Test { test, .. } => Some(&test.package),
+            _ => None,
+        }
+    }
+
+    pub fn is_browser(&self) -> bool {
+        matches!(self, Step::Browser(_))
+    }
+}
+
+/// Every step of a check block, each read against the contract; the error names the step (1-based, the
+/// index is 0-based beside it) and the key.
+pub fn parse(spec: &Value) -> Result<Vec<Step>, (usize, String)> {
+    let Some(steps) = spec.get("steps").and_then(Value::as_array) else {
+        return Err((0, "the check has no `steps` list".to_string()));
+    };
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| parse_step(i + 1, step).map_err(|why| (i, why)))
+        .collect()
+}
+
+fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
+    let Some(step) = step.as_object() else {
+        return Err(format!("step {n} is not an object"));
+    };
+    let actions: Vec<&str> = step
+        .keys()
+        .map(String::as_str)
+        .filter(|k| ["build", "run", "request", "test"].contains(k) || browser::is_action(k))
+        .collect();
+    let action = match actions.as_slice() {
+        [one] => *one,
+        [] if step.contains_key("env") || step.contains_key("cwd") => "env",
+        [] => {
+            let unknown = step.keys().next().map_or("", String::as_str);
+            return Err(if unknown.is_empty() {
+                format!(
+                    "step {n} is empty: it needs an action ({})",
+                    known_actions()
+                )
+            } else {
+                unknown_key(n, unknown)
+            });
+        }
+        [first, second, ..] => {
+            return Err(format!(
+                "step {n}: two actions, `{first}` and `{second}`: a step does one thing (split it into two steps)"
+            ));
+        }
+    };
+    if browser::is_action(action) {
+        return browser::parse(action, step)
+            .map(Step::Browser)
+            .map_err(|why| format!("step {n} ({action}): {why}"));
+    }
+    let beside = KEYS
+        .iter()
+        .find(|(a, _)| *a == action)
+        .map_or(&[][..], |(_, keys)| *keys);
+    if let Some(extra) = step
+        .keys()
+        .find(|k| k.as_str() != action && !beside.contains(&k.as_str()))
+    {
+        if !is_known_key(extra) {
+            return Err(unknown_key(n, extra));
+        }
+        let takes: Vec<&str> = std::iter::once(action)
+            .chain(beside.iter().copied())
+            .collect();
+        let label = if action == "env" { "env, cwd" } else { action };
+        return Err(format!(
+            "step {n} ({label}): `{extra}` does not go beside `{action}` (a `{action}` step takes {})",
+            takes.join(", ")
+        ));
+    }
+    let at = |why: String| format!("step {n} ({action}): {why}");
+    let set = read_set(step).map_err(at)?;
+    let step = match action {
+        "build" => Step::Build {
+            package: read_package(
+                field::<String>(step, "build", "a package folder (a string)").map_err(at)?,
+            )
+            .map_err(|why| at(format!("`build`: {why}")))?,
+            set,
+        },
+        "run" => {
+            let argv = strings(step, "run", "an argv: a non-empty list of strings").map_err(at)?;
+            if argv.is_empty() {
+                return Err(at(
+                    "`run` is an argv: a non-empty list of strings".to_string()
+                ));
+            }
+            Step::Run(Run {
+                argv,
+                stdin: optional::<String>(step, "stdin", "a string").map_err(at)?,
+                exit: optional::<i64>(step, "exit", "a whole number")
+                    .map_err(at)?
+                    .unwrap_or(0),
+                stdout: if step.contains_key("stdout") {
+                    strings(step, "stdout", "a list of expected substrings").map_err(at)?
+                } else {
+                    Vec::new()
+                },
+                stderr: if step.contains_key("stderr") {
+                    strings(step, "stderr", "a list of expected substrings").map_err(at)?
+                } else {
+                    Vec::new()
+                },
+                set,
+            })
+        }
+        "request" => Step::Request(Request {
+            http: field::<HttpRequest>(
+                step,
+                "request",
+                "an object with `method`, `path`, `headers`, `json`",
+            )
+            .map_err(at)?,
+            expect: optional::<Expect>(step, "expect", "an object with `status`, `json`, `text`")
+                .map_err(at)?
+                .unwrap_or_default(),
+        }),
+        "test" => {
+            let mut test = field::<TestStep>(
+                step,
+                "test",
+                "an object with `package` (a folder) and `test` (a name)",
+            )
+            .map_err(at)?;
+            test.package =
+                read_package(test.package).map_err(|why| at(format!("`test`: {why}")))?;
+            if test.test.is_empty() {
+                return Err(at("`test` names no test".to_string()));
+            }
+            Step::Test { test, set }
+        }
+        _ => Step::Set(set),
+    };
+    Ok(step)
+}
+
+fn read_set(step: &Map<String, Value>) -> Result<Set, String> {
+    let env = optional::<BTreeMap<String, String>>(step, "env", "an object of strings")?
+        .unwrap_or_default();
+    let cwd = optional::<String>(step, "cwd", "a folder relative to the repository root")?;
+    if let Some(dir) = &cwd {
+        package_dir(dir).map_err(|why| format!("`cwd`: {why}"))?;
+    }
+    Ok(Set { env, cwd })
+}
+
+fn read_package(dir: String) -> Result<String, String> {
+    package_dir(&dir)
+}
+
+/// A key's value, read as `T`; the error names the key and what it must be.
+fn field<T: serde::de::DeserializeOwned>(
+    step: &Map<String, Value>,
+    key: &str,
+    what: &str,
+) -> Result<T, String> {
+    let value = step.get(key).cloned().unwrap_or(Value::Null);
+    serde_json::from_value(value).map_err(|e| format!("`{key}` is {what}: {e}"))
+}
+
+fn optional<T: serde::de::DeserializeOwned>(
+    step: &Map<String, Value>,
+    key: &str,
+    what: &str,
+) -> Result<Option<T>, String> {
+    match step.get(key) {
+        None => Ok(None),
+        Some(_) => field(step, key, what).map(Some),
+    }
+}
+
+/// A string or a list of strings.
+fn strings(step: &Map<String, Value>, key: &str, what: &str) -> Result<Vec<String>, String> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match field::<OneOrMany>(step, key, what)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(list) => list,
+    })
+}
+
+fn is_known_key(key: &str) -> bool {
+    ACTIONS.contains(&key)
+        || KEYS.iter().any(|(_, keys)| keys.contains(&key))
+        || browser::is_action(key)
+}
+
+/// What a step of the built-in runner can be, for the contract error.
+fn known_actions() -> String {
+    ACTIONS
+        .iter()
+        .copied()
+        .chain(browser::ACTIONS.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn unknown_key(n: usize, key: &str) -> String {
+    let modifiers: Vec<&str> = ["stdin", "exit", "stdout", "stderr", "expect"].to_vec();
+    format!(
+        "step {n}: unknown key `{key}` (the step runner knows {}; beside them {})",
+        known_actions(),
+        modifiers.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(step: Value) -> Result<Step, String> {
+        parse(&json!({"steps": [step]}))
+            .map(|mut s| s.remove(0))
+            .map_err(|(_, why)| why)
+    }
+
+    #[test]
+    fn a_step_is_one_action_with_the_keys_it_takes() {
+        assert!(
+            matches!(one(json!({"build": "./x/"})), Ok(Step::Build { package, .. }) if package == "x")
+        );
+        assert!(
+            matches!(one(json!({"run": "ls", "exit": 1})), Ok(Step::Run(r)) if r.argv == ["ls"] && r.exit == 1)
+        );
+        assert!(
+            matches!(one(json!({"env": {"A": "1"}, "cwd": "sub"})), Ok(Step::Set(s)) if s.cwd.as_deref() == Some("sub"))
+        );
+        let three = one(json!({"build": 3})).expect_err("a number");
+        assert!(
+            three.starts_with(
+                "step 1 (build): `build` is a package folder (a string): invalid type: integer `3`"
+            ),
+            "{three}"
+        );
+        let two =
+            one(json!({"build": "a", "test": {"package": "a", "test": "t"}})).expect_err("two");
+        assert_eq!(
+            two,
+            "step 1: two actions, `build` and `test`: a step does one thing (split it into two steps)"
+        );
+        let beside = one(json!({"build": "a", "stdout": ["x"]})).expect_err("beside");
+        assert_eq!(
+            beside,
+            "step 1 (build): `stdout` does not go beside `build` (a `build` step takes build, env, cwd)"
+        );
+        let unknown = one(json!({"biuld": "a"})).expect_err("unknown");
+        assert!(
+            unknown.starts_with("step 1: unknown key `biuld` (the step runner knows build, run"),
+            "{unknown}"
+        );
+        let nested = one(json!({"test": {"package": ".", "name": "t"}})).expect_err("nested");
+        assert!(nested.contains("unknown field `name`"), "{nested}");
+        let env = one(json!({"run": ["x"], "env": {"A": 1}})).expect_err("env");
+        assert!(
+            env.starts_with("step 1 (run): `env` is an object of strings"),
+            "{env}"
+        );
+        let up = one(json!({"test": {"package": "../x", "test": "t"}})).expect_err("up");
+        assert!(up.starts_with("step 1 (test): `test`:"), "{up}");
+        let (at, _) =
+            parse(&json!({"steps": [{"build": "a"}, {"open": "x"}]})).expect_err("second");
+        assert_eq!(at, 1);
+    }
+}
