@@ -469,6 +469,17 @@ fn read_map_block(map: &mut Map, block: &str, fence: usize, error: &mut impl FnM
         .lines()
         .position(|l| l.contains("\"control\""))
         .map_or(fence, |i| fence + 1 + i);
+    // `aayu` as the program is this very binary: only the built-in step runner's argv may name it, so that
+    // one predicate says which maps aayu's own code runs.
+    if map.control.first().is_some_and(|p| p == "aayu") && !map.uses_step_runner() {
+        error(
+            map.control_line,
+            format!(
+                "map block: `control`: `{}` is not the built-in step runner, which is exactly [\"aayu\", \"control\"]: write that, or name a control tool of your own",
+                map.control.join(" ")
+            ),
+        );
+    }
     for (i, rule) in parsed.surfaces.into_iter().enumerate() {
         let kind_line = cursor.line_of_string(&rule.kind);
         if rule.kind.trim().is_empty() {
@@ -760,12 +771,35 @@ fn load_feature(
                             ),
                         ),
                     }
-                    // A test is found in the source by its own name, the last part of its id.
-                    for handle in handles
-                        .iter_mut()
-                        .filter(|h| h.action == "test" && h.field == "test")
-                    {
-                        handle.value = test_name(&handle.value).to_string();
+                    // A test step's test is read by its package's runner now, as an evidence map's is in the
+                    // gate, and is found in the source by the name its runner says.
+                    let lines = step_lines(block, fence);
+                    for (i, step) in steps.iter().enumerate() {
+                        let crate::steps::Step::Test { test, .. } = step else {
+                            continue;
+                        };
+                        let Some(found) = crate::runners::package(root, &test.package) else {
+                            continue;
+                        };
+                        let package = found.package();
+                        if let Err(why) = found.runner.check_id(root, &package, &test.test) {
+                            error(
+                                lines.get(i).copied().unwrap_or(id.line),
+                                format!(
+                                    "check `{feature_id}.{}`: step {} (test): `{}`: {why} (this map's control tool is the built-in step runner, `aayu control`)",
+                                    id.value,
+                                    i + 1,
+                                    test.test
+                                ),
+                            );
+                            continue;
+                        }
+                        let name = found.runner.found_by(&test.test).to_string();
+                        for handle in handles.iter_mut().filter(|h| {
+                            h.action == "test" && h.field == "test" && h.value == test.test
+                        }) {
+                            handle.value.clone_from(&name);
+                        }
                     }
                 }
                 checks.push(Check {
@@ -880,50 +914,63 @@ fn handles_of(
 /// `fence`): the line where the element starts.
 fn step_lines(block: &str, fence: usize) -> Vec<usize> {
     let bytes = block.as_bytes();
-    let Some(key) = block.find("\"steps\"") else {
-        return Vec::new();
-    };
-    let Some(open) = block[key..].find('[').map(|i| key + i) else {
-        return Vec::new();
-    };
     let line = |at: usize| fence + 1 + memchr::memchr_iter(b'\n', &bytes[..at]).count();
-    let (mut lines, mut depth, mut in_string, mut escaped, mut want) =
-        (Vec::new(), 0usize, false, false, true);
-    for (i, &b) in bytes.iter().enumerate().skip(open + 1) {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    // Walk the block's JSON: strings, nesting, and the key `"steps"` of the top-level object.
+    let (mut depth, mut i) = (0usize, 0usize);
+    let mut list: Option<usize> = None;
+    let mut lines = Vec::new();
+    let mut want = false;
+    let mut after_steps_key = false;
+    while i < bytes.len() {
+        let b = bytes[i];
         if b.is_ascii_whitespace() {
+            i += 1;
             continue;
         }
-        if depth == 0 && want && b != b']' {
+        let in_list = list.is_some_and(|d| depth == d);
+        if in_list && want && b != b']' {
             lines.push(line(i));
             want = false;
         }
         match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' => depth = depth.saturating_sub(1),
-            b']' if depth == 0 => break,
-            b']' => depth -= 1,
-            b',' if depth == 0 => want = true,
-            _ => {}
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                let end = i.min(bytes.len());
+                let text = std::str::from_utf8(&bytes[start.min(end)..end]).unwrap_or("");
+                // A key of the top-level object is followed by `:`.
+                let next = bytes
+                    .get(i + 1..)
+                    .unwrap_or(&[])
+                    .iter()
+                    .find(|c| !c.is_ascii_whitespace());
+                after_steps_key =
+                    depth == 1 && list.is_none() && text == "steps" && next == Some(&b':');
+            }
+            b'[' => {
+                depth += 1;
+                if after_steps_key && list.is_none() {
+                    list = Some(depth);
+                    want = true;
+                }
+                after_steps_key = false;
+            }
+            b'{' => {
+                depth += 1;
+                after_steps_key = false;
+            }
+            b']' if list == Some(depth) => return lines,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if in_list => want = true,
+            b':' => {}
+            _ => after_steps_key = false,
         }
+        i += 1;
     }
     lines
-}
-
-/// The name a test is found by in the source: the last part of its id's rest (`store::tests::done` →
-/// `done`, `cli/adds_note` → `adds_note`, `TestParse/empty` → `empty`).
-fn test_name(rest: &str) -> &str {
-    let last = rest.rsplit("::").next().unwrap_or(rest);
-    last.rsplit('/').next().unwrap_or(last)
 }
 
 fn is_id(text: &str) -> bool {
@@ -1037,8 +1084,18 @@ mod tests {
     fn each_step_is_placed_on_the_line_it_starts() {
         let block = "{\"id\": \"x\", \"steps\": [\n  {\"build\": \"a\"},\n  {\"run\": [\"x\", \"]\"],\n   \"exit\": 1}, {\"cwd\": \"b\"}\n]}";
         assert_eq!(step_lines(block, 10), vec![12, 13, 14]);
-        assert_eq!(test_name("store::tests::done"), "done");
-        assert_eq!(test_name("cli/adds_note"), "adds_note");
+        // Only the top-level key counts: not a value `"steps"`, nor a list before it.
+        let decoy = "{\"id\": \"steps\",\n \"requires\": [\n  \"a\"\n ],\n \"x\": {\"steps\": [1]},\n \"steps\": [\n  {\"build\": 3}\n]}";
+        assert_eq!(step_lines(decoy, 0), vec![7]);
+        for cut in [
+            "{\"steps\": [\"",
+            "{\"steps",
+            "{\"a\\",
+            "[[[",
+            "{\"steps\": [{\"é\\é",
+        ] {
+            step_lines(cut, 0);
+        }
     }
 
     #[test]

@@ -54,6 +54,10 @@ pub trait Runner: Sync {
         package: &Package,
     ) -> Result<Vec<(String, OsString)>, String>;
 
+    /// The name a test is found by in the package's source (a drift handle): cargo's last path part
+    /// (`store::tests::done` → `done`), Go's function (`TestParse/empty` → `TestParse`).
+    fn found_by<'a>(&self, rest: &'a str) -> &'a str;
+
     /// Whether this runner can read a test id's `<rest>` in this package: a contract error (exit 2) before
     /// anything runs.
     fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String>;

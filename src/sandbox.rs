@@ -1806,9 +1806,6 @@ fn refuse_forbidden_ids(settings: &SandboxSettings) -> Result<(), SandboxError> 
     }
 }
 
-/// A package's `Cargo.lock`, handed to the fetching slot uid for the fetch and given back afterwards (its
-/// owner and mode restored; removed again when aayu created it and the fetch left it empty). Cargo writes
-/// the lock file in place, so the folder itself stays closed to the slot uid.
 /// Why a package's fetch did not happen: the fetch failed (the offline build then says what is missing),
 /// or the package's work is blocked until the fix (a `go.sum` to commit).
 enum Blocked {
@@ -1816,6 +1813,9 @@ enum Blocked {
     Work(String),
 }
 
+/// A package's lock file (cargo's `Cargo.lock`), handed to the fetching slot uid for the fetch and given back afterwards (its
+/// owner and mode restored; removed again when aayu created it and the fetch left it empty). Cargo writes
+/// the lock file in place, so the folder itself stays closed to the slot uid.
 struct LockLoan {
     dir: std::os::fd::OwnedFd,
     name: String,

@@ -26,18 +26,18 @@ use serde_json::{Map, Value};
 
 use crate::sandbox::toolchain::package_dir;
 
-/// The actions of the built-in runner that are not browser steps, in the order the contract error names
-/// them; `env` and `cwd` are an action only alone.
-const ACTIONS: [&str; 6] = ["build", "run", "request", "test", "env", "cwd"];
-
-/// The keys each non-browser action takes beside itself.
-const KEYS: [(&str, &[&str]); 5] = [
-    ("build", &["env", "cwd"]),
+/// What a step may hold, in one place: each action that is not a browser step ([`browser`] has its own
+/// table) and the keys it takes beside itself, in the order the contract error names them. `env` and
+/// `cwd` alone are the [`SET`] step.
+const ACTIONS: [(&str, &[&str]); 4] = [
+    ("build", &["env"]),
     ("run", &["stdin", "exit", "stdout", "stderr", "env", "cwd"]),
     ("request", &["expect"]),
-    ("test", &["env", "cwd"]),
-    ("env", &["cwd"]),
+    ("test", &["env"]),
 ];
+
+/// The keys of a step that sets the state of the steps after it.
+const SET: [&str; 2] = ["env", "cwd"];
 
 /// One step, read.
 #[derive(Debug, Clone)]
@@ -62,7 +62,8 @@ pub enum Step {
 /// `env` and `cwd`: beside an action they hold for that step only; alone, for every step after.
 #[derive(Debug, Clone, Default)]
 pub struct Set {
-    pub env: BTreeMap<String, String>,
+    pub env: Option<BTreeMap<String, String>>,
+    /// A folder of the repository, normalised.
     pub cwd: Option<String>,
 }
 
@@ -153,11 +154,11 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
     let actions: Vec<&str> = step
         .keys()
         .map(String::as_str)
-        .filter(|k| ["build", "run", "request", "test"].contains(k) || browser::is_action(k))
+        .filter(|k| ACTIONS.iter().any(|(a, _)| a == k) || browser::is_action(k))
         .collect();
     let action = match actions.as_slice() {
         [one] => *one,
-        [] if step.contains_key("env") || step.contains_key("cwd") => "env",
+        [] if SET.iter().any(|k| step.contains_key(*k)) => "env",
         [] => {
             let unknown = step.keys().next().map_or("", String::as_str);
             return Err(if unknown.is_empty() {
@@ -180,10 +181,20 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
             .map(Step::Browser)
             .map_err(|why| format!("step {n} ({action}): {why}"));
     }
-    let beside = KEYS
+    // The set step is named by the keys it has.
+    let label = if action == "env" {
+        SET.iter()
+            .filter(|k| step.contains_key(**k))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
+    } else {
+        action.to_string()
+    };
+    let beside = ACTIONS
         .iter()
         .find(|(a, _)| *a == action)
-        .map_or(&[][..], |(_, keys)| *keys);
+        .map_or(&SET[..], |(_, keys)| *keys);
     if let Some(extra) = step
         .keys()
         .find(|k| k.as_str() != action && !beside.contains(&k.as_str()))
@@ -191,16 +202,20 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
         if !is_known_key(extra) {
             return Err(unknown_key(n, extra));
         }
+        if action == "env" {
+            return Err(format!(
+                "step {n} ({label}): `{extra}` goes beside an action; `env` and `cwd` alone set the environment and folder of the steps after"
+            ));
+        }
         let takes: Vec<&str> = std::iter::once(action)
             .chain(beside.iter().copied())
             .collect();
-        let label = if action == "env" { "env, cwd" } else { action };
         return Err(format!(
             "step {n} ({label}): `{extra}` does not go beside `{action}` (a `{action}` step takes {})",
             takes.join(", ")
         ));
     }
-    let at = |why: String| format!("step {n} ({action}): {why}");
+    let at = |why: String| format!("step {n} ({label}): {why}");
     let set = read_set(step).map_err(at)?;
     let step = match action {
         "build" => Step::Build {
@@ -256,8 +271,11 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
             .map_err(at)?;
             test.package =
                 read_package(test.package).map_err(|why| at(format!("`test`: {why}")))?;
-            if test.test.is_empty() {
-                return Err(at("`test` names no test".to_string()));
+            if test.test.is_empty() || test.test.chars().any(char::is_control) {
+                return Err(at(format!(
+                    "`test`: `{}` is not a test name (the part of a test id after its `:`, without control characters)",
+                    test.test.escape_debug()
+                )));
             }
             Step::Test { test, set }
         }
@@ -267,12 +285,17 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
 }
 
 fn read_set(step: &Map<String, Value>) -> Result<Set, String> {
-    let env = optional::<BTreeMap<String, String>>(step, "env", "an object of strings")?
-        .unwrap_or_default();
-    let cwd = optional::<String>(step, "cwd", "a folder relative to the repository root")?;
-    if let Some(dir) = &cwd {
-        package_dir(dir).map_err(|why| format!("`cwd`: {why}"))?;
-    }
+    let env = optional::<BTreeMap<String, String>>(step, "env", "an object of strings")?;
+    let cwd = optional::<String>(step, "cwd", "a folder relative to the repository root")?
+        .map(|dir| {
+            package_dir(&dir).map_err(|_| {
+                format!(
+                    "`cwd`: `{}` is not a folder inside the repository (write `.` for the root, `a/b` for a folder in it)",
+                    dir.escape_debug()
+                )
+            })
+        })
+        .transpose()?;
     Ok(Set { env, cwd })
 }
 
@@ -316,8 +339,10 @@ fn strings(step: &Map<String, Value>, key: &str, what: &str) -> Result<Vec<Strin
 }
 
 fn is_known_key(key: &str) -> bool {
-    ACTIONS.contains(&key)
-        || KEYS.iter().any(|(_, keys)| keys.contains(&key))
+    SET.contains(&key)
+        || ACTIONS
+            .iter()
+            .any(|(action, keys)| *action == key || keys.contains(&key))
         || browser::is_action(key)
 }
 
@@ -325,18 +350,29 @@ fn is_known_key(key: &str) -> bool {
 fn known_actions() -> String {
     ACTIONS
         .iter()
-        .copied()
-        .chain(browser::ACTIONS.iter().copied())
+        .map(|(action, _)| *action)
+        .chain(SET)
+        .chain(browser::actions())
         .collect::<Vec<_>>()
         .join(", ")
 }
 
+/// The keys that go beside an action (and not alone), for the contract error.
+fn modifiers() -> Vec<&'static str> {
+    let mut keys: Vec<&str> = Vec::new();
+    for key in ACTIONS.iter().flat_map(|(_, keys)| keys.iter()) {
+        if !SET.contains(key) && !keys.contains(key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
 fn unknown_key(n: usize, key: &str) -> String {
-    let modifiers: Vec<&str> = ["stdin", "exit", "stdout", "stderr", "expect"].to_vec();
     format!(
         "step {n}: unknown key `{key}` (the step runner knows {}; beside them {})",
         known_actions(),
-        modifiers.join(", ")
+        modifiers().join(", ")
     )
 }
 
@@ -378,8 +414,20 @@ mod tests {
         let beside = one(json!({"build": "a", "stdout": ["x"]})).expect_err("beside");
         assert_eq!(
             beside,
-            "step 1 (build): `stdout` does not go beside `build` (a `build` step takes build, env, cwd)"
+            "step 1 (build): `stdout` does not go beside `build` (a `build` step takes build, env)"
         );
+        let alone = one(json!({"cwd": "x", "stdout": "y"})).expect_err("alone");
+        assert_eq!(
+            alone,
+            "step 1 (cwd): `stdout` goes beside an action; `env` and `cwd` alone set the environment and folder of the steps after"
+        );
+        let up = one(json!({"cwd": "../x"})).expect_err("cwd");
+        assert!(
+            up.starts_with("step 1 (cwd): `cwd`: `../x` is not a folder inside"),
+            "{up}"
+        );
+        let control = one(json!({"test": {"package": ".", "test": "a\u{0}b"}})).expect_err("nul");
+        assert!(control.contains("`a\\0b` is not a test name"), "{control}");
         let unknown = one(json!({"biuld": "a"})).expect_err("unknown");
         assert!(
             unknown.starts_with("step 1: unknown key `biuld` (the step runner knows build, run"),

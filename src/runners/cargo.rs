@@ -50,6 +50,11 @@ impl Runner for Cargo {
             .unwrap_or_default())
     }
 
+    fn found_by<'a>(&self, rest: &'a str) -> &'a str {
+        let path = rest.split_once('/').map_or(rest, |(_, path)| path);
+        path.rsplit("::").next().unwrap_or(path)
+    }
+
     fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String> {
         CargoTest::parse(rest)?;
         if is_virtual_manifest(root, package.dir) {
@@ -120,7 +125,10 @@ impl Runner for Cargo {
                 continue;
             }
             match run_executable(run, package, target, exe, Some(&names)) {
-                Ok(events) => {
+                Ok((events, unfinished)) => {
+                    if let Some(why) = unfinished {
+                        silent.insert(target.clone(), why);
+                    }
                     for (name, list) in events {
                         seen.entry(name).or_default().push((target.clone(), list));
                     }
@@ -259,7 +267,10 @@ impl Runner for Cargo {
         }
         let mut results = BTreeMap::new();
         for (target, exe) in &built.executables {
-            let events = run_executable(run, package, target, exe, None)?;
+            let (events, unfinished) = run_executable(run, package, target, exe, None)?;
+            if let Some(why) = unfinished {
+                return Err(why);
+            }
             for (name, list) in events {
                 let id = TestId {
                     package: package.dir.to_string(),
@@ -388,15 +399,19 @@ fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
     })
 }
 
+/// Each test's own events, by the name libtest gives it.
+type Events = BTreeMap<String, Vec<Value>>;
+
 /// Runs one test executable — with exactly `names`, or whole — and returns each test's own events,
-/// timing removed; `Err` when it gave no result (it crashed, ran out of time, could not start).
+/// timing removed, and why the executable did not finish when it did not (it crashed or ran out of time:
+/// a test it did not report was not looked for); `Err` when it could not run.
 fn run_executable(
     run: &Run,
     package: &Package,
     target: &Target,
     exe: &Path,
     names: Option<&BTreeSet<&str>>,
-) -> Result<BTreeMap<String, Vec<Value>>, String> {
+) -> Result<(Events, Option<String>), String> {
     let shown = shown_dir(package.dir);
     let mut argv = vec![exe.display().to_string()];
     if let Some(names) = names {
@@ -414,8 +429,8 @@ fn run_executable(
         ]
         .map(String::from),
     );
-    let mut env = run.env.clone();
-    env.push(("RUSTC_BOOTSTRAP".to_string(), "1".into()));
+    // The test binary alone reads libtest's JSON, unstable: cargo's own variables are the build's.
+    let env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".into())];
     let ran: Ran = run.launcher.launch(Job {
         what: format!("running the tests of `{shown}`, target `{target}`"),
         argv,
@@ -432,13 +447,13 @@ fn run_executable(
                 )
         })
     });
-    if !finished {
-        return Err(exited(
+    let unfinished = (!finished).then(|| {
+        exited(
             &format!("the test executable of target `{target}`"),
             &ran,
             run.root,
-        ));
-    }
+        )
+    });
     let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for line in String::from_utf8_lossy(&ran.stdout).lines() {
         let Ok(mut event) = serde_json::from_str::<Value>(line) else {
@@ -459,7 +474,7 @@ fn run_executable(
         }
         events.entry(name).or_default().push(event);
     }
-    Ok(events)
+    Ok((events, unfinished))
 }
 
 fn describe_broken<'a>(broken: impl Iterator<Item = (&'a Target, &'a String)>) -> String {
@@ -612,6 +627,7 @@ impl CargoTest {
     fn path_only(path: &str) -> Result<CargoTest, String> {
         // A leading `-` would reach libtest as one of its options (`--include-ignored`).
         if path.is_empty()
+            || path.split("::").any(str::is_empty)
             || path.starts_with('-')
             || path.contains('/')
             || path.chars().any(char::is_whitespace)

@@ -47,6 +47,10 @@ impl Runner for Go {
         Ok(Vec::new())
     }
 
+    fn found_by<'a>(&self, rest: &'a str) -> &'a str {
+        rest.split('/').next().unwrap_or(rest)
+    }
+
     fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), String> {
         GoTest::parse(rest).map(drop)
     }

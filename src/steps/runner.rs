@@ -90,10 +90,8 @@ impl StepRunner {
             Step::Browser(browser) => return self.browser_step(n, browser),
             Step::Set(set) => {
                 self.apply(set);
-                self.transcript.push(json!({"step": n, "set": {
-                    "env": (!set.env.is_empty()).then_some(&set.env),
-                    "cwd": set.cwd,
-                }}));
+                self.transcript
+                    .push(json!({"step": n, "set": {"env": set.env, "cwd": set.cwd}}));
                 return Verdict::Passed;
             }
             Step::Build { set, .. } | Step::Test { set, .. } => Some(set),
@@ -117,8 +115,10 @@ impl StepRunner {
     }
 
     fn apply(&mut self, set: &Set) {
-        self.env
-            .extend(set.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(env) = &set.env {
+            self.env
+                .extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         if let Some(dir) = &set.cwd {
             self.cwd = self.root.join(dir);
         }

@@ -171,8 +171,9 @@ fn an_unknown_step_key_is_a_contract_error() {
 }
 
 /// Steps under the built-in runner are typed when the map loads: a value of the wrong type, two actions
-/// in one step and an unknown key are each a contract error at the step's own line (exit 2), while the very
-/// same steps under a map's own control tool are that tool's to read, and load.
+/// in one step, an unknown key and a test name the package's runner cannot read are each a contract error
+/// at the step's own line (exit 2), while the very same steps under a map's own control tool are that
+/// tool's to read, and load. `aayu` as the program is only the built-in runner.
 #[test]
 fn malformed_steps_are_contract_errors_at_their_line_only_under_the_built_in_runner() {
     let steps = [
@@ -187,26 +188,37 @@ fn malformed_steps_are_contract_errors_at_their_line_only_under_the_built_in_run
   {"run": ["true"]},
   {"run": ["true"], "retries": 3}
 ]}"#,
+        r#"{"id": "name", "kind": "cli", "evidence": "api-trace", "steps": [
+  {"test": {"package": ".", "test": "a b"}}
+]}"#,
     ];
-    for control in [r#"["aayu", "control"]"#, r#"["sh", "control.sh"]"#] {
+    for control in [
+        r#"["aayu", "control"]"#,
+        r#"["sh", "control.sh"]"#,
+        r#"["aayu", "control", "--"]"#,
+    ] {
         let repo = TestRepo::new();
         let dir = skill("", "p");
-        repo.write("src/main.rs", "fn main() {}\n\n#[test]\nfn t() {}\n")
-            .write("control.sh", "#!/bin/sh\n")
-            .write(
-                &format!("{dir}/README.md"),
-                map_readme(
-                    &format!(r#"{{"product": "p", "control": {control}, "surfaces": []}}"#),
-                    &["f.md"],
-                ),
-            )
-            .write(
-                &format!("{dir}/f.md"),
-                feature_md(
-                    r#"{"id": "f", "layers": ["L02"], "sources": ["src/main.rs"], "surfaces": {}, "verified_at": ""}"#,
-                    &steps,
-                ),
-            );
+        repo.write(
+            "Cargo.toml",
+            "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write("src/main.rs", "fn main() {}\n\n// a b\n#[test]\nfn t() {}\n")
+        .write("control.sh", "#!/bin/sh\n")
+        .write(
+            &format!("{dir}/README.md"),
+            map_readme(
+                &format!(r#"{{"product": "p", "control": {control}, "surfaces": []}}"#),
+                &["f.md"],
+            ),
+        )
+        .write(
+            &format!("{dir}/f.md"),
+            feature_md(
+                r#"{"id": "f", "layers": ["L02"], "sources": ["src/main.rs"], "surfaces": {}, "verified_at": ""}"#,
+                &steps,
+            ),
+        );
         repo.commit("p");
         let file = std::fs::read_to_string(repo.path(&format!("{dir}/f.md"))).expect("read");
         let line = |text: &str| {
@@ -222,6 +234,16 @@ fn malformed_steps_are_contract_errors_at_their_line_only_under_the_built_in_run
             continue;
         }
         assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        if control.contains("--") {
+            assert!(
+                out.stdout.contains(&format!(
+                    "{dir}/README.md:6: map block: `control`: `aayu control --` is not the built-in step runner, which is exactly [\"aayu\", \"control\"]: write that, or name a control tool of your own"
+                )),
+                "{}",
+                out.stdout
+            );
+            continue;
+        }
         let tail = "(this map's control tool is the built-in step runner, `aayu control`)";
         for said in [
             format!(
@@ -235,6 +257,10 @@ fn malformed_steps_are_contract_errors_at_their_line_only_under_the_built_in_run
             format!(
                 "{dir}/f.md:{}: check `f.unknown`: step 2: unknown key `retries` (the step runner knows build, run, request, test, env, cwd, open, fill, click, press, select, see, url, wait, screenshot; beside them stdin, exit, stdout, stderr, expect) {tail}",
                 line(r#""retries""#)
+            ),
+            format!(
+                "{dir}/f.md:{}: check `f.name`: step 1 (test): `a b`: `a b` is not a test path as libtest prints it (`tests::name`) {tail}",
+                line(r#""a b""#)
             ),
         ] {
             assert!(out.stdout.contains(&said), "{said}\nnot in\n{}", out.stdout);
