@@ -203,6 +203,86 @@ pub fn fetch_packages(
     packages
 }
 
+/// Runs exactly these tests of the package by its runner, and writes every machine path in what it
+/// returns (details and events) as [`scrub`] does: what a floor, a report or a transcript says of a test
+/// never holds this machine's folders.
+pub fn run_named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+    package
+        .runner
+        .run_named(run, package, tests)
+        .into_iter()
+        .map(|(id, mut result)| {
+            result.outcome = match result.outcome {
+                Outcome::Passed => Outcome::Passed,
+                Outcome::Failed(d) => Outcome::Failed(scrub(&d, run.root)),
+                Outcome::NotBuilt(d) => Outcome::NotBuilt(scrub(&d, run.root)),
+                Outcome::NotFound(d) => Outcome::NotFound(scrub(&d, run.root)),
+                Outcome::NotRun(d) => Outcome::NotRun(scrub(&d, run.root)),
+                Outcome::Blocked(d) => Outcome::Blocked(scrub(&d, run.root)),
+                Outcome::Ambiguous(d) => Outcome::Ambiguous(scrub(&d, run.root)),
+            };
+            result.events = result.events.iter().map(|e| scrub(e, run.root)).collect();
+            (id, result)
+        })
+        .collect()
+}
+
+/// A text with every path of this machine written the same on every machine: a path inside `root` (the
+/// tree the tests ran in) relative to it; a crate's source in a cargo home as `<cargo-home>/…`, a Go
+/// module cache's as `<gomodcache>/…`, Go's own source as `<goroot>/src/…`, a temporary folder's file as
+/// `<tmp>/…/<name>`. rustc's `/rustc/<hash>/…` is no machine's and stays.
+pub fn scrub(text: &str, root: &Path) -> String {
+    static PATH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?:/[^\s'"`:,;()\[\]{}<>|]+)+"#).expect("the path pattern")
+    });
+    let roots: Vec<String> = [Some(root.to_path_buf()), root.canonicalize().ok()]
+        .into_iter()
+        .flatten()
+        .map(|r| r.display().to_string().trim_end_matches('/').to_string())
+        .filter(|r| !r.is_empty())
+        .collect();
+    PATH.replace_all(text, |found: &regex::Captures| {
+        let path = &found[0];
+        for root in &roots {
+            if path == root {
+                return ".".to_string();
+            }
+            if let Some(rel) = path
+                .strip_prefix(root.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+            {
+                return rel.to_string();
+            }
+        }
+        for (marker, name) in [
+            ("/registry/src/", "<cargo-home>/registry/src/"),
+            ("/git/checkouts/", "<cargo-home>/git/checkouts/"),
+            ("/pkg/mod/", "<gomodcache>/"),
+        ] {
+            if let Some(at) = path.find(marker) {
+                return format!("{name}{}", &path[at + marker.len()..]);
+            }
+        }
+        if let Some(at) = path.find("/src/") {
+            let goroot = path[..at].rsplit('/').next().is_some_and(|last| {
+                last == "go" || last.starts_with("go-") || last.starts_with("go1")
+            });
+            if goroot {
+                return format!("<goroot>{}", &path[at..]);
+            }
+        }
+        let temporary = ["/tmp/", "/var/tmp/", "/run/", "/dev/shm/"]
+            .iter()
+            .any(|t| path.starts_with(t));
+        if temporary {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            return format!("<tmp>/…/{name}");
+        }
+        path.to_string()
+    })
+    .into_owned()
+}
+
 /// What no runner claims, in words: the markers there are.
 pub fn unclaimed(dir: &str) -> String {
     let markers: Vec<String> = RUNNERS
@@ -494,7 +574,7 @@ mod tests {
         let outcome = |i: usize| &results[&wanted[i]].outcome;
         assert_eq!(*outcome(0), Outcome::Passed);
         assert!(
-            matches!(outcome(1), Outcome::Failed(d) if d.contains("panicked")),
+            matches!(outcome(1), Outcome::Failed(d) if d == "assertion `left == right` failed: one is not two; left: 1; right: 2 (at src/lib.rs:6:19)"),
             "{:?}",
             outcome(1)
         );
@@ -587,6 +667,176 @@ mod tests {
                 ("pkg:TestAdds".to_string(), "passed"),
                 ("pkg:TestBreaks".to_string(), "failed")
             ]
+        );
+    }
+
+    /// One test's early end (an abort, a panic) decides nothing about another's: the tests that did not
+    /// run run again alone.
+    #[test]
+    fn a_test_that_ends_the_binary_leaves_its_siblings_their_own_verdicts() {
+        let dir = tree(&[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"ends\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+            ),
+            (
+                "src/lib.rs",
+                "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_aborts() { std::process::abort(); }\n    #[test]\n    fn b_passes() {}\n}\n",
+            ),
+            ("go/go.mod", "module example.com/ends\n\ngo 1.19\n"),
+            (
+                "go/ends_test.go",
+                "package ends\n\nimport \"testing\"\n\nfunc TestAPanics(t *testing.T) { panic(\"boom\") }\n\nfunc TestBPasses(t *testing.T) {}\n",
+            ),
+        ]);
+        let home = dir.path().join("home");
+        let run = Run {
+            root: dir.path(),
+            launcher: &Plain,
+            timeout: Duration::from_secs(300),
+            env: vec![
+                ("CARGO_TARGET_DIR".into(), dir.path().join("target").into()),
+                ("GOCACHE".into(), home.join("cache").into()),
+                ("GOPATH".into(), home.join("path").into()),
+                ("GOTOOLCHAIN".into(), "local".into()),
+            ],
+        };
+        let rust = ids("", &["tests::a_aborts", "tests::b_passes"]);
+        let found = package(dir.path(), ".").expect("cargo");
+        let refs: Vec<&TestId> = rust.iter().collect();
+        let results = found.runner.run_named(&run, &found.package(), &refs);
+        assert_eq!(results[&rust[1]].outcome, Outcome::Passed, "{results:?}");
+        assert!(
+            matches!(&results[&rust[0]].outcome, Outcome::NotRun(d) if d.contains("gave no result") && d.contains("signal 6")),
+            "{results:?}"
+        );
+        let go = ids("go", &["TestAPanics", "TestBPasses"]);
+        let found = package(dir.path(), "go").expect("go");
+        let refs: Vec<&TestId> = go.iter().collect();
+        let results = found.runner.run_named(&run, &found.package(), &refs);
+        assert_eq!(results[&go[1]].outcome, Outcome::Passed, "{results:?}");
+        assert!(
+            matches!(&results[&go[0]].outcome, Outcome::Failed(_)),
+            "{results:?}"
+        );
+    }
+
+    /// Evidence is the harness's record: a `harness = false` target printing libtest's lines, a test that
+    /// writes a forged line or a whole forged frame to fd 1, a Go test printing another test's `--- PASS`
+    /// and a `TestMain` that never runs the tests are each refused, with the reason.
+    #[test]
+    fn lines_a_test_prints_in_the_harness_s_form_are_not_its_record() {
+        let fd1 = |text: &str| {
+            format!(
+                "{{ use std::io::Write; use std::os::fd::FromRawFd; let mut out = unsafe {{ std::fs::File::from_raw_fd(1) }}; out.write_all({text:?}.as_bytes()).unwrap(); std::mem::forget(out); }}"
+            )
+        };
+        let sibling_ok = "{\"type\":\"test\",\"name\":\"tests::honest\",\"event\":\"ok\"}\n";
+        let frame = "{\"type\":\"test\",\"name\":\"tests::honest\",\"event\":\"ok\"}\n{\"type\":\"suite\",\"event\":\"ok\",\"passed\":2,\"failed\":0,\"ignored\":0,\"measured\":0,\"filtered_out\":0}\n";
+        let own_ok = "{\"type\":\"test\",\"name\":\"tests::own\",\"event\":\"ok\"}\n";
+        let lib = format!(
+            "#[cfg(test)]\nmod tests {{\n    #[test]\n    fn honest() {{}}\n    #[test]\n    fn sibling() {{ {} }}\n    #[test]\n    fn framed() {{ {} std::process::exit(0); }}\n    #[test]\n    fn own() {{ {} panic!(\"it fails\"); }}\n}}\n",
+            fd1(sibling_ok),
+            fd1(frame),
+            fd1(own_ok),
+        );
+        let forged_main = format!(
+            "fn main() {{ print!(\"{{}}\", {:?}); }}\n",
+            "{\"type\":\"suite\",\"event\":\"started\",\"test_count\":1}\n{\"type\":\"test\",\"event\":\"started\",\"name\":\"adds\"}\n{\"type\":\"test\",\"name\":\"adds\",\"event\":\"ok\"}\n{\"type\":\"suite\",\"event\":\"ok\",\"passed\":1,\"failed\":0,\"ignored\":0,\"measured\":0,\"filtered_out\":0}\n"
+        );
+        let dir = tree(&[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"forge\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n\n[[test]]\nname = \"forged\"\nharness = false\n",
+            ),
+            ("src/lib.rs", lib.as_str()),
+            ("tests/forged.rs", forged_main.as_str()),
+            ("go/go.mod", "module example.com/forge\n\ngo 1.19\n"),
+            (
+                "go/forge_test.go",
+                "package forge\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestLiar(t *testing.T) { fmt.Println(\"--- PASS: TestOther (0.00s)\") }\n\nfunc TestOther(t *testing.T) { t.Fatal(\"the real one fails\") }\n",
+            ),
+            ("main/go.mod", "module example.com/main\n\ngo 1.19\n"),
+            (
+                "main/main_test.go",
+                "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { fmt.Println(\"--- PASS: TestAdds\"); os.Exit(0) }\n\nfunc TestAdds(t *testing.T) { t.Fatal(\"never run\") }\n",
+            ),
+        ]);
+        let home = dir.path().join("home");
+        let run = Run {
+            root: dir.path(),
+            launcher: &Plain,
+            timeout: Duration::from_secs(300),
+            env: vec![
+                ("CARGO_TARGET_DIR".into(), dir.path().join("target").into()),
+                ("GOCACHE".into(), home.join("cache").into()),
+                ("GOPATH".into(), home.join("path").into()),
+                ("GOTOOLCHAIN".into(), "local".into()),
+            ],
+        };
+        let outcomes = |dir_: &str, rests: &[&str]| {
+            let wanted = ids(dir_, rests);
+            let found = package(dir.path(), dir_).expect("package");
+            let refs: Vec<&TestId> = wanted.iter().collect();
+            let results = found.runner.run_named(&run, &found.package(), &refs);
+            wanted
+                .iter()
+                .map(|id| results[id].outcome.clone())
+                .collect::<Vec<_>>()
+        };
+        let rust = outcomes(
+            "",
+            &[
+                "tests::honest",
+                "tests::sibling",
+                "tests::framed",
+                "tests::own",
+                "forged(test)/adds",
+                "adds",
+            ],
+        );
+        assert_eq!(rust[0], Outcome::Passed, "{rust:?}");
+        for (i, why) in [
+            (1, "an event of `tests::honest`, which was not asked for"),
+            (2, "an event of `tests::honest`, which was not asked for"),
+            (3, "`tests::own` has 1 `started` and 2 result events"),
+        ] {
+            assert!(
+                matches!(&rust[i], Outcome::NotRun(d) if d.contains("does not match libtest's record") && d.contains(why)),
+                "{i}: {:?}",
+                rust[i]
+            );
+        }
+        for i in [4, 5] {
+            assert!(
+                matches!(&rust[i], Outcome::NotRun(d) if d.contains("`forged(test)` has `harness = false`")),
+                "{i}: {:?}",
+                rust[i]
+            );
+        }
+        let go = outcomes("go", &["TestLiar", "TestOther"]);
+        assert!(
+            matches!(&go[0], Outcome::NotRun(d) if d.contains("an event of `TestOther`, which was not asked for")),
+            "{go:?}"
+        );
+        assert!(matches!(&go[1], Outcome::Failed(_)), "{go:?}");
+        let main = outcomes("main", &["TestAdds"]);
+        assert!(
+            matches!(&main[0], Outcome::NotRun(d) if d.contains("`main/main_test.go` has a `TestMain` that never calls `m.Run()`")),
+            "{main:?}"
+        );
+    }
+
+    #[test]
+    fn machine_paths_are_written_the_same_on_every_machine() {
+        let root = Path::new("/tmp/aayu-red-on-base-x1");
+        let said = scrub(
+            "thread 'a' panicked at /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/assert_cmd-1.0.1/src/assert.rs:342:17: at /tmp/aayu-red-on-base-x1/src/lib.rs:3:1 in /tmp/aayu-red-on-base-x1, /usr/lib/go-1.19/src/testing/testing.go:1396 +0x24e, /home/u/go/pkg/mod/github.com/x/y@v1.2.3/z.go:4 and /var/tmp/aayudha-target/debug/deps/calc-0a1b and /rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/panicking.rs:75",
+            root,
+        );
+        assert_eq!(
+            said,
+            "thread 'a' panicked at <cargo-home>/registry/src/index.crates.io-1949cf8c6b5b557f/assert_cmd-1.0.1/src/assert.rs:342:17: at src/lib.rs:3:1 in ., <goroot>/src/testing/testing.go:1396 +0x24e, <gomodcache>/github.com/x/y@v1.2.3/z.go:4 and <tmp>/…/calc-0a1b and /rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/panicking.rs:75"
         );
     }
 

@@ -202,10 +202,7 @@ pub fn run(
                 })
                 .collect();
             let (verdict, reason) = if lines.is_empty() {
-                (
-                    Verdict::Inconclusive,
-                    "the criterion maps no test".to_string(),
-                )
+                (Verdict::Inconclusive, NO_TEST.to_string())
             } else if let Some(failed) = lines.iter().find(|l| l.result == "failed") {
                 (Verdict::Red, format!("`{}` fails on the base", failed.id))
             } else if lines.iter().all(|l| l.result == "passed") {
@@ -250,6 +247,19 @@ fn pinned_to_head_target(
     }
 }
 
+/// Why a criterion that maps no test is inconclusive.
+const NO_TEST: &str = "the criterion maps no test";
+
+/// A test's result word as a sentence says it: `not-built` → `did not build`.
+fn said_result(word: &str) -> &str {
+    match word {
+        "not-built" => "did not build",
+        "not-found" => "was not found",
+        "not-run" => "did not run",
+        other => other,
+    }
+}
+
 /// The red-on-base floor's verdict: it passes when no criterion is green; a green one makes it `skipped`
 /// (advisory) before `red_on_base_blocking_from` and `fail` from that UTC day on.
 pub fn floor(
@@ -263,14 +273,53 @@ pub fn floor(
     let green = report.green();
     let count = |v: Verdict| report.criteria.iter().filter(|c| c.verdict == v).count();
     if green.is_empty() {
-        let detail = format!(
-            "{} red, {} inconclusive on base {}",
-            count(Verdict::Red),
-            count(Verdict::Inconclusive),
-            &report.base.get(..12).unwrap_or(&report.base)
-        );
-        return FloorResult::new(Floor::RedOnBase, FloorVerdict::Pass, tool, detail)
-            .network(network);
+        let base = report.base.get(..12).unwrap_or(&report.base);
+        let (red, inconclusive) = (count(Verdict::Red), count(Verdict::Inconclusive));
+        // What it proved decides the word: a red criterion shows the fix; inconclusive ones alone show
+        // nothing, and a story whose criteria map no test has nothing to show.
+        let mapped: Vec<&CriterionVerdict> = report
+            .criteria
+            .iter()
+            .filter(|c| !c.tests.is_empty())
+            .collect();
+        let (verdict, detail) = if red > 0 {
+            (
+                FloorVerdict::Pass,
+                format!("{red} red, {inconclusive} inconclusive on base {base}"),
+            )
+        } else if mapped.is_empty() {
+            // No test ran: the story maps none, or the base could not be made (its reason says why).
+            let mut reasons: Vec<&str> = report
+                .criteria
+                .iter()
+                .map(|c| c.reason.as_str())
+                .filter(|r| *r != NO_TEST)
+                .collect();
+            reasons.dedup();
+            if reasons.is_empty() {
+                (
+                    FloorVerdict::Skipped,
+                    "no mapped test to run on the base".to_string(),
+                )
+            } else {
+                (
+                    FloorVerdict::Skipped,
+                    format!("nothing shown red: {}", reasons.join("; ")),
+                )
+            }
+        } else {
+            let why: Vec<String> = mapped
+                .iter()
+                .flat_map(|c| c.tests.iter())
+                .filter(|t| t.result != "passed" && t.result != "failed")
+                .map(|t| format!("{} {} on base ({})", t.id, said_result(&t.result), t.detail))
+                .collect();
+            (
+                FloorVerdict::Skipped,
+                format!("nothing shown red: {}", why.join("; ")),
+            )
+        };
+        return FloorResult::new(Floor::RedOnBase, verdict, tool, detail).network(network);
     }
     let list = green
         .iter()
@@ -317,5 +366,102 @@ impl Report {
                 format!("criterion {}: {word} on base — {}", c.id, c.reason)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::floors::Verdict as FloorVerdict;
+
+    fn line(id: &str, result: &str, detail: &str) -> TestLine {
+        TestLine {
+            id: id.to_string(),
+            result: result.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
+    fn criterion(
+        id: u32,
+        verdict: Verdict,
+        reason: &str,
+        tests: Vec<TestLine>,
+    ) -> CriterionVerdict {
+        CriterionVerdict {
+            id,
+            verdict,
+            reason: reason.to_string(),
+            tests,
+        }
+    }
+
+    fn judged(criteria: Vec<CriterionVerdict>) -> (FloorVerdict, String) {
+        let report = Report {
+            schema_version: 1,
+            base: "0123456789abcdef".to_string(),
+            criteria,
+        };
+        let floor = floor(
+            &report,
+            crate::config::BlockingDate(None),
+            time::OffsetDateTime::UNIX_EPOCH,
+            crate::sandbox::Network::Isolated,
+        );
+        (floor.verdict, floor.detail)
+    }
+
+    /// What the floor proved decides its word: red shows the fix; inconclusive alone shows nothing, and says
+    /// why; no mapped test has nothing to show. Both hold (the gate stays proven).
+    #[test]
+    fn red_on_base_says_what_it_proved() {
+        let red = criterion(1, Verdict::Red, "", vec![line(".:a", "failed", "boom")]);
+        let new_fn = || {
+            criterion(
+                2,
+                Verdict::Inconclusive,
+                "",
+                vec![line(".:x", "not-built", "cannot find function `strict`")],
+            )
+        };
+        assert_eq!(
+            judged(vec![red, new_fn()]),
+            (
+                FloorVerdict::Pass,
+                "1 red, 1 inconclusive on base 0123456789ab".to_string()
+            )
+        );
+        assert_eq!(
+            judged(vec![new_fn()]),
+            (
+                FloorVerdict::Skipped,
+                "nothing shown red: .:x did not build on base (cannot find function `strict`)"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            judged(vec![criterion(
+                1,
+                Verdict::Inconclusive,
+                NO_TEST,
+                Vec::new()
+            )]),
+            (
+                FloorVerdict::Skipped,
+                "no mapped test to run on the base".to_string()
+            )
+        );
+        let shallow = "the history is too shallow to find the merge base";
+        assert_eq!(
+            judged(vec![criterion(
+                1,
+                Verdict::Inconclusive,
+                shallow,
+                Vec::new()
+            )])
+            .1,
+            format!("nothing shown red: {shallow}")
+        );
+        assert!(FloorVerdict::Skipped.holds());
     }
 }

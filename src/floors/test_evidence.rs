@@ -106,7 +106,7 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
             timeout: run.timeout,
             env,
         };
-        results.extend(package.runner.run_named(&on, &package, &tests));
+        results.extend(runners::run_named(&on, &package, &tests));
     }
     results
 }

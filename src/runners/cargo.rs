@@ -115,26 +115,38 @@ impl Runner for Cargo {
         // executable gave no result at all is remembered with why: a test missing from it was not looked for.
         let mut seen: BTreeMap<String, Vec<(Target, Vec<Value>)>> = BTreeMap::new();
         let mut silent: BTreeMap<Target, String> = BTreeMap::new();
+        // Why a test's own run ended before it gave a result, by target and name.
+        let mut ended: BTreeMap<(Target, String), String> = BTreeMap::new();
+        // Targets whose `harness = false` makes their output the test's own, not libtest's record.
+        let harnessless = harnessless_targets(run.root, package);
         for (target, exe) in &built.executables {
             let names: BTreeSet<&str> = wanted
                 .iter()
                 .filter(|(_, spec)| spec.wants(target))
                 .map(|(_, spec)| spec.path.as_str())
                 .collect();
-            if names.is_empty() {
+            if names.is_empty() || harnessless.contains(target) {
                 continue;
             }
-            match run_executable(run, package, target, exe, Some(&names)) {
-                Ok((events, unfinished)) => {
-                    if let Some(why) = unfinished {
+            // Each test runs alone, in a process of its own: one test's early end (an abort, an exit, a
+            // signal, the time limit) decides nothing about another's, and a line a test prints in
+            // libtest's form about another test is a test the run did not ask for.
+            for name in names {
+                let alone = BTreeSet::from([name]);
+                match run_executable(run, package, target, exe, Some(&alone)) {
+                    Ok((events, unfinished)) => {
+                        if let Some(why) = unfinished {
+                            ended.insert((target.clone(), name.to_string()), why.clone());
+                            silent.insert(target.clone(), why);
+                        }
+                        for (name, list) in events {
+                            seen.entry(name).or_default().push((target.clone(), list));
+                        }
+                    }
+                    Err(why) => {
+                        ended.insert((target.clone(), name.to_string()), why.clone());
                         silent.insert(target.clone(), why);
                     }
-                    for (name, list) in events {
-                        seen.entry(name).or_default().push((target.clone(), list));
-                    }
-                }
-                Err(why) => {
-                    silent.insert(target.clone(), why);
                 }
             }
         }
@@ -146,16 +158,21 @@ impl Runner for Cargo {
             let mut held_by = None;
             let outcome_and_events = match candidates.as_slice() {
                 [] => {
-                    let runner_error = silent
+                    let runner_error = ended
                         .iter()
-                        .find(|(t, _)| spec.wants(t))
+                        .find(|((t, name), _)| spec.wants(t) && *name == spec.path)
                         .map(|(_, why)| why.clone());
+                    let in_harnessless = harnessless.iter().find(|t| spec.wants(t));
                     let own_broken: Vec<(&Target, &String)> =
                         built.broken.iter().filter(|(t, _)| spec.wants(t)).collect();
                     let why = if spec.target.is_some() && !own_broken.is_empty() {
                         Outcome::NotBuilt(describe_broken(own_broken.into_iter()))
                     } else if let Some(error) = runner_error {
                         Outcome::NotRun(format!("no result for `{}`: {error}", spec.path))
+                    } else if let Some(target) = in_harnessless {
+                        Outcome::NotRun(format!(
+                            "`{test}` is in a target without libtest's harness (`{target}` has `harness = false`): its output is not a test result"
+                        ))
                     } else if !built.broken.is_empty() {
                         Outcome::NotBuilt(format!(
                             "no test `{}` ran; {}",
@@ -203,10 +220,16 @@ impl Runner for Cargo {
                         .collect();
                     if unknown.is_empty() {
                         held_by = Some(found.clone());
-                        (
+                        let outcome = match (
                             libtest_outcome(events),
-                            events.iter().map(Value::to_string).collect(),
-                        )
+                            ended.get(&(found.clone(), spec.path.clone())),
+                        ) {
+                            (Outcome::NotRun(_), Some(why)) => Outcome::NotRun(format!(
+                                "the test started but gave no result: {why}"
+                            )),
+                            (outcome, _) => outcome,
+                        };
+                        (outcome, events.iter().map(Value::to_string).collect())
                     } else {
                         (
                             Outcome::NotRun(format!(
@@ -266,7 +289,11 @@ impl Runner for Cargo {
             return Err(describe_broken(built.broken.iter()));
         }
         let mut results = BTreeMap::new();
+        let harnessless = harnessless_targets(run.root, package);
         for (target, exe) in &built.executables {
+            if harnessless.contains(target) {
+                continue;
+            }
             let (events, unfinished) = run_executable(run, package, target, exe, None)?;
             if let Some(why) = unfinished {
                 return Err(why);
@@ -295,6 +322,58 @@ impl Runner for Cargo {
         let (name, dirs) = parts.split_last().unwrap_or((&"", &[]));
         *name == "tests.rs" || dirs.contains(&"tests")
     }
+}
+
+/// The package's targets with `harness = false` in its manifest (`[lib]`, `[[bin]]`, `[[test]]`,
+/// `[[bench]]`, `[[example]]`): their executables are the test's own program, whose output is no record of
+/// libtest's. `cargo metadata` does not say, so the manifest is read as data.
+fn harnessless_targets(root: &Path, package: &Package) -> BTreeSet<Target> {
+    let Ok(bytes) = crate::safe_fs::read(root, &join(package.dir, "Cargo.toml"), 1 << 20) else {
+        return BTreeSet::new();
+    };
+    let Ok(manifest) = toml::from_str::<toml::Table>(&String::from_utf8_lossy(&bytes)) else {
+        return BTreeSet::new();
+    };
+    let package_name = manifest
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(toml::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let off = |t: &toml::Value| t.get("harness").and_then(toml::Value::as_bool) == Some(false);
+    let mut found = BTreeSet::new();
+    if let Some(lib) = manifest.get("lib").filter(|l| off(l)) {
+        let name = lib
+            .get("name")
+            .and_then(toml::Value::as_str)
+            .map_or_else(|| package_name.replace('-', "_"), str::to_string);
+        found.insert(Target {
+            name,
+            kind: TargetKind::Lib,
+        });
+    }
+    for (table, kind) in [
+        ("bin", TargetKind::Bin),
+        ("test", TargetKind::Test),
+        ("bench", TargetKind::Bench),
+        ("example", TargetKind::Example),
+    ] {
+        for target in manifest
+            .get(table)
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|t| off(t))
+        {
+            if let Some(name) = target.get("name").and_then(toml::Value::as_str) {
+                found.insert(Target {
+                    name: name.to_string(),
+                    kind,
+                });
+            }
+        }
+    }
+    found
 }
 
 /// What `cargo build --tests` made of a package: its test executables by target (name and kind: a lib
@@ -402,6 +481,136 @@ fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
 /// Each test's own events, by the name libtest gives it.
 type Events = BTreeMap<String, Vec<Value>>;
 
+/// What a test executable's stdout says, read as libtest's record.
+#[derive(Debug)]
+enum Record {
+    /// One frame, `suite started` … `suite ok|failed`, whose counts agree with its events and the exit
+    /// status.
+    Whole(Events),
+    /// The frame never ended (a crash, an exit, the time limit): the events it holds so far.
+    Unfinished(Events),
+    /// Lines that cannot be libtest's own: what does not add up.
+    Forged(String),
+}
+
+/// Reads libtest's JSON record from a test executable's stdout. Events count only inside one `suite
+/// started` … `suite ok|failed` frame; each test has exactly one `started` and one result; no event names
+/// a test that was not asked for (`names`, when the run named its tests); the frame's `passed + failed +
+/// ignored` (and its `test_count`) equal the results seen; nothing follows the end; the exit status agrees.
+/// A test can still write to fd 1 itself: these counts are what make such a line show.
+fn read_record(stdout: &str, names: Option<&BTreeSet<&str>>, code: Option<i32>) -> Record {
+    let mut events: Events = BTreeMap::new();
+    let (mut began, mut end): (Option<Value>, Option<Value>) = (None, None);
+    for line in stdout.lines() {
+        let Ok(mut event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(kind) = event
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let what = event
+            .get("event")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if end.is_some() && (kind == "suite" || kind == "test") {
+            return Record::Forged(format!("a `{kind}` line after the suite's end"));
+        }
+        match (kind.as_str(), what.as_str()) {
+            ("suite", "started") if began.is_none() => began = Some(event),
+            ("suite", "started") => return Record::Forged("a second `suite started`".to_string()),
+            ("suite", "ok" | "failed") if began.is_some() => end = Some(event),
+            ("suite", _) => return Record::Forged(format!("a `suite {what}` out of its frame")),
+            ("test", _) if began.is_none() => {
+                return Record::Forged("a test event before `suite started`".to_string());
+            }
+            ("test", _) => {
+                let Some(name) = event
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                else {
+                    return Record::Forged("a test event without a name".to_string());
+                };
+                if names.is_some_and(|n| !n.contains(name.as_str())) {
+                    return Record::Forged(format!(
+                        "an event of `{name}`, which was not asked for"
+                    ));
+                }
+                if let Some(object) = event.as_object_mut() {
+                    object.shift_remove("exec_time");
+                }
+                events.entry(name).or_default().push(event);
+            }
+            _ => {}
+        }
+    }
+    let Some(end) = end else {
+        return Record::Unfinished(events);
+    };
+    let mut counted = BTreeMap::from([("ok", 0u64), ("failed", 0), ("ignored", 0)]);
+    for (name, list) in &events {
+        let of = |e: &str| {
+            list.iter()
+                .filter(|v| v.get("event").and_then(Value::as_str) == Some(e))
+                .count()
+        };
+        let results = of("ok") + of("failed") + of("ignored");
+        // libtest also says when a test runs long (`timeout`): a warning, not a result.
+        if of("started") != 1 || results != 1 || list.len() != 2 + of("timeout") {
+            return Record::Forged(format!(
+                "`{name}` has {} `started` and {results} result events",
+                of("started")
+            ));
+        }
+        for (word, n) in &mut counted {
+            *n += of(word) as u64;
+        }
+    }
+    let number = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64);
+    let said = (
+        number(&end, "passed"),
+        number(&end, "failed"),
+        number(&end, "ignored"),
+    );
+    let seen = (
+        Some(counted["ok"]),
+        Some(counted["failed"]),
+        Some(counted["ignored"]),
+    );
+    if said != seen {
+        return Record::Forged(format!(
+            "the suite counts {said:?} passed, failed, ignored but its events {seen:?}"
+        ));
+    }
+    let results = counted.values().sum::<u64>();
+    if began
+        .as_ref()
+        .and_then(|b| number(b, "test_count"))
+        .is_some_and(|n| n != results)
+    {
+        return Record::Forged("`suite started` announced another number of tests".to_string());
+    }
+    let failed = counted["failed"] > 0;
+    let status_agrees = match code {
+        Some(0) => !failed && end.get("event").and_then(Value::as_str) == Some("ok"),
+        Some(_) => failed,
+        None => false,
+    };
+    if !status_agrees {
+        return Record::Forged(format!(
+            "the executable exited with {} after the suite said `{}`",
+            code.map_or("a signal".to_string(), |c| c.to_string()),
+            end.get("event").and_then(Value::as_str).unwrap_or("")
+        ));
+    }
+    Record::Whole(events)
+}
+
 /// Runs one test executable — with exactly `names`, or whole — and returns each test's own events,
 /// timing removed, and why the executable did not finish when it did not (it crashed or ran out of time:
 /// a test it did not report was not looked for); `Err` when it could not run.
@@ -438,42 +647,22 @@ fn run_executable(
         env,
         timeout: run.timeout,
     })?;
-    let finished = String::from_utf8_lossy(&ran.stdout).lines().any(|line| {
-        serde_json::from_str::<Value>(line).is_ok_and(|e| {
-            e.get("type").and_then(Value::as_str) == Some("suite")
-                && matches!(
-                    e.get("event").and_then(Value::as_str),
-                    Some("ok" | "failed")
-                )
-        })
-    });
-    let unfinished = (!finished).then(|| {
-        exited(
+    let record = read_record(&String::from_utf8_lossy(&ran.stdout), names, ran.code);
+    let unfinished = match &record {
+        Record::Unfinished(_) => Some(exited(
             &format!("the test executable of target `{target}`"),
             &ran,
             run.root,
-        )
-    });
-    let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for line in String::from_utf8_lossy(&ran.stdout).lines() {
-        let Ok(mut event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if event.get("type").and_then(Value::as_str) != Some("test") {
-            continue;
-        }
-        let Some(name) = event
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        if let Some(object) = event.as_object_mut() {
-            object.shift_remove("exec_time");
-        }
-        events.entry(name).or_default().push(event);
-    }
+        )),
+        Record::Forged(what) => Some(format!(
+            "the test output does not match libtest's record ({what}): its events are not a test result"
+        )),
+        Record::Whole(_) => None,
+    };
+    let events = match record {
+        Record::Whole(events) | Record::Unfinished(events) => events,
+        Record::Forged(_) => BTreeMap::new(),
+    };
     Ok((events, unfinished))
 }
 
@@ -497,16 +686,59 @@ fn libtest_outcome(events: &[Value]) -> Outcome {
                 .rev()
                 .find_map(|e| e.get("stdout").and_then(Value::as_str))
                 .unwrap_or("");
-            let first = stdout
-                .lines()
-                .find(|l| l.contains("panicked") || l.contains("assert"))
-                .unwrap_or("the test failed");
-            Outcome::Failed(without_thread_id(first.trim()))
+            Outcome::Failed(rust_failure(stdout))
         }
         Some("ignored") => Outcome::NotRun("the test is ignored".to_string()),
         _ => Outcome::NotRun(
             "the test started but gave no result (a crash or a timeout)".to_string(),
         ),
+    }
+}
+
+/// What a `cargo test` user reads first of a failed test: the panic's message — `assertion `left ==
+/// right` failed` with its `left:`/`right:` lines, or whatever the test panicked with — and where (`at
+/// src/lib.rs:15:9`); the lines are joined with `; `, the thread's id left out.
+fn rust_failure(stdout: &str) -> String {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let Some(at) = lines.iter().position(|l| l.contains(" panicked at ")) else {
+        return lines
+            .iter()
+            .find(|l| l.contains("assert"))
+            .map_or_else(|| "the test failed".to_string(), |l| l.trim().to_string());
+    };
+    let head = without_thread_id(lines[at]);
+    let after = head
+        .split_once(" panicked at ")
+        .map_or("", |(_, rest)| rest);
+    // `panicked at src/lib.rs:15:9:` (the message on the lines after), or the older
+    // `panicked at 'message', src/lib.rs:15:9`.
+    let (location, inline) = match after.strip_suffix(':') {
+        Some(location) => (location.to_string(), None),
+        None => match after.rsplit_once("', ") {
+            Some((message, location)) => (
+                location.to_string(),
+                Some(message.trim_start_matches('\'').to_string()),
+            ),
+            None => (after.to_string(), None),
+        },
+    };
+    let mut message: Vec<String> = inline.into_iter().collect();
+    message.extend(
+        lines[at + 1..]
+            .iter()
+            .take_while(|l| {
+                !l.starts_with("note: ")
+                    && !l.starts_with("stack backtrace:")
+                    && !l.contains(" panicked at ")
+            })
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty())
+            .map(str::to_string),
+    );
+    if message.is_empty() {
+        format!("panicked at {location}")
+    } else {
+        format!("{} (at {location})", message.join("; "))
     }
 }
 
@@ -687,6 +919,23 @@ mod tests {
         assert_eq!(libtest_outcome(&ok), Outcome::Passed);
         let started = vec![serde_json::json!({"type": "test", "event": "started", "name": "a"})];
         assert!(matches!(libtest_outcome(&started), Outcome::NotRun(_)));
+    }
+
+    #[test]
+    fn a_rust_failure_is_its_panic_message_and_where() {
+        let assert = "\nthread 'tests::breaks' (31005) panicked at src/lib.rs:15:9:\nassertion `left == right` failed: one and one\n  left: 2\n right: 3\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(
+            rust_failure(assert),
+            "assertion `left == right` failed: one and one; left: 2; right: 3 (at src/lib.rs:15:9)"
+        );
+        let message = "thread 'tests::x' panicked at tests/cli.rs:8:5:\nthe store is empty\n";
+        assert_eq!(
+            rust_failure(message),
+            "the store is empty (at tests/cli.rs:8:5)"
+        );
+        let old = "thread 'x' panicked at 'boom', src/main.rs:3:5\nnote: …\n";
+        assert_eq!(rust_failure(old), "boom (at src/main.rs:3:5)");
+        assert_eq!(rust_failure(""), "the test failed");
     }
 
     #[test]

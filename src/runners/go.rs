@@ -122,6 +122,101 @@ impl Runner for Go {
     }
 }
 
+/// What a `go test` user reads first of a failed test: its own `file.go:12: …` lines (`t.Errorf`,
+/// `t.Fatal`), or a panic's `panic: …` line with the first frame inside the repository (written relative
+/// to it); else "the test failed".
+fn go_failure<'a>(output: impl Iterator<Item = &'a str>, module: &Path, root: &Path) -> String {
+    let lines: Vec<&str> = output
+        .flat_map(str::lines)
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let own: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| {
+            l.split_once(": ").is_some_and(|(at, _)| {
+                at.rsplit_once(':').is_some_and(|(file, line)| {
+                    file.ends_with(".go")
+                        && !line.is_empty()
+                        && line.chars().all(|c| c.is_ascii_digit())
+                })
+            })
+        })
+        .collect();
+    if !own.is_empty() {
+        return own.join("; ");
+    }
+    if let Some(at) = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("panic: "))
+    {
+        let panic = lines[at].trim().trim_end_matches(" [recovered]");
+        let inside = |l: &&str| {
+            let frame = l.trim();
+            let path = frame.split(':').next().unwrap_or("");
+            Path::new(path).starts_with(module) || Path::new(path).starts_with(root)
+        };
+        let frame = lines[at..]
+            .iter()
+            .find(|l| l.starts_with('\t') && inside(l))
+            .map(|l| {
+                let frame = l.trim();
+                let frame = frame.split(" +0x").next().unwrap_or(frame);
+                let rel = Path::new(frame)
+                    .strip_prefix(root)
+                    .map_or_else(|_| frame.to_string(), |p| p.display().to_string());
+                format!(" (at {rel})")
+            })
+            .unwrap_or_default();
+        return format!("{panic}{frame}");
+    }
+    "the test failed".to_string()
+}
+
+/// Why the package's tests give no record of the testing package: a `TestMain` (in a `_test.go` file)
+/// whose body never calls `.Run()` on its `*testing.M` prints what it likes. Read as text.
+fn test_main_without_run(root: &Path, package: &Package) -> Option<String> {
+    let dir = root.join(package.dir);
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str().filter(|n| n.ends_with("_test.go")) else {
+            continue;
+        };
+        let Ok(bytes) = crate::safe_fs::read(root, &join(package.dir, name), 8 << 20) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let Some(at) = text.find("func TestMain(") else {
+            continue;
+        };
+        // The function's body: from its first `{` to the brace that closes it.
+        let body_start = text[at..].find('{').map_or(text.len(), |i| at + i);
+        let mut depth = 0usize;
+        let mut end = text.len();
+        for (i, c) in text[body_start..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = body_start + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !text[body_start..end].contains(".Run()") {
+            return Some(format!(
+                "`{}` has a `TestMain` that never calls `m.Run()`: its output is not a test result",
+                join(package.dir, name)
+            ));
+        }
+    }
+    None
+}
+
 /// The top-level test functions the package's `_test.go` files declare (`func TestX(t *testing.T)`), read
 /// as text.
 fn suite_functions(root: &Path, package: &Package) -> BTreeSet<String> {
@@ -156,6 +251,30 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
     if wanted.is_empty() {
         return results;
     }
+    // Each top-level function runs in a `go test` of its own: one test's panic or `os.Exit` decides
+    // nothing about another's, and Go before 1.20 cannot frame a test's output (`--- PASS: TestOther`
+    // printed by a test reads as TestOther's result), so a line about another test is a test the run did
+    // not ask for.
+    let asked: BTreeSet<&str> = wanted
+        .iter()
+        .map(|(_, spec)| spec.function.as_str())
+        .collect();
+    if asked.len() > 1 {
+        for function in asked {
+            let own: Vec<&TestId> = wanted
+                .iter()
+                .filter(|(_, spec)| spec.function == function)
+                .map(|(t, _)| *t)
+                .collect();
+            results.extend(named(run, package, &own));
+        }
+        return results;
+    }
+    if let Some(why) = test_main_without_run(run.root, package) {
+        let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+        results.extend(super::all(&tests, Outcome::NotRun(why)));
+        return results;
+    }
     let module = package.home;
     let rel = if module.is_empty() {
         package.dir
@@ -180,7 +299,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         .collect();
     let pattern = format!(
         "^({})$",
-        functions.into_iter().collect::<Vec<_>>().join("|")
+        functions.iter().cloned().collect::<Vec<_>>().join("|")
     );
     let argv = [
         "go", "test", "-json", "-count=1", "-vet=off", "-run", &pattern, &pkg,
@@ -209,6 +328,8 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
     let mut build_failed = stdout.contains("[build failed]") || stderr.contains("[build failed]");
     // Whether go ran the package at all: it ends with a package-level result (pass, fail or skip).
     let mut package_ran = false;
+    // An event of a test this run did not ask for: a test printed it.
+    let mut stranger: Option<String> = None;
     for line in stdout.lines() {
         let Ok(mut event) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -241,7 +362,23 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
                 *output = without_duration(output);
             }
         }
+        if !asked
+            .iter()
+            .any(|f| test == *f || test.starts_with(&format!("{f}/")))
+        {
+            stranger.get_or_insert_with(|| test.clone());
+        }
         events.entry(test).or_default().push(event);
+    }
+    if let Some(name) = stranger {
+        let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+        results.extend(super::all(
+            &tests,
+            Outcome::NotRun(format!(
+                "the test output does not match go test's record (an event of `{name}`, which was not asked for): its events are not a test result"
+            )),
+        ));
+        return results;
     }
     let shown = shown_dir(package.dir);
     for (test, spec) in &wanted {
@@ -253,14 +390,12 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         });
         let outcome = match last {
             Some("pass") => Outcome::Passed,
-            Some("fail") => Outcome::Failed(
+            Some("fail") => Outcome::Failed(go_failure(
                 own.iter()
-                    .filter_map(|e| e.get("Output").and_then(Value::as_str))
-                    .find(|o| o.contains(".go:"))
-                    .unwrap_or("the test failed")
-                    .trim()
-                    .to_string(),
-            ),
+                    .filter_map(|e| e.get("Output").and_then(Value::as_str)),
+                &run.root.join(package.home),
+                run.root,
+            )),
             Some(_) => Outcome::NotRun("the test was skipped".to_string()),
             None if build_failed => Outcome::NotBuilt(format!(
                 "`{pkg}` did not build: {}",
@@ -358,6 +493,42 @@ mod tests {
         assert!(GoTest::parse("TestParse//x").is_err());
         assert!(GoTest::parse("Test(x)").is_err());
         assert!(GoTest::parse("TestA|TestB").is_err());
+    }
+
+    #[test]
+    fn a_go_failure_is_its_own_lines_or_its_panic() {
+        let root = Path::new("/work/repo");
+        let errorf = [
+            "=== RUN   TestAdd\n",
+            "    calc_test.go:12: Add(2, 2) = 0, want 4\n",
+            "--- FAIL: TestAdd (0.00s)\n",
+        ];
+        assert_eq!(
+            go_failure(errorf.into_iter(), root, root),
+            "calc_test.go:12: Add(2, 2) = 0, want 4"
+        );
+        let panic = [
+            "=== RUN   TestDiv\n",
+            "--- FAIL: TestDiv (0.00s)\n",
+            "panic: runtime error: integer divide by zero [recovered]\n",
+            "\tpanic: runtime error: integer divide by zero\n",
+            "\n",
+            "goroutine 7 [running]:\n",
+            "testing.tRunner.func1.2({0x51c2a0, 0x5f2f40})\n",
+            "\t/usr/lib/go-1.19/src/testing/testing.go:1396 +0x24e\n",
+            "example.com/calc.Div(...)\n",
+            "\t/work/repo/calc/calc.go:7\n",
+            "example.com/calc.TestDiv(0x0?)\n",
+            "\t/work/repo/calc/calc_test.go:20 +0x1d\n",
+        ];
+        assert_eq!(
+            go_failure(panic.into_iter(), &root.join("calc"), root),
+            "panic: runtime error: integer divide by zero (at calc/calc.go:7)"
+        );
+        assert_eq!(
+            go_failure(["--- FAIL: TestX (0.00s)\n"].into_iter(), root, root),
+            "the test failed"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::browser::{self, BrowserStep};
 use super::{Request, Run, Set, Step, TestStep};
+use crate::runners::scrub;
 use crate::runners::{self, Job, Launcher, Outcome, Ran as Launched, TestId};
 use crate::sandbox::said;
 use crate::sandbox::toolchain::shown_dir;
@@ -241,7 +242,7 @@ impl StepRunner {
                     }
                 }
             }
-            self.transcript.push(json!({"step": n, "build": package, "tool": "cargo", "exit": ran.code, "stderr": tail(&ran.stderr)}));
+            self.transcript.push(json!({"step": n, "build": package, "tool": "cargo", "exit": ran.code, "stderr": scrub(tail(&ran.stderr), &self.root)}));
             if ran.code != Some(0) {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): cargo build exited {}: {}",
@@ -275,7 +276,7 @@ impl StepRunner {
                     ));
                 }
             };
-            self.transcript.push(json!({"step": n, "build": package, "tool": "go", "exit": ran.code, "stderr": tail(&ran.stderr)}));
+            self.transcript.push(json!({"step": n, "build": package, "tool": "go", "exit": ran.code, "stderr": scrub(tail(&ran.stderr), &self.root)}));
             if ran.code != Some(0) {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): go build exited {}: {}",
@@ -313,7 +314,7 @@ impl StepRunner {
         };
         self.transcript.push(json!({
             "step": n, "run": argv, "stdin": step.stdin, "exit": ran.code,
-            "stdout": tail(&ran.stdout), "stderr": tail(&ran.stderr),
+            "stdout": scrub(tail(&ran.stdout), &self.root), "stderr": scrub(tail(&ran.stderr), &self.root),
         }));
         let label = format!("step {n} (run {})", argv.join(" "));
         if ran.code.map(i64::from) != Some(step.exit) {
@@ -321,7 +322,7 @@ impl StepRunner {
                 "{label}: expected exit {}, got {}; stderr: {}",
                 step.exit,
                 code(ran.code),
-                last_lines(&ran.stderr)
+                last_lines(&scrub(&ran.stderr, &self.root))
             ));
         }
         for (stream, text, expected) in [
@@ -331,7 +332,7 @@ impl StepRunner {
             if let Some(missing) = expected.iter().find(|e| !text.contains(e.as_str())) {
                 return Verdict::Failed(format!(
                     "{label}: {stream} lacks `{missing}`; it was: {}",
-                    quote(text)
+                    quote_end(&scrub(text, &self.root))
                 ));
             }
         }
@@ -456,9 +457,7 @@ impl StepRunner {
         };
         let outcome = match package.runner.check_id(&self.root, &package, &step.test) {
             Err(why) => Outcome::NotFound(why),
-            Ok(()) => package
-                .runner
-                .run_named(&run, &package, &[&id])
+            Ok(()) => runners::run_named(&run, &package, &[&id])
                 .remove(&id)
                 .map_or_else(|| Outcome::NotRun("no result".to_string()), |r| r.outcome),
         };
@@ -601,16 +600,34 @@ fn go_package(shown: &str) -> String {
     }
 }
 
-/// The last few lines of a tool's output, for a reason.
+/// The last few lines of a tool's output, for a reason: where a traceback or a panic ends, its cause is;
+/// it says when it left lines out.
 fn last_lines(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let start = lines.len().saturating_sub(3);
     let joined = lines[start..].join(" | ");
     if joined.is_empty() {
         "(nothing)".to_string()
+    } else if start > 0 {
+        format!("(the last 3 of {} lines) {joined}", lines.len())
     } else {
         joined
     }
+}
+
+/// A stream quoted for a reason: whole when short, else its last 300 characters (a traceback's exception
+/// and a panic's message are at the end), saying that it cut.
+fn quote_end(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= 300 {
+        return format!("{text:?}");
+    }
+    let tail: String = text.chars().skip(count - 300).collect();
+    format!("(the last 300 of {count} characters) …{tail:?}")
 }
 
 fn quote(text: &str) -> String {
@@ -627,6 +644,25 @@ fn quote(text: &str) -> String {
 mod tests {
     use super::contains;
     use serde_json::json;
+
+    #[test]
+    fn a_long_stream_is_quoted_by_its_end() {
+        let traceback: String = (0..40)
+            .map(|i| format!("  File \"app.py\", line {i}, in f{i}\n"))
+            .chain(["ValueError: the total is negative\n".to_string()])
+            .collect();
+        let quoted = super::quote_end(&traceback);
+        assert!(quoted.starts_with("(the last 300 of "), "{quoted}");
+        assert!(
+            quoted.ends_with("ValueError: the total is negative\\n\""),
+            "{quoted}"
+        );
+        assert_eq!(
+            super::last_lines(&traceback),
+            "(the last 3 of 41 lines) File \"app.py\", line 38, in f38 | File \"app.py\", line 39, in f39 | ValueError: the total is negative"
+        );
+        assert_eq!(super::quote_end("short"), "\"short\"");
+    }
 
     #[test]
     fn a_json_subset_matches_by_key_and_position() {

@@ -755,7 +755,12 @@ fn a_test_step_and_the_tests_floor_give_one_verdict_for_one_test() {
         (Some("cargo"), Some("failed"))
     );
     let detail = step["detail"].as_str().expect("detail");
-    assert!(detail.contains("panicked at src/lib.rs"), "{detail}");
+    assert!(
+        detail.starts_with(
+            "assertion `left == right` failed: one and one; left: 2; right: 3 (at src/lib.rs:"
+        ),
+        "{detail}"
+    );
     assert_eq!(check("breaks")["status"], "failed");
     assert_eq!(
         check("breaks")["reason"].as_str(),
@@ -772,4 +777,136 @@ fn a_test_step_and_the_tests_floor_give_one_verdict_for_one_test() {
         "test_step_transcript",
         serde_json::to_string_pretty(&failed["steps"]).expect("json")
     );
+}
+
+/// One test's early end decides nothing about another's: on the base, a Go test that panics and a Rust
+/// test that aborts leave their siblings — which pass there — green, not "not found" or "not run".
+#[test]
+fn a_test_that_ends_its_binary_on_the_base_leaves_its_siblings_their_own_verdicts() {
+    crate::needs!(go);
+    let go_src = |fixed: bool| {
+        let guard = if fixed {
+            "\tif b == 0 {\n\t\treturn 0\n\t}\n"
+        } else {
+            ""
+        };
+        format!(
+            "package calc\n\n// Div divides.\nfunc Div(a, b int) int {{\n{guard}\treturn a / b\n}}\n\n// Add adds.\nfunc Add(a, b int) int {{\n\treturn a + b\n}}\n"
+        )
+    };
+    let rust_src = |fixed: bool| {
+        let body = if fixed {
+            "a.checked_div(b).unwrap_or(0)"
+        } else {
+            "if b == 0 { std::process::abort() } else { a / b }"
+        };
+        format!(
+            "/// Divides.\npub fn div(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn by_zero() {{\n        assert_eq!(super::div(1, 0), 0);\n    }}\n\n    #[test]\n    fn adds() {{\n        assert_eq!(2 + 2, 4);\n    }}\n}}\n"
+        )
+    };
+    let repo = TestRepo::new();
+    repo.write("calc/go.mod", "module example.com/calc\n\ngo 1.19\n")
+        .write("calc/calc.go", go_src(false))
+        .write(
+            "Cargo.toml",
+            "[package]\nname = \"divs\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write("src/lib.rs", rust_src(false))
+        .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+        .write(".aayudha/config.toml", "");
+    let base = repo.commit("divisions, with the bug");
+    repo.write("calc/calc.go", go_src(true))
+        .write(
+            "calc/calc_test.go",
+            "package calc\n\nimport \"testing\"\n\nfunc TestDivZero(t *testing.T) {\n\tif Div(1, 0) != 0 {\n\t\tt.Fatal(\"not zero\")\n\t}\n}\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != 4 {\n\t\tt.Fatal(\"2+2\")\n\t}\n}\n",
+        )
+        .write("src/lib.rs", rust_src(true))
+        .write(
+            ".aayudha/evidence/5.toml",
+            "[[criterion]]\nid = 1\ntests = [\"calc:TestDivZero\"]\n\n[[criterion]]\nid = 2\ntests = [\"calc:TestAdd\"]\n\n[[criterion]]\nid = 3\ntests = [\".:tests::by_zero\"]\n\n[[criterion]]\nid = 4\ntests = [\".:tests::adds\"]\n",
+        );
+    let head = repo.commit("fix: division by zero is zero");
+    let (code, pack, stderr) = ci(
+        &repo,
+        &base,
+        &head,
+        "1. Go divides by zero.\n2. Go adds.\n3. Rust divides by zero.\n4. Rust adds.",
+    );
+    assert_eq!(
+        floor(&pack, "tests")["result"],
+        "pass",
+        "{pack:#}\n{stderr}"
+    );
+    let report = report(&repo, "red-on-base.json");
+    let row = |id: usize| {
+        let test = &report["criteria"][id - 1]["tests"][0];
+        (
+            report["criteria"][id - 1]["verdict"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            test["result"].as_str().unwrap_or_default().to_string(),
+            test["detail"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let rows: Vec<String> = (1..=4)
+        .map(|id| {
+            let (verdict, result, detail) = row(id);
+            format!("criterion {id}: {verdict}: {result}: {detail}")
+        })
+        .collect();
+    insta::assert_snapshot!("early_end_on_base", rows.join("\n"));
+    let (verdict, result, detail) = row(1);
+    assert_eq!(
+        (verdict.as_str(), result.as_str()),
+        ("red", "failed"),
+        "{report:#}"
+    );
+    assert!(
+        detail.starts_with("panic: runtime error: integer divide by zero"),
+        "{detail}"
+    );
+    assert!(detail.contains("(at calc/calc.go:"), "{detail}");
+    assert_eq!(row(2).0, "green", "{report:#}");
+    let (verdict, result, detail) = row(3);
+    assert_eq!(
+        (verdict.as_str(), result.as_str()),
+        ("inconclusive", "not-run"),
+        "{report:#}"
+    );
+    assert!(detail.contains("signal 6"), "{detail}");
+    assert_eq!(row(4).0, "green", "{report:#}");
+    // Green criteria make red-on-base advisory (no blocking date is set), and the gate holds.
+    assert_eq!(floor(&pack, "red-on-base")["result"], "skipped", "{pack:#}");
+    assert_eq!(code, 0, "{pack:#}\n{stderr}");
+    // No text aayu wrote holds a path of this machine: the checkout's, the base's copy, a cache's, Go's.
+    let root = repo.root().display().to_string();
+    let mut files = vec![repo.path(".aayudha/proof/5")];
+    let mut read = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .expect("dir")
+                    .map(|e| e.expect("entry").path()),
+            );
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned();
+        read += 1;
+        for machine in [
+            root.as_str(),
+            "aayu-red-on-base-",
+            "/registry/src/",
+            "/pkg/mod/",
+            "/src/testing/testing.go",
+        ] {
+            assert!(
+                !text.contains(machine),
+                "{} holds `{machine}`:\n{text}",
+                path.display()
+            );
+        }
+    }
+    assert!(read >= 3, "the pack's files were read");
 }
