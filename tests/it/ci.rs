@@ -218,6 +218,14 @@ fn a_test_that_does_not_build_on_base_is_inconclusive() {
         report["criteria"][0]["tests"][0]["result"], "not-built",
         "{report:#}"
     );
+    // Nothing red on the base proves nothing: the floor says so, and still holds.
+    let floor = floor(&pack, "red-on-base");
+    assert_eq!(floor["result"], "skipped", "{pack:#}");
+    assert!(
+        floor["detail"].as_str().is_some_and(|d| d
+            .starts_with("nothing shown red: examples/tally:TestStrict did not build on base (")),
+        "{floor:#}"
+    );
 }
 
 #[test]
