@@ -233,7 +233,10 @@ pub fn run_named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<Te
 /// `<tmp>/…/<name>`. rustc's `/rustc/<hash>/…` is no machine's and stays.
 pub fn scrub(text: &str, root: &Path) -> String {
     static PATH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"(?:/[^\s'"`:,;()\[\]{}<>|]+)+"#).expect("the path pattern")
+        // A path starts a text, or follows a space, a quote or an opening bracket (not a `:` of a URL,
+        // nor a word: `https://x/src`, `foo/tmp`, `<cargo-home>/…` are left as they are).
+        regex::Regex::new(r#"(^|[\s'"`(\[=])((?:/[^\s'"`:,;()\[\]{}<>|]+)+)"#)
+            .expect("the path pattern")
     });
     let roots: Vec<String> = [Some(root.to_path_buf()), root.canonicalize().ok()]
         .into_iter()
@@ -242,8 +245,16 @@ pub fn scrub(text: &str, root: &Path) -> String {
         .filter(|r| !r.is_empty())
         .collect();
     PATH.replace_all(text, |found: &regex::Captures| {
-        let path = &found[0];
-        for root in &roots {
+        let lead = &found[1];
+        format!("{lead}{}", place(&found[2], &roots))
+    })
+    .into_owned()
+}
+
+/// One machine path as [`scrub`] writes it.
+fn place(path: &str, roots: &[String]) -> String {
+    {
+        for root in roots {
             if path == root {
                 return ".".to_string();
             }
@@ -263,11 +274,27 @@ pub fn scrub(text: &str, root: &Path) -> String {
                 return format!("{name}{}", &path[at + marker.len()..]);
             }
         }
+        if let Some(at) = path.find("/.rustup/") {
+            return format!("<rustup-home>/{}", &path[at + "/.rustup/".len()..]);
+        }
+        // Go's own source: a `src/` under a folder named for Go, or holding the standard library's
+        // packages the testing machinery runs in (a hosted tool cache's `go/1.19.13/x64/src/testing/`).
         if let Some(at) = path.find("/src/") {
-            let goroot = path[..at].rsplit('/').next().is_some_and(|last| {
+            let named = path[..at].rsplit('/').next().is_some_and(|last| {
                 last == "go" || last.starts_with("go-") || last.starts_with("go1")
             });
-            if goroot {
+            let standard = [
+                "testing/",
+                "runtime/",
+                "reflect/",
+                "internal/",
+                "sync/",
+                "os/",
+                "fmt/",
+            ]
+            .iter()
+            .any(|p| path[at + "/src/".len()..].starts_with(p));
+            if named || standard {
                 return format!("<goroot>{}", &path[at..]);
             }
         }
@@ -279,8 +306,7 @@ pub fn scrub(text: &str, root: &Path) -> String {
             return format!("<tmp>/…/{name}");
         }
         path.to_string()
-    })
-    .into_owned()
+    }
 }
 
 /// What no runner claims, in words: the markers there are.
@@ -683,6 +709,7 @@ mod tests {
                 "src/lib.rs",
                 "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_aborts() { std::process::abort(); }\n    #[test]\n    fn b_passes() {}\n}\n",
             ),
+            ("tests/cli.rs", "#[test]\nfn cli_ok() {}\n"),
             ("go/go.mod", "module example.com/ends\n\ngo 1.19\n"),
             (
                 "go/ends_test.go",
@@ -701,13 +728,15 @@ mod tests {
                 ("GOTOOLCHAIN".into(), "local".into()),
             ],
         };
-        let rust = ids("", &["tests::a_aborts", "tests::b_passes"]);
+        let rust = ids("", &["tests::a_aborts", "tests::b_passes", "cli_ok"]);
         let found = package(dir.path(), ".").expect("cargo");
         let refs: Vec<&TestId> = rust.iter().collect();
         let results = found.runner.run_named(&run, &found.package(), &refs);
         assert_eq!(results[&rust[1]].outcome, Outcome::Passed, "{results:?}");
+        // Another target's crash says nothing about a test found in this one.
+        assert_eq!(results[&rust[2]].outcome, Outcome::Passed, "{results:?}");
         assert!(
-            matches!(&results[&rust[0]].outcome, Outcome::NotRun(d) if d.contains("gave no result") && d.contains("signal 6")),
+            matches!(&results[&rust[0]].outcome, Outcome::NotRun(d) if d.contains("gave no whole result") && d.contains("signal 6")),
             "{results:?}"
         );
         let go = ids("go", &["TestAPanics", "TestBPasses"]);
@@ -755,6 +784,11 @@ mod tests {
             (
                 "go/forge_test.go",
                 "package forge\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestLiar(t *testing.T) { fmt.Println(\"--- PASS: TestOther (0.00s)\") }\n\nfunc TestOther(t *testing.T) { t.Fatal(\"the real one fails\") }\n",
+            ),
+            ("late/go.mod", "module example.com/late\n\ngo 1.19\n"),
+            (
+                "late/late_test.go",
+                "package late\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { m.Run(); fmt.Println(\"--- PASS: TestAdds (0.00s)\"); os.Exit(0) }\n\nfunc TestAdds(t *testing.T) { t.Fatal(\"it fails\") }\n",
             ),
             ("main/go.mod", "module example.com/main\n\ngo 1.19\n"),
             (
@@ -820,6 +854,11 @@ mod tests {
             "{go:?}"
         );
         assert!(matches!(&go[1], Outcome::Failed(_)), "{go:?}");
+        let late = outcomes("late", &["TestAdds"]);
+        assert!(
+            matches!(&late[0], Outcome::NotRun(d) if d.contains("2 results for `TestAdds`")),
+            "{late:?}"
+        );
         let main = outcomes("main", &["TestAdds"]);
         assert!(
             matches!(&main[0], Outcome::NotRun(d) if d.contains("`main/main_test.go` has a `TestMain` that never calls `m.Run()`")),
@@ -833,6 +872,21 @@ mod tests {
         let said = scrub(
             "thread 'a' panicked at /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/assert_cmd-1.0.1/src/assert.rs:342:17: at /tmp/aayu-red-on-base-x1/src/lib.rs:3:1 in /tmp/aayu-red-on-base-x1, /usr/lib/go-1.19/src/testing/testing.go:1396 +0x24e, /home/u/go/pkg/mod/github.com/x/y@v1.2.3/z.go:4 and /var/tmp/aayudha-target/debug/deps/calc-0a1b and /rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/panicking.rs:75",
             root,
+        );
+        assert_eq!(scrub(&said, root), said, "scrubbing twice changes nothing");
+        for kept in [
+            "https://github.com/golang/go/src/x",
+            "foo/tmp/bar",
+            "a <tmp>/…/x",
+        ] {
+            assert_eq!(scrub(kept, root), kept);
+        }
+        assert_eq!(
+            scrub(
+                "at /opt/hostedtoolcache/go/1.19.13/x64/src/testing/testing.go:1 and /root/.rustup/toolchains/stable/lib",
+                root
+            ),
+            "at <goroot>/src/testing/testing.go:1 and <rustup-home>/toolchains/stable/lib"
         );
         assert_eq!(
             said,

@@ -260,8 +260,9 @@ fn said_result(word: &str) -> &str {
     }
 }
 
-/// The red-on-base floor's verdict: it passes when no criterion is green; a green one makes it `skipped`
-/// (advisory) before `red_on_base_blocking_from` and `fail` from that UTC day on.
+/// The red-on-base floor's verdict: it passes when no criterion is green and one is red; with none green
+/// and none red it is `skipped`, saying why nothing was shown red (or that nothing was mapped); a green
+/// one makes it `skipped` (advisory) before `red_on_base_blocking_from` and `fail` from that UTC day on.
 pub fn floor(
     report: &Report,
     rule: crate::config::BlockingDate,

@@ -60,18 +60,23 @@ impl BucketError {
         if matches!(self, BucketError::Url { .. }) {
             return Some("write `[proof] media` as s3://bucket/prefix, r2://bucket/prefix, gs://bucket/prefix or az://container/prefix".into());
         }
+        // The service's own code first: a message also carries timings and request ids, in which a
+        // bare `403` or `404` can appear by chance (`in 240.494033ms`).
+        if text.contains("NoSuchBucket") {
+            return Some("create the bucket first, or correct `[proof] media`".into());
+        }
         let refused = [
             "InvalidAccessKeyId",
             "SignatureDoesNotMatch",
             "AccessDenied",
-            "403",
+            "403 Forbidden",
             "credential",
             "privileges",
         ];
         if refused.iter().any(|r| text.contains(r)) {
             return Some("check the bucket's credential in the environment (docs/ledger.md#media-buckets names each variable)".into());
         }
-        if text.contains("NoSuchBucket") || text.contains("404") || text.contains("Not Found") {
+        if text.contains("404 Not Found") || text.contains("Not Found") {
             return Some("create the bucket first, or correct `[proof] media`".into());
         }
         None
@@ -506,6 +511,31 @@ fn s3_error(xml: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hint follows the service's code, not a number that happens to be in a timing.
+    #[test]
+    fn a_missing_bucket_is_told_apart_from_a_refused_credential() {
+        let store = |message: &str| BucketError::Store {
+            what: "the upload of".into(),
+            url: "s3://no-such-bucket/x".into(),
+            message: message.into(),
+        };
+        let missing = store(
+            "Error performing PUT http://127.0.0.1:43399/no-such-bucket/x in 240.494033ms - Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchBucket</Code></Error>",
+        );
+        assert_eq!(
+            missing.hint().as_deref(),
+            Some("create the bucket first, or correct `[proof] media`")
+        );
+        let refused = store(
+            "Server returned non-2xx status code: 403 Forbidden: <Error><Code>InvalidAccessKeyId</Code></Error>",
+        );
+        assert!(
+            refused
+                .hint()
+                .is_some_and(|h| h.starts_with("check the bucket's credential"))
+        );
+    }
 
     #[test]
     fn bucket_urls_are_split_and_checked() {

@@ -114,7 +114,6 @@ impl Runner for Cargo {
         // Run every executable that may hold a wanted test, with exactly those names. A target whose
         // executable gave no result at all is remembered with why: a test missing from it was not looked for.
         let mut seen: BTreeMap<String, Vec<(Target, Vec<Value>)>> = BTreeMap::new();
-        let mut silent: BTreeMap<Target, String> = BTreeMap::new();
         // Why a test's own run ended before it gave a result, by target and name.
         let mut ended: BTreeMap<(Target, String), String> = BTreeMap::new();
         // Targets whose `harness = false` makes their output the test's own, not libtest's record.
@@ -136,16 +135,14 @@ impl Runner for Cargo {
                 match run_executable(run, package, target, exe, Some(&alone)) {
                     Ok((events, unfinished)) => {
                         if let Some(why) = unfinished {
-                            ended.insert((target.clone(), name.to_string()), why.clone());
-                            silent.insert(target.clone(), why);
+                            ended.insert((target.clone(), name.to_string()), why);
                         }
                         for (name, list) in events {
                             seen.entry(name).or_default().push((target.clone(), list));
                         }
                     }
                     Err(why) => {
-                        ended.insert((target.clone(), name.to_string()), why.clone());
-                        silent.insert(target.clone(), why);
+                        ended.insert((target.clone(), name.to_string()), why);
                     }
                 }
             }
@@ -209,10 +206,16 @@ impl Runner for Cargo {
                 [(found, events)] => {
                     // Another target the id may mean gave no result: it may hold the same test, so this
                     // result cannot be said to be the id's.
+                    // (Only this test's own run counts: another test's crash in that target says nothing.)
                     let unknown: Vec<String> = built
                         .broken
                         .keys()
-                        .chain(silent.keys())
+                        .chain(
+                            ended
+                                .keys()
+                                .filter(|(_, name)| *name == spec.path)
+                                .map(|(t, _)| t),
+                        )
                         .filter(|t| *t != found && spec.wants(t))
                         .map(|t| format!("`{t}`"))
                         .collect::<BTreeSet<_>>()
@@ -220,14 +223,13 @@ impl Runner for Cargo {
                         .collect();
                     if unknown.is_empty() {
                         held_by = Some(found.clone());
-                        let outcome = match (
-                            libtest_outcome(events),
-                            ended.get(&(found.clone(), spec.path.clone())),
-                        ) {
-                            (Outcome::NotRun(_), Some(why)) => Outcome::NotRun(format!(
-                                "the test started but gave no result: {why}"
+                        // A record that never ended (the process crashed, exited, or ran out of time) is
+                        // no result, whatever it held so far.
+                        let outcome = match ended.get(&(found.clone(), spec.path.clone())) {
+                            Some(why) => Outcome::NotRun(format!(
+                                "the test started but gave no whole result: {why}"
                             )),
-                            (outcome, _) => outcome,
+                            None => libtest_outcome(events),
                         };
                         (outcome, events.iter().map(Value::to_string).collect())
                     } else {
@@ -686,7 +688,18 @@ fn libtest_outcome(events: &[Value]) -> Outcome {
                 .rev()
                 .find_map(|e| e.get("stdout").and_then(Value::as_str))
                 .unwrap_or("");
-            Outcome::Failed(rust_failure(stdout))
+            let message = events
+                .iter()
+                .rev()
+                .find_map(|e| e.get("message").and_then(Value::as_str));
+            Outcome::Failed(match (rust_failure(stdout), message) {
+                // `#[should_panic]` that did not panic, or panicked otherwise: libtest's own words.
+                (failure, Some(message)) if failure == "the test failed" => message.to_string(),
+                (failure, Some(message)) if !failure.contains(message) => {
+                    format!("{message}: {failure}")
+                }
+                (failure, _) => failure,
+            })
         }
         Some("ignored") => Outcome::NotRun("the test is ignored".to_string()),
         _ => Outcome::NotRun(
@@ -701,9 +714,10 @@ fn libtest_outcome(events: &[Value]) -> Outcome {
 fn rust_failure(stdout: &str) -> String {
     let lines: Vec<&str> = stdout.lines().collect();
     let Some(at) = lines.iter().position(|l| l.contains(" panicked at ")) else {
+        // A test that returned `Err` prints `Error: …`.
         return lines
             .iter()
-            .find(|l| l.contains("assert"))
+            .find(|l| l.starts_with("Error: ") || l.contains("assert"))
             .map_or_else(|| "the test failed".to_string(), |l| l.trim().to_string());
     };
     let head = without_thread_id(lines[at]);

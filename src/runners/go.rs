@@ -144,9 +144,6 @@ fn go_failure<'a>(output: impl Iterator<Item = &'a str>, module: &Path, root: &P
             })
         })
         .collect();
-    if !own.is_empty() {
-        return own.join("; ");
-    }
     if let Some(at) = lines
         .iter()
         .position(|l| l.trim_start().starts_with("panic: "))
@@ -171,6 +168,9 @@ fn go_failure<'a>(output: impl Iterator<Item = &'a str>, module: &Path, root: &P
             .unwrap_or_default();
         return format!("{panic}{frame}");
     }
+    if !own.is_empty() {
+        return own.join("; ");
+    }
     "the test failed".to_string()
 }
 
@@ -186,11 +186,18 @@ fn test_main_without_run(root: &Path, package: &Package) -> Option<String> {
         let Ok(bytes) = crate::safe_fs::read(root, &join(package.dir, name), 8 << 20) else {
             continue;
         };
-        let text = String::from_utf8_lossy(&bytes);
-        let Some(at) = text.find("func TestMain(") else {
+        let text = code_only(&String::from_utf8_lossy(&bytes));
+        static MAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"func\s+TestMain\s*\(\s*(\w+)\s+\*\s*testing\.M\s*\)")
+                .expect("the TestMain pattern")
+        });
+        let Some(found) = MAIN.captures(&text) else {
             continue;
         };
-        // The function's body: from its first `{` to the brace that closes it.
+        let param = found.get(1).map_or("m", |m| m.as_str());
+        let at = found.get(0).map_or(0, |m| m.end());
+        // The function's body: from its first `{` to the brace that closes it (comments and strings are
+        // blanked, so a brace or a `.Run()` in them counts for nothing).
         let body_start = text[at..].find('{').map_or(text.len(), |i| at + i);
         let mut depth = 0usize;
         let mut end = text.len();
@@ -207,14 +214,66 @@ fn test_main_without_run(root: &Path, package: &Package) -> Option<String> {
                 _ => {}
             }
         }
-        if !text[body_start..end].contains(".Run()") {
+        let body = &text[body_start..end];
+        // `m.Run()`, or `m` handed on to what runs it (`os.Exit(run(m))`, `goleak.VerifyTestMain(m)`).
+        let runs = regex::Regex::new(&format!(
+            r"\b{0}\s*\.\s*Run\s*\(|[(,]\s*{0}\s*[,)]",
+            regex::escape(param)
+        ))
+        .is_ok_and(|re| re.is_match(body));
+        if !runs {
             return Some(format!(
-                "`{}` has a `TestMain` that never calls `m.Run()`: its output is not a test result",
+                "`{}` has a `TestMain` that never calls `{param}.Run()` (nor hands `{param}` on): its output is not a test result",
                 join(package.dir, name)
             ));
         }
     }
     None
+}
+
+/// Go source with its comments and the insides of its string and rune literals blanked (lengths kept).
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                    out.push(' ');
+                }
+                out.push(' ');
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                out.push(' ');
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    out.push(if c == '\n' { '\n' } else { ' ' });
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
+            '"' | '\'' | '`' => {
+                out.push(c);
+                let mut escaped = false;
+                for inner in chars.by_ref() {
+                    if inner == c && !(escaped && c != '`') {
+                        out.push(c);
+                        break;
+                    }
+                    escaped = inner == '\\' && !escaped;
+                    out.push(if inner == '\n' { '\n' } else { ' ' });
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The top-level test functions the package's `_test.go` files declare (`func TestX(t *testing.T)`), read
@@ -328,6 +387,8 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
     let mut build_failed = stdout.contains("[build failed]") || stderr.contains("[build failed]");
     // Whether go ran the package at all: it ends with a package-level result (pass, fail or skip).
     let mut package_ran = false;
+    // Whether the package's own last word was `pass`.
+    let mut package_passed = false;
     // An event of a test this run did not ask for: a test printed it.
     let mut stranger: Option<String> = None;
     for line in stdout.lines() {
@@ -341,6 +402,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
             )
         {
             package_ran = true;
+            package_passed = event.get("Action").and_then(Value::as_str) == Some("pass");
         }
         if event.get("FailedBuild").is_some()
             || event.get("Action").and_then(Value::as_str) == Some("build-fail")
@@ -383,16 +445,43 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
     let shown = shown_dir(package.dir);
     for (test, spec) in &wanted {
         let own = events.get(&spec.name).cloned().unwrap_or_default();
-        let last = own.iter().rev().find_map(|e| {
-            e.get("Action")
-                .and_then(Value::as_str)
-                .filter(|a| matches!(*a, "pass" | "fail" | "skip"))
-        });
+        let verdicts: Vec<&str> = own
+            .iter()
+            .filter_map(|e| {
+                e.get("Action")
+                    .and_then(Value::as_str)
+                    .filter(|a| matches!(*a, "pass" | "fail" | "skip"))
+            })
+            .collect();
+        // The test's own output and its subtests', in order: what a failure is read from.
+        let nested = format!("{}/", spec.name);
+        let output: Vec<&str> = events
+            .iter()
+            .filter(|(name, _)| **name == spec.name || name.starts_with(&nested))
+            .flat_map(|(_, list)| list.iter())
+            .filter_map(|e| e.get("Output").and_then(Value::as_str))
+            .collect();
+        let last = verdicts.last().copied();
         let outcome = match last {
+            // The testing package's record of one test: one result, and a package that passed and exited
+            // 0 — a `--- PASS` printed after a failure, or before an `os.Exit`, is not one.
+            _ if verdicts.len() > 1 => Outcome::NotRun(format!(
+                "the test output does not match go test's record ({} results for `{}`): its events are not a test result",
+                verdicts.len(),
+                spec.name
+            )),
+            // (A subtest's pass stands while a sibling subtest fails the package.)
+            Some("pass")
+                if spec.name == spec.function && (!package_passed || ran.code != Some(0)) =>
+            {
+                Outcome::NotRun(format!(
+                    "the test output does not match go test's record (`{}` passed, but the package did not): its events are not a test result",
+                    spec.name
+                ))
+            }
             Some("pass") => Outcome::Passed,
             Some("fail") => Outcome::Failed(go_failure(
-                own.iter()
-                    .filter_map(|e| e.get("Output").and_then(Value::as_str)),
+                output.into_iter(),
                 &run.root.join(package.home),
                 run.root,
             )),
@@ -493,6 +582,40 @@ mod tests {
         assert!(GoTest::parse("TestParse//x").is_err());
         assert!(GoTest::parse("Test(x)").is_err());
         assert!(GoTest::parse("TestA|TestB").is_err());
+    }
+
+    #[test]
+    fn a_test_main_runs_the_tests_when_it_calls_run_or_hands_m_on() {
+        let dir = tempfile::tempdir().expect("dir");
+        let case = |main: &str| {
+            std::fs::write(
+                dir.path().join("x_test.go"),
+                format!("package x\n\nimport (\"os\"; \"testing\")\n\n{main}\n"),
+            )
+            .expect("write");
+            let package = Package {
+                runner: &Go,
+                dir: "",
+                home: "",
+            };
+            test_main_without_run(dir.path(), &package)
+        };
+        assert!(case("func TestMain(m *testing.M) { os.Exit(m.Run()) }").is_none());
+        assert!(case("func TestMain(t *testing.M) {\n\tsetup()\n\tos.Exit(run(t))\n}").is_none());
+        assert!(
+            case("func TestMain (m *testing.M) { fmt.Println(\"--- PASS: TestA\"); os.Exit(0) }")
+                .is_some()
+        );
+        assert!(
+            case(
+                "func TestMain(m *testing.M) {\n\t// m.Run()\n\ts := \"m.Run() }\"\n\tos.Exit(0)\n}"
+            )
+            .is_some()
+        );
+        assert!(
+            case("// func TestMain(m *testing.M) { m.Run() }\nfunc TestA(t *testing.T) {}")
+                .is_none()
+        );
     }
 
     #[test]

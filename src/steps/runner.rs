@@ -247,7 +247,7 @@ impl StepRunner {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): cargo build exited {}: {}",
                     code(ran.code),
-                    said(ran.stderr.as_bytes(), &self.root)
+                    scrub(&said(ran.stderr.as_bytes(), &self.root), &self.root)
                 ));
             }
             Verdict::Passed
@@ -281,7 +281,7 @@ impl StepRunner {
                 return Verdict::Failed(format!(
                     "step {n} (build {package}): go build exited {}: {}",
                     code(ran.code),
-                    said(ran.stderr.as_bytes(), &self.root)
+                    scrub(&said(ran.stderr.as_bytes(), &self.root), &self.root)
                 ));
             }
             if !self.bins.contains(&bin) {
