@@ -395,6 +395,8 @@ pub struct TestResult {
     /// target that held it), when the id was less precise: red-on-base runs that test on the base, never
     /// another target's of the same path.
     pub pinned: Option<String>,
+    /// What the evidence's line says beside the result (a Go package's own `TestMain`).
+    pub note: Option<String>,
 }
 
 impl TestResult {
@@ -403,6 +405,7 @@ impl TestResult {
             outcome,
             events: Vec::new(),
             pinned: None,
+            note: None,
         }
     }
 }

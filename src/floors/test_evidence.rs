@@ -231,11 +231,17 @@ pub fn floor(
             continue;
         };
         let mut problems = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
         let mut events = String::new();
         for text in &mapped.tests {
             let Ok(id) = TestId::parse(text) else {
                 continue;
             };
+            if let Some(note) = results.get(&id).and_then(|r| r.note.as_ref()) {
+                if !notes.contains(note) {
+                    notes.push(note.clone());
+                }
+            }
             match results.get(&id).map(|r| (&r.outcome, &r.events)) {
                 Some((Outcome::Passed, own)) => {
                     for event in own {
@@ -292,8 +298,13 @@ pub fn floor(
                 paths.insert(0, rel);
             }
             evidenced += 1;
+            let noted = if notes.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", notes.join("; "))
+            };
             lines.push(format!(
-                "criterion {}: evidenced ({})",
+                "criterion {}: evidenced ({}){noted}",
                 criterion.id,
                 paths.join(", ")
             ));

@@ -268,6 +268,7 @@ impl Runner for Cargo {
                     pinned: held_by
                         .filter(|_| spec.target.as_ref().is_none_or(|(_, kind)| kind.is_none()))
                         .map(|t| format!("{t}/{}", spec.path)),
+                    note: None,
                 },
             );
         }
@@ -311,6 +312,7 @@ impl Runner for Cargo {
                         outcome: libtest_outcome(&list),
                         events: list.iter().map(Value::to_string).collect(),
                         pinned: None,
+                        note: None,
                     },
                 );
             }

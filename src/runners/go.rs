@@ -231,6 +231,27 @@ fn test_main_without_run(root: &Path, package: &Package) -> Option<String> {
     None
 }
 
+/// The `_test.go` file of the package that declares a `TestMain`, if one does.
+fn has_test_main(root: &Path, package: &Package) -> Option<String> {
+    let dir = root.join(package.dir);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with("_test.go"))
+        .collect();
+    names.sort();
+    names.into_iter().find_map(|name| {
+        let bytes = crate::safe_fs::read(root, &join(package.dir, &name), 8 << 20).ok()?;
+        let code = code_only(&String::from_utf8_lossy(&bytes));
+        regex::Regex::new(r"func\s+TestMain\s*\(")
+            .ok()?
+            .is_match(&code)
+            .then(|| join(package.dir, &name))
+    })
+}
+
 /// Go source with its comments and the insides of its string and rune literals blanked (lengths kept).
 fn code_only(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -329,6 +350,9 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         }
         return results;
     }
+    // A package's own `TestMain` decides how its tests run: the evidence's line says it is there.
+    let test_main =
+        has_test_main(run.root, package).map(|file| format!("`{file}` has its own `TestMain`"));
     if let Some(why) = test_main_without_run(run.root, package) {
         let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
         results.extend(super::all(&tests, Outcome::NotRun(why)));
@@ -512,6 +536,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
                 outcome,
                 events: kept,
                 pinned: None,
+                note: test_main.clone(),
             },
         );
     }
@@ -598,23 +623,36 @@ mod tests {
                 dir: "",
                 home: "",
             };
-            test_main_without_run(dir.path(), &package)
+            (
+                test_main_without_run(dir.path(), &package),
+                has_test_main(dir.path(), &package),
+            )
         };
-        assert!(case("func TestMain(m *testing.M) { os.Exit(m.Run()) }").is_none());
-        assert!(case("func TestMain(t *testing.M) {\n\tsetup()\n\tos.Exit(run(t))\n}").is_none());
+        // Running the tests: the evidence's line names the file.
+        assert_eq!(
+            case("func TestMain(m *testing.M) { os.Exit(m.Run()) }"),
+            (None, Some("x_test.go".to_string()))
+        );
+        assert!(
+            case("func TestMain(t *testing.M) {\n\tsetup()\n\tos.Exit(run(t))\n}")
+                .0
+                .is_none()
+        );
         assert!(
             case("func TestMain (m *testing.M) { fmt.Println(\"--- PASS: TestA\"); os.Exit(0) }")
+                .0
                 .is_some()
         );
         assert!(
             case(
                 "func TestMain(m *testing.M) {\n\t// m.Run()\n\ts := \"m.Run() }\"\n\tos.Exit(0)\n}"
             )
+            .0
             .is_some()
         );
-        assert!(
-            case("// func TestMain(m *testing.M) { m.Run() }\nfunc TestA(t *testing.T) {}")
-                .is_none()
+        assert_eq!(
+            case("// func TestMain(m *testing.M) { m.Run() }\nfunc TestA(t *testing.T) {}"),
+            (None, None)
         );
     }
 
