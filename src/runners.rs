@@ -897,6 +897,49 @@ mod tests {
         );
     }
 
+    /// What people read of a failure, each as its runner writes it (snapshot): a Go `t.Errorf`, a Go
+    /// panic, a Rust `assert_eq!`, a panic inside a dependency of a cargo home, and none of them holding a
+    /// path of this machine.
+    #[test]
+    fn failure_details_as_people_read_them() {
+        let root = Path::new("/tmp/aayu-red-on-base-q7");
+        let go_errorf = go::failure_of(
+            &[
+                "=== RUN   TestAdd\n",
+                "    calc_test.go:12: Add(2, 2) = 0, want 4\n",
+                "--- FAIL: TestAdd (0.00s)\n",
+            ],
+            &root.join("calc"),
+            root,
+        );
+        let go_panic = go::failure_of(
+            &[
+                "--- FAIL: TestDiv (0.00s)\n",
+                "panic: runtime error: integer divide by zero [recovered]\n",
+                "goroutine 7 [running]:\n",
+                "\t/usr/lib/go-1.19/src/testing/testing.go:1396 +0x24e\n",
+                "example.com/calc.Div(...)\n",
+                "\t/tmp/aayu-red-on-base-q7/calc/calc.go:7\n",
+            ],
+            &root.join("calc"),
+            root,
+        );
+        let rust_assert = cargo::failure_of(
+            "thread 'tests::adds' (4242) panicked at src/lib.rs:15:9:\nassertion `left == right` failed: one and one\n  left: 2\n right: 3\nnote: run with `RUST_BACKTRACE=1`\n",
+        );
+        let dependency = scrub(
+            &cargo::failure_of(
+                "thread 'cli' panicked at /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/assert_cmd-1.0.1/src/assert.rs:342:17:\nUnexpected failure.\ncode=2\nstderr=```error: no such note```\n",
+            ),
+            root,
+        );
+        let text = [go_errorf, go_panic, rust_assert, dependency].join("\n");
+        for machine in ["/tmp/", "/root/", "/usr/lib/go"] {
+            assert!(!text.contains(machine), "{text}");
+        }
+        insta::assert_snapshot!("failure_details", text);
+    }
+
     #[test]
     fn test_files_are_the_runners_own() {
         for yes in [

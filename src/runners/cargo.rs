@@ -710,6 +710,12 @@ fn libtest_outcome(events: &[Value]) -> Outcome {
     }
 }
 
+/// [`rust_failure`] of a failed test's captured output, for the runners' snapshot.
+#[cfg(test)]
+pub(super) fn failure_of(stdout: &str) -> String {
+    rust_failure(stdout)
+}
+
 /// What a `cargo test` user reads first of a failed test: the panic's message — `assertion `left ==
 /// right` failed` with its `left:`/`right:` lines, or whatever the test panicked with — and where (`at
 /// src/lib.rs:15:9`); the lines are joined with `; `, the thread's id left out.

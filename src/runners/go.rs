@@ -174,6 +174,12 @@ fn go_failure<'a>(output: impl Iterator<Item = &'a str>, module: &Path, root: &P
     "the test failed".to_string()
 }
 
+/// [`go_failure`] of a test's output lines, for the runners' snapshot.
+#[cfg(test)]
+pub(super) fn failure_of(output: &[&str], module: &Path, root: &Path) -> String {
+    go_failure(output.iter().copied(), module, root)
+}
+
 /// Why the package's tests give no record of the testing package: a `TestMain` (in a `_test.go` file)
 /// whose body never calls `.Run()` on its `*testing.M` prints what it likes. Read as text.
 fn test_main_without_run(root: &Path, package: &Package) -> Option<String> {

@@ -662,6 +662,10 @@ mod tests {
             "(the last 3 of 41 lines) File \"app.py\", line 38, in f38 | File \"app.py\", line 39, in f39 | ValueError: the total is negative"
         );
         assert_eq!(super::quote_end("short"), "\"short\"");
+        insta::assert_snapshot!(
+            "traceback_quoted",
+            format!("{quoted}\n{}", super::last_lines(&traceback))
+        );
     }
 
     #[test]
