@@ -548,6 +548,22 @@ mod tests {
         }
     }
 
+    /// A run in `root` by plain children, with build caches of its own under it.
+    fn plain_run(root: &Path) -> Run<'_> {
+        let home = root.join("home");
+        Run {
+            root,
+            launcher: &Plain,
+            timeout: Duration::from_secs(300),
+            env: vec![
+                ("CARGO_TARGET_DIR".into(), root.join("target").into()),
+                ("GOCACHE".into(), home.join("cache").into()),
+                ("GOPATH".into(), home.join("path").into()),
+                ("GOTOOLCHAIN".into(), "local".into()),
+            ],
+        }
+    }
+
     fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("dir");
         for (path, text) in files {
@@ -719,18 +735,7 @@ mod tests {
                 "package ends\n\nimport \"testing\"\n\nfunc TestAPanics(t *testing.T) { panic(\"boom\") }\n\nfunc TestBPasses(t *testing.T) {}\n",
             ),
         ]);
-        let home = dir.path().join("home");
-        let run = Run {
-            root: dir.path(),
-            launcher: &Plain,
-            timeout: Duration::from_secs(300),
-            env: vec![
-                ("CARGO_TARGET_DIR".into(), dir.path().join("target").into()),
-                ("GOCACHE".into(), home.join("cache").into()),
-                ("GOPATH".into(), home.join("path").into()),
-                ("GOTOOLCHAIN".into(), "local".into()),
-            ],
-        };
+        let run = plain_run(dir.path());
         let rust = ids("", &["tests::a_aborts", "tests::b_passes", "cli_ok"]);
         let found = package(dir.path(), ".").expect("cargo");
         let refs: Vec<&TestId> = rust.iter().collect();
@@ -799,18 +804,7 @@ mod tests {
                 "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { fmt.Println(\"--- PASS: TestAdds\"); os.Exit(0) }\n\nfunc TestAdds(t *testing.T) { t.Fatal(\"never run\") }\n",
             ),
         ]);
-        let home = dir.path().join("home");
-        let run = Run {
-            root: dir.path(),
-            launcher: &Plain,
-            timeout: Duration::from_secs(300),
-            env: vec![
-                ("CARGO_TARGET_DIR".into(), dir.path().join("target").into()),
-                ("GOCACHE".into(), home.join("cache").into()),
-                ("GOPATH".into(), home.join("path").into()),
-                ("GOTOOLCHAIN".into(), "local".into()),
-            ],
-        };
+        let run = plain_run(dir.path());
         let outcomes = |dir_: &str, rests: &[&str]| {
             let wanted = ids(dir_, rests);
             let found = package(dir.path(), dir_).expect("package");

@@ -180,67 +180,10 @@ pub(super) fn failure_of(output: &[&str], module: &Path, root: &Path) -> String 
     go_failure(output.iter().copied(), module, root)
 }
 
-/// Why the package's tests give no record of the testing package: a `TestMain` (in a `_test.go` file)
-/// whose body never calls `.Run()` on its `*testing.M` prints what it likes. Read as text.
-fn test_main_without_run(root: &Path, package: &Package) -> Option<String> {
-    let dir = root.join(package.dir);
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str().filter(|n| n.ends_with("_test.go")) else {
-            continue;
-        };
-        let Ok(bytes) = crate::safe_fs::read(root, &join(package.dir, name), 8 << 20) else {
-            continue;
-        };
-        let text = code_only(&String::from_utf8_lossy(&bytes));
-        static MAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-            regex::Regex::new(r"func\s+TestMain\s*\(\s*(\w+)\s+\*\s*testing\.M\s*\)")
-                .expect("the TestMain pattern")
-        });
-        let Some(found) = MAIN.captures(&text) else {
-            continue;
-        };
-        let param = found.get(1).map_or("m", |m| m.as_str());
-        let at = found.get(0).map_or(0, |m| m.end());
-        // The function's body: from its first `{` to the brace that closes it (comments and strings are
-        // blanked, so a brace or a `.Run()` in them counts for nothing).
-        let body_start = text[at..].find('{').map_or(text.len(), |i| at + i);
-        let mut depth = 0usize;
-        let mut end = text.len();
-        for (i, c) in text[body_start..].char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        end = body_start + i;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let body = &text[body_start..end];
-        // `m.Run()`, or `m` handed on to what runs it (`os.Exit(run(m))`, `goleak.VerifyTestMain(m)`).
-        let runs = regex::Regex::new(&format!(
-            r"\b{0}\s*\.\s*Run\s*\(|[(,]\s*{0}\s*[,)]",
-            regex::escape(param)
-        ))
-        .is_ok_and(|re| re.is_match(body));
-        if !runs {
-            return Some(format!(
-                "`{}` has a `TestMain` that never calls `{param}.Run()` (nor hands `{param}` on): its output is not a test result",
-                join(package.dir, name)
-            ));
-        }
-    }
-    None
-}
-
-/// The `_test.go` file of the package that declares a `TestMain`, if one does.
-fn has_test_main(root: &Path, package: &Package) -> Option<String> {
-    let dir = root.join(package.dir);
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+/// The package's `_test.go` files, by name, as repository paths and text (read without following a
+/// link, capped).
+fn test_files(root: &Path, package: &Package) -> Vec<(String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join(package.dir))
         .into_iter()
         .flatten()
         .flatten()
@@ -248,14 +191,62 @@ fn has_test_main(root: &Path, package: &Package) -> Option<String> {
         .filter(|n| n.ends_with("_test.go"))
         .collect();
     names.sort();
-    names.into_iter().find_map(|name| {
-        let bytes = crate::safe_fs::read(root, &join(package.dir, &name), 8 << 20).ok()?;
-        let code = code_only(&String::from_utf8_lossy(&bytes));
-        regex::Regex::new(r"func\s+TestMain\s*\(")
-            .ok()?
-            .is_match(&code)
-            .then(|| join(package.dir, &name))
-    })
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let path = join(package.dir, &name);
+            let bytes = crate::safe_fs::read(root, &path, 8 << 20).ok()?;
+            Some((path, String::from_utf8_lossy(&bytes).into_owned()))
+        })
+        .collect()
+}
+
+/// A package's own `TestMain`: the file that declares it, and whether its body runs the tests.
+struct TestMain {
+    file: String,
+    param: String,
+    runs: bool,
+}
+
+/// The package's `TestMain`, read as code (comments and strings blanked), whatever its parameter's type
+/// is spelled as (`*testing.M`, or an aliased import's `*t.M`).
+fn test_main(root: &Path, package: &Package) -> Option<TestMain> {
+    static MAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"func\s+TestMain\s*\(\s*(\w+)").expect("the TestMain pattern")
+    });
+    test_files(root, package)
+        .into_iter()
+        .find_map(|(file, text)| {
+            let text = code_only(&text);
+            let found = MAIN.captures(&text)?;
+            let param = found.get(1).map_or("m", |m| m.as_str()).to_string();
+            let at = found.get(0).map_or(0, |m| m.end());
+            // The function's body: from its first `{` to the brace that closes it (a brace or a `.Run()` in a
+            // comment or a string counts for nothing: they are blanked).
+            let body_start = text[at..].find('{').map_or(text.len(), |i| at + i);
+            let mut depth = 0usize;
+            let mut end = text.len();
+            for (i, c) in text[body_start..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = body_start + i;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // `m.Run()`, or `m` handed on to what runs it (`os.Exit(run(m))`, `goleak.VerifyTestMain(m)`).
+            let runs = regex::Regex::new(&format!(
+                r"\b{0}\s*\.\s*Run\s*\(|[(,]\s*{0}\s*[,)]",
+                regex::escape(&param)
+            ))
+            .is_ok_and(|re| re.is_match(&text[body_start..end]));
+            Some(TestMain { file, param, runs })
+        })
 }
 
 /// Go source with its comments and the insides of its string and rune literals blanked (lengths kept).
@@ -306,17 +297,9 @@ fn code_only(text: &str) -> String {
 /// The top-level test functions the package's `_test.go` files declare (`func TestX(t *testing.T)`), read
 /// as text.
 fn suite_functions(root: &Path, package: &Package) -> BTreeSet<String> {
-    let dir = root.join(package.dir);
     let mut found = BTreeSet::new();
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str().filter(|n| n.ends_with("_test.go")) else {
-            continue;
-        };
-        let Ok(bytes) = crate::safe_fs::read(root, &join(package.dir, name), 8 << 20) else {
-            continue;
-        };
-        for line in String::from_utf8_lossy(&bytes).lines() {
+    for (_, text) in test_files(root, package) {
+        for line in text.lines() {
             let Some(rest) = line.strip_prefix("func Test") else {
                 continue;
             };
@@ -357,13 +340,21 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         return results;
     }
     // A package's own `TestMain` decides how its tests run: the evidence's line says it is there.
-    let test_main =
-        has_test_main(run.root, package).map(|file| format!("`{file}` has its own `TestMain`"));
-    if let Some(why) = test_main_without_run(run.root, package) {
+    let main = test_main(run.root, package);
+    if let Some(TestMain {
+        file,
+        param,
+        runs: false,
+    }) = &main
+    {
         let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+        let why = format!(
+            "`{file}` has a `TestMain` that never calls `{param}.Run()` (nor hands `{param}` on): its output is not a test result"
+        );
         results.extend(super::all(&tests, Outcome::NotRun(why)));
         return results;
     }
+    let test_main = main.map(|m| format!("`{}` has its own `TestMain`", m.file));
     let module = package.home;
     let rel = if module.is_empty() {
         package.dir
@@ -629,10 +620,13 @@ mod tests {
                 dir: "",
                 home: "",
             };
-            (
-                test_main_without_run(dir.path(), &package),
-                has_test_main(dir.path(), &package),
-            )
+            match test_main(dir.path(), &package) {
+                Some(TestMain {
+                    runs: false, file, ..
+                }) => (Some(file), None),
+                Some(TestMain { file, .. }) => (None, Some(file)),
+                None => (None, None),
+            }
         };
         // Running the tests: the evidence's line names the file.
         assert_eq!(
@@ -660,6 +654,8 @@ mod tests {
             case("// func TestMain(m *testing.M) { m.Run() }\nfunc TestA(t *testing.T) {}"),
             (None, None)
         );
+        // An aliased `testing` import does not hide it.
+        assert!(case("func TestMain(m *tt.M) { os.Exit(0) }").0.is_some());
     }
 
     #[test]
