@@ -197,7 +197,7 @@ impl Runner for Cargo {
                         Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.path))
                     } else {
                         Outcome::NotFound(format!(
-                            "no test `{}` in `{shown}` (a test inside a module is named by its path, as `cargo test -- --list` prints it: `tests::{}`)",
+                            "no test `{}` in `{shown}` (a test inside a module is named by its path, as `cargo test -- --list` prints it, such as `tests::{}`)",
                             spec.path, spec.path
                         ))
                     };

@@ -228,6 +228,40 @@ fn a_test_that_does_not_build_on_base_is_inconclusive() {
     );
 }
 
+/// A story whose evidence maps no test has nothing to show on the base: red-on-base is skipped and says
+/// so (the tests floor, not red-on-base, judges the check it maps).
+#[test]
+fn evidence_without_a_mapped_test_leaves_red_on_base_nothing_to_run() {
+    let (repo, _, base) = tally("", "");
+    repo.write(
+        &format!("{}/README.md", common::skill("", "tally")),
+        common::map_readme(
+            r#"{"product": "tally", "control": ["aayu", "control"], "surfaces": []}"#,
+            &["sums.md"],
+        ),
+    )
+    .write(
+        &format!("{}/sums.md", common::skill("", "tally")),
+        common::feature_md(
+            r#"{"id": "sums", "layers": ["L02"], "sources": ["examples/tally/tally.go"], "surfaces": {}, "verified_at": ""}"#,
+            &[r#"{"id": "runs", "kind": "cli", "evidence": "api-trace", "steps": [{"run": ["true"], "exit": 0}]}"#],
+        ),
+    )
+    .write(
+        ".aayudha/evidence/902.toml",
+        "[[criterion]]\nid = 1\nchecks = [\"sums.runs\"]\n",
+    );
+    let head = repo.commit("a check, and no test, as the evidence");
+    let snapshot = ready(&repo, 902, "1. Blank lines are skipped.", &["type:bug"]);
+    let (_, pack, stderr) = ci(&repo, &base, &head, Some((902, &snapshot)), &[]);
+    let floor = floor(&pack, "red-on-base");
+    assert_eq!(floor["result"], "skipped", "{pack:#}\n{stderr}");
+    assert_eq!(
+        floor["detail"], "no mapped test to run on the base",
+        "{floor:#}"
+    );
+}
+
 #[test]
 fn a_shallow_clone_is_inconclusive_with_the_fetch_depth_hint() {
     crate::needs!(go);

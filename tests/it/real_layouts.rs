@@ -329,7 +329,7 @@ impl Registry {
         .expect("write");
         std::fs::write(
             krate.join("src/lib.rs"),
-            "/// Seven.\npub fn seven() -> u32 {\n    7\n}\n",
+            "/// Seven.\npub fn seven() -> u32 {\n    7\n}\n\n/// Panics here, inside the dependency, unless `n` is seven (as `assert_cmd`'s assertions do).\npub fn expect_seven(n: u32) {\n    if n != 7 {\n        panic!(\"Unexpected failure.\\ncode=2\\nstderr=```error: {n} is not seven```\");\n    }\n}\n",
         )
         .expect("write");
         let mut cargo = std::process::Command::new("cargo");
@@ -909,4 +909,321 @@ fn a_test_that_ends_its_binary_on_the_base_leaves_its_siblings_their_own_verdict
         }
     }
     assert!(read >= 3, "the pack's files were read");
+}
+
+/// Evidence is the harness's record, through the gate: a `harness = false` target printing libtest's
+/// lines, a harness test writing a forged line to fd 1, one writing a whole forged frame, a Go test
+/// printing another's `--- PASS`, and a Go `TestMain` that never runs the tests — each criterion refused
+/// with its reason, while an honest test beside them is evidenced.
+#[test]
+fn forged_test_records_are_refused_as_evidence_through_the_gate() {
+    crate::needs!(go);
+    let fd1 = |text: &str| {
+        format!(
+            "{{ use std::io::Write; use std::os::fd::FromRawFd; let mut out = unsafe {{ std::fs::File::from_raw_fd(1) }}; out.write_all({text:?}.as_bytes()).unwrap(); std::mem::forget(out); }}"
+        )
+    };
+    let honest_ok = "{\"type\":\"test\",\"name\":\"tests::honest\",\"event\":\"ok\"}\n";
+    let frame = format!(
+        "{honest_ok}{{\"type\":\"suite\",\"event\":\"ok\",\"passed\":2,\"failed\":0,\"ignored\":0,\"measured\":0,\"filtered_out\":0}}\n"
+    );
+    let lib = format!(
+        "/// Adds.\npub fn add(a: u32, b: u32) -> u32 {{\n    a + b\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn honest() {{\n        assert_eq!(super::add(2, 2), 4);\n    }}\n\n    #[test]\n    fn sibling() {{\n        {}\n        panic!(\"it fails\");\n    }}\n\n    #[test]\n    fn framed() {{\n        {}\n        std::process::exit(0);\n    }}\n}}\n",
+        fd1(honest_ok),
+        fd1(&frame),
+    );
+    let forged_main = format!(
+        "fn main() {{\n    print!(\"{{}}\", {:?});\n}}\n",
+        "{\"type\":\"suite\",\"event\":\"started\",\"test_count\":1}\n{\"type\":\"test\",\"event\":\"started\",\"name\":\"adds\"}\n{\"type\":\"test\",\"name\":\"adds\",\"event\":\"ok\"}\n{\"type\":\"suite\",\"event\":\"ok\",\"passed\":1,\"failed\":0,\"ignored\":0,\"measured\":0,\"filtered_out\":0}\n"
+    );
+    let repo = TestRepo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"forge\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .write(
+        "src/lib.rs",
+        "/// Adds.\npub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+    )
+    .write("liar/go.mod", "module example.com/liar\n\ngo 1.19\n")
+    .write(
+        "liar/liar.go",
+        "package liar\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
+    )
+    .write("main/go.mod", "module example.com/main\n\ngo 1.19\n")
+    .write("main/main.go", "package main\n\nfunc main() {}\n")
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", "");
+    let base = repo.commit("adders");
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"forge\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[test]]\nname = \"forged\"\nharness = false\n",
+    )
+    .write("src/lib.rs", lib)
+    .write("tests/forged.rs", forged_main)
+    .write(
+        "liar/liar_test.go",
+        "package liar\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestLiar(t *testing.T) {\n\tfmt.Println(\"--- PASS: TestOther (0.00s)\")\n}\n\nfunc TestOther(t *testing.T) {\n\tt.Fatal(\"the real one fails\")\n}\n",
+    )
+    .write(
+        "main/main_test.go",
+        "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tfmt.Println(\"--- PASS: TestAdds (0.00s)\")\n\tos.Exit(0)\n}\n\nfunc TestAdds(t *testing.T) {\n\tt.Fatal(\"never run\")\n}\n",
+    )
+    .write(
+        ".aayudha/evidence/5.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::honest\"]\n\n[[criterion]]\nid = 2\ntests = [\".:forged(test)/adds\"]\n\n[[criterion]]\nid = 3\ntests = [\".:tests::sibling\"]\n\n[[criterion]]\nid = 4\ntests = [\".:tests::framed\"]\n\n[[criterion]]\nid = 5\ntests = [\"liar:TestOther\"]\n\n[[criterion]]\nid = 6\ntests = [\"main:TestAdds\"]\n\n[[criterion]]\nid = 7\ntests = [\"liar:TestLiar\"]\n",
+    );
+    let head = repo.commit("tests that tell their own story");
+    let snapshot = ready(
+        &repo,
+        5,
+        "1. Adds.\n2. Forged by a harnessless target.\n3. A forged line.\n4. A forged frame.\n5. Another test's pass.\n6. A TestMain that runs nothing.\n7. A liar.",
+        &["type:bug"],
+    );
+    // The table a person reads, with a line per criterion; the pack beside it.
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready", &snapshot,
+    ]));
+    let bytes = std::fs::read(repo.path(".aayudha/proof/5/pack.json")).expect("pack.json");
+    aayudha::pack::decode(&bytes).expect("the pack validates");
+    let pack: Value = serde_json::from_slice(&bytes).expect("json");
+    let tests = floor(&pack, "tests");
+    assert_eq!(tests["result"], "fail", "{pack:#}\n{}", out.stderr);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    // One red beside inconclusive ones proves the fix red on the base.
+    let red = floor(&pack, "red-on-base");
+    assert_eq!(red["result"], "pass", "{red:#}");
+    assert!(
+        red["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("1 red, 6 inconclusive on base")),
+        "{red:#}"
+    );
+    let detail = out.stdout.as_str();
+    let line = |id: u32| {
+        detail
+            .lines()
+            .find(|l| l.starts_with(&format!("criterion {id}:")))
+            .unwrap_or_else(|| panic!("no line for criterion {id}: {detail}"))
+    };
+    assert!(line(1).contains("evidenced"), "{detail}");
+    for (id, why) in [
+        (
+            2,
+            "`.:forged(test)/adds` is in a target without libtest's harness (`forged(test)` has `harness = false`): its output is not a test result",
+        ),
+        (3, "the test output does not match libtest's record"),
+        (4, "the test output does not match libtest's record"),
+        // The liar's line is not in TestOther's own run.
+        (
+            5,
+            "`liar:TestOther` failed: liar_test.go:13: the real one fails",
+        ),
+        (
+            6,
+            "`main/main_test.go` has a `TestMain` that never calls `m.Run()`",
+        ),
+        (7, "an event of `TestOther`, which was not asked for"),
+    ] {
+        assert!(line(id).contains(why), "criterion {id}: {detail}");
+        assert!(
+            !repo
+                .path(&format!(
+                    ".aayudha/proof/5/artifacts/evidence/criterion-{id}.jsonl"
+                ))
+                .exists(),
+            "criterion {id} has no evidence file"
+        );
+    }
+    let evidence =
+        std::fs::read_to_string(repo.path(".aayudha/proof/5/artifacts/evidence/criterion-1.jsonl"))
+            .expect("criterion 1's events");
+    assert!(
+        evidence.contains("tests::honest") && !evidence.contains("sibling"),
+        "{evidence}"
+    );
+    insta::assert_snapshot!(
+        "forged_records",
+        detail
+            .lines()
+            .filter(|l| l.starts_with("criterion "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// What people read first of a failure, through the gate (snapshot): a Go `t.Errorf` line, a Go panic
+/// with its first frame in the repository, a Rust `assert_eq!` with `left:`/`right:`, a panic inside a
+/// registry dependency, and the end of a long Python traceback in a `run` step — and no file of the pack,
+/// nor the table, holds a path of this machine: the checkout's, a temp folder's, a cache's, Go's.
+#[test]
+fn failure_details_name_the_failure_and_no_path_of_the_machine() {
+    crate::needs!(go, python3);
+    let registry = Registry::new();
+    let repo = TestRepo::new();
+    let go = |fixed: bool| {
+        let (add, div) = if fixed {
+            ("a + b", "\tif b == 0 {\n\t\treturn 0\n\t}\n\treturn a / b")
+        } else {
+            ("a - b", "\treturn a / b")
+        };
+        format!(
+            "package calc\n\n// Add adds.\nfunc Add(a, b int) int {{\n\treturn {add}\n}}\n\n// Div divides.\nfunc Div(a, b int) int {{\n{div}\n}}\n"
+        )
+    };
+    let rust = |fixed: bool| {
+        let (add, seven) = if fixed {
+            ("a + b", "7")
+        } else {
+            ("a * b", "6")
+        };
+        format!(
+            "/// Adds.\npub fn add(a: u32, b: u32) -> u32 {{\n    {add}\n}}\n\n/// Seven.\npub fn seven() -> u32 {{\n    {seven}\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn adds() {{\n        assert_eq!(super::add(1, 1), 2, \"one and one\");\n    }}\n\n    #[test]\n    fn is_seven() {{\n        tinydep::expect_seven(super::seven());\n    }}\n}}\n"
+        )
+    };
+    let tool = |fixed: bool| {
+        let end = if fixed {
+            "return 0"
+        } else {
+            "raise ValueError(f\"no note {depth}\")"
+        };
+        format!("def deep(depth):\n    if depth == 0:\n        {end}\n    return deep(depth - 1)\n")
+    };
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"failing\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinydep = \"0.1\"\n",
+    )
+    .write("src/lib.rs", rust(true))
+    .write("calc/go.mod", "module example.com/calc\n\ngo 1.19\n")
+    .write("calc/calc.go", go(true))
+    .write(
+        "calc/calc_test.go",
+        "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 2); got != 4 {\n\t\tt.Errorf(\"Add(2, 2) = %d, want 4\", got)\n\t}\n}\n\nfunc TestDiv(t *testing.T) {\n\tif Div(1, 0) != 0 {\n\t\tt.Fatal(\"not zero\")\n\t}\n}\n",
+    )
+    .write("notes/deep.py", tool(true))
+    .write(
+        "tool.py",
+        "import sys\n\nfrom notes import deep\n\nsys.exit(deep.deep(40))\n",
+    )
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", "")
+    .write(
+        &format!("{}/README.md", skill("", "tool")),
+        map_readme(
+            r#"{"product": "tool", "control": ["aayu", "control"], "surfaces": []}"#,
+            &["notes.md"],
+        ),
+    )
+    .write(
+        &format!("{}/notes.md", skill("", "tool")),
+        feature_md(
+            r#"{"id": "notes", "layers": ["L02"], "sources": ["tool.py", "notes/deep.py"], "surfaces": {}, "verified_at": ""}"#,
+            &[r#"{"id": "runs", "kind": "cli", "evidence": "api-trace", "steps": [{"run": ["/usr/bin/python3", "tool.py"], "exit": 0}]}"#],
+        ),
+    );
+    let base = repo.commit("all well");
+    repo.write("src/lib.rs", rust(false))
+        .write("calc/calc.go", go(false))
+        .write("notes/deep.py", tool(false))
+        .write(
+            ".aayudha/evidence/5.toml",
+            "[[criterion]]\nid = 1\ntests = [\"calc:TestAdd\"]\n\n[[criterion]]\nid = 2\ntests = [\"calc:TestDiv\"]\n\n[[criterion]]\nid = 3\ntests = [\".:tests::adds\"]\n\n[[criterion]]\nid = 4\ntests = [\".:tests::is_seven\"]\n\n[[criterion]]\nid = 5\nchecks = [\"notes.runs\"]\n",
+        );
+    let head = repo.commit("every part broken");
+    let snapshot = ready(
+        &repo,
+        5,
+        "1. Go adds.\n2. Go divides.\n3. Rust adds.\n4. Seven.\n5. The tool runs.",
+        &["type:feature"],
+    );
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .env("CARGO_HOME", registry.cargo_home())
+        .args([
+            "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready",
+            &snapshot,
+        ]));
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("criterion "))
+        .collect();
+    let behaviour = report(&repo, "behaviour.json");
+    let reason = behaviour["checks"][0]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    let line = |id: usize| lines.get(id - 1).copied().unwrap_or_default();
+    assert!(
+        line(1).ends_with("`calc:TestAdd` failed: calc_test.go:7: Add(2, 2) = 0, want 4"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        line(2).contains("panic: runtime error: integer divide by zero")
+            && line(2).contains("(at calc/calc.go:"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        line(3).contains(
+            "assertion `left == right` failed: one and one; left: 1; right: 2 (at src/lib.rs:"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        line(4).contains("Unexpected failure.") && line(4).contains("<cargo-home>/registry/src/"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        reason.ends_with("ValueError: no note 0") && reason.contains("(the last 3 of "),
+        "{reason}"
+    );
+    let text = format!("{}\n{reason}", lines.join("\n"));
+    // The registry's folder name carries a hash of its source.
+    let hash = regex::Regex::new(r"-[0-9a-f]{16}/").expect("re");
+    insta::assert_snapshot!(
+        "failure_details_in_the_gate",
+        hash.replace_all(&text, "-<hash>/")
+    );
+    // No text aayu wrote holds a path of this machine.
+    let mut machine = vec![
+        repo.root().display().to_string(),
+        registry.cargo_home().display().to_string(),
+        std::env::temp_dir().join("aayu-").display().to_string(),
+        "/pkg/mod/".to_string(),
+        "/src/testing/testing.go".to_string(),
+    ];
+    if let Ok(home) = std::env::var("HOME") {
+        machine.push(format!("{home}/"));
+    }
+    let mut files = vec![repo.path(".aayudha/proof/5")];
+    let mut read = 0;
+    // The table's last line says where the pack is: the one path it is asked for.
+    let table: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("pack: "))
+        .collect();
+    let mut texts = vec![("the table".to_string(), table.join("\n"))];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .expect("dir")
+                    .map(|e| e.expect("entry").path()),
+            );
+            continue;
+        }
+        read += 1;
+        let text = String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned();
+        texts.push((path.display().to_string(), text));
+    }
+    for (name, text) in &texts {
+        for m in &machine {
+            assert!(!text.contains(m.as_str()), "{name} holds `{m}`:\n{text}");
+        }
+    }
+    assert!(read >= 4, "the pack's files were read");
 }
