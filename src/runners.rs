@@ -791,12 +791,12 @@ mod tests {
             ("go/go.mod", "module example.com/forge\n\ngo 1.19\n"),
             (
                 "go/forge_test.go",
-                "package forge\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestLiar(t *testing.T) { fmt.Println(\"--- PASS: TestOther (0.00s)\") }\n\nfunc TestOther(t *testing.T) { t.Fatal(\"the real one fails\") }\n",
+                "package forge\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestLiar(t *testing.T) { fmt.Println(\"--- PASS: TestOther (0.00s)\"); fmt.Println(\"\\x16--- PASS: TestOther (0.00s)\") }\n\nfunc TestOther(t *testing.T) { t.Fatal(\"the real one fails\") }\n",
             ),
             ("late/go.mod", "module example.com/late\n\ngo 1.19\n"),
             (
                 "late/late_test.go",
-                "package late\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { m.Run(); fmt.Println(\"--- PASS: TestAdds (0.00s)\"); os.Exit(0) }\n\nfunc TestAdds(t *testing.T) { t.Fatal(\"it fails\") }\n",
+                "package late\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { m.Run(); fmt.Println(\"--- PASS: TestAdds (0.00s)\"); fmt.Println(\"\\x16--- PASS: TestAdds (0.00s)\"); os.Exit(0) }\n\nfunc TestAdds(t *testing.T) { t.Fatal(\"it fails\") }\n",
             ),
             ("main/go.mod", "module example.com/main\n\ngo 1.19\n"),
             (

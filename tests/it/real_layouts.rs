@@ -963,7 +963,7 @@ fn forged_test_records_are_refused_as_evidence_through_the_gate() {
     .write("tests/forged.rs", forged_main)
     .write(
         "liar/liar_test.go",
-        "package liar\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestLiar(t *testing.T) {\n\tfmt.Println(\"--- PASS: TestOther (0.00s)\")\n}\n\nfunc TestOther(t *testing.T) {\n\tt.Fatal(\"the real one fails\")\n}\n",
+        "package liar\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestLiar(t *testing.T) {\n\tfmt.Println(\"--- PASS: TestOther (0.00s)\")\n\tfmt.Println(\"\\x16--- PASS: TestOther (0.00s)\")\n}\n\nfunc TestOther(t *testing.T) {\n\tt.Fatal(\"the real one fails\")\n}\n",
     )
     .write(
         "main/main_test.go",
@@ -1017,7 +1017,7 @@ fn forged_test_records_are_refused_as_evidence_through_the_gate() {
         // The liar's line is not in TestOther's own run.
         (
             5,
-            "`liar:TestOther` failed: liar_test.go:13: the real one fails",
+            "`liar:TestOther` failed: liar_test.go:14: the real one fails",
         ),
         (
             6,
