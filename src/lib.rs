@@ -10,7 +10,7 @@
 //! and the clap tree built from it), `cli` (the front end and the one error renderer), `settings` (flags
 //! and environment resolved once, and where GitHub is), `config` (`.aayudha/config.toml` over the embedded
 //! defaults), `git` (git2 helpers), `github` (the REST client), `safe_fs` (files of untrusted trees, never
-//! through a link), `clock` (UTC stamps), `failure` (what a command returns when it cannot do its work), `timing` (where a run's time goes,
+//! through a link), `clock` (UTC stamps), `machine_paths` (a machine's paths written the same on every machine), `failure` (what a command returns when it cannot do its work), `timing` (where a run's time goes,
 //! on request) and `commands` (one module per command, each taking a context and plain options).
 
 pub(crate) mod cleanup;
@@ -26,6 +26,7 @@ pub mod generate;
 pub(crate) mod git;
 pub mod github;
 pub(crate) mod ledger;
+pub(crate) mod machine_paths;
 pub(crate) mod maintain;
 pub(crate) mod maps;
 pub(crate) mod output;

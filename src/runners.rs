@@ -25,6 +25,7 @@ use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, package_dir, shown_dir};
 use crate::sandbox::{FetchPlan, said};
 
+pub use crate::machine_paths::scrub;
 pub use id::TestId;
 
 /// Every runner, in the order their markers claim a folder: a folder with a `Cargo.toml` is cargo's even
@@ -225,88 +226,6 @@ pub fn run_named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<Te
             (id, result)
         })
         .collect()
-}
-
-/// A text with every path of this machine written the same on every machine: a path inside `root` (the
-/// tree the tests ran in) relative to it; a crate's source in a cargo home as `<cargo-home>/…`, a Go
-/// module cache's as `<gomodcache>/…`, Go's own source as `<goroot>/src/…`, a temporary folder's file as
-/// `<tmp>/…/<name>`. rustc's `/rustc/<hash>/…` is no machine's and stays.
-pub fn scrub(text: &str, root: &Path) -> String {
-    static PATH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        // A path starts a text, or follows a space, a quote or an opening bracket (not a `:` of a URL,
-        // nor a word: `https://x/src`, `foo/tmp`, `<cargo-home>/…` are left as they are).
-        regex::Regex::new(r#"(^|[\s'"`(\[=])((?:/[^\s'"`:,;()\[\]{}<>|]+)+)"#)
-            .expect("the path pattern")
-    });
-    let roots: Vec<String> = [Some(root.to_path_buf()), root.canonicalize().ok()]
-        .into_iter()
-        .flatten()
-        .map(|r| r.display().to_string().trim_end_matches('/').to_string())
-        .filter(|r| !r.is_empty())
-        .collect();
-    PATH.replace_all(text, |found: &regex::Captures| {
-        let lead = &found[1];
-        format!("{lead}{}", place(&found[2], &roots))
-    })
-    .into_owned()
-}
-
-/// One machine path as [`scrub`] writes it.
-fn place(path: &str, roots: &[String]) -> String {
-    {
-        for root in roots {
-            if path == root {
-                return ".".to_string();
-            }
-            if let Some(rel) = path
-                .strip_prefix(root.as_str())
-                .and_then(|r| r.strip_prefix('/'))
-            {
-                return rel.to_string();
-            }
-        }
-        for (marker, name) in [
-            ("/registry/src/", "<cargo-home>/registry/src/"),
-            ("/git/checkouts/", "<cargo-home>/git/checkouts/"),
-            ("/pkg/mod/", "<gomodcache>/"),
-        ] {
-            if let Some(at) = path.find(marker) {
-                return format!("{name}{}", &path[at + marker.len()..]);
-            }
-        }
-        if let Some(at) = path.find("/.rustup/") {
-            return format!("<rustup-home>/{}", &path[at + "/.rustup/".len()..]);
-        }
-        // Go's own source: a `src/` under a folder named for Go, or holding the standard library's
-        // packages the testing machinery runs in (a hosted tool cache's `go/1.19.13/x64/src/testing/`).
-        if let Some(at) = path.find("/src/") {
-            let named = path[..at].rsplit('/').next().is_some_and(|last| {
-                last == "go" || last.starts_with("go-") || last.starts_with("go1")
-            });
-            let standard = [
-                "testing/",
-                "runtime/",
-                "reflect/",
-                "internal/",
-                "sync/",
-                "os/",
-                "fmt/",
-            ]
-            .iter()
-            .any(|p| path[at + "/src/".len()..].starts_with(p));
-            if named || standard {
-                return format!("<goroot>{}", &path[at..]);
-            }
-        }
-        let temporary = ["/tmp/", "/var/tmp/", "/run/", "/dev/shm/"]
-            .iter()
-            .any(|t| path.starts_with(t));
-        if temporary {
-            let name = path.rsplit('/').next().unwrap_or_default();
-            return format!("<tmp>/…/{name}");
-        }
-        path.to_string()
-    }
 }
 
 /// What no runner claims, in words: the markers there are.
@@ -861,6 +780,21 @@ mod tests {
             matches!(&main[0], Outcome::NotRun(d) if d.contains("`main/main_test.go` has a `TestMain` that never calls `m.Run()`")),
             "{main:?}"
         );
+    }
+
+    /// A checkout under a folder with a space in its name is written relative too, whole.
+    #[test]
+    fn a_root_with_a_space_is_written_relative() {
+        let root = Path::new("/home/me/My Projects/app");
+        let said = scrub(
+            "panicked at /home/me/My Projects/app/src/lib.rs:3:1: in /home/me/My Projects/app (\"/home/me/My Projects/app/x.go:1\") /home/me/My Projects/app2/y",
+            root,
+        );
+        assert_eq!(
+            said,
+            "panicked at src/lib.rs:3:1: in . (\"x.go:1\") /home/me/My Projects/app2/y"
+        );
+        assert_eq!(scrub(&said, root), said, "scrubbing twice changes nothing");
     }
 
     #[test]

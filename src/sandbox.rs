@@ -51,13 +51,15 @@ pub fn said(output: &[u8], root: &Path) -> String {
     // The tree's own folder is this machine's: paths in it are said relative to it (`./src/x.rs`).
     let quoted = said_as_is(output);
     let absolute = root.display().to_string();
-    if absolute.len() > 1 {
+    let quoted = if absolute.len() > 1 {
         quoted
             .replace(&format!("{absolute}/"), "./")
             .replace(&absolute, ".")
     } else {
         quoted
-    }
+    };
+    // The rest of the machine (a cargo home, a temp folder, Go's own source) as on every machine.
+    crate::machine_paths::scrub(&quoted, root)
 }
 
 fn said_as_is(output: &[u8]) -> String {
