@@ -127,6 +127,7 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
         CommandId::Doctor => {
             commands::doctor::run(ctx, commands::doctor::DoctorOptions::from_matches(m))
         }
+        CommandId::Clean => commands::clean::run(ctx, m.get_flag("all")),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub(crate) mod action;
 pub(crate) mod ci;
+pub(crate) mod clean;
 pub(crate) mod control;
 pub(crate) mod doctor;
 pub(crate) mod generate;

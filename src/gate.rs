@@ -541,5 +541,6 @@ pub fn sandbox_settings(
         workspace: Some(root.to_path_buf()),
         memory_limit_mb: config.verify.memory_limit_mb,
         chromium: Some(config.verify.chromium.clone()).filter(|c| !c.is_empty()),
+        build_cache: crate::sandbox::build_cache::BuildCache::PerRun,
     }
 }

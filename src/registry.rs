@@ -23,6 +23,7 @@ pub enum CommandId {
     Init,
     Install,
     Doctor,
+    Clean,
     ProofVerify,
     ProofPush,
     ProofComment,
@@ -34,10 +35,11 @@ pub enum CommandId {
 
 impl CommandId {
     /// Every command, in the order `--help` and the docs list them.
-    pub const ALL: [CommandId; 13] = [
+    pub const ALL: [CommandId; 14] = [
         CommandId::Init,
         CommandId::Install,
         CommandId::Doctor,
+        CommandId::Clean,
         CommandId::Ready,
         CommandId::Verify,
         CommandId::Ship,

@@ -12,6 +12,7 @@
 //!   by reading data ([`toolchain`]), and dependencies are fetched by [`Sandbox::fetch`] as a slot uid, into
 //!   caches that are then sealed (root-owned, read-only) for every later, offline step.
 
+pub(crate) mod build_cache;
 pub(crate) mod exec;
 pub(crate) mod preflight;
 pub(crate) mod procs;
@@ -175,6 +176,8 @@ pub enum SandboxError {
     },
     #[error("the sandbox's uid lock `{path}` {why}")]
     LockDir { path: PathBuf, why: String },
+    #[error("{0}")]
+    BuildCache(String),
     #[error("cannot prepare the sandbox folder `{path}`")]
     Folder {
         path: PathBuf,
@@ -214,6 +217,10 @@ pub struct Sandbox {
     in_action: bool,
     /// The tools checked so far this run (see [`preflight`]).
     checked: std::sync::Mutex<BTreeMap<preflight::Tool, preflight::Checked>>,
+    /// Where the slots' cargo target folders are kept between local runs (`None`: the run's own).
+    build_cache: build_cache::BuildCache,
+    /// aayu's own environment, for the user's cache folder.
+    process_env: BTreeMap<String, String>,
     /// When each sandboxed process started and ended (see [`Sandbox::product_time`]).
     spans: std::sync::Mutex<Vec<(Instant, Instant)>>,
     /// Lock files the checkout does not commit and did not have before this run: removed when the run
@@ -357,6 +364,8 @@ pub struct SandboxSettings {
     pub memory_limit_mb: u64,
     /// `[verify] chromium`: a path or a program name; `None` looks for the usual names on `PATH`.
     pub chromium: Option<String>,
+    /// Whether the slots' cargo target folders are the run's, or kept between local runs.
+    pub build_cache: build_cache::BuildCache,
 }
 
 /// One process to run in the sandbox.
@@ -477,6 +486,8 @@ impl Sandbox {
                 .get("GITHUB_ACTIONS")
                 .is_some_and(|v| v == "true"),
             checked: std::sync::Mutex::new(BTreeMap::new()),
+            build_cache: settings.build_cache.clone(),
+            process_env: settings.process_env.clone(),
             spans: std::sync::Mutex::new(Vec::new()),
             created_locks: std::sync::Mutex::new(Vec::new()),
             dependency_problems: std::sync::Mutex::new(BTreeMap::new()),
@@ -579,8 +590,16 @@ impl Sandbox {
         set_mode(path, 0o700)
     }
 
-    /// Where a slot's build cache lives for the whole run, so that a package is built once per slot.
+    /// Where a slot's build cache lives for the whole run, so that a package is built once per slot; for
+    /// a local run, kept between runs ([`build_cache`]).
     pub fn target_dir(&self, slot: usize) -> Result<PathBuf, SandboxError> {
+        if let build_cache::BuildCache::Kept { repo } = &self.build_cache {
+            return match self.uid(slot) {
+                Some(uid) => build_cache::system_folder(&self.process_env, repo, uid),
+                None => build_cache::user_folder(&self.process_env, repo),
+            }
+            .map_err(SandboxError::BuildCache);
+        }
         self.named_target_dir(slot, "target")
     }
 

@@ -250,6 +250,22 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
         }
     }
 
+    // The build folders local checks keep, and how to free them.
+    {
+        use crate::sandbox::build_cache;
+        let key = build_cache::repo_key(&root);
+        for dir in build_cache::roots(&ctx.env.vars) {
+            let kept = dir.join(&key);
+            if std::fs::symlink_metadata(&kept).is_ok_and(|m| m.is_dir()) {
+                notes.push(format!(
+                    "note: local checks keep their build folders in `{}` ({}): `aayu clean` removes them",
+                    kept.display(),
+                    crate::floors::scan::mib(build_cache::size(&kept))
+                ));
+            }
+        }
+    }
+
     // Online: the token, and the required status.
     online_checks(ctx, &repo, &mut found, &mut notes);
 

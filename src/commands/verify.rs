@@ -296,13 +296,15 @@ pub(crate) fn new_sandbox(
     options: &VerifyOptions,
     root: &std::path::Path,
 ) -> Result<Sandbox, Failure> {
-    Sandbox::new(&crate::gate::sandbox_settings(
-        ctx.env,
-        config,
-        options.jobs,
-        root,
-    ))
-    .map_err(|e| super::ci::gate_failure(e.into()))
+    let mut settings = crate::gate::sandbox_settings(ctx.env, config, options.jobs, root);
+    // A local run builds the developer's own code: its target folders are kept between runs. Never in
+    // Actions, where a pull request's build scripts would write what the next run builds on.
+    if !ctx.env.github_actions {
+        settings.build_cache = crate::sandbox::build_cache::BuildCache::Kept {
+            repo: root.to_path_buf(),
+        };
+    }
+    Sandbox::new(&settings).map_err(|e| super::ci::gate_failure(e.into()))
 }
 
 /// Runs selected behaviour checks into the run folder `out`; a refused target is a usage error.

@@ -672,7 +672,7 @@ fn scan_file(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Find
 }
 
 /// `1.5 MiB`, `400 MiB`, `16 MiB`: a size for a person.
-fn mib(bytes: u64) -> String {
+pub(crate) fn mib(bytes: u64) -> String {
     let mib = bytes as f64 / f64::from(1u32 << 20);
     if mib >= 10.0 || mib.fract() == 0.0 {
         format!("{mib:.0} MiB")

@@ -372,6 +372,31 @@ static DOCTOR: Command = Command {
     lands_with: "",
 };
 
+static CLEAN: Command = Command {
+    id: CommandId::Clean,
+    name: "clean",
+    summary: "Remove the build folders local `verify --check` runs keep between runs (this repository's; --all: every repository's); the gate never keeps any.",
+    reader: "Frees the disk space aayu's local builds keep, so the next check builds from scratch.",
+    stage: Stage::Setup,
+    seat: Seat::AiNativeEngineer,
+    owns: None,
+    inputs: &[flag(
+        "all",
+        InputType::Bool,
+        "Remove the kept build folders of every repository, not only this one's.",
+    )],
+    outputs: &["report"],
+    exits: EXITS_PLAIN,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    surfaces: CLI_ONLY,
+    built: true,
+    lands_with: "",
+};
+
 static PROOF_VERIFY: Command = Command {
     id: CommandId::ProofVerify,
     name: "proof verify",
@@ -642,6 +667,7 @@ pub fn command(id: CommandId) -> &'static Command {
         CommandId::Init => &INIT,
         CommandId::Install => &INSTALL,
         CommandId::Doctor => &DOCTOR,
+        CommandId::Clean => &CLEAN,
         CommandId::ProofVerify => &PROOF_VERIFY,
         CommandId::ProofPush => &PROOF_PUSH,
         CommandId::ProofComment => &PROOF_COMMENT,

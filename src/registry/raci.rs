@@ -124,6 +124,7 @@ pub fn raci(id: CommandId) -> (&'static [Seat], &'static [Seat]) {
         CommandId::Init => (&[QualityArchitect], &[EngineeringManager]),
         CommandId::Install => (&[], &[AiNativeEngineer]),
         CommandId::Doctor => (&[], &[AiNativeEngineer]),
+        CommandId::Clean => (&[], &[]),
         CommandId::Ready => (&[QualityArchitect], &[EngineeringManager, AiNativeEngineer]),
         CommandId::Verify => (&[QualityArchitect], &[ProductOwner]),
         CommandId::Ship => (&[QualityArchitect, ProductOwner], &[AiNativeEngineer]),

@@ -100,11 +100,21 @@ pub fn bare_repo() -> (TempDir, String) {
     (dir, url)
 }
 
-/// The real binary with a scrubbed environment: nothing of CI, GitHub or the runner leaks in.
+/// The real binary with a scrubbed environment: nothing of CI, GitHub or the runner leaks in. A local
+/// run's kept build folders go inside the repository's `.git` (`AAYUDHA_BUILD_CACHE`), so they go with
+/// the test's repository and never into the machine's `/var/cache` or a home.
 pub fn aayu_in(dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("aayu").expect("the aayu binary is built");
     scrubbed(&mut cmd, dir).env("NO_COLOR", "1");
+    if dir.join(".git").is_dir() {
+        cmd.env("AAYUDHA_BUILD_CACHE", build_cache(dir));
+    }
     cmd
+}
+
+/// Where a repository's local runs keep their build folders in the tests.
+pub fn build_cache(repo: &Path) -> PathBuf {
+    repo.join(".git/aayu-build-cache")
 }
 
 /// An empty environment but for `PATH`, a `HOME` of `dir`, and no git config outside the repository.

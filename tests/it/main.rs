@@ -11,6 +11,7 @@ mod artifact;
 mod behaviour;
 mod bounds;
 mod browser;
+mod build_cache;
 mod ci;
 mod comment;
 mod contract_errors;

@@ -103,6 +103,7 @@ fn every_command_is_declared_once_with_valid_data() {
         "init",
         "install",
         "doctor",
+        "clean",
         "proof verify",
         "proof push",
         "proof comment",

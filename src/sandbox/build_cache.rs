@@ -1,0 +1,343 @@
+//! Where a slot's cargo target folder lives. The gate (`verify --ci`, the action) builds in folders of
+//! the run only: a pull request's build scripts write there, and a folder that outlived the run could
+//! hand the next run a poisoned build. A local `verify --check` builds the developer's own code, so it
+//! keeps its folders between runs, and a second run builds only what changed:
+//!
+//! - as an ordinary user: `$XDG_CACHE_HOME/aayudha/target/<repo-key>/` (`~/.cache/…` without it);
+//! - as root: `/var/cache/aayudha/target/<repo-key>/<uid>/`, one leaf per sandbox uid, owned by it; the
+//!   folders above are root's and mode `0711` (a uid passes through to its own leaf and lists nothing),
+//!   each checked without following a link before it is used. Root's own `~/.cache` is `0700` under
+//!   `/root`, which the sandbox uids cannot enter.
+//!
+//! `AAYUDHA_BUILD_CACHE=/abs/dir` puts them under that folder instead (the same checks apply as root).
+//! `<repo-key>` is the first 16 hex digits of the SHA-256 of the repository's absolute path. `aayu clean`
+//! removes them; `aayu doctor` says how much they hold.
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{OFlag, openat};
+use nix::sys::stat::{Mode, fchmod, fstat, mkdirat};
+
+/// Where root keeps the sandbox uids' build folders.
+pub const SYSTEM_ROOT: &str = "/var/cache/aayudha/target";
+
+/// The variable that puts the kept build folders elsewhere (an absolute path): aayu's own environment,
+/// set by whoever runs it, never by a pull request.
+pub const VARIABLE: &str = "AAYUDHA_BUILD_CACHE";
+
+fn chosen(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    env.get(VARIABLE)
+        .filter(|v| v.starts_with('/'))
+        .map(PathBuf::from)
+}
+
+/// Whether a run's target folders are its own, or kept between local runs of one repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum BuildCache {
+    /// Folders of the run only (the gate).
+    #[default]
+    PerRun,
+    /// Kept between runs of this repository (its absolute path).
+    Kept { repo: PathBuf },
+}
+
+/// The repository's key: a hash of its absolute path, so two clones keep two caches.
+pub fn repo_key(repo: &Path) -> String {
+    use sha2::Digest;
+    // Spelled as a path of components: `/srv/app/` and `/srv/app` are one repository.
+    let absolute: PathBuf = std::path::absolute(repo)
+        .unwrap_or_else(|_| repo.to_path_buf())
+        .components()
+        .collect();
+    let digest = sha2::Sha256::digest(absolute.as_os_str().as_encoded_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// An ordinary user's build folders: `$XDG_CACHE_HOME/aayudha/target`, else `~/.cache/aayudha/target`.
+pub fn user_root(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    if let Some(dir) = chosen(env) {
+        return Some(dir);
+    }
+    let var = |n: &str| env.get(n).filter(|v| v.starts_with('/')).map(PathBuf::from);
+    var("XDG_CACHE_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))
+        .map(|c| c.join("aayudha/target"))
+}
+
+/// Where this user's (or, as root, the sandbox uids') build folders of every repository are.
+pub fn roots(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    if nix::unistd::geteuid().is_root() {
+        vec![system_root(env)]
+    } else {
+        user_root(env).into_iter().collect()
+    }
+}
+
+/// The kept folder of `repo` for a run as an ordinary user, created (mode `0700`) when missing.
+pub fn user_folder(env: &BTreeMap<String, String>, repo: &Path) -> Result<PathBuf, String> {
+    let root = user_root(env).ok_or("neither XDG_CACHE_HOME nor HOME is an absolute path")?;
+    let dir = root.join(repo_key(repo));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(format!("`{}` is a symbolic link", dir.display()));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(
+        root.parent().unwrap_or(&root),
+        std::fs::Permissions::from_mode(0o700),
+    );
+    Ok(dir)
+}
+
+/// As root: the kept folder of `repo` for the sandbox uid `uid`, under [`SYSTEM_ROOT`]. Each folder on
+/// the way is opened from its parent without following a link; the root-owned ones must be directories
+/// of root's that nobody else can write, and are set to `0711`; the leaf is created for `uid` (mode
+/// `0700`) or must already be that uid's directory. Anything else — a link at any level, a folder of
+/// another owner — is refused with its path, and `aayu clean` as the fix.
+pub fn system_folder(
+    env: &BTreeMap<String, String>,
+    repo: &Path,
+    uid: u32,
+) -> Result<PathBuf, String> {
+    system_folder_in(&system_root(env), repo, uid)
+}
+
+/// Root's folder of the sandbox uids' build folders: [`SYSTEM_ROOT`], or [`VARIABLE`]'s.
+pub fn system_root(env: &BTreeMap<String, String>) -> PathBuf {
+    chosen(env).unwrap_or_else(|| PathBuf::from(SYSTEM_ROOT))
+}
+
+fn system_folder_in(base: &Path, repo: &Path, uid: u32) -> Result<PathBuf, String> {
+    let mut at = open_dir(None, Path::new("/"), Path::new("/"))?;
+    let mut path = PathBuf::from("/");
+    let key = repo_key(repo);
+    let parts: Vec<String> = base
+        .components()
+        .skip(1)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    // A folder on the way that exists (`/var`, `/var/cache`) is used as it is, if root's and closed to
+    // others' writes; one that does not is created, `0711`; the base and the repository's folder are
+    // aayu's own, and set to `0711`.
+    let own_from = parts.len().saturating_sub(1);
+    for (i, name) in parts.iter().chain(std::iter::once(&key)).enumerate() {
+        path.push(name);
+        let created = make_dir(&at, name, 0o711, &path)?;
+        let next = open_dir(Some(&at), Path::new(name), &path)?;
+        let stat =
+            fstat(next.as_fd()).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        if stat.st_uid != 0 {
+            return Err(refused(
+                &path,
+                &format!("it belongs to uid {}, not root", stat.st_uid),
+            ));
+        }
+        // A sticky folder (`/tmp`) lets others write, but not rename or remove what is not theirs.
+        let sticky = stat.st_mode & 0o1000 != 0;
+        if stat.st_mode & 0o022 != 0 && !sticky && !created {
+            return Err(refused(
+                &path,
+                &format!(
+                    "its mode {:04o} lets others write in it",
+                    stat.st_mode & 0o7777
+                ),
+            ));
+        }
+        if (i >= own_from || created) && stat.st_mode & 0o7777 != 0o711 {
+            fchmod(next.as_fd(), Mode::from_bits_truncate(0o711))
+                .map_err(|e| format!("cannot set the mode of `{}`: {e}", path.display()))?;
+        }
+        at = next;
+    }
+    let leaf = uid.to_string();
+    path.push(&leaf);
+    make_dir(&at, &leaf, 0o700, &path)?;
+    let fd = open_dir(Some(&at), Path::new(&leaf), &path)?;
+    let stat = fstat(fd.as_fd()).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    if stat.st_uid == 0 {
+        // Just made, or left by a run that stopped before handing it on: the uid's own from now.
+        nix::unistd::fchown(
+            fd.as_fd(),
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(uid)),
+        )
+        .map_err(|e| format!("cannot hand `{}` to uid {uid}: {e}", path.display()))?;
+    } else if stat.st_uid != uid {
+        return Err(refused(
+            &path,
+            &format!(
+                "it belongs to uid {}, not the sandbox uid {uid}",
+                stat.st_uid
+            ),
+        ));
+    }
+    fchmod(fd.as_fd(), Mode::from_bits_truncate(0o700))
+        .map_err(|e| format!("cannot set the mode of `{}`: {e}", path.display()))?;
+    Ok(path)
+}
+
+fn refused(path: &Path, why: &str) -> String {
+    format!(
+        "the build folder `{}` is refused: {why}. Remove it (`aayu clean`, or by hand) and run again",
+        path.display()
+    )
+}
+
+/// Creates `name` in `at` with `mode`; whether it was made now.
+fn make_dir(at: &OwnedFd, name: &str, mode: u32, path: &Path) -> Result<bool, String> {
+    match mkdirat(at.as_fd(), name, Mode::from_bits_truncate(mode)) {
+        Ok(()) => Ok(true),
+        Err(nix::errno::Errno::EEXIST) => Ok(false),
+        Err(e) => Err(format!("cannot create `{}`: {e}", path.display())),
+    }
+}
+
+/// Opens a directory in `at` (or an absolute one) without following a link.
+fn open_dir(at: Option<&OwnedFd>, name: &Path, path: &Path) -> Result<OwnedFd, String> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let opened = match at {
+        Some(at) => openat(at.as_fd(), name, flags, Mode::empty()),
+        None => nix::fcntl::open(name, flags, Mode::empty()),
+    };
+    opened.map_err(|e| match e {
+        nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR => {
+            let what = std::fs::symlink_metadata(path)
+                .map(|m| {
+                    if m.file_type().is_symlink() {
+                        "it is a symbolic link"
+                    } else {
+                        "it is not a directory"
+                    }
+                })
+                .unwrap_or("it is not a directory");
+            refused(path, what)
+        }
+        e => format!("cannot open `{}`: {e}", path.display()),
+    })
+}
+
+/// How many bytes the files under `dir` hold, without following a link.
+pub fn size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_s_key_is_its_path_s() {
+        let a = repo_key(Path::new("/srv/one/app"));
+        assert_eq!(a.len(), 16);
+        assert_eq!(a, repo_key(Path::new("/srv/one/app")));
+        assert_ne!(a, repo_key(Path::new("/srv/two/app")));
+        assert_eq!(a, repo_key(Path::new("/srv/one/app/")));
+    }
+
+    #[test]
+    fn the_user_s_cache_follows_xdg() {
+        let env = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(
+            user_root(&env(&[("XDG_CACHE_HOME", "/c"), ("HOME", "/h")])),
+            Some(PathBuf::from("/c/aayudha/target"))
+        );
+        assert_eq!(
+            user_root(&env(&[("XDG_CACHE_HOME", "relative"), ("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/aayudha/target"))
+        );
+        assert_eq!(user_root(&env(&[])), None);
+    }
+
+    /// As root: the folders on the way are root's and `0711`, the leaf the uid's and `0700`; a link
+    /// planted at any level is refused.
+    #[test]
+    fn as_root_the_folders_have_their_owners_and_modes_and_a_link_is_refused() {
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        // `cache` stands for `/var/cache`: the machine's, used as it is.
+        std::fs::create_dir(dir.path().join("cache")).expect("mkdir");
+        let base = dir.path().join("cache/aayudha/target");
+        let repo = Path::new("/srv/app");
+        let leaf = system_folder_in(&base, repo, 64_123).expect("made");
+        assert_eq!(leaf, base.join(repo_key(repo)).join("64123"));
+        for (path, uid, mode) in [
+            (dir.path().join("cache/aayudha"), 0, 0o711),
+            (base.clone(), 0, 0o711),
+            (base.join(repo_key(repo)), 0, 0o711),
+            (leaf.clone(), 64_123, 0o700),
+        ] {
+            let m = std::fs::symlink_metadata(&path).expect("stat");
+            assert_eq!(
+                (m.uid(), m.mode() & 0o7777),
+                (uid, mode),
+                "{}",
+                path.display()
+            );
+        }
+        // Again: the same folder, as it is.
+        assert_eq!(system_folder_in(&base, repo, 64_123).expect("again"), leaf);
+        // Another uid's leaf is refused to this one.
+        std::os::unix::fs::chown(&leaf, Some(64_124), None).expect("chown");
+        let err = system_folder_in(&base, repo, 64_123).expect_err("another's");
+        assert!(err.contains("belongs to uid 64124"), "{err}");
+        // A link at each level.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).expect("mkdir");
+        for level in [
+            leaf.clone(),
+            base.join(repo_key(repo)),
+            base.clone(),
+            dir.path().join("cache/aayudha"),
+        ] {
+            let _ = std::fs::remove_dir_all(&level);
+            std::os::unix::fs::symlink(&elsewhere, &level).expect("link");
+            let err = system_folder_in(&base, repo, 64_123).expect_err("a link");
+            assert!(
+                err.contains(&format!(
+                    "`{}` is refused: it is a symbolic link",
+                    level.display()
+                )),
+                "{err}"
+            );
+            std::fs::remove_file(&level).expect("unlink");
+            std::fs::create_dir_all(&level).expect("back");
+        }
+        // A root folder others may write in is refused.
+        std::fs::set_permissions(
+            dir.path().join("cache"),
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .expect("chmod");
+        let err = system_folder_in(&base, repo, 64_123).expect_err("writable");
+        assert!(err.contains("lets others write in it"), "{err}");
+    }
+}
