@@ -603,6 +603,23 @@ impl Sandbox {
         self.named_target_dir(slot, "target")
     }
 
+    /// Seeds `slot`'s build folder `name` (another tree's, such as red-on-base's base) with a copy of slot
+    /// 0's, which the head's builds wrote, handed to `slot`'s uid; a folder seeded already is left as it
+    /// is. So a registry or git dependency is compiled once per run; the tree's own packages are rebuilt
+    /// when the tree's files are newer than the copy ([`build_cache::touch_tree`]).
+    pub fn seed_target(&self, slot: usize, name: &str) -> Result<PathBuf, SandboxError> {
+        let from = self.target_dir(0)?;
+        let to = self.named_target_dir(slot, name)?;
+        let failed = |source: std::io::Error| SandboxError::Folder {
+            path: to.clone(),
+            source,
+        };
+        if std::fs::read_dir(&to).map_err(failed)?.next().is_none() {
+            build_cache::copy_tree(&from, &to, self.uid(0), self.uid(slot)).map_err(failed)?;
+        }
+        Ok(to)
+    }
+
     /// A build cache of its own for another tree (red-on-base's copy of the base): cargo names a path
     /// package's build by its path relative to its workspace, so two trees of one package would share the
     /// cache and a build of the base could be taken for fresh from the head's.

@@ -170,11 +170,24 @@ pub fn run(
             }
         }
     }
+    // The base builds in a folder of its own, seeded with the head's build so that each registry and git
+    // dependency is compiled once per run. Every file of the base is made newer than that copy first, so
+    // cargo rebuilds every package of the base's own (a path package is judged fresh by its files'
+    // times: left older, the head's build would run on the base).
+    if let Err(e) =
+        crate::sandbox::build_cache::touch_tree(folder.path(), std::time::SystemTime::now())
+    {
+        return inconclusive_all(
+            base_sha,
+            format!("the base's files could not be made newer than the head's build: {e}"),
+        );
+    }
+    let _ = run.sandbox.seed_target(0, BASE_TARGET);
     let on_base = test_evidence::Run {
         sandbox: run.sandbox,
         root: folder.path(),
         timeout: run.timeout,
-        target: Some("base-target"),
+        target: Some(BASE_TARGET),
         heartbeat: run.heartbeat,
     };
     let results = test_evidence::run_tests(&on_base, &ids);
@@ -249,6 +262,9 @@ fn pinned_to_head_target(
 
 /// Why a criterion that maps no test is inconclusive.
 const NO_TEST: &str = "the criterion maps no test";
+
+/// The name of the base's build folder in the sandbox.
+const BASE_TARGET: &str = "base-target";
 
 /// A test's result word as a sentence says it: `not-built` → `did not build`.
 fn said_result(word: &str) -> &str {

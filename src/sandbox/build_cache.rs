@@ -240,6 +240,97 @@ pub fn size(dir: &Path) -> u64 {
     total
 }
 
+/// Copies the build folder `from` into the empty folder `to` — files with their modes and times (cargo
+/// judges freshness by them), folders and links as they are — and hands each copy to `new_owner` (as
+/// root). A build folder is written by the pull request's code: with `owner` set (as root), an entry
+/// that is not that uid's own (a hard link to a file of root's, another uid's file) is left out, no link
+/// is followed, and anything but a file, a folder or a link is left out. The slot's processes have all
+/// ended before a copy starts.
+pub fn copy_tree(
+    from: &Path,
+    to: &Path,
+    owner: Option<u32>,
+    new_owner: Option<u32>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    let hand_on = |path: &Path| -> std::io::Result<()> {
+        if let Some(uid) = new_owner {
+            std::os::unix::fs::lchown(path, Some(uid), Some(uid))?;
+        }
+        Ok(())
+    };
+    let mut folders = vec![PathBuf::new()];
+    while let Some(rel) = folders.pop() {
+        for entry in std::fs::read_dir(from.join(&rel))? {
+            let entry = entry?;
+            let rel = rel.join(entry.file_name());
+            let (source, copy) = (from.join(&rel), to.join(&rel));
+            let meta = std::fs::symlink_metadata(&source)?;
+            if owner.is_some_and(|uid| meta.uid() != uid) {
+                continue;
+            }
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                std::fs::DirBuilder::new()
+                    .mode(meta.mode() & 0o777 | 0o700)
+                    .create(&copy)?;
+                hand_on(&copy)?;
+                folders.push(rel);
+            } else if kind.is_file() {
+                let mut input = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&source)?;
+                // The file opened is the one looked at.
+                let opened = input.metadata()?;
+                if (opened.dev(), opened.ino()) != (meta.dev(), meta.ino()) {
+                    continue;
+                }
+                let mut output = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(meta.mode() & 0o777)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&copy)?;
+                std::io::copy(&mut input, &mut output)?;
+                output.set_times(
+                    std::fs::FileTimes::new()
+                        .set_modified(meta.modified()?)
+                        .set_accessed(meta.accessed()?),
+                )?;
+                hand_on(&copy)?;
+            } else if kind.is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&source)?, &copy)?;
+                hand_on(&copy)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sets the modification time of every file under `root` (not `.git`, no link followed) to `when`, so
+/// that a build folder seeded from another tree's build holds nothing cargo takes for fresh of this one.
+pub fn touch_tree(root: &Path, when: std::time::SystemTime) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() && entry.file_name() != ".git" {
+                folders.push(entry.path());
+            } else if kind.is_file() {
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(entry.path())?;
+                file.set_times(std::fs::FileTimes::new().set_modified(when))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +430,56 @@ mod tests {
         .expect("chmod");
         let err = system_folder_in(&base, repo, 64_123).expect_err("writable");
         assert!(err.contains("lets others write in it"), "{err}");
+    }
+
+    /// A copy keeps modes and times, and (with an owner) leaves out what is not the owner's own.
+    #[test]
+    fn a_copy_keeps_modes_and_times_and_only_the_owner_s_files() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().expect("dir");
+        let (from, to) = (dir.path().join("from"), dir.path().join("to"));
+        std::fs::create_dir_all(from.join("debug/deps")).expect("mkdir");
+        std::fs::create_dir(&to).expect("mkdir");
+        let exe = from.join("debug/deps/app-1");
+        std::fs::write(&exe, "elf").expect("write");
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(&exe)
+            .expect("open")
+            .set_times(std::fs::FileTimes::new().set_modified(old))
+            .expect("times");
+        std::os::unix::fs::symlink("/etc/passwd", from.join("debug/link")).expect("link");
+        let me = nix::unistd::geteuid().as_raw();
+        let root = me == 0;
+        if root {
+            std::fs::write(from.join("debug/other"), "not the owner's").expect("write");
+            std::os::unix::fs::chown(from.join("debug/other"), Some(64_200), None).expect("chown");
+        }
+        copy_tree(&from, &to, Some(me), None).expect("copy");
+        let copied = std::fs::metadata(to.join("debug/deps/app-1")).expect("copied");
+        assert_eq!(copied.mode() & 0o700, 0o700, "an executable stays one");
+        assert_eq!(copied.modified().expect("mtime"), old);
+        assert_eq!(
+            std::fs::read_link(to.join("debug/link")).expect("a link, as it was"),
+            Path::new("/etc/passwd")
+        );
+        assert!(
+            !to.join("debug/other").exists(),
+            "another uid's file is left out"
+        );
+        let when = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        touch_tree(&to, when).expect("touch");
+        assert_eq!(
+            std::fs::metadata(to.join("debug/deps/app-1"))
+                .expect("stat")
+                .modified()
+                .expect("mtime"),
+            when
+        );
+        if root {
+            assert_eq!(copied.uid(), 0);
+        }
     }
 }

@@ -314,6 +314,11 @@ struct Registry {
 
 impl Registry {
     fn new() -> Registry {
+        Registry::with_build_script(None)
+    }
+
+    /// The registry, its `tinydep` with a build script that appends a line to `counter` when one is given.
+    fn with_build_script(counter: Option<&std::path::Path>) -> Registry {
         let dir = tempfile::Builder::new()
             .prefix("aayu-registry-")
             .tempdir()
@@ -332,6 +337,16 @@ impl Registry {
             "/// Seven.\npub fn seven() -> u32 {\n    7\n}\n\n/// Panics here, inside the dependency, unless `n` is seven (as `assert_cmd`'s assertions do).\npub fn expect_seven(n: u32) {\n    if n != 7 {\n        panic!(\"Unexpected failure.\\ncode=2\\nstderr=```error: {n} is not seven```\");\n    }\n}\n",
         )
         .expect("write");
+        if let Some(counter) = counter {
+            std::fs::write(
+                krate.join("build.rs"),
+                format!(
+                    "use std::io::Write;\n\nfn main() {{\n    let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n    writeln!(f, \"dependency\").unwrap();\n    println!(\"cargo:rerun-if-changed=build.rs\");\n}}\n",
+                    counter.display().to_string()
+                ),
+            )
+            .expect("write");
+        }
         let mut cargo = std::process::Command::new("cargo");
         common::with_toolchain(&mut cargo);
         let status = cargo
@@ -1226,4 +1241,76 @@ fn failure_details_name_the_failure_and_no_path_of_the_machine() {
         }
     }
     assert!(read >= 4, "the pack's files were read");
+}
+
+/// Head and base in one gate run: the base's build folder is seeded with the head's, so a registry
+/// dependency's build script runs once, while the crate itself is compiled twice — once per tree — and
+/// the base runs the base's code, never the head's: its files are older than the head's build when the
+/// run starts (checked out first), and a test that passes only on the head's code is red there.
+#[test]
+fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
+    let counters = tempfile::Builder::new()
+        .prefix("aayu-builds-")
+        .tempdir()
+        .expect("temp");
+    std::fs::set_permissions(counters.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod");
+    let counter = counters.path().join("runs");
+    std::fs::write(&counter, "").expect("write");
+    std::fs::set_permissions(&counter, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let registry = Registry::with_build_script(Some(&counter));
+    let word = |w: &str| {
+        format!(
+            "/// The word.\npub fn word() -> &'static str {{\n    \"{w}\"\n}}\n\n/// Seven, from the dependency.\npub fn seven() -> u32 {{\n    tinydep::seven()\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn says_head() {{\n        assert_eq!(super::word(), \"head\");\n    }}\n}}\n"
+        )
+    };
+    let repo = TestRepo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"words\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinydep = \"0.1\"\n",
+    )
+    .write(
+        "build.rs",
+        format!(
+            "use std::io::Write;\n\nfn main() {{\n    let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n    writeln!(f, \"member\").unwrap();\n    println!(\"cargo:rerun-if-changed=build.rs\");\n    println!(\"cargo:rerun-if-changed=src\");\n}}\n",
+            counter.display().to_string()
+        ),
+    )
+    .write("src/lib.rs", word("base"))
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", "");
+    let base = repo.commit("the base's word");
+    repo.write("src/lib.rs", word("head")).write(
+        ".aayudha/evidence/5.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::says_head\"]\n",
+    );
+    let head = repo.commit("fix: the head's word");
+    let snapshot = ready(&repo, 5, "1. The word is the head's.", &["type:bug"]);
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .env("CARGO_HOME", registry.cargo_home())
+        .args([
+            "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready",
+            &snapshot, "--json",
+        ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let pack: Value = serde_json::from_str(&out.stdout).expect("pack");
+    assert_eq!(floor(&pack, "tests")["result"], "pass", "{pack:#}");
+    let red = report(&repo, "red-on-base.json");
+    assert_eq!(
+        red["criteria"][0]["verdict"], "red",
+        "the base ran the base's code: {red:#}"
+    );
+    assert!(
+        red["criteria"][0]["tests"][0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("left: \"base\"")),
+        "{red:#}"
+    );
+    let runs = std::fs::read_to_string(&counter).expect("counter");
+    let count = |what: &str| runs.lines().filter(|l| *l == what).count();
+    assert_eq!(
+        (count("dependency"), count("member")),
+        (1, 2),
+        "the dependency is built once, the crate once per tree:\n{runs}"
+    );
 }
