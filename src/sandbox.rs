@@ -608,16 +608,27 @@ impl Sandbox {
     /// is. So a registry or git dependency is compiled once per run; the tree's own packages are rebuilt
     /// when the tree's files are newer than the copy ([`build_cache::touch_tree`]).
     pub fn seed_target(&self, slot: usize, name: &str) -> Result<PathBuf, SandboxError> {
-        let from = self.target_dir(0)?;
         let to = self.named_target_dir(slot, name)?;
+        self.seed(slot, &to)?;
+        Ok(to)
+    }
+
+    /// Copies slot 0's build folder into `to`, `slot`'s, when `to` is empty.
+    fn seed(&self, slot: usize, to: &Path) -> Result<(), SandboxError> {
+        let from = self.target_dir(0)?;
         let failed = |source: std::io::Error| SandboxError::Folder {
-            path: to.clone(),
+            path: to.to_path_buf(),
             source,
         };
-        if std::fs::read_dir(&to).map_err(failed)?.next().is_none() {
-            build_cache::copy_tree(&from, &to, self.uid(0), self.uid(slot)).map_err(failed)?;
+        if std::fs::read_dir(to).map_err(failed)?.next().is_none() {
+            build_cache::copy_tree(&from, to, self.uid(0), self.uid(slot)).map_err(failed)?;
         }
-        Ok(to)
+        Ok(())
+    }
+
+    /// Seeds `slot`'s build folder with a copy of slot 0's (see [`Sandbox::seed_target`]) when it is empty.
+    pub fn seed_slot(&self, slot: usize) -> Result<(), SandboxError> {
+        self.seed(slot, &self.target_dir(slot)?)
     }
 
     /// A build cache of its own for another tree (red-on-base's copy of the base): cargo names a path

@@ -178,6 +178,7 @@ pub fn run(
     // at the end whatever happens, and those checks.
     let (offline, online): (Vec<usize>, Vec<usize>) =
         (0..selected.len()).partition(|&n| !check_of(maps, &selected[n]).kind.needs_network());
+    prebuild(maps, selected, options, sandbox);
     let total = selected.len();
     let mut results: Vec<CheckResult> = Vec::with_capacity(total);
     let mut done = 0usize;
@@ -260,6 +261,65 @@ pub fn run(
     crate::safe_fs::write_atomic(&path, crate::output::json::render(&report).as_bytes())
         .map_err(write_err(&path))?;
     Ok(report)
+}
+
+/// Before checks run side by side: every distinct cargo `build` step of the selection, in slot 0, one at a
+/// time, then every other slot's build folder seeded with slot 0's (a kept local folder only when it is
+/// empty). So each dependency is compiled once, not once per slot, and each check's own build finds it
+/// fresh. A step that follows a `set`, or has an `env` or `cwd` of its own, builds with other settings:
+/// it is left to its check. A build that fails here is left to its check too, which says why.
+fn prebuild(maps: &[Map], selected: &[Selected], options: &Options, sandbox: &Sandbox) {
+    if sandbox.slots() < 2 || selected.len() < 2 {
+        return;
+    }
+    let mut built: BTreeSet<(String, Option<String>)> = BTreeSet::new();
+    for s in selected {
+        let map = &maps[s.map];
+        let check = check_of(maps, s);
+        if !map.uses_step_runner() {
+            continue;
+        }
+        let Ok(toolchain) = toolchain_for(sandbox, map, check, options) else {
+            continue;
+        };
+        for step in &check.steps {
+            match step {
+                crate::steps::Step::Set(_) => break,
+                crate::steps::Step::Build { package, set }
+                    if set.env.is_none() && set.cwd.is_none() =>
+                {
+                    let manifest = options.root.join(package).join("Cargo.toml");
+                    if !manifest.is_file() || !built.insert((package.clone(), toolchain.clone())) {
+                        continue;
+                    }
+                    let argv = crate::steps::runner::cargo_build_argv(&manifest);
+                    let env = toolchain
+                        .clone()
+                        .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
+                        .unwrap_or_default();
+                    let _ = sandbox.run(
+                        sandbox::Job {
+                            argv: &argv,
+                            cwd: &options.root,
+                            slot: 0,
+                            network: false,
+                            stdin: Vec::new(),
+                            timeout: options.timeout,
+                            env,
+                            heartbeat: None,
+                        },
+                        &BTreeSet::new(),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    if !built.is_empty() {
+        for slot in 1..sandbox.slots().min(selected.len()) {
+            let _ = sandbox.seed_slot(slot);
+        }
+    }
 }
 
 /// What every check of a phase shares.

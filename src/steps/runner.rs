@@ -209,17 +209,7 @@ impl StepRunner {
         let dir = self.root.join(package);
         let package = shown_dir(package);
         if dir.join("Cargo.toml").is_file() {
-            let manifest = dir.join("Cargo.toml").display().to_string();
-            let argv = [
-                "cargo",
-                "build",
-                "--quiet",
-                "--bins",
-                "--message-format=json-render-diagnostics",
-                "--manifest-path",
-                &manifest,
-            ]
-            .map(String::from);
+            let argv = cargo_build_argv(&dir.join("Cargo.toml"));
             let Some(mut command) = self.command(&argv) else {
                 return Verdict::Failed(format!("step {n}: cannot run cargo"));
             };
@@ -638,6 +628,24 @@ fn quote(text: &str) -> String {
         ""
     };
     format!("{:?}{more}", short)
+}
+
+/// The cargo command of a `build` step: the package's binaries, with cargo's JSON messages (the built
+/// executables are put first on `PATH`). The behaviour floor runs the same command before the checks
+/// ([`crate::floors::behaviour`]), so that a check's own build finds everything fresh.
+pub fn cargo_build_argv(manifest: &Path) -> Vec<String> {
+    [
+        "cargo",
+        "build",
+        "--quiet",
+        "--bins",
+        "--message-format=json-render-diagnostics",
+        "--manifest-path",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(std::iter::once(manifest.display().to_string()))
+    .collect()
 }
 
 #[cfg(test)]

@@ -1314,3 +1314,65 @@ fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
         "the dependency is built once, the crate once per tree:\n{runs}"
     );
 }
+
+/// As root, with two slots: two checks that build one crate find it built once, before they start, in
+/// slot 0's folder, which the other slot's is seeded from — each dependency compiled once per run.
+#[test]
+fn as_root_checks_side_by_side_build_each_dependency_once() {
+    if !common::root_or_skip("as_root_checks_side_by_side_build_each_dependency_once") {
+        return;
+    }
+    let counters = tempfile::Builder::new()
+        .prefix("aayu-builds-")
+        .tempdir()
+        .expect("temp");
+    std::fs::set_permissions(counters.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod");
+    let counter = counters.path().join("runs");
+    std::fs::write(&counter, "").expect("write");
+    std::fs::set_permissions(&counter, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let registry = Registry::with_build_script(Some(&counter));
+    let repo = TestRepo::new();
+    let check = |id: &str| {
+        format!(
+            r#"{{"id": "{id}", "kind": "cli", "evidence": "api-trace", "steps": [{{"build": "."}}, {{"run": ["app"], "exit": 0, "stdout": ["7"]}}]}}"#
+        )
+    };
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinydep = \"0.1\"\n",
+    )
+    .write(
+        "src/main.rs",
+        "fn main() {\n    println!(\"{}\", tinydep::seven());\n}\n",
+    )
+    .write(".gitignore", "/target\n/run/\n.aayudha/runs/\n")
+    .write(
+        &format!("{}/README.md", skill("", "app")),
+        map_readme(
+            r#"{"product": "app", "control": ["aayu", "control"], "surfaces": []}"#,
+            &["prints.md"],
+        ),
+    )
+    .write(
+        &format!("{}/prints.md", skill("", "app")),
+        feature_md(
+            r#"{"id": "prints", "layers": ["L02"], "sources": ["src/main.rs"], "surfaces": {}, "verified_at": ""}"#,
+            &[check("one").as_str(), check("two").as_str()],
+        ),
+    );
+    repo.commit("app");
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .env("CARGO_HOME", registry.cargo_home())
+        .args([
+            "verify", "--check", "all", "--jobs", "2", "--json", "--out", "run",
+        ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).expect("report");
+    let passed = report["checks"]
+        .as_array()
+        .map_or(0, |c| c.iter().filter(|c| c["status"] == "passed").count());
+    assert_eq!(passed, 2, "{report:#}");
+    let runs = std::fs::read_to_string(&counter).expect("counter");
+    assert_eq!(runs, "dependency\n", "built once for both checks");
+}
