@@ -196,6 +196,8 @@ pub struct Sandbox {
     /// Locks on those uids, held for the whole run: two aayu runs on one machine never share a uid,
     /// so killing one run's processes by uid never touches the other's.
     _locks: Vec<nix::fcntl::Flock<std::fs::File>>,
+    /// A local run's hold on its repository's kept cargo home (as root).
+    _cargo_home_lock: Option<nix::fcntl::Flock<std::fs::File>>,
     /// The folder and the uids, cleaned up if aayu is interrupted.
     _cleanup: Vec<crate::cleanup::Registered>,
     slots: usize,
@@ -444,9 +446,21 @@ impl Sandbox {
                 .map(|&uid| crate::cleanup::processes(procs::Owner::Uid(uid))),
         );
         let toolchains = toolchain::Toolchains::detect(&settings.process_env);
+        // A local run as root keeps its target folders, and so needs a cargo home at a path that stays
+        // the same between its runs (cargo names a registry crate's build by its source's path).
+        let kept_home = match &settings.build_cache {
+            build_cache::BuildCache::Kept { repo } if root => {
+                build_cache::system_cargo_home(&settings.process_env, repo)
+            }
+            _ => None,
+        };
+        let (cargo_home, cargo_home_lock) = match kept_home {
+            Some((home, lock)) => (home, Some(lock)),
+            None => (dir.path().join("deps/cargo"), None),
+        };
         let caches = if root {
             let caches = Caches {
-                cargo_home: dir.path().join("deps/cargo"),
+                cargo_home,
                 go_mod_cache: dir.path().join("deps/go"),
                 host_cargo_home: cargo_home_of(settings),
                 seeded: std::sync::atomic::AtomicBool::new(false),
@@ -466,6 +480,7 @@ impl Sandbox {
             env: BTreeMap::new(),
             uids,
             _locks: locks,
+            _cargo_home_lock: cargo_home_lock,
             _cleanup: cleanup,
             slots,
             isolated: socket_filter(&[libc::AF_UNIX]),

@@ -77,17 +77,16 @@ pub fn roots(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
 
 /// The kept folder of `repo` for a run as an ordinary user, created (mode `0700`) when missing.
 pub fn user_folder(env: &BTreeMap<String, String>, repo: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
     let root = user_root(env).ok_or("neither XDG_CACHE_HOME nor HOME is an absolute path")?;
     let dir = root.join(repo_key(repo));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(format!("`{}` is a symbolic link", dir.display()));
+        return Err(refused(&dir, "it is a symbolic link"));
     }
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(
-        root.parent().unwrap_or(&root),
-        std::fs::Permissions::from_mode(0o700),
-    );
+    // The repository's folder is the user's alone; the folders above it are left as they are.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("cannot set the mode of `{}`: {e}", dir.display()))?;
     Ok(dir)
 }
 
@@ -110,6 +109,66 @@ pub fn system_root(env: &BTreeMap<String, String>) -> PathBuf {
 }
 
 fn system_folder_in(base: &Path, repo: &Path, uid: u32) -> Result<PathBuf, String> {
+    let (mut path, at) = repo_folder_in(base, repo)?;
+    let leaf = uid.to_string();
+    path.push(&leaf);
+    make_dir(&at, &leaf, 0o700, &path)?;
+    let fd = open_dir(Some(&at), Path::new(&leaf), &path)?;
+    let stat = fstat(fd.as_fd()).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    if stat.st_uid == 0 {
+        // Just made, or left by a run that stopped before handing it on: the uid's own from now.
+        nix::unistd::fchown(
+            fd.as_fd(),
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(uid)),
+        )
+        .map_err(|e| format!("cannot hand `{}` to uid {uid}: {e}", path.display()))?;
+    } else if stat.st_uid != uid {
+        return Err(refused(
+            &path,
+            &format!(
+                "it belongs to uid {}, not the sandbox uid {uid}",
+                stat.st_uid
+            ),
+        ));
+    }
+    fchmod(fd.as_fd(), Mode::from_bits_truncate(0o700))
+        .map_err(|e| format!("cannot set the mode of `{}`: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// As root: a cargo home at a path that stays the same between local runs of `repo`
+/// (`<repo-key>/cargo-home`), emptied for this run, and the lock that makes it this run's alone (`None`:
+/// another run of the repository holds it, or a folder on the way is refused — the run then uses one of
+/// its own). cargo names a registry crate's build by the path of its source, so a cargo home at a new
+/// path each run would rebuild every dependency in a kept target folder. The run's fetch fills it and
+/// seals it, as it does a run's own.
+pub fn system_cargo_home(
+    env: &BTreeMap<String, String>,
+    repo: &Path,
+) -> Option<(PathBuf, nix::fcntl::Flock<std::fs::File>)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (dir, _) = repo_folder_in(&system_root(env), repo).ok()?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join("cargo-home.lock"))
+        .ok()?;
+    let lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()?;
+    let home = dir.join("cargo-home");
+    match std::fs::symlink_metadata(&home) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(&home).ok()?,
+        Ok(_) => std::fs::remove_file(&home).ok()?,
+        Err(_) => {}
+    }
+    Some((home, lock))
+}
+
+/// As root: `base/<repo-key>`, each folder on the way checked (see [`system_folder`]), and its descriptor.
+fn repo_folder_in(base: &Path, repo: &Path) -> Result<(PathBuf, OwnedFd), String> {
     let mut at = open_dir(None, Path::new("/"), Path::new("/"))?;
     let mut path = PathBuf::from("/");
     let key = repo_key(repo);
@@ -151,31 +210,7 @@ fn system_folder_in(base: &Path, repo: &Path, uid: u32) -> Result<PathBuf, Strin
         }
         at = next;
     }
-    let leaf = uid.to_string();
-    path.push(&leaf);
-    make_dir(&at, &leaf, 0o700, &path)?;
-    let fd = open_dir(Some(&at), Path::new(&leaf), &path)?;
-    let stat = fstat(fd.as_fd()).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    if stat.st_uid == 0 {
-        // Just made, or left by a run that stopped before handing it on: the uid's own from now.
-        nix::unistd::fchown(
-            fd.as_fd(),
-            Some(nix::unistd::Uid::from_raw(uid)),
-            Some(nix::unistd::Gid::from_raw(uid)),
-        )
-        .map_err(|e| format!("cannot hand `{}` to uid {uid}: {e}", path.display()))?;
-    } else if stat.st_uid != uid {
-        return Err(refused(
-            &path,
-            &format!(
-                "it belongs to uid {}, not the sandbox uid {uid}",
-                stat.st_uid
-            ),
-        ));
-    }
-    fchmod(fd.as_fd(), Mode::from_bits_truncate(0o700))
-        .map_err(|e| format!("cannot set the mode of `{}`: {e}", path.display()))?;
-    Ok(path)
+    Ok((path, at))
 }
 
 fn refused(path: &Path, why: &str) -> String {

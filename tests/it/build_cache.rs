@@ -101,11 +101,23 @@ fn a_local_check_keeps_its_build_folder_and_clean_removes_it() {
                 dir.display()
             );
         }
-        let leaves: Vec<_> = std::fs::read_dir(&folder)
+        // Beside the uids' leaves: the cargo home kept at one path for the repository, sealed (root's).
+        let entries: Vec<_> = std::fs::read_dir(&folder)
             .expect("leaves")
             .map(|e| e.expect("entry"))
             .collect();
+        let leaves: Vec<_> = entries
+            .iter()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+            })
+            .collect();
         assert_eq!(leaves.len(), 1, "one leaf: one slot ran the check");
+        let home = std::fs::symlink_metadata(folder.join("cargo-home")).expect("the cargo home");
+        assert!(home.is_dir() && home.uid() == 0, "sealed: root's");
         let meta = std::fs::symlink_metadata(leaves[0].path()).expect("stat");
         assert_ne!(meta.uid(), 0);
         assert_eq!(meta.mode() & 0o7777, 0o700);

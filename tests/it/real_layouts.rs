@@ -1316,7 +1316,8 @@ fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
 }
 
 /// As root, with two slots: two checks that build one crate find it built once, before they start, in
-/// slot 0's folder, which the other slot's is seeded from — each dependency compiled once per run.
+/// slot 0's folder, which the other slot's is seeded from — each dependency compiled once per run; and
+/// a second local run compiles nothing.
 #[test]
 fn as_root_checks_side_by_side_build_each_dependency_once() {
     if !common::root_or_skip("as_root_checks_side_by_side_build_each_dependency_once") {
@@ -1375,4 +1376,14 @@ fn as_root_checks_side_by_side_build_each_dependency_once() {
     assert_eq!(passed, 2, "{report:#}");
     let runs = std::fs::read_to_string(&counter).expect("counter");
     assert_eq!(runs, "dependency\n", "built once for both checks");
+    // A second local run builds nothing: the kept folders, and a cargo home at the same path as before
+    // (cargo names a registry crate's build by its source's path).
+    let again = run(common::with_toolchain(&mut repo.aayu())
+        .env("CARGO_HOME", registry.cargo_home())
+        .args([
+            "verify", "--check", "all", "--jobs", "2", "--json", "--out", "run",
+        ]));
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    let runs = std::fs::read_to_string(&counter).expect("counter");
+    assert_eq!(runs, "dependency\n", "nothing built again");
 }
