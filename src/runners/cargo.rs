@@ -168,7 +168,7 @@ impl Runner for Cargo {
                         Outcome::NotRun(format!("no result for `{}`: {error}", spec.path))
                     } else if let Some(target) = in_harnessless {
                         Outcome::NotRun(format!(
-                            "`{test}` is in a target without libtest's harness (`{target}` has `harness = false`): its output is not a test result"
+                            "`{test}` is in a target without libtest's harness: its output is not a test result (`{target}` has `harness = false`)"
                         ))
                     } else if !built.broken.is_empty() {
                         Outcome::NotBuilt(format!(

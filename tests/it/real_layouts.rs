@@ -1025,7 +1025,7 @@ fn forged_test_records_are_refused_as_evidence_through_the_gate() {
     for (id, why) in [
         (
             2,
-            "`.:forged(test)/adds` is in a target without libtest's harness (`forged(test)` has `harness = false`): its output is not a test result",
+            "`.:forged(test)/adds` is in a target without libtest's harness: its output is not a test result (`forged(test)` has `harness = false`)",
         ),
         (3, "the test output does not match libtest's record"),
         (4, "the test output does not match libtest's record"),
