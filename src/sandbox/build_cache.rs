@@ -312,9 +312,10 @@ pub fn copy_tree(
                 hand_on(&copy)?;
                 folders.push(rel);
             } else if kind.is_file() {
+                // Never a link, and never left waiting on a FIFO put in the file's place.
                 let mut input = std::fs::OpenOptions::new()
                     .read(true)
-                    .custom_flags(libc::O_NOFOLLOW)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                     .open(&source)?;
                 // The file opened is the one looked at.
                 let opened = input.metadata()?;
@@ -357,8 +358,11 @@ pub fn touch_tree(root: &Path, when: std::time::SystemTime) -> std::io::Result<(
             } else if kind.is_file() {
                 let file = std::fs::OpenOptions::new()
                     .read(true)
-                    .custom_flags(libc::O_NOFOLLOW)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                     .open(entry.path())?;
+                if !file.metadata()?.is_file() {
+                    continue;
+                }
                 file.set_times(std::fs::FileTimes::new().set_modified(when))?;
             }
         }

@@ -2,44 +2,19 @@
 //! builds nothing), `aayu clean` removes it, and the gate never reuses one. A build script that appends
 //! to a file outside the target folder counts how often the crate was really built.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 
-use crate::common::{self, TestRepo, feature_md, map_readme, run, skill};
-
-/// A folder every uid may write in (the sandbox uids run the build script), and its counter file.
-fn counter() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new()
-        .prefix("aayu-builds-")
-        .tempdir()
-        .expect("temp");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    let file = dir.path().join("runs");
-    std::fs::write(&file, "").expect("write");
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
-    (dir, file)
-}
-
-fn builds(counter: &Path) -> usize {
-    std::fs::read_to_string(counter)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
+use crate::common::{self, BuildCounter, TestRepo, feature_md, map_readme, run, skill};
 
 /// A crate `app` whose build script appends a line to `counter`, and a map whose check builds and runs it.
-fn app(counter: &Path) -> TestRepo {
+fn app(counter: &BuildCounter) -> TestRepo {
     let repo = TestRepo::new();
     repo.write(
         "Cargo.toml",
         "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
     )
-    .write(
-        "build.rs",
-        format!(
-            "use std::io::Write;\n\nfn main() {{\n    let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n    writeln!(f, \"built\").unwrap();\n    println!(\"cargo:rerun-if-changed=build.rs\");\n}}\n",
-            counter.display().to_string()
-        ),
-    )
+    .write("build.rs", counter.build_script("built", &["build.rs"]))
     .write("src/main.rs", "fn main() {\n    println!(\"7\");\n}\n")
     .write(".gitignore", "/target\n/run/\n.aayudha/runs/\n.aayudha/proof/\n")
     .write(".aayudha/config.toml", "")
@@ -84,11 +59,11 @@ fn kept(repo: &TestRepo) -> Option<PathBuf> {
 
 #[test]
 fn a_local_check_keeps_its_build_folder_and_clean_removes_it() {
-    let (_dir, counter) = counter();
+    let counter = BuildCounter::new();
     let repo = app(&counter);
     check(&repo);
     check(&repo);
-    assert_eq!(builds(&counter), 1, "the second run built nothing");
+    assert_eq!(counter.count("built"), 1, "the second run built nothing");
     let folder = kept(&repo).expect("a kept folder");
     if common::is_root() {
         // Root's folders on the way, `0711`; the leaf the sandbox uid's own, `0700`.
@@ -154,12 +129,16 @@ fn a_local_check_keeps_its_build_folder_and_clean_removes_it() {
         )
     );
     check(&repo);
-    assert_eq!(builds(&counter), 2, "after clean, the crate is built again");
+    assert_eq!(
+        counter.count("built"),
+        2,
+        "after clean, the crate is built again"
+    );
 }
 
 #[test]
 fn the_gate_never_reuses_a_build_folder() {
-    let (_dir, counter) = counter();
+    let counter = BuildCounter::new();
     let repo = app(&counter);
     let base = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
     repo.write(
@@ -172,6 +151,10 @@ fn the_gate_never_reuses_a_build_folder() {
             .args(["verify", "--ci", "--base", &base, "--head", &head, "--json"]));
         assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     }
-    assert_eq!(builds(&counter), 2, "each gate run built the crate itself");
+    assert_eq!(
+        counter.count("built"),
+        2,
+        "each gate run built the crate itself"
+    );
     assert_eq!(kept(&repo), None, "the gate keeps no folder");
 }

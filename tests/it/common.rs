@@ -585,3 +585,48 @@ pub fn redact(text: &str) -> String {
     }
     text
 }
+
+/// A file that build scripts append a line to each time cargo runs them, in a folder every uid may write
+/// in (as root, the sandbox uids run the build scripts): how often a crate was really built.
+pub struct BuildCounter {
+    _dir: TempDir,
+    pub file: PathBuf,
+}
+
+impl BuildCounter {
+    pub fn new() -> BuildCounter {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("aayu-builds-")
+            .tempdir()
+            .expect("temp");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+            .expect("chmod");
+        let file = dir.path().join("runs");
+        std::fs::write(&file, "").expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        BuildCounter { _dir: dir, file }
+    }
+
+    /// A `build.rs` that appends `word` to the counter, and reruns when any of `watched` changes.
+    pub fn build_script(&self, word: &str, watched: &[&str]) -> String {
+        let rerun: String = watched
+            .iter()
+            .map(|w| format!("    println!(\"cargo:rerun-if-changed={w}\");\n"))
+            .collect();
+        format!(
+            "use std::io::Write;\n\nfn main() {{\n    let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n    writeln!(f, {word:?}).unwrap();\n{rerun}}}\n",
+            self.file.display().to_string()
+        )
+    }
+
+    /// What the build scripts wrote, a line per build.
+    pub fn text(&self) -> String {
+        std::fs::read_to_string(&self.file).expect("the counter")
+    }
+
+    /// How many times `word`'s build script ran.
+    pub fn count(&self, word: &str) -> usize {
+        self.text().lines().filter(|l| *l == word).count()
+    }
+}

@@ -318,7 +318,7 @@ impl Registry {
     }
 
     /// The registry, its `tinydep` with a build script that appends a line to `counter` when one is given.
-    fn with_build_script(counter: Option<&std::path::Path>) -> Registry {
+    fn with_build_script(counter: Option<&common::BuildCounter>) -> Registry {
         let dir = tempfile::Builder::new()
             .prefix("aayu-registry-")
             .tempdir()
@@ -340,10 +340,7 @@ impl Registry {
         if let Some(counter) = counter {
             std::fs::write(
                 krate.join("build.rs"),
-                format!(
-                    "use std::io::Write;\n\nfn main() {{\n    let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n    writeln!(f, \"dependency\").unwrap();\n    println!(\"cargo:rerun-if-changed=build.rs\");\n}}\n",
-                    counter.display().to_string()
-                ),
+                counter.build_script("dependency", &["build.rs"]),
             )
             .expect("write");
         }
@@ -1249,15 +1246,7 @@ fn failure_details_name_the_failure_and_no_path_of_the_machine() {
 /// run starts (checked out first), and a test that passes only on the head's code is red there.
 #[test]
 fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
-    let counters = tempfile::Builder::new()
-        .prefix("aayu-builds-")
-        .tempdir()
-        .expect("temp");
-    std::fs::set_permissions(counters.path(), std::fs::Permissions::from_mode(0o777))
-        .expect("chmod");
-    let counter = counters.path().join("runs");
-    std::fs::write(&counter, "").expect("write");
-    std::fs::set_permissions(&counter, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let counter = common::BuildCounter::new();
     let registry = Registry::with_build_script(Some(&counter));
     let word = |w: &str| {
         format!(
@@ -1271,10 +1260,7 @@ fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
     )
     .write(
         "build.rs",
-        format!(
-            "use std::io::Write;\n\nfn main() {{\n    let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n    writeln!(f, \"member\").unwrap();\n    println!(\"cargo:rerun-if-changed=build.rs\");\n    println!(\"cargo:rerun-if-changed=src\");\n}}\n",
-            counter.display().to_string()
-        ),
+        counter.build_script("member", &["build.rs", "src"]),
     )
     .write("src/lib.rs", word("base"))
     .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
@@ -1306,12 +1292,11 @@ fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
             .is_some_and(|d| d.contains("left: \"base\"")),
         "{red:#}"
     );
-    let runs = std::fs::read_to_string(&counter).expect("counter");
-    let count = |what: &str| runs.lines().filter(|l| *l == what).count();
     assert_eq!(
-        (count("dependency"), count("member")),
+        (counter.count("dependency"), counter.count("member")),
         (1, 2),
-        "the dependency is built once, the crate once per tree:\n{runs}"
+        "the dependency is built once, the crate once per tree:\n{}",
+        counter.text()
     );
 }
 
@@ -1323,15 +1308,7 @@ fn as_root_checks_side_by_side_build_each_dependency_once() {
     if !common::root_or_skip("as_root_checks_side_by_side_build_each_dependency_once") {
         return;
     }
-    let counters = tempfile::Builder::new()
-        .prefix("aayu-builds-")
-        .tempdir()
-        .expect("temp");
-    std::fs::set_permissions(counters.path(), std::fs::Permissions::from_mode(0o777))
-        .expect("chmod");
-    let counter = counters.path().join("runs");
-    std::fs::write(&counter, "").expect("write");
-    std::fs::set_permissions(&counter, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let counter = common::BuildCounter::new();
     let registry = Registry::with_build_script(Some(&counter));
     let repo = TestRepo::new();
     let check = |id: &str| {
@@ -1374,8 +1351,7 @@ fn as_root_checks_side_by_side_build_each_dependency_once() {
         .as_array()
         .map_or(0, |c| c.iter().filter(|c| c["status"] == "passed").count());
     assert_eq!(passed, 2, "{report:#}");
-    let runs = std::fs::read_to_string(&counter).expect("counter");
-    assert_eq!(runs, "dependency\n", "built once for both checks");
+    assert_eq!(counter.text(), "dependency\n", "built once for both checks");
     // A second local run builds nothing: the kept folders, and a cargo home at the same path as before
     // (cargo names a registry crate's build by its source's path).
     let again = run(common::with_toolchain(&mut repo.aayu())
@@ -1384,6 +1360,5 @@ fn as_root_checks_side_by_side_build_each_dependency_once() {
             "verify", "--check", "all", "--jobs", "2", "--json", "--out", "run",
         ]));
     assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
-    let runs = std::fs::read_to_string(&counter).expect("counter");
-    assert_eq!(runs, "dependency\n", "nothing built again");
+    assert_eq!(counter.text(), "dependency\n", "nothing built again");
 }
