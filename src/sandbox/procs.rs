@@ -32,11 +32,24 @@ fn all() -> Vec<Proc> {
         .collect()
 }
 
+/// A file of `/proc`, read into a buffer big enough for it at once: a `/proc` file says it has no size,
+/// so a read sized from it starts at 32 bytes and renders the file again for every doubling — eight times
+/// per file, ten times a second for every process of the machine while a check runs.
+fn read_proc(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(8192);
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// One read of `/proc/<pid>/status` (not `stat` as well: a fork bomb can make thousands of processes, and
 /// the watch must stay quick while they take the CPU). The group and session are the ones of aayu's own
 /// PID namespace (`NSpgid`, `NSsid`), as the pids are.
 fn read(pid: i32) -> Option<Proc> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = read_proc(&format!("/proc/{pid}/status"))?;
     let field = |name: &str| {
         status
             .lines()
@@ -105,23 +118,33 @@ pub struct Usage {
 
 /// Measures a check's processes while it runs, and reaps those of them that ended after being re-parented
 /// to aayu (a zombie still counts against the uid's process limit). `child` is the check's own process,
-/// which its handle waits for.
-pub fn usage(owner: &Owner, child: Option<i32>) -> Usage {
+/// which its handle waits for. The memory is each process's resident anonymous memory (`RssAnon`, read
+/// with the rest of its status); only when those add up to more than `limit` bytes is each process's
+/// share asked for (`Pss_Anon`, which is never more, and costs the kernel a walk of the process's page
+/// tables — milliseconds for a compiler — ten times a second otherwise).
+pub fn usage(owner: &Owner, child: Option<i32>, limit: u64) -> Usage {
     let me = std::process::id() as i32;
     let owned: Vec<Proc> = all().into_iter().filter(|p| owner.owns(p, me)).collect();
     reap(&owned, me, child);
-    let mut usage = Usage::default();
-    for p in owned.iter().filter(|p| !p.zombie) {
-        usage.processes += 1;
-        usage.rss_bytes += proportional_anon_kib(p.pid).unwrap_or(p.rss_kib) * 1024;
+    let live: Vec<&Proc> = owned.iter().filter(|p| !p.zombie).collect();
+    let resident: u64 = live.iter().map(|p| p.rss_kib * 1024).sum();
+    let rss_bytes = if resident > limit {
+        live.iter()
+            .map(|p| proportional_anon_kib(p.pid).unwrap_or(p.rss_kib) * 1024)
+            .sum()
+    } else {
+        resident
+    };
+    Usage {
+        processes: live.len(),
+        rss_bytes,
     }
-    usage
 }
 
 /// A process's share of the anonymous memory it maps (`Pss_Anon` of `smaps_rollup`): pages it shares with
 /// its parent after a fork count once between them, not once each.
 fn proportional_anon_kib(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let text = read_proc(&format!("/proc/{pid}/smaps_rollup"))?;
     text.lines()
         .find_map(|l| l.strip_prefix("Pss_Anon:"))?
         .split_whitespace()
@@ -147,9 +170,10 @@ pub struct Killed {
 /// processes are killed all at once (`kill(-1)` as that uid, at least once whatever a scan saw), so one
 /// that forks cannot slip between a scan and a kill; a tree's are killed by pid, round after round.
 ///
-/// Then it is checked: after a last reap and a short wait, any process of the owner — alive, or a zombie
-/// that ended since (a process that keeps forking and exiting is never the same pid at the next look,
-/// but leaves one) — is a survivor.
+/// Then it is checked: after a last reap, any process of the owner still alive is a survivor. A tree's
+/// are looked at once more after a short wait: a process that keeps forking and exiting is never the same
+/// pid at the next look, but leaves one alive or a zombie. A uid's need no wait: no fork completes once
+/// `kill(-1)` has reached its parent, so nothing of the uid is started after it.
 pub fn kill_all(owner: &Owner, child: Option<i32>) -> Killed {
     let me = std::process::id() as i32;
     let scan = || -> Vec<Proc> {
@@ -158,12 +182,14 @@ pub fn kill_all(owner: &Owner, child: Option<i32>) -> Killed {
             .filter(|p| owner.owns(p, me) && Some(p.pid) != child)
             .collect()
     };
+    let by_uid = matches!(owner, Owner::Uid(_));
     let mut killed = BTreeSet::new();
     for round in 0..50 {
         let owned = scan();
         reap(&owned, me, child);
         let live: Vec<&Proc> = owned.iter().filter(|p| !p.zombie).collect();
-        if live.is_empty() && round > 0 {
+        // A uid's processes are killed once even when the scan saw none.
+        if live.is_empty() && (round > 0 || !by_uid) {
             break;
         }
         if let Owner::Uid(uid) = owner {
@@ -173,15 +199,22 @@ pub fn kill_all(owner: &Owner, child: Option<i32>) -> Killed {
             let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
             killed.insert(p.pid);
         }
-        std::thread::sleep(Duration::from_millis(10));
+        // A killed process is gone in a moment: looked at again soon, then less often.
+        std::thread::sleep(Duration::from_millis(if round < 5 { 1 } else { 10 }));
     }
     reap(&scan(), me, child);
-    std::thread::sleep(Duration::from_millis(50));
+    if !by_uid {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let left = scan();
     reap(&left, me, child);
     Killed {
         killed,
-        survivors: left.iter().map(|p| p.pid).collect(),
+        survivors: left
+            .iter()
+            .filter(|p| !p.zombie || !by_uid)
+            .map(|p| p.pid)
+            .collect(),
     }
 }
 
