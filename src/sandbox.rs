@@ -14,6 +14,7 @@
 
 pub(crate) mod build_cache;
 pub(crate) mod exec;
+pub(crate) mod fetched;
 pub(crate) mod preflight;
 pub(crate) mod procs;
 pub(crate) mod toolchain;
@@ -347,6 +348,25 @@ struct Caches {
     /// The machine's own `CARGO_HOME` (root's), whose downloaded crates seed the per-run one.
     host_cargo_home: Option<PathBuf>,
     seeded: std::sync::atomic::AtomicBool,
+    /// What of the machine's cargo configuration the fetch is given (file name, text).
+    config: Vec<(String, String)>,
+    /// A local run's kept cargo home: the stamp of the fetch that filled it ([`fetched`]), and whether it
+    /// is that fetch's, sealed, as the run found it (not emptied yet).
+    kept: Option<KeptHome>,
+}
+
+/// Whether a local run's cargo fetch is the last one's: its stamp, the hash of what it reads, and whether
+/// they match.
+struct Reuse {
+    stamp: PathBuf,
+    key: String,
+    hit: bool,
+}
+
+/// The cargo home a local run as root keeps between its runs, and the stamp of the fetch that filled it.
+struct KeptHome {
+    stamp: PathBuf,
+    sealed: std::sync::atomic::AtomicBool,
 }
 
 /// The toolchain and pass-through settings the sandbox is built from, resolved by the caller.
@@ -448,22 +468,61 @@ impl Sandbox {
         let toolchains = toolchain::Toolchains::detect(&settings.process_env);
         // A local run as root keeps its target folders, and so needs a cargo home at a path that stays
         // the same between its runs (cargo names a registry crate's build by its source's path).
+        // A local run's kept folder that is refused (a link planted in its place) stops the run before
+        // anything runs, with the path and the fix.
+        if let build_cache::BuildCache::Kept { repo } = &settings.build_cache {
+            build_cache::kept_folder(&settings.process_env, repo)
+                .map_err(SandboxError::BuildCache)?;
+        }
         let kept_home = match &settings.build_cache {
             build_cache::BuildCache::Kept { repo } if root => {
                 build_cache::system_cargo_home(&settings.process_env, repo)
             }
             _ => None,
         };
-        let (cargo_home, cargo_home_lock) = match kept_home {
-            Some((home, lock)) => (home, Some(lock)),
-            None => (dir.path().join("deps/cargo"), None),
+        let (cargo_home, cargo_home_lock, kept) = match kept_home {
+            Some((home, lock)) => {
+                let stamp = home.with_file_name("cargo-home.stamp");
+                // Left by a fetch that finished (its stamp is there) and sealed it: the fetch decides
+                // whether it is still what the run needs; anything else is emptied now.
+                let sealed = fetched::read_stamp(&stamp).is_some() && is_sealed(&home);
+                if !sealed {
+                    let _ = std::fs::remove_file(&stamp);
+                    build_cache::remove(&home).map_err(|source| SandboxError::Folder {
+                        path: home.clone(),
+                        source,
+                    })?;
+                }
+                let kept = KeptHome {
+                    stamp,
+                    sealed: std::sync::atomic::AtomicBool::new(sealed),
+                };
+                (home, Some(lock), Some(kept))
+            }
+            None => (dir.path().join("deps/cargo"), None, None),
         };
         let caches = if root {
+            // The machine's own cargo configuration still applies where it says where crates come from
+            // (mirrors, source replacement, proxies): root's, trusted, and readable by the slot uid. Never
+            // its credentials, nor anything else of it.
+            let config = cargo_home_of(settings)
+                .map(|home| {
+                    ["config.toml", "config"]
+                        .into_iter()
+                        .filter_map(|name| {
+                            let text = std::fs::read_to_string(home.join(name)).ok()?;
+                            Some((name.to_string(), network_config(&text)?))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             let caches = Caches {
                 cargo_home,
                 go_mod_cache: dir.path().join("deps/go"),
                 host_cargo_home: cargo_home_of(settings),
                 seeded: std::sync::atomic::AtomicBool::new(false),
+                config,
+                kept,
             };
             let deps = dir.path().join("deps");
             std::fs::create_dir(&deps).map_err(|source| SandboxError::Folder {
@@ -515,7 +574,6 @@ impl Sandbox {
             // `mkdir …/cache` failure.
             let go_download = caches.go_mod_cache.join("cache");
             for dir in [
-                &caches.cargo_home,
                 &caches.go_mod_cache,
                 &go_download,
                 &go_download.join("download"),
@@ -523,21 +581,12 @@ impl Sandbox {
                 sandbox.prepare(0, dir)?;
                 set_mode(dir, 0o755)?;
             }
-            // The machine's own cargo configuration still applies where it says where crates come from
-            // (mirrors, source replacement, proxies): root's, trusted, and readable by the slot uid. Never
-            // its credentials, nor anything else of it.
-            if let Some(home) = cargo_home_of(settings) {
-                for name in ["config.toml", "config"] {
-                    let Ok(text) = std::fs::read_to_string(home.join(name)) else {
-                        continue;
-                    };
-                    if let Some(kept) = network_config(&text) {
-                        let to = caches.cargo_home.join(name);
-                        let _ = std::fs::write(&to, kept);
-                        let _ =
-                            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
-                    }
-                }
+            let sealed = caches
+                .kept
+                .as_ref()
+                .is_some_and(|k| k.sealed.load(std::sync::atomic::Ordering::SeqCst));
+            if !sealed {
+                sandbox.fresh_cargo_home(caches)?;
             }
         }
         sandbox.env = allowed_env(settings, &sandbox.toolchains, sandbox.caches.as_ref());
@@ -603,6 +652,29 @@ impl Sandbox {
                 .map_err(|e| failed(e.into()))?;
         }
         set_mode(path, 0o700)
+    }
+
+    /// Makes the cargo home of the run's fetch empty, for the first slot's uid to fill, with the
+    /// machine's cargo configuration in it.
+    fn fresh_cargo_home(&self, caches: &Caches) -> Result<(), SandboxError> {
+        let home = &caches.cargo_home;
+        if let Some(kept) = &caches.kept {
+            let _ = std::fs::remove_file(&kept.stamp);
+            kept.sealed
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        build_cache::remove(home).map_err(|source| SandboxError::Folder {
+            path: home.clone(),
+            source,
+        })?;
+        self.prepare(0, home)?;
+        set_mode(home, 0o755)?;
+        for (name, text) in &caches.config {
+            let to = home.join(name);
+            let _ = std::fs::write(&to, text);
+            let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
+        }
+        Ok(())
     }
 
     /// Where a slot's build cache lives for the whole run, so that a package is built once per slot; for
@@ -725,6 +797,23 @@ impl Sandbox {
             );
             return;
         }
+        // A local run whose last cargo fetch read the same files has nothing new to fetch ([`fetched`]).
+        let reuse = self.cargo_reuse(trees);
+        let skip_cargo = reuse.as_ref().is_some_and(|r| r.hit);
+        if !skip_cargo
+            && let Some(caches) = &self.caches
+            && caches
+                .kept
+                .as_ref()
+                .is_some_and(|k| k.sealed.load(std::sync::atomic::Ordering::SeqCst))
+            && let Err(e) = self.fresh_cargo_home(caches)
+        {
+            let _ = writeln!(
+                progress,
+                "warning: cannot empty the kept cargo home for this run's fetch: {e}"
+            );
+        }
+        let mut cargo_failed = false;
         // One fetch per unit (a Cargo workspace, a Go module): a later package of a unit shares its problem.
         let mut seen: BTreeMap<(PathBuf, preflight::Tool, String), Option<String>> =
             BTreeMap::new();
@@ -747,6 +836,14 @@ impl Sandbox {
                     }
                 };
                 let key = (root.clone(), package.tool, plan.unit.clone());
+                if skip_cargo && package.tool == preflight::Tool::Cargo {
+                    if seen.insert(key, None).is_none()
+                        && let Some(resolved) = self.untracked_lock(tree, plan)
+                    {
+                        let _ = writeln!(progress, "note: {}", resolved.sentence());
+                    }
+                    continue;
+                }
                 if let Some(problem) = seen.get(&key) {
                     if let (Some(why), Ok(mut problems)) =
                         (problem, self.dependency_problems.lock())
@@ -769,6 +866,7 @@ impl Sandbox {
                     })
                 };
                 let mut problem = None;
+                cargo_failed |= package.tool == preflight::Tool::Cargo && fetched.is_err();
                 match fetched {
                     Err(Blocked::Fetch(why)) => {
                         let _ = writeln!(
@@ -791,9 +889,14 @@ impl Sandbox {
                 seen.insert(key, problem);
             }
         }
+        let mut sealed = true;
         if let Some(caches) = &self.caches {
             for dir in [&caches.cargo_home, &caches.go_mod_cache] {
+                if skip_cargo && dir == &caches.cargo_home {
+                    continue;
+                }
                 if let Err(e) = seal(dir) {
+                    sealed = false;
                     let _ = writeln!(
                         progress,
                         "warning: cannot make the dependency cache `{}` read-only: {e}",
@@ -802,6 +905,90 @@ impl Sandbox {
                 }
             }
         }
+        // A complete fetch is stamped for the next local run; a failed one is done again.
+        if let Some(reuse) = reuse
+            && !reuse.hit
+            && !cargo_failed
+            && sealed
+            // What the fetch left (it may have written the lock) is what the next run is compared with.
+            && let Some(key) = self.cargo_reuse(trees).map(|r| r.key)
+        {
+            let _ = crate::safe_fs::write_atomic(&reuse.stamp, format!("{key}\n").as_bytes());
+            if let Some(kept) = self.caches.as_ref().and_then(|c| c.kept.as_ref()) {
+                kept.sealed.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Whether this local run's cargo fetch would fetch what the last one did, into the cargo home it
+    /// filled (see [`fetched`]); `None` for the gate, and where a fetch runs whatever the stamp says.
+    fn cargo_reuse(&self, trees: &[FetchTree]) -> Option<Reuse> {
+        let build_cache::BuildCache::Kept { .. } = &self.build_cache else {
+            return None;
+        };
+        let cargo = self.tool(preflight::Tool::Cargo).ok()?;
+        let config = self
+            .caches
+            .as_ref()
+            .map(|c| c.config.clone())
+            .unwrap_or_default();
+        let key = fetched::cargo_key(trees, &cargo, &config)?;
+        let stamp = match &self.caches {
+            // As root: the kept cargo home, sealed by the fetch that wrote the stamp (a run that found
+            // another run holding it fetches into one of its own).
+            Some(caches) => caches.kept.as_ref()?.stamp.clone(),
+            None => self.target_dir(0).ok()?.join(fetched::USER_STAMP),
+        };
+        let mut hit = fetched::read_stamp(&stamp).as_deref() == Some(key.as_str());
+        match &self.caches {
+            Some(caches) => {
+                hit &= caches
+                    .kept
+                    .as_ref()
+                    .is_some_and(|k| k.sealed.load(std::sync::atomic::Ordering::SeqCst));
+            }
+            // The user's own cargo home may have been cleaned since: every crate must still be there.
+            None if hit => {
+                let home = PathBuf::from(self.env_value("CARGO_HOME")?);
+                hit = trees.iter().all(|tree| {
+                    tree.packages
+                        .iter()
+                        .filter(|p| p.tool == preflight::Tool::Cargo)
+                        .filter_map(|p| p.plan.as_ref().ok())
+                        .all(|plan| {
+                            crate::safe_fs::read(&tree.root, &plan.lock, 64 << 20).is_ok_and(
+                                |lock| {
+                                    fetched::lock_is_downloaded(
+                                        &home,
+                                        &String::from_utf8_lossy(&lock),
+                                    )
+                                },
+                            )
+                        })
+                });
+            }
+            None => {}
+        }
+        Some(Reuse { stamp, key, hit })
+    }
+
+    /// The working tree's own lock that git does not track, as a fetch reports it (see
+    /// [`Sandbox::fetch_package`]), when the fetch itself is skipped.
+    fn untracked_lock(&self, tree: &FetchTree, plan: &FetchPlan) -> Option<Resolved> {
+        if tree.committed.contains(&plan.lock) {
+            return None;
+        }
+        let bytes = crate::safe_fs::read(&tree.root, &plan.lock, 64 << 20).ok()?;
+        let resolved = Resolved {
+            root: tree.root.clone(),
+            path: plan.lock.clone(),
+            sha256: sha256_hex(&bytes),
+            how: LockOrigin::Untracked,
+        };
+        if let Ok(mut all) = self.resolved.lock() {
+            all.push(resolved.clone());
+        }
+        Some(resolved)
     }
 
     /// What blocks the work of a package (a folder relative to `root`) after the fetch, if anything.
@@ -1131,9 +1318,16 @@ impl Sandbox {
     /// Runs one process in the sandbox and kills every process it started before returning.
     pub fn run(&self, job: Job, keep: &BTreeSet<i32>) -> std::io::Result<Outcome> {
         let started = Instant::now();
+        let what = crate::timing::enabled().then(|| {
+            let words: Vec<&str> = job.argv.iter().take(2).map(|a| a.as_str()).collect();
+            format!("process `{}` (slot {})", words.join(" "), job.slot)
+        });
         let outcome = self.run_inner(job, keep, started);
         if let Ok(mut spans) = self.spans.lock() {
             spans.push((started, Instant::now()));
+        }
+        if let Some(what) = what {
+            crate::timing::line(&what, started.elapsed());
         }
         outcome
     }
@@ -1293,7 +1487,7 @@ impl Sandbox {
             // What the check's processes use, every 100 ms: over a limit, it ends here.
             if watched.elapsed() >= Duration::from_millis(100) {
                 watched = Instant::now();
-                let usage = procs::usage(&owner, Some(leader));
+                let usage = procs::usage(&owner, Some(leader), self.memory_limit);
                 if usage.processes as u64 >= PROCESS_WATCH {
                     over_limit = Some(format!(
                         "it started {} processes or more (a fork bomb?), so it was killed with every process it started",
@@ -1309,7 +1503,14 @@ impl Sandbox {
                     break None;
                 }
             }
-            std::thread::sleep(Duration::from_millis(10));
+            // Most processes of a run are short (a version, a fetch with nothing to do): looked at often
+            // at first, then every 10 ms.
+            let poll = if started.elapsed() < Duration::from_millis(200) {
+                1
+            } else {
+                10
+            };
+            std::thread::sleep(Duration::from_millis(poll));
         };
         // Every process of the check dies before anything it wrote is read: its uid's, or its tree's.
         let ended = procs::kill_all(&owner, Some(leader));
@@ -1794,13 +1995,23 @@ fn readable_copy(from: &Path, to: &Path, mode: u32) -> std::io::Result<()> {
     copy.set_permissions(std::fs::Permissions::from_mode(wanted))
 }
 
+/// Whether `dir` is a folder as [`seal`] leaves it: root's, not a link, and read-only.
+fn is_sealed(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == 0 && m.mode() & 0o7777 == 0o555)
+}
+
 /// Makes a fetched cache root-owned and read-only, without following a link. No process of the uid that
 /// wrote it is alive any more (each sandboxed run ends by killing them all).
 fn seal(dir: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(dir)?;
     // A file linked from the machine's own cache is root's already and read-only to the sandbox: it (and
     // its mode, shared with the original) is left alone.
-    if meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+    if meta.is_file()
+        && std::os::unix::fs::MetadataExt::nlink(&meta) > 1
+        && std::os::unix::fs::MetadataExt::uid(&meta) == 0
+    {
         return Ok(());
     }
     std::os::unix::fs::lchown(dir, Some(0), Some(0))?;

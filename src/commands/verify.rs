@@ -208,6 +208,7 @@ pub(crate) fn run_checks(
     options: &VerifyOptions,
     start: &std::path::Path,
 ) -> Result<Option<(behaviour::BehaviourReport, std::path::PathBuf)>, Failure> {
+    let mut phases = crate::timing::Phases::start();
     let loaded = maps::load_repo(repo).map_err(crate::failure::git_failure)?;
     if let Some(first) = loaded.errors.first() {
         let mut failure =
@@ -241,6 +242,7 @@ pub(crate) fn run_checks(
     if selected.is_empty() {
         return Ok(None);
     }
+    phases.end("checks: maps and selection");
     let now = ctx.env.now()?;
     let out = match &options.out {
         Some(dir) => start.join(dir),
@@ -255,6 +257,7 @@ pub(crate) fn run_checks(
         }
     };
     let sandbox = new_sandbox(ctx, config, options, repo.root())?;
+    phases.end("checks: sandbox");
     let seed = behaviour::seed_package(&loaded.maps, &selected, repo.root(), &config.verify.seed);
     let tree = crate::sandbox::FetchTree::new(
         repo.root(),
@@ -275,7 +278,9 @@ pub(crate) fn run_checks(
             let _ = std::io::Write::write_fmt(ctx.err, format_args!("{line}\n"));
         }
     }
+    phases.end("checks: preflight");
     sandbox.fetch(&[tree], ctx.err);
+    phases.end("checks: fetch");
     let report = run_behaviour(
         ctx,
         repo.root(),
@@ -286,6 +291,7 @@ pub(crate) fn run_checks(
         &selected,
         &sandbox,
     )?;
+    phases.end("checks: run");
     Ok(Some((report, out)))
 }
 

@@ -571,6 +571,10 @@ fn run_one(
         env,
         heartbeat: Some(&heartbeat),
     };
+    // A kept build folder that is refused (a link in its place) is the reason, not the tool.
+    if let Err(e @ sandbox::SandboxError::BuildCache(_)) = sandbox.target_dir(slot) {
+        return block(e.to_string());
+    }
     let outcome = match sandbox.run(job, spare) {
         Ok(outcome) => outcome,
         Err(e) => return block(format!("the control tool `{program}` could not start: {e}")),

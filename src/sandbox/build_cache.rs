@@ -138,11 +138,12 @@ fn system_folder_in(base: &Path, repo: &Path, uid: u32) -> Result<PathBuf, Strin
 }
 
 /// As root: a cargo home at a path that stays the same between local runs of `repo`
-/// (`<repo-key>/cargo-home`), emptied for this run, and the lock that makes it this run's alone (`None`:
-/// another run of the repository holds it, or a folder on the way is refused — the run then uses one of
-/// its own). cargo names a registry crate's build by the path of its source, so a cargo home at a new
-/// path each run would rebuild every dependency in a kept target folder. The run's fetch fills it and
-/// seals it, as it does a run's own.
+/// (`<repo-key>/cargo-home`), and the lock that makes it this run's alone (`None`: another run of the
+/// repository holds it, or a folder on the way is refused — the run then uses one of its own). cargo
+/// names a registry crate's build by the path of its source, so a cargo home at a new path each run would
+/// rebuild every dependency in a kept target folder. A run's fetch fills it and seals it, as it does a
+/// run's own; the next run uses it as it is when nothing it fetched from has changed
+/// ([`super::fetched`]), and empties it otherwise.
 pub fn system_cargo_home(
     env: &BTreeMap<String, String>,
     repo: &Path,
@@ -158,13 +159,29 @@ pub fn system_cargo_home(
         .open(dir.join("cargo-home.lock"))
         .ok()?;
     let lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()?;
-    let home = dir.join("cargo-home");
-    match std::fs::symlink_metadata(&home) {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(&home).ok()?,
-        Ok(_) => std::fs::remove_file(&home).ok()?,
-        Err(_) => {}
+    Some((dir.join("cargo-home"), lock))
+}
+
+/// Where a local run of `repo` keeps what outlives it beside the target folders (the cargo home, the
+/// stamps of a fetch and of the tools that ran): as root, root's `<repo-key>` folder, checked as
+/// [`system_folder`] checks it; as an ordinary user, the user's kept folder.
+pub fn kept_folder(env: &BTreeMap<String, String>, repo: &Path) -> Result<PathBuf, String> {
+    if nix::unistd::geteuid().is_root() {
+        repo_folder_in(&system_root(env), repo).map(|(path, _)| path)
+    } else {
+        user_folder(env, repo)
     }
-    Some((home, lock))
+}
+
+/// Removes what is at `path` — a folder with all it holds, or a file or a link (never what it points
+/// to); nothing there is no error.
+pub fn remove(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// As root: `base/<repo-key>`, each folder on the way checked (see [`system_folder`]), and its descriptor.

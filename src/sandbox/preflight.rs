@@ -256,6 +256,15 @@ impl Sandbox {
                 return Err(self.unreachable(tool, &found, &found, 0));
             }
         }
+        // A local run knows the tool from its last run when nothing about it has changed since.
+        let record = self.tool_record(tool, &found);
+        if let Some((path, id)) = &record
+            && let Some(text) = super::fetched::read_stamp(path)
+            && let Some((stored, version)) = text.split_once('\n')
+            && stored == id
+        {
+            return Ok(version.to_string());
+        }
         // Run it, as product code would, from an empty folder: a toolchain that cannot choose a version,
         // or a broken install, is found here rather than inside the first build.
         let argv: Vec<String> = std::iter::once(program.to_string())
@@ -284,7 +293,12 @@ impl Sandbox {
         match ran {
             Ok(outcome) if outcome.code == Some(0) => {
                 let text = String::from_utf8_lossy(&outcome.stdout);
-                Ok(text.lines().next().unwrap_or("").trim().to_string())
+                let version = text.lines().next().unwrap_or("").trim().to_string();
+                if let Some((path, id)) = &record {
+                    let _ =
+                        crate::safe_fs::write_atomic(path, format!("{id}\n{version}\n").as_bytes());
+                }
+                Ok(version)
             }
             Ok(outcome) => {
                 let said = String::from_utf8_lossy(&outcome.stderr);
@@ -304,6 +318,73 @@ impl Sandbox {
             }
             Err(e) => Err(self.broken(tool, &command, &e)),
         }
+    }
+
+    /// Where a local run (one that keeps its build folders) records that `tool`, found at `found`, ran,
+    /// and what identifies it: the sandbox's environment, and the file found and — for rustup's cargo —
+    /// rustup's settings and every installed toolchain's cargo, by device, inode, size, mode, owner and
+    /// times. A tool whose files or environment changed in any way is run again. `None` for the gate.
+    fn tool_record(&self, tool: Tool, found: &Path) -> Option<(PathBuf, String)> {
+        use sha2::Digest;
+        use std::os::unix::fs::MetadataExt;
+        let super::build_cache::BuildCache::Kept { repo } = &self.build_cache else {
+            return None;
+        };
+        let dir = super::build_cache::kept_folder(&self.process_env, repo).ok()?;
+        let mut hash = sha2::Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(bytes);
+        };
+        field(env!("CARGO_PKG_VERSION").as_bytes());
+        // A folder of this run (root's Go module cache) is new each run: its name is left out.
+        let own = self.dir.path().as_os_str().as_encoded_bytes();
+        for (name, value) in &self.env {
+            field(name.as_bytes());
+            if !value.as_encoded_bytes().starts_with(own) {
+                field(value.as_encoded_bytes());
+            }
+        }
+        let mut files = vec![found.to_path_buf()];
+        if tool == Tool::Cargo
+            && let Some(home) = &self.toolchains.rustup_home
+        {
+            field(
+                self.toolchains
+                    .rust_default
+                    .as_deref()
+                    .unwrap_or("")
+                    .as_bytes(),
+            );
+            files.push(home.join("settings.toml"));
+            for name in &self.toolchains.rust_installed {
+                files.push(home.join("toolchains").join(name).join("bin/cargo"));
+            }
+        }
+        for file in files {
+            field(file.as_os_str().as_encoded_bytes());
+            for meta in [std::fs::symlink_metadata(&file), std::fs::metadata(&file)] {
+                let stat = meta.map(|m| {
+                    [
+                        m.dev(),
+                        m.ino(),
+                        m.size(),
+                        u64::from(m.mode()),
+                        u64::from(m.uid()),
+                        m.mtime() as u64,
+                        m.mtime_nsec() as u64,
+                        m.ctime() as u64,
+                        m.ctime_nsec() as u64,
+                    ]
+                });
+                match stat {
+                    Ok(values) => values.iter().for_each(|v| field(&v.to_le_bytes())),
+                    Err(_) => field(b"none"),
+                }
+            }
+        }
+        let id = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        Some((dir.join(format!("tool-{}.stamp", tool.name())), id))
     }
 
     fn missing(&self, tool: Tool) -> String {
