@@ -177,12 +177,16 @@ impl CargoLog {
         let log = dir.path().join("log");
         std::fs::write(&log, "").expect("write");
         std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).expect("chmod");
-        let real = common::with_toolchain(&mut std::process::Command::new("true"))
+        // The cargo the tests' own PATH finds first (rustup's proxy, most often).
+        let path = common::with_toolchain(&mut std::process::Command::new("true"))
             .get_envs()
-            .find(|(k, _)| *k == "CARGO_HOME")
-            .and_then(|(_, v)| v.map(PathBuf::from))
-            .expect("CARGO_HOME")
-            .join("bin/cargo");
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v.map(|v| v.to_os_string()))
+            .expect("PATH");
+        let real = std::env::split_paths(&path)
+            .map(|d| d.join("cargo"))
+            .find(|c| c.is_file())
+            .expect("cargo on PATH");
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).expect("mkdir");
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
