@@ -366,6 +366,7 @@ fn mcp_schema(c: &Command) -> Value {
     for i in c.inputs.iter().filter(|i| !i.human_only) {
         let schema = match i.ty {
             InputType::String | InputType::Path => json!({"type": "string"}),
+            InputType::Strings => json!({"type": "array", "items": {"type": "string"}}),
             InputType::Int => json!({"type": "integer", "minimum": 0}),
             InputType::Bool => json!({"type": "boolean"}),
             InputType::Enum(values) => json!({"type": "string", "enum": values}),

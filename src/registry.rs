@@ -120,6 +120,8 @@ pub struct Input {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputType {
     String,
+    /// A string given any number of times (`--label a --label b`).
+    Strings,
     Path,
     Int,
     Bool,
@@ -134,6 +136,7 @@ impl InputType {
     pub fn name(self) -> &'static str {
         match self {
             InputType::String => "string",
+            InputType::Strings => "strings",
             InputType::Path => "path",
             InputType::Int => "int",
             InputType::Bool => "bool",

@@ -18,6 +18,10 @@ pub struct ReadyOptions {
     pub story: u64,
     pub refreeze: bool,
     pub repo: Option<String>,
+    /// `--file`: the story from a Markdown file of the repository, not the issue.
+    pub file: Option<std::path::PathBuf>,
+    pub labels: Vec<String>,
+    pub print: bool,
 }
 
 impl ReadyOptions {
@@ -26,8 +30,112 @@ impl ReadyOptions {
             story: m.get_one::<u64>("story").copied().unwrap_or(0),
             refreeze: m.get_flag("refreeze"),
             repo: m.get_one::<String>("repo").cloned(),
+            file: m.get_one::<std::path::PathBuf>("file").cloned(),
+            labels: m
+                .get_many::<String>("label")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+            print: m.get_flag("print"),
         }
     }
+}
+
+/// The story as it is frozen: from the issue, or from a local file.
+struct Story {
+    title: String,
+    /// The Markdown the Completion Goal is taken from.
+    body: String,
+    labels: Vec<String>,
+    /// `owner/name#131`, or `file:stories/131.md`.
+    source: String,
+    /// Where the story was read, in messages: `story #131`, `stories/131.md`.
+    named: String,
+}
+
+/// The story from a Markdown file of the repository (`--file`): its first `# ` heading is the title (a
+/// leading `Story N:` dropped), the first `Labels:` line outside the Completion Goal gives labels (comma-separated),
+/// and `--label`s are added after them.
+fn story_from_file(
+    repo: &crate::git::Repo,
+    start: &std::path::Path,
+    file: &std::path::Path,
+    story: u64,
+    extra: &[String],
+) -> Result<Story, Failure> {
+    let path = start.join(file);
+    let shown = file.display().to_string();
+    let inside = std::fs::canonicalize(&path)
+        .ok()
+        .zip(std::fs::canonicalize(repo.root()).ok())
+        .and_then(|(file, root)| {
+            file.strip_prefix(&root)
+                .ok()
+                .map(|rel| rel.to_string_lossy().into_owned())
+        });
+    let bytes = std::fs::read(&path).map_err(|e| {
+        Failure::usage(format!("cannot read the story file `{shown}`")).caused_by(e)
+    })?;
+    let Some(rel) = inside else {
+        return Err(Failure::usage(format!(
+            "the story file `{shown}` is outside the repository: the snapshot records its path in the repository"
+        ))
+        .with_hint("keep stories in the repository (for example `stories/<n>.md`)"));
+    };
+    let body = String::from_utf8(bytes)
+        .map_err(|_| Failure::usage(format!("the story file `{rel}` is not UTF-8 text")))?;
+    let title = body
+        .lines()
+        .find_map(|l| l.strip_prefix("# "))
+        .map(|t| {
+            let t = t.trim();
+            let prefix = format!("Story {story}:");
+            t.strip_prefix(&prefix).unwrap_or(t).trim().to_string()
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| {
+            std::path::Path::new(&rel)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
+    // The first `Labels:` line outside the Completion Goal (where it would be part of what is hashed).
+    let mut labels: Vec<String> = Vec::new();
+    let mut in_goal = false;
+    for line in body.lines() {
+        let line = line.trim_end_matches('\r');
+        if line.starts_with("## ") || line == "##" {
+            in_goal = line.trim_end() == "## Completion Goal";
+            continue;
+        }
+        if let Some(list) = line.trim().strip_prefix("Labels:").filter(|_| !in_goal) {
+            labels.extend(
+                list.split(',')
+                    .map(|l| l.trim().trim_matches('`').trim().to_string())
+                    .filter(|l| !l.is_empty()),
+            );
+            break;
+        }
+    }
+    labels.extend(
+        extra
+            .iter()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty()),
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    labels.retain(|l| seen.insert(l.clone()));
+    if let Some(bad) = labels.iter().find(|l| l.chars().any(char::is_control)) {
+        return Err(Failure::usage(format!(
+            "{rel}: the label {bad:?} holds a control character"
+        )));
+    }
+    Ok(Story {
+        title,
+        body,
+        labels,
+        source: format!("file:{rel}"),
+        named: format!("`{rel}`"),
+    })
 }
 
 /// JSON as SPEC §6 writes the snapshot's line: `{"story": 131, "labels": ["type:bug"]}`.
@@ -50,32 +158,58 @@ fn spaced(value: &serde_json::Value) -> String {
 
 pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failure> {
     let (repo, config) = super::repo_and_config(ctx)?;
-    let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
     let story = options.story;
-
-    let issue = remote
-        .client
-        .issue(&remote.repo, story)
-        .map_err(github_failure)?;
-    if issue.is_pull_request {
-        return Err(Failure::usage(format!(
-            "#{story} is a pull request, not a story: give the issue the pull request implements"
-        )));
-    }
-    let body = issue.body.clone().unwrap_or_default();
-    let goal = ready::completion_goal(&body).ok_or_else(|| {
-        Failure::usage(format!(
-            "story #{story} has no `## Completion Goal` section"
-        ))
-        .with_hint(
-            "add one to the issue: `## Completion Goal`, then a numbered list of what done means",
+    if options.file.is_none() && (options.print || !options.labels.is_empty()) {
+        return Err(Failure::usage(
+            "`--label` and `--print` go with `--file`: a story frozen from its issue takes the issue's labels",
         )
+        .with_hint(format!("aayu ready {story} --file STORY.md --label type:bug")));
+    }
+    // From a file nothing needs the network: no remote, no token.
+    let (found, remote) = match &options.file {
+        Some(file) => {
+            let start = super::start_dir(ctx);
+            (
+                story_from_file(&repo, &start, file, story, &options.labels)?,
+                None,
+            )
+        }
+        None => {
+            let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
+            let issue = remote
+                .client
+                .issue(&remote.repo, story)
+                .map_err(github_failure)?;
+            if issue.is_pull_request {
+                return Err(Failure::usage(format!(
+                    "#{story} is a pull request, not a story: give the issue the pull request implements"
+                )));
+            }
+            let found = Story {
+                title: issue.title.clone(),
+                body: issue.body.clone().unwrap_or_default(),
+                labels: issue.labels.clone(),
+                source: format!("{}#{story}", remote.repo),
+                named: format!("story #{story}"),
+            };
+            (found, Some(remote))
+        }
+    };
+    let named = &found.named;
+    let goal = ready::completion_goal(&found.body).ok_or_else(|| {
+        let failure = Failure::usage(format!("{named} has no `## Completion Goal` section"));
+        if options.file.is_some() {
+            failure.with_hint("add the line `## Completion Goal` to the file, then a numbered list of what done means: `1. The total skips blank lines.`")
+        } else {
+            failure.with_hint(
+                "add one to the issue: `## Completion Goal`, then a numbered list of what done means",
+            )
+        }
     })?;
-    let criteria =
-        ready::criteria(&goal).map_err(|e| Failure::usage(format!("story #{story}: {e}")))?;
+    let criteria = ready::criteria(&goal).map_err(|e| Failure::usage(format!("{named}: {e}")))?;
     if criteria.is_empty() {
         return Err(Failure::usage(format!(
-            "story #{story}'s Completion Goal has no numbered criteria"
+            "{named}'s Completion Goal has no numbered criteria"
         ))
         .with_hint("write each criterion as a numbered line: `1. The total skips blank lines.`"));
     }
@@ -83,17 +217,29 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     let now = ctx.env.now()?;
     let frozen_at = crate::clock::utc_stamp(now, false);
 
-    let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
-        .map_err(ledger_failure)?;
-    ledger.fetch().map_err(ledger_failure)?;
     let path = format!("specs/{story}/ready.md");
     let mut meta = json!({
         "story": story,
         "completion_goal_hash": hash,
-        "labels": issue.labels,
-        "source": format!("{}#{story}", remote.repo),
+        "labels": found.labels,
+        "source": found.source,
         "frozen_at": frozen_at,
     });
+    if options.print {
+        // For `verify --ci --ready FILE`: the snapshot as it would be written, and nothing written.
+        let text = snapshot_text(story, &found.title, &meta, &goal, &path)?;
+        write_out(ctx.out, &text)?;
+        return Ok(ExitStatus::Ok);
+    }
+    let ledger = match &remote {
+        Some(remote) => {
+            let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
+                .map_err(ledger_failure)?;
+            ledger.fetch().map_err(ledger_failure)?;
+            ledger
+        }
+        None => Ledger::open_local(repo.root(), &config.ledger.branch).map_err(ledger_failure)?,
+    };
     let existing = match ledger.read(&path).map_err(ledger_failure)? {
         Some(bytes) => Some(ready::parse(
             &String::from_utf8_lossy(&bytes),
@@ -126,25 +272,28 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
                 .unwrap_or_default(),
         });
     }
-    let mut text = format!(
-        "# Story {story}: {}\n\n",
-        issue.title.replace(['\n', '\r'], " ")
-    );
-    let _ = writeln!(text, "<!-- aayudha:ready {} -->\n", spaced(&meta));
-    let _ = writeln!(text, "## Completion Goal\n\n{goal}");
-    // What was written must read back as the same snapshot.
-    ready::parse(&text, &path).map_err(|e| {
-        Failure::unexpected(format!(
-            "the snapshot aayu made does not read back (a bug): {e}"
-        ))
-    })?;
-
-    let (login, id) = remote
-        .client
-        .user()
-        .map_err(github_failure)?
-        .unwrap_or_else(|| ("github-actions[bot]".into(), 41898282));
-    let author = ledger.author(&login, id);
+    let text = snapshot_text(story, &found.title, &meta, &goal, &path)?;
+    let author = match &remote {
+        Some(remote) => {
+            let (login, id) = remote
+                .client
+                .user()
+                .map_err(github_failure)?
+                .unwrap_or_else(|| ("github-actions[bot]".into(), 41898282));
+            ledger.author(&login, id)
+        }
+        // git's own order: the repository's configuration, then the variables git reads.
+        None => ledger.git_author().or_else(|| {
+            let var = |n: &str| ctx.env.vars.get(n).filter(|v| !v.trim().is_empty()).cloned();
+            Some(crate::ledger::store::Author {
+                name: var("GIT_AUTHOR_NAME")?,
+                email: var("GIT_AUTHOR_EMAIL")?,
+            })
+        }).ok_or_else(|| {
+            Failure::usage("git has no `user.name` and `user.email` here: the ledger commit needs an author")
+                .with_hint("git config user.name \"Your Name\" && git config user.email you@example.com")
+        })?,
+    };
     let files = BTreeMap::from([(path.clone(), text.into_bytes())]);
     let message = if existing.is_some() {
         format!(
@@ -157,12 +306,42 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     let commit = ledger
         .write(&files, Existing::Replace, &message, &author)
         .map_err(ledger_failure)?;
+    let local = if remote.is_none() {
+        " (this clone's branch; push it to share it)"
+    } else {
+        ""
+    };
     let line = format!(
-        "story #{story} is Ready: {} criteria, Completion Goal sha256 {hash}\n  {}:{path} at {}\n",
+        "story #{story} is Ready: {} {}, Completion Goal sha256 {hash}\n  {}:{path} at {}{local}\n",
         criteria.len(),
+        if criteria.len() == 1 {
+            "criterion"
+        } else {
+            "criteria"
+        },
         config.ledger.branch,
         short(&commit.to_string())
     );
     write_out(ctx.out, &line)?;
     Ok(ExitStatus::Ok)
+}
+
+/// The snapshot file: its title line, the metadata line, the Completion Goal; checked to read back.
+fn snapshot_text(
+    story: u64,
+    title: &str,
+    meta: &serde_json::Value,
+    goal: &str,
+    path: &str,
+) -> Result<String, Failure> {
+    let mut text = format!("# Story {story}: {}\n\n", title.replace(['\n', '\r'], " "));
+    let _ = writeln!(text, "<!-- aayudha:ready {} -->\n", spaced(meta));
+    let _ = writeln!(text, "## Completion Goal\n\n{goal}");
+    // What was written must read back as the same snapshot.
+    ready::parse(&text, path).map_err(|e| {
+        Failure::unexpected(format!(
+            "the snapshot aayu made does not read back (a bug): {e}"
+        ))
+    })?;
+    Ok(text)
 }

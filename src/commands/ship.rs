@@ -338,7 +338,11 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
             "story #{story} has no Ready snapshot on the `{}` branch",
             config.ledger.branch
         )),
-    };
+    }
+    .and_then(|s| match s.meta.from_file_refusal() {
+        Some(why) => Err(why),
+        None => Ok(s),
+    });
 
     // Every run of the gate workflow, newest first, with no server-side filter.
     let runs = remote

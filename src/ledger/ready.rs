@@ -11,6 +11,23 @@ pub struct Meta {
     pub completion_goal_hash: String,
     #[serde(default)]
     pub labels: Vec<String>,
+    /// Where it was frozen from: `owner/name#131` (the issue), or `file:<path>` (`aayu ready --file`).
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+impl Meta {
+    /// The refusal of a snapshot frozen from a local file, for a story that has a GitHub issue: the gate
+    /// in Actions and `aayu ship` go by the issue.
+    pub fn from_file_refusal(&self) -> Option<String> {
+        let source = self.source.as_deref()?;
+        source.starts_with("file:").then(|| {
+            format!(
+                "story #{}'s Ready snapshot was frozen from a local file (`{source}`): run `aayu ready {}` against the issue",
+                self.story, self.story
+            )
+        })
+    }
 }
 
 /// One numbered criterion of a Completion Goal.

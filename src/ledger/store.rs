@@ -58,6 +58,8 @@ pub struct Ledger {
     branch: String,
     network: Network,
     has_origin: bool,
+    /// Written and read on the local branch only, never fetched or pushed (`aayu ready --file`).
+    local_only: bool,
 }
 
 impl Ledger {
@@ -74,7 +76,17 @@ impl Ledger {
             branch: branch.to_string(),
             network,
             has_origin,
+            local_only: false,
         })
+    }
+
+    /// The ledger branch of this clone alone: read and written on the local branch, never fetched or
+    /// pushed, so it needs no network. A local branch that does not exist yet starts from origin's copy
+    /// as last fetched, when there is one, so that pushing it later adds to origin's history.
+    pub fn open_local(root: &Path, branch: &str) -> Result<Ledger, LedgerError> {
+        let mut ledger = Ledger::open(root, branch, Network::default())?;
+        ledger.local_only = true;
+        Ok(ledger)
     }
 
     fn remote_ref(&self) -> String {
@@ -87,7 +99,7 @@ impl Ledger {
 
     /// Fetches the branch from `origin` when there is one; a branch origin does not have yet is fine.
     pub fn fetch(&self) -> Result<(), LedgerError> {
-        if !self.has_origin {
+        if !self.has_origin || self.local_only {
             return Ok(());
         }
         let refspec = format!("+refs/heads/{}:{}", self.branch, self.remote_ref());
@@ -114,16 +126,21 @@ impl Ledger {
 
     /// The commit the ledger is read from: origin's copy when there is an origin, else the local branch.
     pub fn tip(&self) -> Option<Oid> {
-        let name = if self.has_origin {
-            self.remote_ref()
-        } else {
-            self.local_ref()
+        let at = |name: &str| {
+            self.repo
+                .find_reference(name)
+                .ok()
+                .and_then(|r| r.peel_to_commit().ok())
+                .map(|c| c.id())
         };
-        self.repo
-            .find_reference(&name)
-            .ok()
-            .and_then(|r| r.peel_to_commit().ok())
-            .map(|c| c.id())
+        if self.local_only {
+            return at(&self.local_ref()).or_else(|| at(&self.remote_ref()));
+        }
+        if self.has_origin {
+            at(&self.remote_ref())
+        } else {
+            at(&self.local_ref())
+        }
     }
 
     /// A file's bytes on the ledger, or `None`.
@@ -188,7 +205,7 @@ impl Ledger {
             let Some(commit) = self.commit_on(parent, files, existing, message, author)? else {
                 return Ok(parent.unwrap_or(Oid::ZERO_SHA1));
             };
-            if !self.has_origin {
+            if !self.has_origin || self.local_only {
                 self.repo
                     .reference(&self.local_ref(), commit, true, "aayu: ledger write")?;
                 return Ok(commit);
@@ -305,20 +322,20 @@ impl Ledger {
 
     /// The author of ledger commits: git's `user.name`/`user.email` when set, else the GitHub login.
     pub fn author(&self, login: &str, id: u64) -> Author {
-        let config = self.repo.config().ok();
-        let get = |key: &str| {
-            config
-                .as_ref()
-                .and_then(|c| c.get_string(key).ok())
-                .filter(|v| !v.trim().is_empty())
-        };
-        match (get("user.name"), get("user.email")) {
-            (Some(name), Some(email)) => Author { name, email },
-            _ => Author {
-                name: login.to_string(),
-                email: format!("{id}+{login}@users.noreply.github.com"),
-            },
-        }
+        self.git_author().unwrap_or_else(|| Author {
+            name: login.to_string(),
+            email: format!("{id}+{login}@users.noreply.github.com"),
+        })
+    }
+
+    /// git's `user.name` and `user.email`, when both are set.
+    pub fn git_author(&self) -> Option<Author> {
+        let config = self.repo.config().ok()?;
+        let get = |key: &str| config.get_string(key).ok().filter(|v| !v.trim().is_empty());
+        Some(Author {
+            name: get("user.name")?,
+            email: get("user.email")?,
+        })
     }
 }
 

@@ -158,6 +158,9 @@ fn leaf_command(spec: &'static Command, name: &'static str) -> clap::Command {
         arg = match input.ty {
             InputType::Bool => arg.action(ArgAction::SetTrue),
             InputType::String => arg.value_parser(value_parser!(String)),
+            InputType::Strings => arg
+                .value_parser(value_parser!(String))
+                .action(ArgAction::Append),
             InputType::Path => arg.value_parser(value_parser!(std::path::PathBuf)),
             InputType::Int => arg.value_parser(value_parser!(u64)),
             InputType::Enum(values) => arg.value_parser(clap::builder::PossibleValuesParser::new(

@@ -170,7 +170,7 @@ static VERIFY: Command = Command {
 static READY: Command = Command {
     id: CommandId::Ready,
     name: "ready",
-    summary: "Freeze a story's numbered Completion Goal into its Ready snapshot on the ledger branch (specs/<story>/ready.md) with its SHA-256.",
+    summary: "Freeze a story's numbered Completion Goal into its Ready snapshot on the ledger branch (specs/<story>/ready.md) with its SHA-256: from the GitHub issue, or offline from a local Markdown file (--file).",
     reader: "Freezes what \"done\" means for a story, so nobody can quietly change it later.",
     stage: Stage::Define,
     seat: Seat::ProductOwner,
@@ -179,7 +179,24 @@ static READY: Command = Command {
         pos(
             "story",
             InputType::Issue,
-            "The story: a GitHub issue with a numbered ## Completion Goal.",
+            "The story: a GitHub issue with a numbered ## Completion Goal (or its number, with --file).",
+        ),
+        valued(
+            "file",
+            InputType::Path,
+            "STORY.md",
+            "Freeze the story from this Markdown file of the repository instead of the issue, without the network: its ## Completion Goal, its first # heading as the title, a `Labels:` line.",
+        ),
+        valued(
+            "label",
+            InputType::Strings,
+            "LABEL",
+            "With --file: a label of the story (type:bug, map:reshape); repeatable, added to the file's `Labels:` line.",
+        ),
+        flag(
+            "print",
+            InputType::Bool,
+            "With --file: print the snapshot (for `verify --ci --ready`) instead of writing it on the ledger branch.",
         ),
         human_only(flag(
             "refreeze",

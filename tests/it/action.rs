@@ -64,11 +64,16 @@ fn origin() -> Origin {
 
 /// Adds the `ledger` branch with story 902's Ready snapshot to a source repository (back on `main`).
 fn with_ledger(source: &TestRepo) {
+    with_ledger_from(source, "");
+}
+
+/// [`with_ledger`], with `more` at the end of the snapshot's JSON line (`, "source": "…"`).
+fn with_ledger_from(source: &TestRepo, more: &str) {
     let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
     source.git(&["switch", "-q", "--orphan", "ledger"]);
     source.write(
         "specs/902/ready.md",
-        format!("# Story 902: Blank lines\n\n<!-- aayudha:ready {{\"story\": 902, \"completion_goal_hash\": \"{hash}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n"),
+        format!("# Story 902: Blank lines\n\n<!-- aayudha:ready {{\"story\": 902, \"completion_goal_hash\": \"{hash}\", \"labels\": [\"type:bug\"]{more}}} -->\n\n## Completion Goal\n\n{GOAL}\n"),
     );
     source.commit("ready: story 902");
     source.git(&["switch", "-q", "main"]);
@@ -1168,6 +1173,33 @@ fn a_story_edited_after_ready_is_not_proven_by_the_gate_nor_the_comment_job() {
         github.comments()[0].body.contains("not proven"),
         "{}",
         github.comments()[0].body
+    );
+}
+
+/// A snapshot frozen from a local file (`aayu ready --file`) proves nothing in the action for a story that
+/// is a GitHub issue: no pack, and the fix.
+#[test]
+fn the_gate_refuses_a_snapshot_frozen_from_a_local_file_for_a_story_with_an_issue() {
+    crate::needs!(go);
+    let (source, base, head) = tally(TALLY_EVIDENCE, "");
+    with_ledger_from(&source, r#", "source": "file:stories/902.md""#);
+    let origin = publish(source, base, head);
+    let ws = workspace(&origin);
+    let github = github();
+    seed_ledger(&github, &origin);
+    let results = fake_results::Server::start(&runtime_token(1201));
+    let event = pr_event("opened", 0, &origin, Some("Story: #902"));
+    let runner = Runner::new(&event);
+    let gate = on_pr(&ws, &runner, &github, &results, 1201, &[]);
+    let said = format!("{}{}", gate.stdout, gate.stderr);
+    assert_eq!(gate.code, 2, "{said}");
+    assert!(
+        said.contains("story #902's Ready snapshot was frozen from a local file (`file:stories/902.md`): run `aayu ready 902` against the issue"),
+        "{said}"
+    );
+    assert!(
+        results.state.lock().expect("lock").artifacts.is_empty(),
+        "no pack is uploaded"
     );
 }
 

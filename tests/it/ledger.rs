@@ -308,3 +308,146 @@ fn concurrent_writers_all_land_and_nobody_force_pushes() {
         "a line, no merges: {history}"
     );
 }
+
+const STORY_FILE: &str = "# Story 1: Blank lines count as words\n\nWhy: a blank text is counted as one word.\n\nLabels: type:bug, `area:count`\n\n## Completion Goal\n\n1. A blank text has no words.  \n2. The count of \"a b\" is 2.\n\n## Notes\n\nLabels: not-these\n";
+
+/// The snapshot `ready --file` writes for [`STORY_FILE`], with these labels.
+fn file_snapshot(labels: &str) -> String {
+    let goal = "1. A blank text has no words.\n2. The count of \"a b\" is 2.";
+    let hash = aayudha::pack::hash_bytes(goal.as_bytes());
+    format!(
+        "# Story 1: Blank lines count as words\n\n<!-- aayudha:ready {{\"story\": 1, \"completion_goal_hash\": \"{hash}\", \"labels\": [{labels}], \"source\": \"file:stories/1.md\", \"frozen_at\": \"2026-11-29T10:00:00Z\"}} -->\n\n## Completion Goal\n\n{goal}\n"
+    )
+}
+
+/// `aayu` with no token and an API nobody answers: a run that needs GitHub fails.
+fn offline(dir: &Path, args: &[&str]) -> common::Run {
+    run(common::aayu_in(dir)
+        .env("GITHUB_API_URL", "http://127.0.0.1:9")
+        .env("AAYUDHA_NOW", "2026-11-29T10:00:00Z")
+        .args(args))
+}
+
+#[test]
+fn ready_from_a_file_needs_no_network_and_writes_only_this_clone_s_ledger_branch() {
+    let w = world();
+    w.clone.write("stories/1.md", STORY_FILE);
+    w.clone.commit("the story");
+    w.clone.git(&["config", "user.name", "Ana Dev"]);
+    w.clone.git(&["config", "user.email", "ana@example.com"]);
+    let status_before = w.clone.git(&["status", "--porcelain"]);
+    // From the folder of the file: its path is taken relative to where aayu runs, recorded from the root.
+    let out = offline(
+        &w.clone.path("stories"),
+        &[
+            "ready",
+            "1",
+            "--file",
+            "1.md",
+            "--label",
+            "map:reshape",
+            "--label",
+            "type:bug",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let expected = file_snapshot(r#""type:bug", "area:count", "map:reshape""#);
+    let hash = aayudha::pack::hash_bytes(
+        "1. A blank text has no words.\n2. The count of \"a b\" is 2.".as_bytes(),
+    );
+    assert!(
+        out.stdout.starts_with(&format!(
+            "story #1 is Ready: 2 criteria, Completion Goal sha256 {hash}\n  ledger:specs/1/ready.md at "
+        )) && out.stdout.ends_with(" (this clone's branch; push it to share it)\n"),
+        "{}",
+        out.stdout
+    );
+    // (A second `Labels:` line, in the notes, is not the story's.)
+    let written = w.clone.git(&["show", "ledger:specs/1/ready.md"]);
+    assert_eq!(written.trim_end(), expected.trim_end());
+    assert_eq!(
+        w.clone
+            .git(&["log", "-1", "--format=%an <%ae>", "ledger"])
+            .trim(),
+        "Ana Dev <ana@example.com>"
+    );
+    assert_eq!(on_origin(&w, "specs/1/ready.md"), None, "nothing pushed");
+    assert_eq!(w.clone.git(&["status", "--porcelain"]), status_before);
+
+    // `--print` is the same snapshot, and writes nothing.
+    let tip = w.clone.git(&["rev-parse", "ledger"]);
+    let printed = offline(
+        w.clone.root(),
+        &["ready", "1", "--file", "stories/1.md", "--print"],
+    );
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    assert_eq!(printed.stdout, file_snapshot(r#""type:bug", "area:count""#));
+    assert_eq!(w.clone.git(&["rev-parse", "ledger"]), tip);
+
+    // Frozen once; again only with --refreeze.
+    let again = offline(w.clone.root(), &["ready", "1", "--file", "stories/1.md"]);
+    assert_eq!(again.code, 2);
+    assert!(
+        again
+            .stderr
+            .contains("story #1 is already Ready on `ledger` with this same Completion Goal"),
+        "{}",
+        again.stderr
+    );
+
+    // The gate reads it from the local branch and takes its hash as its own check does.
+    let head = w.clone.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let gate = offline(
+        w.clone.root(),
+        &[
+            "verify", "--ci", "--story", "1", "--base", &head, "--head", &head, "--json",
+        ],
+    );
+    assert!(
+        !gate.stderr.contains("the snapshot was edited"),
+        "{}",
+        gate.stderr
+    );
+    let pack: serde_json::Value = serde_json::from_str(&gate.stdout).expect("the pack");
+    assert_eq!(pack["completion_goal_hash"], hash.as_str());
+    assert_eq!(pack["story"], 1);
+    w.github.assert_clean();
+}
+
+#[test]
+fn ready_from_a_file_refuses_what_cannot_be_frozen_with_the_fix() {
+    let w = world();
+    w.clone
+        .write("stories/2.md", "# Story 2: no goal\n\nJust notes.\n");
+    w.clone.write(
+        "stories/3.md",
+        "# Story 3\n\n## Completion Goal\n\nEverything works.\n",
+    );
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["ready", "2", "--file", "stories/2.md"],
+            "error: `stories/2.md` has no `## Completion Goal` section\n  hint: add the line `## Completion Goal` to the file, then a numbered list of what done means: `1. The total skips blank lines.`\n",
+        ),
+        (
+            &["ready", "3", "--file", "stories/3.md"],
+            "error: `stories/3.md`'s Completion Goal has no numbered criteria\n  hint: write each criterion as a numbered line: `1. The total skips blank lines.`\n",
+        ),
+        (
+            &["ready", "4", "--file", "/etc/hostname"],
+            "error: the story file `/etc/hostname` is outside the repository: the snapshot records its path in the repository\n  hint: keep stories in the repository (for example `stories/<n>.md`)\n",
+        ),
+        (
+            &["ready", "2", "--print"],
+            "error: `--label` and `--print` go with `--file`: a story frozen from its issue takes the issue's labels\n  hint: aayu ready 2 --file STORY.md --label type:bug\n",
+        ),
+    ];
+    for (args, said) in cases {
+        let out = offline(w.clone.root(), args);
+        assert_eq!((out.code, out.stderr.as_str()), (2, said), "{args:?}");
+    }
+    assert_eq!(
+        w.clone.git(&["branch", "--list", "ledger"]),
+        "",
+        "nothing written"
+    );
+}
