@@ -538,7 +538,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             let snapshot =
                 super::ci::read_snapshot(&repo, number, None, &root, &config.ledger.branch)
                     .map_err(|f| no_pack(ctx, f))?;
-            if let Some(why) = snapshot.meta.from_file_refusal() {
+            if let Some(why) = snapshot.meta.local_file_refusal() {
                 return Err(no_pack(ctx, Failure::usage(why)));
             }
             Some(Story { number, snapshot })

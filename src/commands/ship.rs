@@ -339,7 +339,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
             config.ledger.branch
         )),
     }
-    .and_then(|s| match s.meta.from_file_refusal() {
+    .and_then(|s| match s.meta.local_file_refusal() {
         Some(why) => Err(why),
         None => Ok(s),
     });

@@ -19,7 +19,7 @@ pub struct Meta {
 impl Meta {
     /// The refusal of a snapshot frozen from a local file, for a story that has a GitHub issue: the gate
     /// in Actions and `aayu ship` go by the issue.
-    pub fn from_file_refusal(&self) -> Option<String> {
+    pub fn local_file_refusal(&self) -> Option<String> {
         let source = self.source.as_deref()?;
         source.starts_with("file:").then(|| {
             format!(
