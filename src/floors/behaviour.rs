@@ -976,6 +976,16 @@ fn wait_for_app(
     options: &Options,
     beat: &dyn Fn(Duration),
 ) -> Result<(), String> {
+    // Nobody starts an app: one probe, not a wait for something that is not coming.
+    if seed.is_none() {
+        if app::wait_until_up(&options.base_url, NO_SEED_PROBE) {
+            return Ok(());
+        }
+        return Err(format!(
+            "nothing answers at {} and no `[verify] seed` starts the app: set `[verify] seed` (docs/behaviour-checks.md) or start it",
+            options.base_url
+        ));
+    }
     let started = std::time::Instant::now();
     let mut next_beat = Duration::from_secs(10);
     loop {
@@ -1007,6 +1017,10 @@ fn wait_for_app(
         }
     }
 }
+
+/// How long an app nobody starts (no `[verify] seed`) is given to answer: it is either running already or
+/// not coming.
+const NO_SEED_PROBE: Duration = Duration::from_secs(2);
 
 /// The seed app of a run.
 struct SeedApp {

@@ -424,6 +424,46 @@ fn api_checks_reach_the_seed_app_which_is_stopped_afterwards() {
     );
 }
 
+/// No `[verify] seed` and nothing at `base_url`: the api check is blocked at once with the fix, not after
+/// the check timeout.
+#[test]
+fn with_no_seed_and_nothing_answering_api_checks_are_blocked_at_once() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let repo = TestRepo::new();
+    let dir = skill("", "site");
+    let map = r#"{"product": "site", "control": ["aayu", "control"], "surfaces": []}"#;
+    let block = r#"{"id": "home", "layers": ["L01"], "sources": ["www/index.html"], "surfaces": {}, "verified_at": ""}"#;
+    let check = r#"{"id": "greets", "kind": "api", "evidence": "api-trace", "steps": [
+  {"request": {"method": "GET", "path": "/index.html"}, "expect": {"status": 200}}
+]}"#;
+    repo.write("www/index.html", "<p>hello</p>\n")
+        .write(&format!("{dir}/README.md"), map_readme(map, &["home.md"]))
+        .write(&format!("{dir}/home.md"), feature_md(block, &[check]))
+        .write(
+            ".aayudha/config.toml",
+            format!("[verify]\nbase_url = \"http://127.0.0.1:{port}\"\ncheck_timeout_s = 300\n"),
+        );
+    repo.commit("site");
+    let started = std::time::Instant::now();
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .args(["verify", "--check", "home", "--json", "--out", "run"]));
+    let report = parse(&out);
+    assert_eq!(out.code, 3, "{report:#} {}", out.stderr);
+    assert_eq!(report["checks"][0]["status"], "blocked", "{report:#}");
+    assert_eq!(
+        report["checks"][0]["reason"],
+        format!("nothing answers at http://127.0.0.1:{port} and no `[verify] seed` starts the app: set `[verify] seed` (docs/behaviour-checks.md) or start it")
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "blocked at once, not after the 300 s check timeout"
+    );
+}
+
 #[test]
 fn a_toolchain_the_sandbox_uid_cannot_run_blocks_with_the_fix() {
     // Without root the sandbox runs as the user, who can run their own toolchain.
