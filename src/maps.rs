@@ -494,9 +494,26 @@ fn read_map_block(map: &mut Map, block: &str, fence: usize, error: &mut impl FnM
                 format!("map block: `surfaces[{i}].files` is empty: name the files to look in"),
             );
         }
-        for (j, glob) in rule.files.iter().enumerate() {
-            let line = cursor.line_of_string(glob);
-            if let Err(e) = glob::compile(glob) {
+        if !rule.files.is_empty() && rule.files.iter().all(|g| g.starts_with('!')) {
+            error(
+                kind_line,
+                format!(
+                    "map block: `surfaces[{i}].files` has only `!` entries, which exclude: name the files to look in first"
+                ),
+            );
+        }
+        for (j, entry) in rule.files.iter().enumerate() {
+            let line = cursor.line_of_string(entry);
+            // `!glob` excludes what `glob` matches from what the entries before it include.
+            let glob = entry.strip_prefix('!').unwrap_or(entry);
+            if glob.is_empty() {
+                error(
+                    line,
+                    format!(
+                        "map block: `surfaces[{i}].files[{j}]`: `!` excludes nothing: write the glob after it (`!**/*_test.go`)"
+                    ),
+                );
+            } else if let Err(e) = glob::compile(glob) {
                 error(
                     line,
                     format!(

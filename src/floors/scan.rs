@@ -428,32 +428,50 @@ fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<
         .collect();
 
     // Each glob is tried only on the files under its literal folder prefix (`src/` of `src/**/*.rs`),
-    // found by binary search in the sorted list.
+    // found by binary search in the sorted list. A rule's entries apply in order, as in gitignore: a glob
+    // adds the files it matches, a `!glob` removes them again, so the last entry that matches a file
+    // decides; an excluded file is never read for that rule.
     let mut rules: Vec<(usize, usize, usize)> = Vec::new();
     for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
         for (r, rule) in map.rules.iter().enumerate() {
-            for (g, glob) in rule.files.iter().enumerate() {
+            let mut included: std::collections::BTreeSet<usize> = Default::default();
+            for (g, entry) in rule.files.iter().enumerate() {
+                let (excludes, glob) = match entry.strip_prefix('!') {
+                    Some(glob) => (true, glob),
+                    None => (false, entry.as_str()),
+                };
                 let Ok(compiled) = crate::maps::glob::compile(glob) else {
                     continue;
                 };
                 let matcher = compiled.compile_matcher();
-                let before = rules.len();
+                let mut changed = false;
                 for i in under(files, &literal_prefix(glob)) {
                     if matcher.is_match(files[i].as_str()) {
-                        rules.push((i, m, r));
+                        changed |= if excludes {
+                            included.remove(&i)
+                        } else {
+                            included.insert(i);
+                            true
+                        };
                     }
                 }
-                if rules.len() == before {
+                if !changed {
+                    let what = if excludes {
+                        "excludes no file the entries before it include"
+                    } else {
+                        "matches no file"
+                    };
                     warnings.push(Warning {
                         file: map.file.clone(),
                         line: rule.line,
                         message: format!(
-                            "surface rule {r} (`{}`): `files[{g}]` `{glob}` matches no file",
+                            "surface rule {r} (`{}`): `files[{g}]` `{entry}` {what}",
                             rule.kind
                         ),
                     });
                 }
             }
+            rules.extend(included.into_iter().map(|i| (i, m, r)));
         }
     }
     rules.sort_unstable();

@@ -46,6 +46,8 @@ pub enum Kind {
     SurfaceRuleRemoved,
     /// A feature's `sources` lost a path.
     SourcesNarrowed,
+    /// A surface rule's `files` gained a `!` entry (or one of its `!` entries changed): it excludes files.
+    SurfaceRuleNarrowed,
 }
 
 impl Kind {
@@ -59,6 +61,7 @@ impl Kind {
             Kind::ControlFileChanged => "control-file-changed",
             Kind::SurfaceRuleRemoved => "surface-rule-removed",
             Kind::SourcesNarrowed => "sources-narrowed",
+            Kind::SurfaceRuleNarrowed => "surface-rule-narrowed",
         }
     }
 }
@@ -187,11 +190,30 @@ fn compare_map(
                 ),
             )),
             Some(kept) => {
+                // A `!` entry removed widens the rule: not a weakening.
                 let lost: Vec<&String> = rule
                     .files
                     .iter()
-                    .filter(|g| !kept.files.contains(g))
+                    .filter(|g| !g.starts_with('!') && !kept.files.contains(g))
                     .collect();
+                // One added (or changed, which may exclude more): the rule looks in fewer files.
+                let excluding: Vec<&String> = kept
+                    .files
+                    .iter()
+                    .filter(|g| g.starts_with('!') && !rule.files.contains(g))
+                    .collect();
+                if !excluding.is_empty() {
+                    found.push(at(
+                        &new.file,
+                        kept.line,
+                        Kind::SurfaceRuleNarrowed,
+                        format!(
+                            "the surface rule `{}` now excludes {}: review what it no longer looks in",
+                            rule.kind,
+                            quoted(&excluding)
+                        ),
+                    ));
+                }
                 if !lost.is_empty() {
                     found.push(at(
                         &new.file,

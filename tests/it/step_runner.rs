@@ -456,7 +456,9 @@ fn with_no_seed_and_nothing_answering_api_checks_are_blocked_at_once() {
     assert_eq!(report["checks"][0]["status"], "blocked", "{report:#}");
     assert_eq!(
         report["checks"][0]["reason"],
-        format!("nothing answers at http://127.0.0.1:{port} and no `[verify] seed` starts the app: set `[verify] seed` (docs/behaviour-checks.md) or start it")
+        format!(
+            "nothing answers at http://127.0.0.1:{port} and no `[verify] seed` starts the app: set `[verify] seed` (docs/behaviour-checks.md) or start it"
+        )
     );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(60),

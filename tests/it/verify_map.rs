@@ -746,3 +746,90 @@ fn handles_are_looked_for_in_each_features_own_sources_however_they_overlap() {
         "{report}"
     );
 }
+
+/// A surface rule's `!` entries exclude what the entries before them include, in order (later entries
+/// win): a Go module's tests are no surfaces; put first, the exclusion is undone by the glob after it; one
+/// that excludes nothing is a warning; a rule of `!` entries only, or a bare `!`, is a contract error.
+#[test]
+fn a_surface_rule_excludes_with_bang_entries_in_order() {
+    let rule = |files: &str| {
+        format!(
+            r#"{{"product": "calc", "control": ["aayu", "control"],
+ "surfaces": [{{"kind": "func", "files": {files}, "pattern": "(?m)^func ([A-Z]\\w*)\\("}}]}}"#
+        )
+    };
+    let feature = r#"{"id": "add", "layers": ["L02"], "sources": ["calc.go"], "surfaces": {"func": ["Add"]}, "verified_at": ""}"#;
+    let repo = TestRepo::new();
+    let dir = skill("", "calc");
+    repo.write("go.mod", "module example.com/calc\n\ngo 1.22\n")
+        .write(
+            "calc.go",
+            "package calc\n\nfunc Add(a, b int) int { return a + b }\n",
+        )
+        .write(
+            "calc_test.go",
+            "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n",
+        )
+        .write("testdata/gen.go", "package gen\n\nfunc Generated() {}\n")
+        .write(&format!("{dir}/add.md"), feature_md(feature, &[]));
+    let map = |files: &str| {
+        repo.write(
+            &format!("{dir}/README.md"),
+            map_readme(&rule(files), &["add.md"]),
+        );
+        repo.commit("map");
+        let out = run(repo.aayu().args(["verify", "--map", "--json"]));
+        let report: Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+        (out.code, report)
+    };
+    let (code, report) = map(r#"["**/*.go", "!**/*_test.go", "!**/testdata/**", "!vendor/**"]"#);
+    assert_eq!(code, 0, "in sync: {report:#}");
+    assert_eq!(drift_kinds(&report), Vec::<(String, String)>::new());
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .map(|w| w["message"].as_str().expect("message"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "surface rule 0 (`func`): `files[3]` `!vendor/**` excludes no file the entries before it include",
+            "the feature has no behaviour checks"
+        ]
+    );
+
+    // Later entries win: the glob after the exclusion takes the tests back.
+    let (code, report) = map(r#"["!**/*_test.go", "**/*.go"]"#);
+    assert_eq!(code, 3, "{report:#}");
+    let unmapped: Vec<&str> = report["drift"]
+        .as_array()
+        .expect("drift")
+        .iter()
+        .map(|d| d["file"].as_str().expect("file"))
+        .collect();
+    assert_eq!(unmapped, ["calc_test.go", "testdata/gen.go"], "{report:#}");
+
+    for (files, said) in [
+        (
+            r#"["!**/*_test.go"]"#,
+            "map block: `surfaces[0].files` has only `!` entries, which exclude: name the files to look in first",
+        ),
+        (
+            r#"["**/*.go", "!"]"#,
+            "map block: `surfaces[0].files[1]`: `!` excludes nothing: write the glob after it (`!**/*_test.go`)",
+        ),
+    ] {
+        let (code, report) = map(files);
+        assert_eq!(code, 2, "{report:#}");
+        assert!(
+            report["errors"]
+                .as_array()
+                .expect("errors")
+                .iter()
+                .any(|e| e["message"] == said),
+            "{report:#}"
+        );
+    }
+}

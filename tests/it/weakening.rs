@@ -529,3 +529,72 @@ fn a_feature_file_that_cannot_be_read_at_the_head_is_said_so() {
         "{report:#}"
     );
 }
+
+/// A `!` entry added to a rule's `files` (or changed) narrows it: `surface-rule-narrowed` at the rule's
+/// line; a `!` entry removed widens it, and is no weakening.
+#[test]
+fn an_added_exclusion_narrows_a_surface_rule_and_a_removed_one_does_not() {
+    let (repo, base_sha) = base("");
+    let dir = skill("", "shop");
+    let rules = |command_files: &str, route_files: &str| {
+        format!(
+            r#"{{"kind": "command", "files": {command_files}, "pattern": "cmd\\(\"([a-z]+)\"\\)"}},
+   {{"kind": "route", "files": {route_files}, "pattern": "route\\(\"([a-z/]+)\"\\)"}}"#
+        )
+    };
+    let write = |command_files: &str, route_files: &str| {
+        repo.write(
+            &format!("{dir}/README.md"),
+            readme(
+                r#"["sh", "tools/shop-control"]"#,
+                &rules(command_files, route_files),
+                &["buy.md", "sell.md", "ship.md", "keep.md"],
+            ),
+        );
+    };
+    // The base's rules, with an exclusion on `route` added first (a commit of its own).
+    write(
+        r#"["src/*.rs", "lib/*.rs"]"#,
+        r#"["src/*.rs", "!src/old.rs"]"#,
+    );
+    let middle = repo.commit("route rule excludes an old file");
+    write(
+        r#"["src/*.rs", "lib/*.rs", "!src/buy.rs"]"#,
+        r#"["src/*.rs"]"#,
+    );
+    let head = repo.commit("command rule excludes buy.rs; route rule looks everywhere again");
+    let readme_text =
+        std::fs::read_to_string(repo.path(&format!("{dir}/README.md"))).expect("read");
+    let (_, _, report, _) = gate(&repo, &middle, &head, &[], &[]);
+    let found: Vec<(u64, String, String)> = report["weakenings"]
+        .as_array()
+        .expect("weakenings")
+        .iter()
+        .map(|w| {
+            (
+                w["line"].as_u64().expect("line"),
+                w["kind"].as_str().expect("kind").to_string(),
+                w["detail"].as_str().expect("detail").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        vec![(
+            line_of(&readme_text, "cmd\\\\(") as u64,
+            "surface-rule-narrowed".to_string(),
+            "the surface rule `command` now excludes `!src/buy.rs`: review what it no longer looks in"
+                .to_string()
+        )],
+        "{report:#}"
+    );
+    // From the base (no exclusion anywhere) to the middle: the added `!src/old.rs` is flagged too.
+    let (_, _, report, _) = gate(&repo, &base_sha, &middle, &[], &[]);
+    let kinds: Vec<&str> = report["weakenings"]
+        .as_array()
+        .expect("weakenings")
+        .iter()
+        .map(|w| w["kind"].as_str().expect("kind"))
+        .collect();
+    assert_eq!(kinds, ["surface-rule-narrowed"], "{report:#}");
+}
