@@ -464,8 +464,19 @@ fn a_rust_crate_and_a_node_package_use_the_built_in_step_runner() {
     );
 }
 
+/// The suggested rule of `kind` in the starter's `SKILL.md`, as JSON.
+fn suggested_rule(repo: &TestRepo, kind: &str) -> serde_json::Value {
+    let skill = std::fs::read_to_string(repo.path(".agents/skills/verify-shop/SKILL.md"))
+        .expect("SKILL.md");
+    let line = skill
+        .lines()
+        .find(|l| l.contains(&format!("\"kind\": \"{kind}\"")))
+        .unwrap_or_else(|| panic!("no {kind} rule in {skill}"));
+    serde_json::from_str(line.trim()).expect("a rule")
+}
+
 #[test]
-fn a_go_module_gets_a_go_control_tool_that_runs_its_checks() {
+fn a_go_module_gets_the_built_in_runner_and_a_func_rule_in_sync_with_its_tests() {
     crate::needs!(go);
     let (repo, out) = starter(
         Some(("go.mod", "module example.com/shop\n\ngo 1.19\n")),
@@ -478,16 +489,49 @@ fn a_go_module_gets_a_go_control_tool_that_runs_its_checks() {
     );
     assert_eq!(
         map_block(&repo)["control"],
-        serde_json::json!(["go", "run", ".agents/skills/verify-shop/control/main.go"])
+        serde_json::json!(["aayu", "control"])
+    );
+    assert!(
+        !repo.path(".agents/skills/verify-shop/control").exists(),
+        "no control tool of its own"
     );
     repo.write("add.go", "package shop\n\nfunc Add(a, b int) int { return a + b }\n")
         .write(
             "add_test.go",
             "package shop\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n",
+        )
+        .write("testdata/fixture.go", "package fixture\n\nfunc Fixture() {}\n");
+    // The suggested `func` rule, enabled: the module's tests and testdata are no surfaces.
+    let rule = suggested_rule(&repo, "func");
+    let dir = ".agents/skills/verify-shop/features";
+    let block =
+        serde_json::json!({"product": "shop", "control": ["aayu", "control"], "surfaces": [rule]});
+    repo.write(
+        &format!("{dir}/README.md"),
+        common::map_readme(&block.to_string(), &["add.md"]),
+    );
+    let write_check = |steps: &str, verified_at: &str| {
+        repo.write(
+            &format!("{dir}/add.md"),
+            common::feature_md(
+                &format!(r#"{{"id": "add", "layers": ["L02"], "sources": ["add.go", "add_test.go"], "surfaces": {{"func": ["Add"]}}, "verified_at": "{verified_at}"}}"#),
+                &[&format!(
+                    r#"{{"id": "sums", "kind": "lib", "evidence": "api-trace", "steps": {steps}}}"#
+                )],
+            ),
         );
-    add_feature(
-        &repo,
-        r#"[{"test": "TestAdd", "package": "."}, {"run": ["go", "version"], "stdout": ["go version"]}]"#,
+    };
+    let steps = r#"[{"test": {"package": ".", "test": "TestAdd"}}, {"run": ["go", "version"], "stdout": ["go version"]}]"#;
+    write_check(steps, "");
+    let sha = repo.commit("add");
+    write_check(steps, &sha);
+    repo.commit("verified");
+    let map = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(map.code, 0, "in sync: {}{}", map.stdout, map.stderr);
+    assert!(
+        map.stdout.contains("1 map, 1 feature: in sync"),
+        "{}",
+        map.stdout
     );
     let check = run(common::with_toolchain(&mut repo.aayu())
         .args(["verify", "--check", "add", "--json", "--out", "run"]));
@@ -495,11 +539,38 @@ fn a_go_module_gets_a_go_control_tool_that_runs_its_checks() {
     let report: serde_json::Value = serde_json::from_str(&check.stdout).expect("json");
     assert_eq!(report["checks"][0]["status"], "passed", "{report:#}");
     assert_eq!(report["checks"][0]["artifacts"][0]["kind"], "api-trace");
-    // A failing expectation fails the check, with the step.
-    add_feature(&repo, r#"[{"test": "TestMissing", "package": "."}]"#);
+    // A test that is not there fails the check, with the step.
+    write_check(
+        r#"[{"test": {"package": ".", "test": "TestMissing"}}]"#,
+        &sha,
+    );
     let missing = run(common::with_toolchain(&mut repo.aayu())
         .args(["verify", "--check", "add", "--json", "--out", "run2"]));
     assert_eq!(missing.code, 3, "{}", missing.stderr);
+}
+
+#[test]
+fn the_rust_starter_s_func_rule_leaves_out_test_modules_in_their_own_file() {
+    let (repo, _) = starter(
+        Some((
+            "Cargo.toml",
+            "[package]\nname = \"shop\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )),
+        &[],
+    );
+    let rule = suggested_rule(&repo, "func");
+    assert_eq!(
+        rule["files"],
+        serde_json::json!(["src/**/*.rs", "!**/tests.rs"])
+    );
+    let skill = std::fs::read_to_string(repo.path(".agents/skills/verify-shop/SKILL.md"))
+        .expect("SKILL.md");
+    assert!(
+        skill.contains(
+            "a `pub fn` inside a `#[cfg(test)] mod tests` block of another file is still matched"
+        ),
+        "{skill}"
+    );
 }
 
 #[test]

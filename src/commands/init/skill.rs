@@ -120,12 +120,7 @@ pub fn files(product: &str, root: &str, stack: Stack) -> Vec<(String, String, bo
     };
     let skill = format!("{base}.agents/skills/verify-{product}");
     let control: Vec<String> = match stack {
-        Stack::Rust | Stack::Node => vec!["aayu".into(), "control".into()],
-        Stack::Go => vec![
-            "go".into(),
-            "run".into(),
-            format!("{skill}/control/main.go"),
-        ],
+        Stack::Rust | Stack::Node | Stack::Go => vec!["aayu".into(), "control".into()],
         Stack::None => vec!["sh".into(), format!("{skill}/control/check")],
     };
     let map = serde_json::json!({"product": product, "control": control, "surfaces": []});
@@ -143,14 +138,8 @@ pub fn files(product: &str, root: &str, stack: Stack) -> Vec<(String, String, bo
         ),
         (format!("{skill}/features/README.md"), readme, false),
     ];
-    match stack {
-        Stack::Go => out.push((
-            format!("{skill}/control/main.go"),
-            GO_CONTROL.to_string(),
-            false,
-        )),
-        Stack::None => out.push((format!("{skill}/control/check"), STUB.to_string(), true)),
-        Stack::Rust | Stack::Node => {}
+    if stack == Stack::None {
+        out.push((format!("{skill}/control/check"), STUB.to_string(), true));
     }
     out
 }
@@ -169,7 +158,7 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
             "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `ui` checks drive Chromium with its browser steps (`open`, `fill`, `click`, `see`, `screenshot`, …), `api` checks send `request` steps (docs/behaviour-checks.md)."
         }
         Stack::Go => {
-            "The checks run through `control/main.go` (`go run`, the standard library only): `run` steps (an argv, `exit`, `stdout`) and `test` steps (a Go test of a package). Extend it as the product needs."
+            "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `run` steps (an argv, `exit`, `stdout`), `request` steps, and `test` steps that run one Go test of a package as the tests floor does — `{\"test\": {\"package\": \".\", \"test\": \"TestAdd\"}}`, a subtest as `TestAdd/zero` (docs/behaviour-checks.md)."
         }
         Stack::None => {
             "`control/check` is a stub: it blocks every check (\"replace this control tool\") so that nothing passes by accident. Replace it with a tool that runs a check as docs/behaviour-checks.md describes, or use the built-in step runner (`\"control\": [\"aayu\", \"control\"]`)."
@@ -178,11 +167,11 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
     let rules = match stack {
         Stack::Rust => {
             r#"{"kind": "command", "files": ["src/main.rs"], "pattern": "Some\\(\"([a-z-]+)\"\\) =>"}
-{"kind": "func", "files": ["src/**/*.rs"], "pattern": "(?m)^pub fn ([a-z_][a-z0-9_]*)\\("}
+{"kind": "func", "files": ["src/**/*.rs", "!**/tests.rs"], "pattern": "(?m)^pub fn ([a-z_][a-z0-9_]*)\\("}
 {"kind": "route", "files": ["src/**/*.rs"], "pattern": "\\.route\\(\"([^\"]+)\""}"#
         }
         Stack::Go => {
-            r#"{"kind": "func", "files": ["**/*.go"], "pattern": "(?m)^func ([A-Z][A-Za-z0-9_]*)\\("}
+            r#"{"kind": "func", "files": ["**/*.go", "!**/*_test.go", "!**/testdata/**"], "pattern": "(?m)^func ([A-Z][A-Za-z0-9_]*)\\("}
 {"kind": "route", "files": ["**/*.go"], "pattern": "HandleFunc\\(\"([^\"]+)\""}"#
         }
         Stack::Node => {
@@ -198,12 +187,14 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
     } else {
         format!("{}/", root.trim_end_matches('/'))
     };
+    // Each glob under the package's folder, a `!` entry's after its `!`.
     let rules: String = rules
         .lines()
         .map(|l| {
             format!(
                 "  {}\n",
                 l.replace("\"files\": [\"", &format!("\"files\": [\"{prefix}"))
+                    .replace(", \"!", &format!(", \"!{prefix}"))
             )
         })
         .collect();
@@ -223,6 +214,20 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
     );
     text.push_str(&rules);
     text.push_str("```\n");
+    let note = match stack {
+        Stack::Rust => Some(
+            "`!**/tests.rs` leaves out test modules kept in their own file; a `pub fn` inside a `#[cfg(test)] mod tests` block of another file is still matched (move the block to a `tests.rs`, or name such helpers without `pub`).",
+        ),
+        Stack::Go => Some(
+            "The `func` rule leaves out tests (`_test.go`) and `testdata/`: they are no surface a user can reach.",
+        ),
+        Stack::Node | Stack::None => None,
+    };
+    if let Some(note) = note {
+        text.push('\n');
+        text.push_str(note);
+        text.push('\n');
+    }
     text
 }
 
@@ -233,6 +238,3 @@ const STUB: &str = "#!/bin/sh\n\
 # check's steps and prints {\"status\", \"reason\", \"artifacts\"} (docs/behaviour-checks.md).\n\
 echo \"replace this control tool: $0 is the stub aayu init wrote, and runs no check\" >&2\n\
 exit 1\n";
-
-/// A Go control tool with the standard library only: `run` and `test` steps, a transcript as `api-trace`.
-const GO_CONTROL: &str = include_str!("go_control.go.txt");
