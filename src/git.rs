@@ -462,6 +462,40 @@ impl Repo {
             .then(|| format!("{}/{}", parts[1], parts[0]))
     }
 
+    /// How a pack names this repository (only the pack: the API's slug is [`Repo::origin_slug`]'s):
+    /// `owner/name` for a GitHub origin (`github.com`, or `github_host`, the host of `GITHUB_SERVER_URL`),
+    /// `<host>/<path>` for another remote, and the repository folder's name for a local-path or `file://`
+    /// origin, or none — never a path of this machine.
+    pub fn pack_name(&self, github_host: Option<&str>) -> String {
+        let folder = || {
+            self.root()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let Some(url) = self
+            .repo
+            .find_remote("origin")
+            .ok()
+            .and_then(|r| r.url().ok().map(str::to_string))
+        else {
+            return folder();
+        };
+        match remote_host_path(&url) {
+            Some((host, path)) => {
+                let github = host.eq_ignore_ascii_case("github.com")
+                    || github_host.is_some_and(|h| h.eq_ignore_ascii_case(&host));
+                let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+                if github && parts.len() >= 2 {
+                    format!("{}/{}", parts[parts.len() - 2], parts[parts.len() - 1])
+                } else {
+                    format!("{host}/{}", parts.join("/"))
+                }
+            }
+            None => folder(),
+        }
+    }
+
     /// Whether `branch` exists here or at `origin` (as fetched).
     pub fn has_branch(&self, branch: &str) -> bool {
         [
@@ -514,6 +548,29 @@ impl Repo {
         }
         None
     }
+}
+
+/// The host and path of a remote URL (`https://host/a/b.git`, `ssh://git@host:22/a/b`, `git@host:a/b.git`),
+/// without `.git` or a trailing `/`; `None` for a local path or `file://`.
+fn remote_host_path(url: &str) -> Option<(String, String)> {
+    let url = url.trim().trim_end_matches('/');
+    let url = url.strip_suffix(".git").unwrap_or(url);
+    if let Some((scheme, rest)) = url.split_once("://") {
+        if scheme.eq_ignore_ascii_case("file") {
+            return None;
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = host.split(':').next().unwrap_or(host);
+        return (!host.is_empty()).then(|| (host.to_string(), path.to_string()));
+    }
+    // scp-like `user@host:path` (a `:` before any `/`); a local path has none.
+    let (before, path) = url.split_once(':')?;
+    if before.contains('/') || before.is_empty() {
+        return None;
+    }
+    let host = before.rsplit_once('@').map_or(before, |(_, h)| h);
+    Some((host.to_string(), path.trim_start_matches('/').to_string()))
 }
 
 impl Repo {
@@ -747,6 +804,32 @@ pub fn git_program(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_remote_url_is_read_as_host_and_path() {
+        let hp = |u: &str| super::remote_host_path(u);
+        let pair = |h: &str, p: &str| Some((h.to_string(), p.to_string()));
+        assert_eq!(
+            hp("https://github.com/octo/shop.git"),
+            pair("github.com", "octo/shop")
+        );
+        assert_eq!(
+            hp("ssh://git@github.com:22/octo/shop"),
+            pair("github.com", "octo/shop")
+        );
+        assert_eq!(
+            hp("git@github.com:octo/shop.git"),
+            pair("github.com", "octo/shop")
+        );
+        assert_eq!(
+            hp("https://gitlab.example.com/group/sub/app.git/"),
+            pair("gitlab.example.com", "group/sub/app")
+        );
+        assert_eq!(hp("/srv/mirror/owner+name/repo"), None);
+        assert_eq!(hp("file:///srv/mirror/repo.git"), None);
+        assert_eq!(hp("../other"), None);
+    }
+
     use super::*;
 
     /// The tree id computed from (path, mode, blob id) is the one libgit2 writes for the same index.

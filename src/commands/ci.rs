@@ -86,11 +86,12 @@ pub fn run(
         .vars
         .get("GITHUB_REPOSITORY")
         .cloned()
-        .or_else(|| repo.origin_slug())
         .unwrap_or_else(|| {
-            root.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
+            let server = ctx.env.vars.get("GITHUB_SERVER_URL").and_then(|u| {
+                u.split_once("://")
+                    .map(|(_, rest)| rest.split(['/', ':']).next().unwrap_or(rest).to_string())
+            });
+            repo.pack_name(server.as_deref())
         });
     let inputs = gate::Inputs {
         repo,

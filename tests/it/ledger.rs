@@ -411,6 +411,15 @@ fn ready_from_a_file_needs_no_network_and_writes_only_this_clone_s_ledger_branch
     let pack: serde_json::Value = serde_json::from_str(&gate.stdout).expect("the pack");
     assert_eq!(pack["completion_goal_hash"], hash.as_str());
     assert_eq!(pack["story"], 1);
+    // A local-path origin: the pack names the repository by its folder, never by a path of the machine.
+    let folder = w
+        .clone
+        .root()
+        .file_name()
+        .expect("a name")
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(pack["repo"], folder.as_str());
     w.github.assert_clean();
 }
 
