@@ -219,9 +219,15 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
     let mut report = String::new();
     let mut config_text = commented_config();
     let mut planned = Vec::new();
+    // What was found of the agent apps is said where it was found, but only when init writes or changes
+    // something: a second init that changes nothing prints no detection.
+    let mut maintainer_note = (0, String::new());
+    let mut changed = false;
     if options.verify_skill {
-        let (files, maintainer) = plan_skill(ctx, &options, &root, &mut report)?;
+        let (files, maintainer) =
+            plan_skill(ctx, &options, &root, &mut report, &mut maintainer_note)?;
         if let Some(id) = maintainer {
+            changed = true;
             config_text =
                 config_text.replace("# maintainer = \"\"", &format!("maintainer = \"{id}\""));
             set_maintainer(&root, id, options.dry_run, &mut report)?;
@@ -269,6 +275,7 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
                 Done::Replaced => "would replace",
                 Done::Wrote => "would write",
             };
+            changed = true;
             let _ = writeln!(report, "{verb} {}:", file.path);
             for line in file.text.lines() {
                 let _ = writeln!(report, "    {line}");
@@ -284,6 +291,7 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
                 );
             }
             Done::Wrote | Done::Replaced => {
+                changed = true;
                 let mode = if file.executable { 0o755 } else { 0o644 };
                 crate::safe_fs::write_mode(&root, &file.path, file.text.as_bytes(), mode).map_err(
                     |e| Failure::unexpected(format!("cannot write `{}`: {e}", file.path)),
@@ -319,8 +327,10 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
             IGNORED.join(" and ")
         );
     } else if options.dry_run {
+        changed = true;
         let _ = writeln!(report, "would add to .gitignore: {}", missing.join(", "));
     } else {
+        changed = true;
         let mut text = current.clone();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
@@ -362,6 +372,10 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
         );
         report.push_str(third);
     }
+    if changed {
+        let (at, note) = maintainer_note;
+        report.insert_str(at.min(report.len()), &note);
+    }
     write_out(ctx.out, &report)?;
     Ok(ExitStatus::Ok)
 }
@@ -372,6 +386,7 @@ fn plan_skill(
     options: &InitOptions,
     root: &Path,
     report: &mut String,
+    maintainer_note: &mut (usize, String),
 ) -> Result<(Vec<Planned>, Option<&'static str>), Failure> {
     // `--root` is relative to where aayu started, and must lie in the repository.
     let start = crate::commands::start_dir(ctx);
@@ -431,7 +446,9 @@ fn plan_skill(
                 .unwrap_or_default(),
         ),
     };
-    let maintainer = choose_maintainer(ctx, options, root, report)?;
+    // Its line belongs here, after the stack's; the caller keeps it only when init changes something.
+    maintainer_note.0 = report.len();
+    let maintainer = choose_maintainer(ctx, options, root, &mut maintainer_note.1)?;
     let files = skill::files(&product, &rel, stack)
         .into_iter()
         .map(|(path, text, executable)| Planned {

@@ -587,6 +587,18 @@ fn the_maintainer_is_written_when_chosen_and_only_detected_apps_are_offered() {
         "{}",
         out.stdout
     );
+    // Run again, nothing to write: the detection is not said again.
+    let again = aayu(
+        &repo,
+        None,
+        &["init", "--verify-skill", "--product", "shop"],
+    );
+    assert_eq!(again.code, 0);
+    assert!(
+        !again.stdout.contains("maintainer:") && !again.stdout.contains("detected"),
+        "{}",
+        again.stdout
+    );
     let chosen = aayu(
         &repo,
         None,
