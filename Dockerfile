@@ -38,6 +38,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# The release commit and tag, which the release binaries pin themselves to (`aayu init` writes `uses:
+# aayudha/verify@<sha> # <tag>` with no network); empty for any other build.
+ARG AAYU_RELEASE_SHA=
+ARG AAYU_RELEASE_TAG=
 RUN target="$(uname -m)-unknown-linux-musl" \
  && rustup target add "$target" \
  && cargo build --release --locked --bin aayu --target "$target" \

@@ -68,10 +68,36 @@ pub fn release_tag() -> String {
     format!("v{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// The pin of this binary's release: its tag's commit SHA through `GET /repos/aayudha/verify/git/ref/tags/
-/// <tag>` (an annotated tag is followed to its commit with `GET /git/tags/<sha>`); when that fails —
-/// offline, or a development build whose version has no tag — the tag, with a comment to pin it.
+/// The release commit and tag a release build carries, set when it was built (`AAYU_RELEASE_SHA`, a full
+/// commit SHA, and `AAYU_RELEASE_TAG`, `v<version>`, in the release workflow): the one place that reads
+/// them. `None` for any other build (`cargo install --git`, a checkout), or when either is malformed.
+pub fn built_release() -> Option<(&'static str, &'static str)> {
+    release_of(option_env!("AAYU_RELEASE_SHA"), option_env!("AAYU_RELEASE_TAG"))
+}
+
+fn release_of<'a>(sha: Option<&'a str>, tag: Option<&'a str>) -> Option<(&'a str, &'a str)> {
+    let (sha, tag) = (sha?.trim(), tag?.trim());
+    let full_sha = sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    (full_sha && tag.starts_with('v') && tag.len() > 1).then_some((sha, tag))
+}
+
+/// The pin of this binary's release. A release build pins itself, with no network: the commit and tag it
+/// was built with ([`built_release`]). Any other build looks the tag's commit up, `GET
+/// /repos/aayudha/verify/git/ref/tags/<tag>` (an annotated tag is followed to its commit with `GET
+/// /git/tags/<sha>`); when that fails — offline, or a development build whose version has no tag — the
+/// tag, with a comment to pin it.
 pub fn resolve_pin(api_url: &str, token: Option<&str>) -> Pin {
+    pin_for(built_release(), api_url, token)
+}
+
+fn pin_for(built: Option<(&str, &str)>, api_url: &str, token: Option<&str>) -> Pin {
+    if let Some((sha, tag)) = built {
+        return Pin {
+            reference: sha.to_string(),
+            comment: tag.to_string(),
+            unpinned_because: None,
+        };
+    }
     let tag = release_tag();
     match tag_commit(api_url, token, &tag) {
         Ok(sha) => Pin {
@@ -596,6 +622,33 @@ fn write_file(root: &Path, rel: &str, text: &str) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_build_pins_itself_with_no_network() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        // An API nobody answers: a release build never asks it.
+        let pin = pin_for(release_of(Some(sha), Some("v0.4.2")), "http://127.0.0.1:9", None);
+        assert_eq!(pin.unpinned_because, None);
+        let written = workflow(GATE_TEMPLATE, &pin);
+        assert!(
+            written.contains(&format!("uses: aayudha/verify@{sha} # v0.4.2")),
+            "{written}"
+        );
+        assert!(!written.contains(PLACEHOLDER));
+        // Anything else a build might carry is no release: the look-up (here: nobody answers) decides.
+        for (sha, tag) in [
+            (Some("0123456789abcdef"), Some("v0.4.2")),
+            (Some("0123456789ABCDEF0123456789ABCDEF01234567"), Some("v0.4.2")),
+            (Some(sha), Some("0.4.2")),
+            (Some(sha), None),
+            (None, Some("v0.4.2")),
+        ] {
+            assert_eq!(release_of(sha, tag), None, "{sha:?} {tag:?}");
+        }
+        let looked_up = pin_for(None, "http://127.0.0.1:9", None);
+        assert_eq!(looked_up.reference, release_tag());
+        assert!(looked_up.unpinned_because.is_some());
+    }
 
     #[test]
     fn the_commented_configuration_is_the_defaults() {
