@@ -72,12 +72,18 @@ pub fn release_tag() -> String {
 /// commit SHA, and `AAYU_RELEASE_TAG`, `v<version>`, in the release workflow): the one place that reads
 /// them. `None` for any other build (`cargo install --git`, a checkout), or when either is malformed.
 pub fn built_release() -> Option<(&'static str, &'static str)> {
-    release_of(option_env!("AAYU_RELEASE_SHA"), option_env!("AAYU_RELEASE_TAG"))
+    release_of(
+        option_env!("AAYU_RELEASE_SHA"),
+        option_env!("AAYU_RELEASE_TAG"),
+    )
 }
 
 fn release_of<'a>(sha: Option<&'a str>, tag: Option<&'a str>) -> Option<(&'a str, &'a str)> {
     let (sha, tag) = (sha?.trim(), tag?.trim());
-    let full_sha = sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    let full_sha = sha.len() == 40
+        && sha
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
     (full_sha && tag.starts_with('v') && tag.len() > 1).then_some((sha, tag))
 }
 
@@ -627,7 +633,11 @@ mod tests {
     fn a_release_build_pins_itself_with_no_network() {
         let sha = "0123456789abcdef0123456789abcdef01234567";
         // An API nobody answers: a release build never asks it.
-        let pin = pin_for(release_of(Some(sha), Some("v0.4.2")), "http://127.0.0.1:9", None);
+        let pin = pin_for(
+            release_of(Some(sha), Some("v0.4.2")),
+            "http://127.0.0.1:9",
+            None,
+        );
         assert_eq!(pin.unpinned_because, None);
         let written = workflow(GATE_TEMPLATE, &pin);
         assert!(
@@ -638,7 +648,10 @@ mod tests {
         // Anything else a build might carry is no release: the look-up (here: nobody answers) decides.
         for (sha, tag) in [
             (Some("0123456789abcdef"), Some("v0.4.2")),
-            (Some("0123456789ABCDEF0123456789ABCDEF01234567"), Some("v0.4.2")),
+            (
+                Some("0123456789ABCDEF0123456789ABCDEF01234567"),
+                Some("v0.4.2"),
+            ),
             (Some(sha), Some("0.4.2")),
             (Some(sha), None),
             (None, Some("v0.4.2")),

@@ -23,6 +23,7 @@ mod hostile_input;
 mod image;
 mod init;
 mod ledger;
+mod local_loop;
 mod maintain;
 mod media;
 mod no_root;
