@@ -891,6 +891,19 @@ impl Sandbox {
         }
         let mut sealed = true;
         if let Some(caches) = &self.caches {
+            // The machine's cargo configuration, written again: the fetch's uid could replace what was
+            // written before it in the folder it owned.
+            if !skip_cargo {
+                for name in ["config.toml", "config"] {
+                    let at = caches.cargo_home.join(name);
+                    let _ = build_cache::remove(&at);
+                    if let Some((_, text)) = caches.config.iter().find(|(n, _)| n == name) {
+                        let _ = std::fs::write(&at, text);
+                        let _ =
+                            std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o644));
+                    }
+                }
+            }
             for dir in [&caches.cargo_home, &caches.go_mod_cache] {
                 if skip_cargo && dir == &caches.cargo_home {
                     continue;
@@ -2005,22 +2018,36 @@ fn is_sealed(dir: &Path) -> bool {
 /// Makes a fetched cache root-owned and read-only, without following a link. No process of the uid that
 /// wrote it is alive any more (each sandboxed run ends by killing them all).
 fn seal(dir: &Path) -> std::io::Result<()> {
-    let meta = std::fs::symlink_metadata(dir)?;
-    // A file linked from the machine's own cache is root's already and read-only to the sandbox: it (and
-    // its mode, shared with the original) is left alone.
-    if meta.is_file()
-        && std::os::unix::fs::MetadataExt::nlink(&meta) > 1
-        && std::os::unix::fs::MetadataExt::uid(&meta) == 0
-    {
-        return Ok(());
-    }
-    std::os::unix::fs::lchown(dir, Some(0), Some(0))?;
+    let root = std::fs::canonicalize(dir)?;
+    seal_in(&root, dir)
+}
+
+fn seal_in(root: &Path, path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path)?;
     if meta.file_type().is_symlink() {
-        return Ok(());
+        // A link the fetch left that leads out of the cache (or nowhere) would hand a later step what the
+        // seal does not cover — a folder the uid can still write, say: removed. One within stays (a git
+        // dependency's own links).
+        let inside = std::fs::canonicalize(path).is_ok_and(|target| target.starts_with(root));
+        if !inside {
+            return std::fs::remove_file(path);
+        }
+        return std::os::unix::fs::lchown(path, Some(0), Some(0));
     }
+    if meta.is_file() && meta.nlink() > 1 {
+        // A file linked from the machine's own cache is root's and closed to others' writes already: it
+        // (and its mode, shared with the original) is left alone. Any other hard link may be another file
+        // of the machine's, which a chown or chmod here would change: removed.
+        if meta.uid() == 0 && meta.mode() & 0o022 == 0 {
+            return Ok(());
+        }
+        return std::fs::remove_file(path);
+    }
+    std::os::unix::fs::lchown(path, Some(0), Some(0))?;
     if meta.is_dir() {
-        for entry in std::fs::read_dir(dir)? {
-            seal(&entry?.path())?;
+        for entry in std::fs::read_dir(path)? {
+            seal_in(root, &entry?.path())?;
         }
     }
     let mode = meta.permissions().mode() & 0o7777;
@@ -2029,7 +2056,7 @@ fn seal(dir: &Path) -> std::io::Result<()> {
     } else {
         (mode | 0o444) & !0o7222
     };
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(sealed))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(sealed))
 }
 
 /// The ids a sandbox uid (and gid: each slot uses the same number for both) may never be: below 1000 and
@@ -2277,6 +2304,51 @@ fn socket_filter(families: &[i32]) -> Option<BpfProgram> {
 
 #[cfg(test)]
 mod tests {
+
+    /// As root: the seal removes what the fetch's uid could point elsewhere — a link out of the cache, a
+    /// hard link to a file not root's — and never changes the file such a link led to.
+    #[test]
+    fn the_seal_removes_links_out_of_the_cache_and_changes_nothing_outside() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        let outside = tempfile::tempdir().expect("temp");
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "mine").expect("write");
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        std::os::unix::fs::lchown(&secret, Some(4242), Some(4242)).expect("chown");
+        let cache = tempfile::tempdir().expect("temp");
+        let dir = cache.path().join("registry");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join("crate.rs"), "fn f() {}").expect("write");
+        std::fs::hard_link(&secret, dir.join("linked")).expect("hard link");
+        std::os::unix::fs::symlink(outside.path(), dir.join("out")).expect("symlink");
+        std::os::unix::fs::symlink("crate.rs", dir.join("within")).expect("symlink");
+        crate::sandbox::seal(cache.path()).expect("seal");
+        let meta = std::fs::metadata(&secret).expect("the secret");
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o777),
+            (4242, 0o600),
+            "unchanged"
+        );
+        assert!(
+            std::fs::symlink_metadata(dir.join("linked")).is_err(),
+            "the hard link is gone"
+        );
+        assert!(
+            std::fs::symlink_metadata(dir.join("out")).is_err(),
+            "the link out is gone"
+        );
+        assert!(
+            std::fs::symlink_metadata(dir.join("within")).is_ok(),
+            "a link within stays"
+        );
+        let file = std::fs::metadata(dir.join("crate.rs")).expect("crate.rs");
+        assert_eq!((file.uid(), file.mode() & 0o777), (0, 0o444));
+        assert!(crate::sandbox::is_sealed(cache.path()));
+    }
+
     use super::{network_config, said_as_is as said};
 
     #[test]

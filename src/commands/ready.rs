@@ -72,15 +72,20 @@ fn story_from_file(
                 .ok()
                 .map(|rel| rel.to_string_lossy().into_owned())
         });
-    let bytes = std::fs::read(&path).map_err(|e| {
-        Failure::usage(format!("cannot read the story file `{shown}`")).caused_by(e)
-    })?;
     let Some(rel) = inside else {
+        if !path.exists() {
+            return Err(Failure::usage(format!(
+                "cannot read the story file `{shown}`: no such file"
+            )));
+        }
         return Err(Failure::usage(format!(
             "the story file `{shown}` is outside the repository: the snapshot records its path in the repository"
         ))
         .with_hint("keep stories in the repository (for example `stories/<n>.md`)"));
     };
+    // Read as a file of the repository: a regular file, at most 1 MiB, no link followed.
+    let bytes = crate::safe_fs::read(repo.root(), &rel, 1 << 20)
+        .map_err(|e| Failure::usage(format!("cannot read the story file `{rel}`: {e}")))?;
     let body = String::from_utf8(bytes)
         .map_err(|_| Failure::usage(format!("the story file `{rel}` is not UTF-8 text")))?;
     let title = body

@@ -196,12 +196,9 @@ fn compare_map(
                     .iter()
                     .filter(|g| !g.starts_with('!') && !kept.files.contains(g))
                     .collect();
-                // One added (or changed, which may exclude more): the rule looks in fewer files.
-                let excluding: Vec<&String> = kept
-                    .files
-                    .iter()
-                    .filter(|g| g.starts_with('!') && !rule.files.contains(g))
-                    .collect();
+                // One added (or changed, which may exclude more), or one that now comes after an
+                // include it came before: the rule looks in fewer files.
+                let excluding = narrowing(&rule.files, &kept.files);
                 if !excluding.is_empty() {
                     found.push(at(
                         &new.file,
@@ -415,6 +412,47 @@ fn loosened(
     lost
 }
 
+/// The `!` entries of `head` (a surface rule's `files`) that narrow it against `base`: entries apply in
+/// order and the last match decides, so a `!` entry narrows when it is new (or there more times than at the
+/// base), or when an include of the base now comes before it that came after it (or was not before it) at
+/// the base — moved, not added. An include that is new at the head widens the rule whatever follows it.
+fn narrowing<'a>(base: &[String], head: &'a [String]) -> Vec<&'a String> {
+    let includes_before = |files: &[String], at: usize| -> Vec<String> {
+        files[..at]
+            .iter()
+            .filter(|g| !g.starts_with('!'))
+            .cloned()
+            .collect()
+    };
+    let base_includes: Vec<&String> = base.iter().filter(|g| !g.starts_with('!')).collect();
+    let mut found = Vec::new();
+    for (i, entry) in head.iter().enumerate() {
+        if !entry.starts_with('!') {
+            continue;
+        }
+        // The same occurrence of this entry at the base (the 2nd `!x` of the head is the base's 2nd).
+        let nth = head[..i].iter().filter(|g| *g == entry).count();
+        let Some(at) = base
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| *g == entry)
+            .nth(nth)
+            .map(|(j, _)| j)
+        else {
+            found.push(entry);
+            continue;
+        };
+        let before_at_base = includes_before(base, at);
+        let moved_over = includes_before(head, i)
+            .iter()
+            .any(|g| base_includes.contains(&g) && !before_at_base.contains(g));
+        if moved_over {
+            found.push(entry);
+        }
+    }
+    found
+}
+
 fn quoted(items: &[&String]) -> String {
     items
         .iter()
@@ -466,6 +504,49 @@ pub fn floor(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_exclusion_narrows_when_it_is_new_repeated_or_moved_past_an_include() {
+        let v = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let base = v(&["src/**", "!src/x/**", "src/x/api.rs"]);
+        let narrowed = |head: &[&str]| {
+            super::narrowing(&base, &v(head))
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            narrowed(&["src/**", "!src/x/**", "src/x/api.rs"]).is_empty(),
+            "the same"
+        );
+        assert_eq!(
+            narrowed(&["src/**", "src/x/api.rs", "!src/x/**"]),
+            ["!src/x/**"],
+            "moved last"
+        );
+        assert_eq!(
+            narrowed(&["src/**", "!src/x/**", "src/x/api.rs", "!src/x/**"]),
+            ["!src/x/**"],
+            "repeated at the end"
+        );
+        assert_eq!(
+            narrowed(&["src/**", "!src/x/**", "src/x/api.rs", "!**/*.rs"]),
+            ["!**/*.rs"]
+        );
+        assert!(
+            narrowed(&["src/**", "src/x/api.rs"]).is_empty(),
+            "an exclusion removed widens"
+        );
+        assert!(
+            narrowed(&["src/**", "lib/**", "!src/x/**", "src/x/api.rs"]).is_empty(),
+            "a new include before it widens"
+        );
+        // The two-step: a leading `!src/**` (flagged when added), then moved last.
+        let step = v(&["!src/**", "src/**"]);
+        let last = v(&["src/**", "!src/**"]);
+        assert_eq!(super::narrowing(&step, &last), [&"!src/**".to_string()]);
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -5,7 +5,10 @@
 //! has nothing new to fetch, and starts no `cargo fetch`:
 //!
 //! - as root, the kept cargo home is the one that fetch filled and sealed (root-owned, read-only, under
-//!   root's `0711` folder of the repository): nothing could change it since;
+//!   root's `0711` folder of the repository; the seal removed links out of it and hard links to files not
+//!   root's, and the machine's cargo configuration was written again after the fetch): no sandbox uid can
+//!   change it since. What the fetch itself wrote there is trusted as the kept target folders are — a
+//!   local run builds the developer's own code;
 //! - as an ordinary user, the cargo home is the user's own: every registry package the lock names must
 //!   still have its downloaded `.crate` there, and a lock with a git dependency is fetched every run.
 //!
