@@ -939,6 +939,14 @@ impl Sandbox {
         let build_cache::BuildCache::Kept { .. } = &self.build_cache else {
             return None;
         };
+        // A run with no cargo package has nothing to skip, and no reason to run cargo's preflight.
+        let any_cargo = trees
+            .iter()
+            .flat_map(|t| &t.packages)
+            .any(|p| p.tool == preflight::Tool::Cargo && p.plan.is_ok());
+        if !any_cargo {
+            return None;
+        }
         let cargo = self.tool(preflight::Tool::Cargo).ok()?;
         let config = self
             .caches

@@ -12,14 +12,6 @@ use serde_json::Value;
 
 const DIR: &str = "examples/benefits-qa";
 
-/// A free loopback port for the app of one test (tests run side by side).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// The configuration that starts benefits-qa on its own port.
 fn config(port: u16) -> String {
     format!(
@@ -31,7 +23,7 @@ fn config(port: u16) -> String {
 fn benefits_repo() -> TestRepo {
     let repo = TestRepo::new();
     copy_tree(&example("benefits-qa"), &repo, DIR);
-    repo.write(".aayudha/config.toml", config(free_port()));
+    repo.write(".aayudha/config.toml", config(common::free_port()));
     repo.commit("benefits-qa");
     repo
 }
@@ -110,7 +102,7 @@ fn quiet(reason: &str) -> bool {
 fn seven_ui_and_three_api_checks_pass_in_a_real_browser() {
     crate::needs!(chromium);
     let repo = benefits_repo();
-    let bin = prebuilt(&repo, free_port(), None);
+    let bin = prebuilt(&repo, common::free_port(), None);
     let out = run(common::with_toolchain(&mut repo.aayu())
         .env("BENEFITS_QA_BIN", &bin)
         .args(["verify", "--check", "all", "--json", "--out", "run"]));
@@ -184,7 +176,7 @@ fn a_broken_build_fails_the_right_check_with_a_screenshot() {
         main.replacen(break_it.0, break_it.1, 1),
     );
     repo.commit("ignore the plan");
-    let bin = prebuilt(&repo, free_port(), Some(break_it));
+    let bin = prebuilt(&repo, common::free_port(), Some(break_it));
     let out = run(common::with_toolchain(&mut repo.aayu())
         .env("BENEFITS_QA_BIN", &bin)
         .args(["verify", "--check", "ask", "--json", "--out", "run"]));
@@ -296,7 +288,7 @@ fn a_production_base_url_is_refused_before_anything_starts() {
         ".aayudha/config.toml",
         format!(
             "{}base_url = \"https://benefits.example.com\"\n",
-            config(free_port()).replace("base_url = ", "# base_url = ")
+            config(common::free_port()).replace("base_url = ", "# base_url = ")
         ),
     );
     let out = run(repo
@@ -320,7 +312,7 @@ fn the_gate_proves_a_web_story_with_screenshots_linked_from_summary_and_comment(
     crate::needs!(chromium);
     let source = TestRepo::new();
     copy_tree(&example("benefits-qa"), &source, DIR);
-    source.write(".aayudha/config.toml", config(free_port()));
+    source.write(".aayudha/config.toml", config(common::free_port()));
     let answer_rs = format!("{DIR}/src/answer.rs");
     let fixed = std::fs::read_to_string(source.path(&answer_rs)).expect("answer.rs");
     let buggy = fixed.replacen(
@@ -484,7 +476,7 @@ fn the_gate_proves_a_web_story_with_screenshots_linked_from_summary_and_comment(
 fn a_missing_chromium_blocks_the_ui_checks_naming_what_to_install() {
     crate::needs!(python3);
     let repo = benefits_repo();
-    let port = free_port();
+    let port = common::free_port();
     // Any app will do: the browser is what is missing.
     repo.write(
         ".aayudha/config.toml",

@@ -168,21 +168,11 @@ struct CargoLog {
 impl CargoLog {
     fn new() -> CargoLog {
         use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::Builder::new()
-            .prefix("aayu-cargo-log-")
-            .tempdir()
-            .expect("temp");
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-        let log = dir.path().join("log");
-        std::fs::write(&log, "").expect("write");
-        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        let (dir, log) = common::shared_log("aayu-cargo-log-", 0o755, "log");
         // The cargo the tests' own PATH finds first (rustup's proxy, most often).
-        let path = common::with_toolchain(&mut std::process::Command::new("true"))
-            .get_envs()
-            .find(|(k, _)| *k == "PATH")
-            .and_then(|(_, v)| v.map(|v| v.to_os_string()))
-            .expect("PATH");
+        let path = path_of(common::with_toolchain(&mut std::process::Command::new(
+            "true",
+        )));
         let real = std::env::split_paths(&path)
             .map(|d| d.join("cargo"))
             .find(|c| c.is_file())
@@ -216,12 +206,7 @@ impl CargoLog {
     /// A local `verify --check all` with this cargo first on `PATH`; it must pass.
     fn check(&self, repo: &TestRepo) -> common::Run {
         let mut cmd = repo.aayu();
-        common::with_toolchain(&mut cmd);
-        let path = cmd
-            .get_envs()
-            .find(|(k, _)| *k == "PATH")
-            .and_then(|(_, v)| v.map(|v| v.to_os_string()))
-            .expect("PATH");
+        let path = path_of(common::with_toolchain(&mut cmd));
         let mut dirs = vec![self.dir.path().join("bin")];
         dirs.extend(std::env::split_paths(&path));
         cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
@@ -230,6 +215,14 @@ impl CargoLog {
         assert!(out.stdout.contains("passed"), "{}", out.stdout);
         out
     }
+}
+
+/// The `PATH` a command is given.
+fn path_of(cmd: &std::process::Command) -> std::ffi::OsString {
+    cmd.get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .and_then(|(_, v)| v.map(|v| v.to_os_string()))
+        .expect("PATH")
 }
 
 /// `app`, with its `Cargo.lock` committed (an application's, as cargo advises).

@@ -586,6 +586,29 @@ pub fn redact(text: &str) -> String {
     text
 }
 
+/// A free loopback port for the app of one test (tests run side by side).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A temporary folder of `mode`, holding an empty file `name` every uid may write (as root, the sandbox
+/// uids write there): a log that product code appends to, and the folder that keeps it.
+pub fn shared_log(prefix: &str, mode: u32, name: &str) -> (TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("temp");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).expect("chmod");
+    let file = dir.path().join(name);
+    std::fs::write(&file, "").expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    (dir, file)
+}
+
 /// A file that build scripts append a line to each time cargo runs them, in a folder every uid may write
 /// in (as root, the sandbox uids run the build scripts): how often a crate was really built.
 pub struct BuildCounter {
@@ -595,16 +618,7 @@ pub struct BuildCounter {
 
 impl BuildCounter {
     pub fn new() -> BuildCounter {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::Builder::new()
-            .prefix("aayu-builds-")
-            .tempdir()
-            .expect("temp");
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
-            .expect("chmod");
-        let file = dir.path().join("runs");
-        std::fs::write(&file, "").expect("write");
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        let (dir, file) = shared_log("aayu-builds-", 0o777, "runs");
         BuildCounter { _dir: dir, file }
     }
 

@@ -376,11 +376,7 @@ fn a_diff_selects_the_checks_of_what_changed() {
 #[test]
 fn api_checks_reach_the_seed_app_which_is_stopped_afterwards() {
     crate::needs!(python3);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = common::free_port();
     let repo = TestRepo::new();
     let dir = skill("", "site");
     let map = r#"{"product": "site", "control": ["aayu", "control"], "surfaces": []}"#;
@@ -428,11 +424,7 @@ fn api_checks_reach_the_seed_app_which_is_stopped_afterwards() {
 /// the check timeout.
 #[test]
 fn with_no_seed_and_nothing_answering_api_checks_are_blocked_at_once() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = common::free_port();
     let repo = TestRepo::new();
     let dir = skill("", "site");
     let map = r#"{"product": "site", "control": ["aayu", "control"], "surfaces": []}"#;
