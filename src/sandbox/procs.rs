@@ -206,8 +206,21 @@ pub fn kill_all(owner: &Owner, child: Option<i32>) -> Killed {
     if !by_uid {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let left = scan();
+    let mut left = scan();
     reap(&left, me, child);
+    // A uid's last look, again for up to 50 ms while anything of it is still alive (a process killed a
+    // moment ago may still be on its way out), killing again each time; nothing alive: no wait at all.
+    if let Owner::Uid(uid) = owner {
+        for _ in 0..50 {
+            if left.iter().all(|p| p.zombie) {
+                break;
+            }
+            super::exec::kill_every_process_of(*uid);
+            std::thread::sleep(Duration::from_millis(1));
+            left = scan();
+            reap(&left, me, child);
+        }
+    }
     Killed {
         killed,
         survivors: left
