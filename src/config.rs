@@ -46,6 +46,8 @@ pub struct Verify {
     pub maintainer: String,
     pub env: Vec<String>,
     pub chromium: String,
+    pub python: String,
+    pub python_wheels: String,
     pub require_isolation: bool,
     pub sandbox_uids: [u32; 2],
 }

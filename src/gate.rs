@@ -224,7 +224,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                 let id = TestId::parse(text).map_err(contract)?;
                 // The runner of the package reads the rest of the id: a doc test, a malformed target
                 // qualifier or Go name is refused before anything runs.
-                if let Some(found) = crate::runners::package(&root, &id.package) {
+                if let Some(found) = crate::runners::package_of(&root, &id) {
                     id.check(&root, &found.package()).map_err(contract)?;
                 }
                 ids.push(id);
@@ -240,7 +240,10 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         None
     } else {
         let sandbox = Sandbox::new(&inputs.sandbox)?;
-        let test_packages: BTreeSet<String> = ids.iter().map(|t| t.package.clone()).collect();
+        let test_packages: BTreeSet<(String, Option<String>)> = ids
+            .iter()
+            .map(|t| (t.package.clone(), Some(t.rest.clone())))
+            .collect();
         let seed = behaviour::seed_package(&loaded.maps, &selected, &root, &config.verify.seed);
         // Whether each lock file is committed is read from git: the checkout's index, the base's commit.
         let mut trees = vec![FetchTree::new(
@@ -250,7 +253,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                 &root,
                 behaviour::packages(&loaded.maps, &selected)
                     .into_iter()
-                    .chain(seed)
+                    .chain(seed.map(|dir| (dir, None)))
                     .chain(test_packages.iter().cloned()),
             ),
             |lock| repo.is_tracked(lock),
@@ -541,6 +544,10 @@ pub fn sandbox_settings(
         workspace: Some(root.to_path_buf()),
         memory_limit_mb: config.verify.memory_limit_mb,
         chromium: Some(config.verify.chromium.clone()).filter(|c| !c.is_empty()),
+        python: Some(config.verify.python.clone()).filter(|c| !c.is_empty()),
+        python_wheels: Some(config.verify.python_wheels.clone())
+            .filter(|c| !c.is_empty())
+            .map(|c| root.join(c)),
         build_cache: crate::sandbox::build_cache::BuildCache::PerRun,
     }
 }

@@ -795,7 +795,11 @@ fn load_feature(
                         let crate::steps::Step::Test { test, .. } = step else {
                             continue;
                         };
-                        let Some(found) = crate::runners::package(root, &test.package) else {
+                        let id_of = crate::runners::TestId {
+                            package: test.package.clone(),
+                            rest: test.test.clone(),
+                        };
+                        let Some(found) = crate::runners::package_of(root, &id_of) else {
                             continue;
                         };
                         let package = found.package();

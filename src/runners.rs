@@ -1,4 +1,4 @@
-//! The test runners: one module per stack ([`cargo`], [`go`]) behind one small trait, [`Runner`], and
+//! The test runners: one module per stack ([`cargo`], [`go`], [`python`]) behind one small trait, [`Runner`], and
 //! one registration in [`RUNNERS`]. Everything that differs between stacks lives here: which marker file
 //! claims a package folder (and before which other), how the `<rest>` of a test id is read, how the
 //! dependencies are fetched, how a run of named tests — or a package's whole suite — is made and read,
@@ -15,6 +15,7 @@
 pub(crate) mod cargo;
 pub(crate) mod go;
 mod id;
+pub(crate) mod python;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -28,9 +29,9 @@ use crate::sandbox::{FetchPlan, said};
 pub use crate::machine_paths::scrub;
 pub use id::TestId;
 
-/// Every runner, in the order their markers claim a folder: a folder with a `Cargo.toml` is cargo's even
-/// inside a Go module.
-pub static RUNNERS: [&dyn Runner; 2] = [&cargo::Cargo, &go::Go];
+/// Every runner, in the order their markers claim a folder: a folder's own markers first, in this order
+/// (a folder with a `Cargo.toml` is cargo's even inside a Go module), and only then a `go.mod` above it.
+pub static RUNNERS: [&dyn Runner; 3] = [&cargo::Cargo, &go::Go, &python::Python];
 
 /// One stack's way of building, naming, fetching and running tests.
 pub trait Runner: Sync {
@@ -40,8 +41,14 @@ pub trait Runner: Sync {
     /// The stack as prose names it: `cargo`, `Go`.
     fn title(&self) -> &'static str;
 
-    /// The file that claims a package folder for this runner.
+    /// The files that claim a package folder for this runner.
     fn marker(&self) -> Marker;
+
+    /// Whether a test id's `<rest>` has this runner's own shape (`tests/test_x.py::…` is pytest's): in a
+    /// folder that the markers of two runners claim, such an id goes to this one.
+    fn claims_id(&self, _rest: &str) -> bool {
+        false
+    }
 
     /// The tool the preflight must find for this runner's work.
     fn tool(&self) -> Tool;
@@ -101,11 +108,11 @@ pub trait Runner: Sync {
     fn is_test_file(&self, path: &str) -> bool;
 }
 
-/// The file that claims a folder: in the folder itself, or (`above`) in it or the nearest folder above it
-/// inside the tree, as a Go package sits inside its module.
+/// The files that claim a folder (any one of them): in the folder itself, or (`above`) in it or the
+/// nearest folder above it inside the tree, as a Go package sits inside its module.
 #[derive(Debug, Clone, Copy)]
 pub struct Marker {
-    pub file: &'static str,
+    pub files: &'static [&'static str],
     pub above: bool,
 }
 
@@ -148,46 +155,67 @@ impl std::fmt::Debug for Found {
     }
 }
 
-/// Which runner claims a package folder (any spelling [`package_dir`] takes) of `root`, by the markers of
-/// [`RUNNERS`] in order, looked at without following a link; `None` when none does.
+/// Which runner claims a package folder (any spelling [`package_dir`] takes) of `root`: the folder's own
+/// markers first, in the order of [`RUNNERS`], then a marker above it (a Go module's); looked at without
+/// following a link. `None` when none does.
 pub fn package(root: &Path, dir: &str) -> Option<Found> {
+    claim(root, dir, None)
+}
+
+/// The runner that runs a test id: as [`package`], except that in a folder the markers of two runners
+/// claim, an id of one runner's own shape goes to that runner (`tests/test_x.py::t` to pytest).
+pub fn package_of(root: &Path, id: &TestId) -> Option<Found> {
+    claim(root, &id.package, Some(&id.rest))
+}
+
+fn claim(root: &Path, dir: &str, rest: Option<&str>) -> Option<Found> {
     let dir = package_dir(dir).ok()?;
-    for runner in RUNNERS {
-        let marker = runner.marker();
-        let mut at = dir.clone();
-        loop {
-            if crate::safe_fs::is_regular(root, &join(&at, marker.file)) {
-                return Some(Found {
-                    runner,
-                    dir,
-                    home: at,
-                });
-            }
-            if !marker.above || at.is_empty() {
-                break;
-            }
-            at = at
-                .rsplit_once('/')
-                .map_or(String::new(), |(p, _)| p.to_string());
+    let has = |at: &str, runner: &dyn Runner| {
+        runner
+            .marker()
+            .files
+            .iter()
+            .any(|file| crate::safe_fs::is_regular(root, &join(at, file)))
+    };
+    let found = |runner: &'static dyn Runner, home: String| Found {
+        runner,
+        dir: dir.clone(),
+        home,
+    };
+    let own: Vec<&'static dyn Runner> = RUNNERS.iter().copied().filter(|r| has(&dir, *r)).collect();
+    if let Some(first) = own.first() {
+        let chosen = rest
+            .and_then(|rest| own.iter().find(|r| r.claims_id(rest)))
+            .unwrap_or(first);
+        return Some(found(*chosen, dir.clone()));
+    }
+    let mut at = dir.clone();
+    while !at.is_empty() {
+        at = at
+            .rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string());
+        if let Some(runner) = RUNNERS.iter().find(|r| r.marker().above && has(&at, **r)) {
+            return Some(found(*runner, at));
         }
     }
     None
 }
 
-/// The packages of `dirs` (any spelling) that a runner claims, each with its runner's fetch plan — one
-/// per folder; a package with nothing to fetch is left out.
+/// The packages of `wanted` that a runner claims — each a folder (any spelling), with the id whose runner
+/// is meant when there is one ([`package_of`]) — each with its runner's fetch plan: one per folder and
+/// runner; a package with nothing to fetch is left out.
 pub fn fetch_packages(
     toolchains: &Toolchains,
     root: &Path,
-    dirs: impl IntoIterator<Item = String>,
+    wanted: impl IntoIterator<Item = (String, Option<String>)>,
 ) -> Vec<crate::sandbox::FetchPackage> {
     let mut seen = std::collections::BTreeSet::new();
     let mut packages = Vec::new();
-    for dir in dirs {
-        let Some(found) = package(root, &dir) else {
+    for (dir, rest) in wanted {
+        let Some(found) = claim(root, &dir, rest.as_deref()) else {
             continue;
         };
-        if !seen.insert(found.dir.clone()) {
+        if !seen.insert((found.dir.clone(), found.runner.name())) {
             continue;
         }
         let plan = match found.runner.fetch(toolchains, root, &found.package()) {
@@ -228,23 +256,24 @@ pub fn run_named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<Te
         .collect()
 }
 
-/// What no runner claims, in words: the markers there are.
+/// What no runner claims, in words: the markers there are, and what to map instead.
 pub fn unclaimed(dir: &str) -> String {
     let markers: Vec<String> = RUNNERS
         .iter()
         .map(|r| {
             let m = r.marker();
+            let files = m.files.join(", ");
             if m.above {
-                format!("a {} at or above it ({})", m.file, r.title())
+                format!("{} at or above it for {}", files, r.title())
             } else {
-                format!("{} ({})", m.file, r.title())
+                format!("{} for {}", files, r.title())
             }
         })
         .collect();
     format!(
-        "`{}` holds neither {}",
+        "no test runner aayu knows in `{}` (it looks for {}): map the criterion to a behaviour check with `checks = [...]` instead",
         shown_dir(dir),
-        markers.join(" nor ")
+        markers.join("; ")
     )
 }
 
@@ -338,6 +367,10 @@ pub struct Job {
     /// Variables for this process, beside the launcher's own.
     pub env: Vec<(String, OsString)>,
     pub timeout: Duration,
+    /// A variable to name a file by: the launcher makes a folder the process can write, puts the path of
+    /// a file in it in this variable, and hands back what the process wrote there (a runner's structured
+    /// events, never read from its output).
+    pub report: Option<&'static str>,
 }
 
 /// How a launched process ended.
@@ -348,7 +381,12 @@ pub struct Ran {
     pub timed_out: bool,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// What the process wrote to the file of [`Job::report`] (`None`: no such file).
+    pub report: Option<Vec<u8>>,
 }
+
+/// The most of a report file a launcher reads.
+pub const REPORT_CAP: u64 = 64 << 20;
 
 /// What starts a runner's processes: the sandbox, or a plain child inside a check's sandbox. `Err` is why
 /// the process gave no result that can be trusted (it could not start, it went over a limit, a process
@@ -439,10 +477,24 @@ mod tests {
         assert_eq!(found("tool/sub"), Some(("go", String::new())));
         assert_eq!(found("."), Some(("go", String::new())));
         assert!(package(dir.path(), "../x").is_none());
-        assert_eq!(
-            unclaimed(""),
-            "`.` holds neither Cargo.toml (cargo) nor a go.mod at or above it (Go)"
-        );
+        // A folder's own Python marker claims it before the Go module above it.
+        std::fs::create_dir_all(dir.path().join("py")).expect("py");
+        std::fs::write(dir.path().join("py/pytest.ini"), "[pytest]\n").expect("ini");
+        assert_eq!(found("py"), Some(("pytest", "py".to_string())));
+        // In a folder of two runners, an id of pytest's shape is pytest's, any other the first's.
+        std::fs::write(dir.path().join("tool/pyproject.toml"), "").expect("pyproject");
+        let of = |rest: &str| {
+            let id = TestId {
+                package: "tool".to_string(),
+                rest: rest.to_string(),
+            };
+            package_of(dir.path(), &id).map(|p| p.runner.name())
+        };
+        assert_eq!(of("tests/test_x.py::test_a[p::q]"), Some("pytest"));
+        assert_eq!(of("tests::adds"), Some("cargo"));
+        assert_eq!(of("x.py"), Some("cargo"));
+        assert_eq!(found("tool"), Some(("cargo", "tool".to_string())));
+        insta::assert_snapshot!("unclaimed", unclaimed("lib"));
     }
 
     /// A plain child, as the step runner launches.
@@ -450,12 +502,17 @@ mod tests {
 
     impl Launcher for Plain {
         fn launch(&self, job: Job) -> Result<Ran, String> {
-            let out = std::process::Command::new(&job.argv[0])
+            let folder = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let file = folder.path().join("report");
+            let mut command = std::process::Command::new(&job.argv[0]);
+            command
                 .args(&job.argv[1..])
                 .current_dir(&job.cwd)
-                .envs(job.env.iter().map(|(k, v)| (k, v)))
-                .output()
-                .map_err(|e| e.to_string())?;
+                .envs(job.env.iter().map(|(k, v)| (k, v)));
+            if let Some(var) = job.report {
+                command.env(var, &file);
+            }
+            let out = command.output().map_err(|e| e.to_string())?;
             use std::os::unix::process::ExitStatusExt;
             Ok(Ran {
                 code: out.status.code(),
@@ -463,6 +520,7 @@ mod tests {
                 timed_out: false,
                 stdout: out.stdout,
                 stderr: out.stderr,
+                report: std::fs::read(&file).ok(),
             })
         }
     }

@@ -15,6 +15,7 @@
 pub(crate) mod build_cache;
 pub(crate) mod exec;
 pub(crate) mod fetched;
+pub(crate) mod install;
 pub(crate) mod preflight;
 pub(crate) mod procs;
 pub(crate) mod toolchain;
@@ -236,6 +237,14 @@ pub struct Sandbox {
     resolved: std::sync::Mutex<Vec<Resolved>>,
     /// What [`Sandbox::read_problem`] found per tree and package, so a package is walked once per run.
     read_checked: std::sync::Mutex<BTreeMap<(PathBuf, String), Option<String>>>,
+    /// `[verify] python`, when set.
+    python: Option<String>,
+    /// The machine's wheelhouse (`[verify] python_wheels`, or aayu's own `PIP_FIND_LINKS`).
+    python_wheels: Option<PathBuf>,
+    /// The installs made this run: tree, package folder, and the variables its processes get.
+    installed: std::sync::Mutex<Vec<install::Installed>>,
+    /// Files outside the installs that links in them may keep leading to (a venv's interpreter).
+    keep_links: std::sync::Mutex<BTreeSet<PathBuf>>,
 }
 
 /// A lock file the tree does not commit, as the fetch left it.
@@ -294,6 +303,9 @@ pub struct FetchPlan {
     /// Why the work is blocked when the tree does not commit the lock (`None`: the fetch resolves one,
     /// which is reported with its hash and removed at the run's end).
     pub without_committed_lock: Option<String>,
+    /// An environment made for the package instead of one command (a Python virtual environment): the
+    /// lock fields are then unused.
+    pub install: Option<install::Install>,
 }
 
 /// One package of a tree to fetch for: its folder (normalised), the tool its runner needs, and its plan —
@@ -388,6 +400,11 @@ pub struct SandboxSettings {
     pub chromium: Option<String>,
     /// Whether the slots' cargo target folders are the run's, or kept between local runs.
     pub build_cache: build_cache::BuildCache,
+    /// `[verify] python`: the interpreter Python packages are installed with (a path or a name on
+    /// `PATH`); `None` looks for a `python3` on `PATH` the sandbox uid can run.
+    pub python: Option<String>,
+    /// `[verify] python_wheels`: a wheelhouse of the machine's, linked read-only into each run's.
+    pub python_wheels: Option<PathBuf>,
 }
 
 /// One process to run in the sandbox.
@@ -567,6 +584,20 @@ impl Sandbox {
             dependency_problems: std::sync::Mutex::new(BTreeMap::new()),
             resolved: std::sync::Mutex::new(Vec::new()),
             read_checked: std::sync::Mutex::new(BTreeMap::new()),
+            python: settings.python.clone(),
+            python_wheels: settings
+                .python_wheels
+                .clone()
+                .or_else(|| {
+                    settings
+                        .process_env
+                        .get("PIP_FIND_LINKS")
+                        .filter(|v| v.starts_with('/') && !v.contains(' '))
+                        .map(PathBuf::from)
+                })
+                .filter(|p| p.is_dir()),
+            installed: std::sync::Mutex::new(Vec::new()),
+            keep_links: std::sync::Mutex::new(BTreeSet::new()),
         };
         if let Some(caches) = &sandbox.caches {
             // Go's download folder exists before the cache is sealed, so that a module missing from it is
@@ -904,6 +935,22 @@ impl Sandbox {
                     }
                 }
             }
+            let installs = self.installs_dir();
+            let keep: Vec<PathBuf> = self
+                .keep_links
+                .lock()
+                .map(|k| k.iter().cloned().collect())
+                .unwrap_or_default();
+            if installs.exists()
+                && let Err(e) = seal_with(&installs, &keep, true)
+            {
+                sealed = false;
+                let _ = writeln!(
+                    progress,
+                    "warning: cannot make the installed environments `{}` read-only: {e}",
+                    installs.display()
+                );
+            }
             for dir in [&caches.cargo_home, &caches.go_mod_cache] {
                 if skip_cargo && dir == &caches.cargo_home {
                     continue;
@@ -1039,6 +1086,17 @@ impl Sandbox {
         heartbeat: &dyn Fn(Duration),
     ) -> Result<Option<Resolved>, Blocked> {
         let root = tree.root.as_path();
+        if let Some(install) = &plan.install {
+            return match self.install(root, package, install, heartbeat) {
+                Ok(_) => Ok(None),
+                Err(why) => {
+                    if let Ok(mut problems) = self.dependency_problems.lock() {
+                        problems.insert((root.to_path_buf(), package.to_string()), why.clone());
+                    }
+                    Err(Blocked::Work(why))
+                }
+            };
+        }
         let lock = plan.lock.clone();
         if tree.committed.contains(&lock) {
             self.fetch_one(root, plan, heartbeat)
@@ -1823,6 +1881,25 @@ fn fetch_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
                 .map(|v| (name.to_string(), OsString::from(v)))
         })
         .collect();
+    // pip's index, when it carries no credentials (a token in a URL is never passed on).
+    for name in [
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "PIP_NO_INDEX",
+        "PIP_TRUSTED_HOST",
+    ] {
+        if let Some(value) = settings.process_env.get(name).filter(|v| !v.is_empty())
+            && !value.split_whitespace().any(|url| {
+                url.split_once("://").is_some_and(|(_, rest)| {
+                    rest.split('/')
+                        .next()
+                        .is_some_and(|host| host.contains('@'))
+                })
+            })
+        {
+            env.insert(name.into(), value.into());
+        }
+    }
     env.insert("CARGO_NET_OFFLINE".into(), "false".into());
     // Go's own default when aayu was given none; `off` stays off.
     let proxy = settings
@@ -2026,18 +2103,28 @@ fn is_sealed(dir: &Path) -> bool {
 /// Makes a fetched cache root-owned and read-only, without following a link. No process of the uid that
 /// wrote it is alive any more (each sandboxed run ends by killing them all).
 fn seal(dir: &Path) -> std::io::Result<()> {
-    let root = std::fs::canonicalize(dir)?;
-    seal_in(&root, dir)
+    seal_with(dir, &[], false)
 }
 
-fn seal_in(root: &Path, path: &Path) -> std::io::Result<()> {
+/// [`seal`], keeping links out of the folder that lead to one of `keep` (a venv's interpreter), and —
+/// with `copy_shared` — replacing a hard-linked file aayu did not link from a machine cache by a copy of
+/// its own instead of removing it.
+fn seal_with(dir: &Path, keep: &[PathBuf], copy_shared: bool) -> std::io::Result<()> {
+    let root = std::fs::canonicalize(dir)?;
+    seal_in(&root, dir, keep, copy_shared)
+}
+
+fn seal_in(root: &Path, path: &Path, keep: &[PathBuf], copy_shared: bool) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(path)?;
     if meta.file_type().is_symlink() {
         // A link the fetch left that leads out of the cache (or nowhere) would hand a later step what the
         // seal does not cover — a folder the uid can still write, say: removed. One within stays (a git
-        // dependency's own links).
-        let inside = std::fs::canonicalize(path).is_ok_and(|target| target.starts_with(root));
+        // dependency's own links), and one to a file the install was made with (a venv's interpreter).
+        let target = std::fs::canonicalize(path);
+        let inside = target
+            .as_ref()
+            .is_ok_and(|target| target.starts_with(root) || keep.contains(target));
         if !inside {
             return std::fs::remove_file(path);
         }
@@ -2046,16 +2133,19 @@ fn seal_in(root: &Path, path: &Path) -> std::io::Result<()> {
     if meta.is_file() && meta.nlink() > 1 {
         // A file linked from the machine's own cache is root's and closed to others' writes already: it
         // (and its mode, shared with the original) is left alone. Any other hard link may be another file
-        // of the machine's, which a chown or chmod here would change: removed.
+        // of the machine's, which a chown or chmod here would change: removed, or replaced by a copy.
         if meta.uid() == 0 && meta.mode() & 0o022 == 0 {
             return Ok(());
+        }
+        if copy_shared {
+            return copy_in_place(path, meta.mode());
         }
         return std::fs::remove_file(path);
     }
     std::os::unix::fs::lchown(path, Some(0), Some(0))?;
     if meta.is_dir() {
         for entry in std::fs::read_dir(path)? {
-            seal_in(root, &entry?.path())?;
+            seal_in(root, &entry?.path(), keep, copy_shared)?;
         }
     }
     let mode = meta.permissions().mode() & 0o7777;
@@ -2065,6 +2155,24 @@ fn seal_in(root: &Path, path: &Path) -> std::io::Result<()> {
         (mode | 0o444) & !0o7222
     };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(sealed))
+}
+
+/// Replaces a hard-linked file by a root-owned, read-only copy of its bytes (the other links keep the
+/// original, untouched).
+fn copy_in_place(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut source = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let mut copy = tempfile::NamedTempFile::new_in(parent)?;
+    std::io::copy(&mut source, copy.as_file_mut())?;
+    let sealed = if mode & 0o100 != 0 { 0o555 } else { 0o444 };
+    copy.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(sealed))?;
+    copy.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// The ids a sandbox uid (and gid: each slot uses the same number for both) may never be: below 1000 and

@@ -266,7 +266,7 @@ pub(crate) fn run_checks(
             repo.root(),
             behaviour::packages(&loaded.maps, &selected)
                 .into_iter()
-                .chain(seed),
+                .chain(seed.map(|dir| (dir, None))),
         ),
         |lock| repo.is_tracked(lock),
     );

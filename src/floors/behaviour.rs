@@ -561,6 +561,26 @@ fn run_one(
             env.push(("AAYU_CHROMIUM".to_string(), chromium.into()));
         }
     }
+    // What the installs of the step packages gave them (a Python venv), for the step runner's tests:
+    // `{"<package>": {"VAR": "value", …}, …}`.
+    let installed: serde_json::Map<String, serde_json::Value> = step_packages(check)
+        .filter_map(|package| {
+            let vars = sandbox.installed_env(&options.root, package);
+            (!vars.is_empty()).then(|| {
+                let vars: serde_json::Map<String, serde_json::Value> = vars
+                    .into_iter()
+                    .map(|(k, v)| (k, v.to_string_lossy().into_owned().into()))
+                    .collect();
+                (package.to_string(), vars.into())
+            })
+        })
+        .collect();
+    if !installed.is_empty() {
+        env.push((
+            crate::steps::runner::INSTALLED.to_string(),
+            serde_json::Value::Object(installed).to_string().into(),
+        ));
+    }
     let job = sandbox::Job {
         argv: &argv,
         cwd: &options.root,
@@ -828,7 +848,20 @@ fn toolchain_for(
         if let Some(why) = sandbox.read_problem(&options.root, package) {
             return Err(why);
         }
-        let Some(found) = crate::runners::package(&options.root, package) else {
+        let step_id = check.steps.iter().find_map(|step| match step {
+            crate::steps::Step::Test { test, .. } if test.package == package => {
+                Some(crate::runners::TestId {
+                    package: test.package.clone(),
+                    rest: test.test.clone(),
+                })
+            }
+            _ => None,
+        });
+        let found = match &step_id {
+            Some(id) => crate::runners::package_of(&options.root, id),
+            None => crate::runners::package(&options.root, package),
+        };
+        let Some(found) = found else {
             continue;
         };
         let package = found.package();
@@ -906,8 +939,19 @@ fn check_needs(map: &Map, check: &crate::maps::Check, root: &Path) -> BTreeSet<T
     let mut needs = BTreeSet::new();
     if map.uses_step_runner() {
         needs.extend(
-            step_packages(check)
-                .filter_map(|package| crate::runners::package(root, package))
+            check
+                .steps
+                .iter()
+                .filter_map(|step| match step {
+                    crate::steps::Step::Test { test, .. } => crate::runners::package_of(
+                        root,
+                        &crate::runners::TestId {
+                            package: test.package.clone(),
+                            rest: test.test.clone(),
+                        },
+                    ),
+                    other => crate::runners::package(root, other.package()?),
+                })
                 .map(|found| found.runner.tool()),
         );
         if check.steps.iter().any(crate::steps::Step::is_browser) || check.kind == CheckKind::Ui {
@@ -928,12 +972,19 @@ pub fn needs(maps: &[Map], selected: &[Selected], root: &Path) -> BTreeSet<Tool>
 }
 
 /// The packages whose dependencies the selected checks need fetched before they run: those the built-in
-/// step runner builds or tests. A map's own control tool fetches nothing: its checks run offline.
-pub fn packages(maps: &[Map], selected: &[Selected]) -> BTreeSet<String> {
+/// step runner builds or tests, each with the test a `test` step names (which runner it is, in a folder
+/// two runners claim). A map's own control tool fetches nothing: its checks run offline.
+pub fn packages(maps: &[Map], selected: &[Selected]) -> BTreeSet<(String, Option<String>)> {
     selected
         .iter()
         .filter(|s| maps[s.map].uses_step_runner())
-        .flat_map(|s| step_packages(check_of(maps, s)).map(str::to_string))
+        .flat_map(|s| check_of(maps, s).steps.iter())
+        .filter_map(|step| match step {
+            crate::steps::Step::Test { test, .. } => {
+                Some((test.package.clone(), Some(test.test.clone())))
+            }
+            other => other.package().map(|p| (p.to_string(), None)),
+        })
         .collect()
 }
 

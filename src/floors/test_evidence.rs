@@ -37,17 +37,19 @@ pub struct Run<'a> {
 pub fn needs(root: &Path, tests: &[TestId]) -> BTreeSet<Tool> {
     tests
         .iter()
-        .filter_map(|t| runners::package(root, &t.package))
+        .filter_map(|t| runners::package_of(root, t))
         .map(|p| p.runner.tool())
         .collect()
 }
 
 /// Runs every test once, by its package's runner in the sandbox, and returns each one's result.
 pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
-    let mut by_package: BTreeMap<&str, Vec<&TestId>> = BTreeMap::new();
+    // By package and runner: a folder two runners claim runs each one's ids by that runner.
+    let mut by_package: BTreeMap<(&str, &str), Vec<&TestId>> = BTreeMap::new();
     for test in tests {
+        let runner = runners::package_of(run.root, test).map_or("", |f| f.runner.name());
         by_package
-            .entry(test.package.as_str())
+            .entry((test.package.as_str(), runner))
             .or_default()
             .push(test);
     }
@@ -57,12 +59,12 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
     }
     let launcher = InSandbox { run };
     let mut results = BTreeMap::new();
-    for (package, tests) in by_package {
+    for ((package, _), tests) in by_package {
         if let Some(why) = run.sandbox.read_problem(run.root, package) {
             results.extend(runners::all(&tests, Outcome::Blocked(why)));
             continue;
         }
-        let Some(found) = runners::package(run.root, package) else {
+        let Some(found) = runners::package_of(run.root, tests[0]) else {
             results.extend(runners::all(
                 &tests,
                 Outcome::NotFound(runners::unclaimed(package)),
@@ -90,6 +92,8 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
                 continue;
             }
         };
+        // What the package's install gave it (a Python venv of this tree's own).
+        env.extend(run.sandbox.installed_env(run.root, package.dir));
         // A build cache of its own (red-on-base's tree).
         if let Some(name) = run.target {
             match run.sandbox.named_target_dir(0, name) {
@@ -125,6 +129,20 @@ impl Launcher for InSandbox<'_, '_> {
                 heartbeat(&job.what, elapsed);
             }
         };
+        // A report file the process may write, in a fresh folder of the slot's.
+        let mut env = job.env.clone();
+        let report = match job.report {
+            Some(var) => {
+                let dir = run
+                    .sandbox
+                    .fresh_dir(0, "report")
+                    .map_err(|e| e.to_string())?;
+                let file = dir.join("report");
+                env.push((var.to_string(), file.clone().into_os_string()));
+                Some(file)
+            }
+            None => None,
+        };
         let outcome = run
             .sandbox
             .run(
@@ -135,7 +153,7 @@ impl Launcher for InSandbox<'_, '_> {
                     network: false,
                     stdin: Vec::new(),
                     timeout: job.timeout,
-                    env: job.env.clone(),
+                    env,
                     heartbeat: Some(&beat),
                 },
                 &BTreeSet::new(),
@@ -160,11 +178,19 @@ impl Launcher for InSandbox<'_, '_> {
             timed_out: outcome.timed_out,
             stdout: outcome.stdout,
             stderr: outcome.stderr,
+            report: report.and_then(|file| read_report(&file)),
         })
     }
 }
 
-const TOOL: &str = "aayu test evidence (cargo test, go test -json)";
+/// A report file a process wrote: the file itself (never a link in its place), capped.
+pub(crate) fn read_report(file: &Path) -> Option<Vec<u8>> {
+    let dir = file.parent()?;
+    let name = file.file_name()?.to_str()?;
+    crate::safe_fs::read(dir, name, runners::REPORT_CAP).ok()
+}
+
+const TOOL: &str = "aayu test evidence (cargo test, go test -json, pytest)";
 
 /// What the tests floor found: its verdict, each criterion's evidence (artifact paths, empty when it has
 /// none) and a line per criterion saying why.

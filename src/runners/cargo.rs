@@ -29,7 +29,7 @@ impl Runner for Cargo {
 
     fn marker(&self) -> Marker {
         Marker {
-            file: "Cargo.toml",
+            files: &["Cargo.toml"],
             above: false,
         }
     }
@@ -89,6 +89,7 @@ impl Runner for Cargo {
             lends_lock: true,
             offline_first: true,
             without_committed_lock: None,
+            install: None,
         }))
     }
 
@@ -411,6 +412,7 @@ fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
             cwd: run.root.to_path_buf(),
             env: run.env.clone(),
             timeout: run.timeout.max(Duration::from_secs(600)),
+            report: None,
         })
         .map_err(Outcome::NotRun)?;
     let mut executables: BTreeMap<Target, PathBuf> = BTreeMap::new();
@@ -650,6 +652,7 @@ fn run_executable(
         cwd: run.root.join(package.dir),
         env,
         timeout: run.timeout,
+        report: None,
     })?;
     let record = read_record(&String::from_utf8_lossy(&ran.stdout), names, ran.code);
     let unfinished = match &record {

@@ -28,7 +28,7 @@ impl Runner for Go {
 
     fn marker(&self) -> Marker {
         Marker {
-            file: "go.mod",
+            files: &["go.mod"],
             above: true,
         }
     }
@@ -81,6 +81,7 @@ impl Runner for Go {
             lock,
             lends_lock: false,
             offline_first: false,
+            install: None,
         }))
     }
 
@@ -394,6 +395,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         cwd: module.to_path_buf(),
         env,
         timeout: run.timeout.max(Duration::from_secs(600)),
+        report: None,
     }) {
         Ok(ran) => ran,
         Err(e) => {

@@ -225,6 +225,7 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
                     lends_lock: true,
                     offline_first: true,
                     without_committed_lock: None,
+                    install: None,
                 }),
             }],
             committed: Default::default(),

@@ -18,6 +18,7 @@ pub enum Tool {
     Go,
     Node,
     Chromium,
+    Python,
 }
 
 impl Tool {
@@ -27,6 +28,7 @@ impl Tool {
             Tool::Go => "go",
             Tool::Node => "node",
             Tool::Chromium => "chromium",
+            Tool::Python => "python",
         }
     }
 
@@ -37,6 +39,7 @@ impl Tool {
             Tool::Go => &["go"],
             Tool::Node => &["node"],
             Tool::Chromium => &["chromium", "chromium-browser", "google-chrome"],
+            Tool::Python => &["python3"],
         }
     }
 
@@ -45,6 +48,11 @@ impl Tool {
         match self {
             Tool::Go => &["version"],
             Tool::Chromium => &["--headless", "--no-sandbox", "--version"],
+            // Its version, and that the modules an install uses are there.
+            Tool::Python => &[
+                "-c",
+                "import sys, venv, pip; print('Python', sys.version.split()[0], '(pip', pip.__version__ + ')')",
+            ],
             _ => &["--version"],
         }
     }
@@ -56,6 +64,9 @@ impl Tool {
             Tool::Go => "install Go (apt-get install golang-go, or https://go.dev/dl)",
             Tool::Node => "install Node.js (apt-get install nodejs npm, or https://nodejs.org)",
             Tool::Chromium => "install Chromium (apt-get install chromium)",
+            Tool::Python => {
+                "install Python 3 with venv and pip (apt-get install python3 python3-venv python3-pip), or name an interpreter with `[verify] python`"
+            }
         }
     }
 
@@ -66,6 +77,7 @@ impl Tool {
             "node" | "npm" | "npx" => Some(Tool::Node),
             "cargo" => Some(Tool::Cargo),
             "go" => Some(Tool::Go),
+            "python3" | "python" => Some(Tool::Python),
             _ => None,
         }
     }
@@ -232,9 +244,43 @@ impl Sandbox {
             };
             return found.map(|f| (f.display().to_string(), f));
         }
+        if tool == Tool::Python {
+            return self.locate_python();
+        }
         tool.programs()
             .iter()
             .find_map(|name| Some((name.to_string(), on_path(name)?)))
+    }
+
+    /// The interpreter Python packages are installed with: `[verify] python` (a path, or a name on
+    /// `PATH`), else the first `python3` on `PATH` that the sandbox uid can reach and that is a program,
+    /// not a version manager's shim (a script that picks an interpreter from its own settings, in a home
+    /// the sandbox uid cannot read). The file is named by its path, links resolved.
+    fn locate_python(&self) -> Option<(String, PathBuf)> {
+        let path = self.env_value("PATH");
+        let dirs: Vec<PathBuf> = path
+            .map(|p| std::env::split_paths(p).collect())
+            .unwrap_or_default();
+        let program = |file: &Path| {
+            let mut head = [0u8; 4];
+            std::fs::File::open(file)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok_and(|()| &head == b"\x7fELF")
+        };
+        let usable = |file: &Path| {
+            file.is_file()
+                && program(file)
+                && (!self.separate_uids() || closed_folder(file).is_none())
+        };
+        let found = match &self.python {
+            Some(chosen) if chosen.contains('/') => {
+                Some(PathBuf::from(chosen)).filter(|p| p.is_file())
+            }
+            Some(chosen) => dirs.iter().map(|d| d.join(chosen)).find(|p| p.is_file()),
+            None => dirs.iter().map(|d| d.join("python3")).find(|p| usable(p)),
+        }?;
+        let file = std::fs::canonicalize(&found).unwrap_or(found);
+        Some((file.display().to_string(), file))
     }
 
     fn check_tool(&self, tool: Tool) -> Checked {
@@ -389,6 +435,17 @@ impl Sandbox {
 
     fn missing(&self, tool: Tool) -> String {
         let name = tool.name();
+        if let (Tool::Python, Some(chosen)) = (tool, &self.python) {
+            return format!(
+                "`[verify] python` names `{chosen}`, which is not {}: {}, or correct the setting",
+                if chosen.contains('/') {
+                    "a file"
+                } else {
+                    "on the PATH aayu was started with"
+                },
+                tool.install()
+            );
+        }
         if let (Tool::Chromium, Some(chosen)) = (tool, &self.chromium) {
             return format!(
                 "`[verify] chromium` names `{chosen}`, which is not {}: {}, or correct the setting",
@@ -484,6 +541,7 @@ mod tests {
     fn control_programs_that_are_tools() {
         assert_eq!(Tool::of_program("node"), Some(Tool::Node));
         assert_eq!(Tool::of_program("/usr/bin/npx"), Some(Tool::Node));
-        assert_eq!(Tool::of_program("python3"), None);
+        assert_eq!(Tool::of_program("python3"), Some(Tool::Python));
+        assert_eq!(Tool::of_program("sh"), None);
     }
 }

@@ -427,7 +427,7 @@ impl StepRunner {
             package: step.package.clone(),
             rest: step.test.clone(),
         };
-        let Some(found) = runners::package(&self.root, &step.package) else {
+        let Some(found) = runners::package_of(&self.root, &id) else {
             let outcome = Outcome::NotFound(runners::unclaimed(&step.package));
             self.transcript.push(json!({"step": n, "test": {"package": shown, "test": step.test}, "tool": Value::Null, "result": outcome.word(), "detail": outcome.detail()}));
             return Verdict::Failed(format!("{label}: {}", outcome.detail()));
@@ -443,7 +443,7 @@ impl StepRunner {
             launcher: &launcher,
             // The check's own time limit ends the whole check; a test gets all of it.
             timeout: std::time::Duration::from_secs(24 * 3600),
-            env: Vec::new(),
+            env: installed_env(&step.package),
         };
         let outcome = match package.runner.check_id(&self.root, &package, &step.test) {
             Err(why) => Outcome::NotFound(why),
@@ -471,6 +471,27 @@ impl StepRunner {
 
 /// The step runner's launcher: a plain child (the step runner already runs in the check's sandbox, as
 /// the slot uid) with the check's environment and the built binaries first on `PATH`.
+/// The variable the check's control process is given the step packages' installs in (see
+/// `floors::behaviour`): `{"<package>": {"VAR": "value", …}, …}`.
+pub const INSTALLED: &str = "AAYU_INSTALLED";
+
+/// What the install of a step package gave it, from [`INSTALLED`].
+fn installed_env(package: &str) -> Vec<(String, OsString)> {
+    let Some(text) = std::env::var_os(INSTALLED) else {
+        return Vec::new();
+    };
+    let Ok(Value::Object(all)) = serde_json::from_str::<Value>(&text.to_string_lossy()) else {
+        return Vec::new();
+    };
+    match all.get(package) {
+        Some(Value::Object(vars)) => vars
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), OsString::from(v.as_str()?))))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 struct Child {
     env: BTreeMap<String, String>,
     path: OsString,
@@ -481,13 +502,30 @@ impl Launcher for Child {
         let Some(program) = job.argv.first() else {
             return Err("an empty argv".to_string());
         };
-        let output = Command::new(program)
+        // A report file the process may write, in a folder of its own under the check's TMPDIR.
+        let folder = match job.report {
+            Some(_) => Some(
+                match self.env.get("TMPDIR") {
+                    Some(tmp) => tempfile::tempdir_in(tmp),
+                    None => tempfile::tempdir(),
+                }
+                .map_err(|e| format!("cannot make a folder for the report of `{program}`: {e}"))?,
+            ),
+            None => None,
+        };
+        let report = folder.as_ref().map(|f| f.path().join("report"));
+        let mut command = Command::new(program);
+        command
             .args(&job.argv[1..])
             .current_dir(&job.cwd)
             .env("PATH", &self.path)
             .envs(&self.env)
             .envs(job.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(Stdio::null());
+        if let (Some(var), Some(file)) = (job.report, &report) {
+            command.env(var, file);
+        }
+        let output = command
             .output()
             .map_err(|e| format!("cannot run `{}`: {e}", job.argv.join(" ")))?;
         use std::os::unix::process::ExitStatusExt;
@@ -497,6 +535,7 @@ impl Launcher for Child {
             timed_out: false,
             stdout: output.stdout,
             stderr: output.stderr,
+            report: report.and_then(|file| crate::floors::test_evidence::read_report(&file)),
         })
     }
 }

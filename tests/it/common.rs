@@ -253,6 +253,31 @@ macro_rules! needs {
     };
 }
 
+/// The wheelhouse the Python tests install from (`AAYU_TEST_WHEELS`, or `~/.cache/aayu-test-wheels`),
+/// which `scripts/test` fills once: pytest and what it needs, setuptools and wheel. Missing, the test
+/// fails with the command that fills it — the tests never install from PyPI.
+pub fn wheels() -> PathBuf {
+    let dir = std::env::var_os("AAYU_TEST_WHEELS").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/aayu-test-wheels")
+        },
+        PathBuf::from,
+    );
+    let filled = std::fs::read_dir(&dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("pytest-"))
+    });
+    assert!(
+        filled,
+        "no wheelhouse at `{}`: run scripts/test once (it fills it), or `python3 -m pip download --only-binary=:all: -d {} pytest==9.2.0 setuptools wheel packaging`",
+        dir.display(),
+        dir.display()
+    );
+    dir
+}
+
 /// Whether the tests run as root: then aayu runs product code as the sandbox's own uids.
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")

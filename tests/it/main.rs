@@ -30,6 +30,7 @@ mod no_root;
 mod proof_comment;
 mod proof_push;
 mod proof_verify;
+mod python;
 mod real_layouts;
 mod registry;
 mod release;

@@ -463,9 +463,8 @@ fn links_in_the_checkout_are_not_followed() {
         );
     }
     assert!(
-        ci.stdout.contains(
-            "`linked:tests::adds` was not found: `linked` holds neither Cargo.toml (cargo) nor a go.mod at or above it (Go)"
-        ),
+        ci.stdout
+            .contains("`linked:tests::adds` was not found: no test runner aayu knows in `linked`"),
         "{}\n{}",
         ci.stdout,
         ci.stderr

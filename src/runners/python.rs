@@ -1,0 +1,1221 @@
+//! Python: a package folder holding `pyproject.toml`, `setup.cfg`, `setup.py`, `pytest.ini` or `tox.ini`,
+//! tested with pytest. A test id's rest is pytest's node id relative to the package folder, whole
+//! (`tests/test_x.py::TestK::test_m[2]`): it is passed to pytest as one argument, never through a shell
+//! or `-k`, and read from the events aayu's own plugin writes ([`PLUGIN`]), never from pytest's output:
+//! `python -m pytest -p no:cacheprovider --rootdir . -q <node id>…` in the package folder, the plugin
+//! loaded by `PYTEST_PLUGINS`.
+//!
+//! The dependencies are installed without running package code on the network: the requirements are read
+//! as data (or, for a package whose requirements only its build backend knows, from that backend run
+//! offline as the sandbox uid), downloaded as wheels only into the run's wheelhouse, then installed
+//! offline into a fresh virtual environment per tree (the base's is its own), from a per-run copy of
+//! the package folder; then sealed read-only. See `docs/proof-packs.md#python`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
+use crate::sandbox::FetchPlan;
+use crate::sandbox::install::{Install, InstallStep};
+use crate::sandbox::preflight::Tool;
+use crate::sandbox::toolchain::{Toolchains, shown_dir};
+
+/// The pytest aayu installs when a package's test requirements do not bring one (`docs/proof-packs.md`).
+pub const PYTEST_PIN: &str = "pytest==9.2.0";
+
+/// aayu's pytest plugin (loaded by `PYTEST_PLUGINS=aayu_pytest`).
+pub const PLUGIN: &str = include_str!("python/aayu_pytest.py");
+
+/// The metadata step for a package whose requirements its build backend computes.
+const META: &str = include_str!("python/aayu_meta.py");
+
+/// The files that make a folder a Python package, in the order they are read.
+const MARKERS: [&str; 5] = [
+    "pyproject.toml",
+    "setup.cfg",
+    "setup.py",
+    "pytest.ini",
+    "tox.ini",
+];
+
+/// The variable the plugin's events file is named in.
+const EVENTS: &str = "AAYU_PYTEST_EVENTS";
+
+pub struct Python;
+
+impl Runner for Python {
+    fn name(&self) -> &'static str {
+        "pytest"
+    }
+
+    fn title(&self) -> &'static str {
+        "Python"
+    }
+
+    fn marker(&self) -> Marker {
+        Marker {
+            files: &MARKERS,
+            above: false,
+        }
+    }
+
+    fn claims_id(&self, rest: &str) -> bool {
+        PyTest::parse(rest).is_ok()
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::Python
+    }
+
+    fn toolchain(
+        &self,
+        _toolchains: &Toolchains,
+        _root: &Path,
+        _package: &Package,
+    ) -> Result<Vec<(String, OsString)>, String> {
+        Ok(Vec::new())
+    }
+
+    /// The test function's name: `tests/test_x.py::TestK::test_m[2]` → `test_m`.
+    fn found_by<'a>(&self, rest: &'a str) -> &'a str {
+        let base = rest.split('[').next().unwrap_or(rest);
+        base.rsplit("::").next().unwrap_or(base)
+    }
+
+    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), String> {
+        PyTest::parse(rest).map(drop)
+    }
+
+    fn fetch(
+        &self,
+        _toolchains: &Toolchains,
+        root: &Path,
+        package: &Package,
+    ) -> Result<Option<FetchPlan>, String> {
+        let recipe = Recipe::read(root, package.dir)?;
+        Ok(Some(FetchPlan {
+            unit: package.dir.to_string(),
+            argv: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            lock: join(package.dir, recipe.source),
+            lends_lock: false,
+            offline_first: false,
+            without_committed_lock: None,
+            install: Some(recipe.install()),
+        }))
+    }
+
+    fn run_named(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult> {
+        named(run, package, tests)
+    }
+
+    fn run_suite(
+        &self,
+        run: &Run,
+        package: &Package,
+        instrumented: bool,
+    ) -> Result<BTreeMap<TestId, TestResult>, String> {
+        if instrumented {
+            return Err(
+                "an instrumented run of a pytest suite is not built yet (it comes with the coverage floor)"
+                    .to_string(),
+            );
+        }
+        let ran = pytest(run, package, &[])?;
+        let events = Events::read(&ran)?;
+        let ids: BTreeSet<String> = events
+            .tests
+            .keys()
+            .filter(|id| !id.is_empty())
+            .cloned()
+            .collect();
+        Ok(ids
+            .into_iter()
+            .map(|rest| {
+                let result = events.result_of(&rest, &ran, run.root);
+                (
+                    TestId {
+                        package: package.dir.to_string(),
+                        rest,
+                    },
+                    result,
+                )
+            })
+            .collect())
+    }
+
+    /// `test_*.py`, `*_test.py`, `conftest.py`, and anything under a `tests/` or `test/` folder (their
+    /// data files too).
+    fn is_test_file(&self, path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let in_tests = path
+            .split('/')
+            .rev()
+            .skip(1)
+            .any(|part| part == "tests" || part == "test");
+        (name.starts_with("test_") && name.ends_with(".py"))
+            || name.ends_with("_test.py")
+            || name == "conftest.py"
+            || in_tests
+    }
+}
+
+/// A pytest node id: `<file>.py::<name>[::<name>…][<parameters>]`, split at `::` only before the first
+/// `[` (a parameter may hold `::`, `[`, quotes and `/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PyTest {
+    pub file: String,
+    pub names: Vec<String>,
+    pub parameters: Option<String>,
+}
+
+impl PyTest {
+    pub fn parse(rest: &str) -> Result<PyTest, String> {
+        let shape = || {
+            format!(
+                "`{rest}` is not a pytest node id relative to the package folder (`tests/test_x.py::test_name`, `tests/test_x.py::TestClass::test_name[param]`)"
+            )
+        };
+        let (base, parameters) = match rest.find('[') {
+            Some(at) => (&rest[..at], Some(&rest[at..])),
+            None => (rest, None),
+        };
+        if parameters.is_some_and(|p| !p.ends_with(']') || p.len() < 2) {
+            return Err(shape());
+        }
+        let mut parts = base.split("::");
+        let file = parts.next().unwrap_or_default();
+        let names: Vec<String> = parts.map(str::to_string).collect();
+        let plain_file = file.ends_with(".py")
+            && !file.starts_with('/')
+            && file
+                .split('/')
+                .all(|p| !p.is_empty() && p != "." && p != "..");
+        let identifiers = !names.is_empty()
+            && names.iter().all(|n| {
+                n.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && n.chars().all(|c| c.is_alphanumeric() || c == '_')
+            });
+        if !plain_file || !identifiers {
+            return Err(shape());
+        }
+        Ok(PyTest {
+            file: file.to_string(),
+            names,
+            parameters: parameters.map(str::to_string),
+        })
+    }
+}
+
+/// How a package's requirements are known, and what its install runs.
+struct Recipe {
+    /// The file the requirements are read from (for the fetch's lock field): `pyproject.toml`, …
+    source: &'static str,
+    /// Whether the package itself is installed (it has a build: `pyproject.toml` with a build system or
+    /// a project, `setup.py`, `setup.cfg`).
+    installable: bool,
+    /// Its build requirements (`[build-system] requires`, or setuptools for a `setup.py`).
+    build: Vec<String>,
+    /// Every requirement to download and install, when the package writes them as data; `None` when its
+    /// build backend must say (a `dynamic` list, or only `setup.py`/`setup.cfg`).
+    requirements: Option<Vec<String>>,
+    /// The test requirements read from a requirements file or a dependency group, for the backend's
+    /// list when it has no test extra.
+    more: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Pyproject {
+    #[serde(rename = "build-system")]
+    build_system: Option<BuildSystem>,
+    project: Option<Project>,
+    #[serde(rename = "dependency-groups", default)]
+    dependency_groups: BTreeMap<String, Vec<toml::Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct BuildSystem {
+    #[serde(default)]
+    requires: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct Project {
+    name: Option<String>,
+    #[serde(default)]
+    dependencies: Vec<String>,
+    #[serde(rename = "optional-dependencies", default)]
+    optional_dependencies: BTreeMap<String, toml::Spanned<Vec<String>>>,
+    #[serde(default)]
+    dynamic: Vec<String>,
+}
+
+/// The extras a test run installs, by name, the first declared of them.
+const TEST_EXTRAS: [&str; 3] = ["test", "tests", "testing"];
+
+/// The requirements files a test run installs when the package declares no test extra, the first there.
+const REQUIREMENTS: [&str; 5] = [
+    "requirements-test.txt",
+    "requirements/test*.txt",
+    "tests/requirements.txt",
+    "requirements-dev.txt",
+    "requirements.txt",
+];
+
+/// A requirement's name, normalised (PEP 503): `Foo_Bar.baz` → `foo-bar-baz`.
+fn normalised(name: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            dash = true;
+        } else {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// The name a requirement line starts with.
+fn requirement_name(line: &str) -> &str {
+    let end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .unwrap_or(line.len());
+    &line[..end]
+}
+
+/// The extras a requirement asks for: `pkg[a, b]>=1` → `a`, `b`.
+fn requirement_extras(line: &str) -> Vec<String> {
+    let rest = &line[requirement_name(line).len()..];
+    let rest = rest.trim_start();
+    match rest.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        Some((inside, _)) => inside
+            .split(',')
+            .map(|e| normalised(e.trim()))
+            .filter(|e| !e.is_empty())
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// Why a requirement cannot be downloaded as a wheel by name: a URL, a `git+` source, a local path.
+fn refused_requirement(line: &str, from: &str) -> Option<String> {
+    let spec = line.split(';').next().unwrap_or(line);
+    let url = spec.contains("://") || spec.contains(" @ ") || spec.trim_start().starts_with("git+");
+    let path = spec.starts_with('.') || spec.starts_with('/');
+    if url || path || requirement_name(line).is_empty() {
+        let what = if path {
+            "a local path"
+        } else if url {
+            "a URL or VCS requirement"
+        } else {
+            "not a requirement aayu can read"
+        };
+        return Some(format!(
+            "`{line}` in `{from}` is {what}: aayu installs dependencies only as wheels by name from the index (no package code runs with the network on); publish it to an index or a wheelhouse (`[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+        ));
+    }
+    None
+}
+
+impl Recipe {
+    fn read(root: &Path, dir: &str) -> Result<Recipe, String> {
+        let has = |name: &str| crate::safe_fs::is_regular(root, &join(dir, name));
+        let read_text = |name: &str| -> Result<String, String> {
+            crate::safe_fs::read(root, &join(dir, name), 4 << 20)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| format!("cannot read `{}`: {e}", join(dir, name)))
+        };
+        let pyproject: Option<Pyproject> = if has("pyproject.toml") {
+            let text = read_text("pyproject.toml")?;
+            Some(toml::from_str(&text).map_err(|e| {
+                format!(
+                    "`{}` is not a pyproject aayu can read: {}",
+                    join(dir, "pyproject.toml"),
+                    e.message()
+                )
+            })?)
+        } else {
+            None
+        };
+        let legacy = has("setup.py") || has("setup.cfg");
+        let project = pyproject.as_ref().and_then(|p| p.project.as_ref());
+        let system = pyproject.as_ref().and_then(|p| p.build_system.as_ref());
+        let installable = legacy || project.is_some() || system.is_some();
+        let mut build: Vec<String> = match system {
+            Some(system) => system.requires.clone(),
+            None if installable => vec!["setuptools>=40.8.0".to_string()],
+            None => Vec::new(),
+        };
+        if build
+            .iter()
+            .any(|r| normalised(requirement_name(r)) == "setuptools")
+            && !build
+                .iter()
+                .any(|r| normalised(requirement_name(r)) == "wheel")
+        {
+            // Older setuptools asks for `wheel` to build an editable install.
+            build.push("wheel".to_string());
+        }
+        let build_file = if pyproject.is_some() {
+            "pyproject.toml"
+        } else {
+            "setup.py"
+        };
+        for line in &build {
+            if let Some(why) = refused_requirement(line, &join(dir, build_file)) {
+                return Err(why);
+            }
+        }
+        // The test requirements beside the project's: a dependency group, else a requirements file.
+        let groups = pyproject
+            .as_ref()
+            .map(|p| &p.dependency_groups)
+            .filter(|g| !g.is_empty());
+        let group = groups.and_then(|groups| {
+            ["test", "tests", "dev"]
+                .into_iter()
+                .find(|name| groups.contains_key(*name))
+                .map(|name| (name, groups))
+        });
+        let more: Vec<String> = match group {
+            Some((name, groups)) => {
+                let mut out = Vec::new();
+                expand_group(groups, name, &mut out, 0)
+                    .map_err(|why| format!("`{}`: {why}", join(dir, "pyproject.toml")))?;
+                out
+            }
+            None => match REQUIREMENTS
+                .iter()
+                .find_map(|pattern| requirements_file(root, dir, pattern))
+            {
+                Some(file) => read_requirements(root, dir, &file, 0)?,
+                None => Vec::new(),
+            },
+        };
+        for line in &more {
+            if let Some(why) = refused_requirement(line, &join(dir, "the test requirements")) {
+                return Err(why);
+            }
+        }
+        let dynamic = project.is_some_and(|p| {
+            p.dynamic
+                .iter()
+                .any(|d| d == "dependencies" || d == "optional-dependencies")
+        });
+        let own_data = project.is_some() && !dynamic;
+        let requirements = if own_data || !installable {
+            let mut lines: Vec<String> = Vec::new();
+            let project = project.cloned().unwrap_or_default();
+            let own = project.name.as_deref().map(normalised);
+            let extra = project
+                .optional_dependencies
+                .iter()
+                .filter(|(name, _)| TEST_EXTRAS.contains(&normalised(name).as_str()))
+                .min_by_key(|(_, list)| list.span().start)
+                .map(|(name, _)| name.clone());
+            let mut wanted: BTreeSet<String> = extra.iter().map(|e| normalised(e)).collect();
+            // The project's own extras a list names (`test = ["me[yaml]"]`) are taken in too.
+            loop {
+                let before = wanted.len();
+                let chosen = wanted.clone();
+                let lists = std::iter::once(&project.dependencies).chain(
+                    project
+                        .optional_dependencies
+                        .iter()
+                        .filter(|(name, _)| chosen.contains(&normalised(name)))
+                        .map(|(_, list)| list.get_ref()),
+                );
+                lines.clear();
+                for list in lists {
+                    for line in list {
+                        if own.as_deref() == Some(normalised(requirement_name(line)).as_str()) {
+                            wanted.extend(requirement_extras(line));
+                        } else if !lines.contains(line) {
+                            lines.push(line.clone());
+                        }
+                    }
+                }
+                if wanted.len() == before {
+                    break;
+                }
+            }
+            for line in &lines {
+                if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
+                    return Err(why);
+                }
+            }
+            if extra.is_none() {
+                for line in &more {
+                    if !lines.contains(line) {
+                        lines.push(line.clone());
+                    }
+                }
+            }
+            if !lines
+                .iter()
+                .any(|l| normalised(requirement_name(l)) == "pytest")
+            {
+                lines.push(PYTEST_PIN.to_string());
+            }
+            Some(lines)
+        } else {
+            None
+        };
+        let source = if pyproject.is_some() {
+            "pyproject.toml"
+        } else if has("setup.py") {
+            "setup.py"
+        } else if has("setup.cfg") {
+            "setup.cfg"
+        } else if has("pytest.ini") {
+            "pytest.ini"
+        } else {
+            "tox.ini"
+        };
+        Ok(Recipe {
+            source,
+            installable,
+            build,
+            requirements,
+            more,
+        })
+    }
+
+    /// The install: download the build requirements (wheels only, with the network), ask the backend for
+    /// the rest when it must (offline), download those, then make the venv and install offline.
+    fn install(&self) -> Install {
+        let download = |what: &str, file: &str| InstallStep {
+            what: what.to_string(),
+            argv: [
+                "@python@",
+                "-m",
+                "pip",
+                "download",
+                "--only-binary=:all:",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--progress-bar",
+                "off",
+                "--dest",
+                "@wheels@",
+                "--find-links",
+                "@wheels@",
+                "-r",
+            ]
+            .into_iter()
+            .map(String::from)
+            .chain([format!("@work@/{file}")])
+            .collect(),
+            network: true,
+            cwd: "@work@".to_string(),
+            env: Vec::new(),
+            unless_empty: Some(file.to_string()),
+            explain: Some(explain_pip),
+        };
+        let offline_pip = |venv: &str, file: &str, package: bool| {
+            let mut argv: Vec<String> = [
+                "@python@",
+                "-m",
+                "pip",
+                "--python",
+                &format!("{venv}/bin/python"),
+                "install",
+                "--no-index",
+                "--find-links",
+                "@wheels@",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--progress-bar",
+                "off",
+                "-r",
+                &format!("@work@/{file}"),
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect();
+            if package {
+                argv.extend(["-e".to_string(), "@copy@".to_string()]);
+            }
+            argv
+        };
+        // A version read from git metadata (setuptools-scm, hatch-vcs): the copy has no `.git`.
+        let scm = vec![(
+            "SETUPTOOLS_SCM_PRETEND_VERSION".to_string(),
+            "0.0.0".to_string(),
+        )];
+        let lines = |list: &[String]| -> String { list.iter().map(|l| format!("{l}\n")).collect() };
+        let mut files = vec![
+            ("build.txt".to_string(), lines(&self.build)),
+            ("more.txt".to_string(), lines(&self.more)),
+            ("plugin/aayu_pytest.py".to_string(), PLUGIN.to_string()),
+        ];
+        let mut steps = Vec::new();
+        if self.installable {
+            steps.push(download("downloading the build requirements", "build.txt"));
+        }
+        match &self.requirements {
+            Some(requirements) => {
+                files.push(("requirements.txt".to_string(), lines(requirements)));
+            }
+            None => {
+                // The backend's own list: from a venv of the build requirements (and what the step reads
+                // them with), offline, in the copy.
+                files.push((
+                    "meta.txt".to_string(),
+                    "packaging\ntomli; python_version < \"3.11\"\n".to_string(),
+                ));
+                files.push(("aayu_meta.py".to_string(), META.to_string()));
+                steps.push(download(
+                    "downloading what reads the build's metadata",
+                    "meta.txt",
+                ));
+                steps.push(venv("@work@/build-env"));
+                let mut argv = offline_pip("@work@/build-env", "build.txt", false);
+                argv.extend(["-r".to_string(), "@work@/meta.txt".to_string()]);
+                steps.push(InstallStep {
+                    what: "installing the build requirements (offline)".to_string(),
+                    argv,
+                    network: false,
+                    cwd: "@work@".to_string(),
+                    env: Vec::new(),
+                    unless_empty: None,
+                    explain: Some(explain_pip),
+                });
+                steps.push(InstallStep {
+                    what: "asking the package's build backend for its requirements (offline)"
+                        .to_string(),
+                    argv: [
+                        "@work@/build-env/bin/python",
+                        "@work@/aayu_meta.py",
+                        "@copy@",
+                        "@work@",
+                        PYTEST_PIN,
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    network: false,
+                    cwd: "@copy@".to_string(),
+                    env: scm.clone(),
+                    unless_empty: None,
+                    explain: None,
+                });
+            }
+        }
+        steps.push(download(
+            "downloading the test requirements",
+            "requirements.txt",
+        ));
+        steps.push(venv("@venv@"));
+        steps.push(InstallStep {
+            what: "installing the package and its test requirements (offline)".to_string(),
+            argv: offline_pip("@venv@", "requirements.txt", self.installable),
+            network: false,
+            cwd: "@work@".to_string(),
+            env: scm,
+            unless_empty: None,
+            explain: Some(explain_pip),
+        });
+        Install {
+            files,
+            copy: self.installable,
+            steps,
+            env: vec![
+                ("AAYU_PYTHON".to_string(), "@venv@/bin/python".to_string()),
+                (
+                    "AAYU_PYTEST_PLUGIN".to_string(),
+                    "@work@/plugin".to_string(),
+                ),
+                ("VIRTUAL_ENV".to_string(), "@venv@".to_string()),
+            ],
+        }
+    }
+}
+
+/// A fresh virtual environment without pip of its own (the interpreter's pip installs into it).
+fn venv(at: &str) -> InstallStep {
+    InstallStep {
+        what: "making a virtual environment (offline)".to_string(),
+        argv: ["@python@", "-m", "venv", "--without-pip", at]
+            .map(String::from)
+            .to_vec(),
+        network: false,
+        cwd: "@work@".to_string(),
+        env: Vec::new(),
+        unless_empty: None,
+        explain: None,
+    }
+}
+
+/// What pip says when a requirement has no wheel to download: the requirement, named.
+fn explain_pip(stderr: &str) -> Option<String> {
+    let line = stderr.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("ERROR: No matching distribution found for ")
+    })?;
+    let requirement = line.trim();
+    Some(format!(
+        "`{requirement}` has no wheel for this interpreter (pip: No matching distribution found for {requirement}): aayu installs dependencies as wheels only, so that no package code runs with the network on; publish a wheel of it (to the index or a wheelhouse, `[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+    ))
+}
+
+/// The requirements of a PEP 735 dependency group, its `include-group`s expanded.
+fn expand_group(
+    groups: &BTreeMap<String, Vec<toml::Value>>,
+    name: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > 16 {
+        return Err(format!("dependency group `{name}` includes itself"));
+    }
+    let Some(list) = groups.get(name) else {
+        return Err(format!("no dependency group `{name}`"));
+    };
+    for item in list {
+        match item {
+            toml::Value::String(line) => {
+                if !out.contains(line) {
+                    out.push(line.clone());
+                }
+            }
+            toml::Value::Table(t) => match t.get("include-group").and_then(toml::Value::as_str) {
+                Some(other) => expand_group(groups, other, out, depth + 1)?,
+                None => return Err(format!("dependency group `{name}` holds {item}")),
+            },
+            other => return Err(format!("dependency group `{name}` holds {other}")),
+        }
+    }
+    Ok(())
+}
+
+/// The first file a pattern of [`REQUIREMENTS`] names in the package (`requirements/test*.txt`, by name).
+fn requirements_file(root: &Path, dir: &str, pattern: &str) -> Option<String> {
+    match pattern.split_once('*') {
+        None => crate::safe_fs::is_regular(root, &join(dir, pattern)).then(|| pattern.to_string()),
+        Some((prefix, suffix)) => {
+            let (folder, start) = prefix.rsplit_once('/').unwrap_or(("", prefix));
+            let mut names: Vec<String> = std::fs::read_dir(root.join(dir).join(folder))
+                .ok()?
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(start) && n.ends_with(suffix))
+                .collect();
+            names.sort();
+            names
+                .into_iter()
+                .map(|n| join(folder, &n))
+                .find(|rel| crate::safe_fs::is_regular(root, &join(dir, rel)))
+        }
+    }
+}
+
+/// A requirements file's requirements, read as data: comments and the package itself (`-e .`, `.`)
+/// dropped, an `-r` to a file of the package read in; an `-r` out of the package, or any other option,
+/// refused.
+fn read_requirements(
+    root: &Path,
+    dir: &str,
+    file: &str,
+    depth: usize,
+) -> Result<Vec<String>, String> {
+    let shown = join(dir, file);
+    if depth > 8 {
+        return Err(format!("`{shown}`: `-r` files include each other"));
+    }
+    let bytes = crate::safe_fs::read(root, &shown, 1 << 20)
+        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes).replace("\\\n", " ");
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = match raw.find(" #") {
+            Some(at) => &raw[..at],
+            None if raw.trim_start().starts_with('#') => "",
+            None => raw,
+        }
+        .trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = format!("`{shown}` line {}", n + 1);
+        if matches!(
+            line,
+            "." | "./" | "-e ." | "-e ./" | "--editable ." | "--editable=."
+        ) {
+            continue;
+        }
+        if let Some(other) = line
+            .strip_prefix("-r ")
+            .or_else(|| line.strip_prefix("--requirement "))
+            .or_else(|| line.strip_prefix("--requirement="))
+            .map(str::trim)
+        {
+            let base = file.rsplit_once('/').map_or("", |(d, _)| d);
+            let joined = crate::sandbox::toolchain::package_dir(&join(base, other))
+                .map_err(|_| format!("{at}: `-r {other}` is outside the package folder"))?;
+            if !crate::safe_fs::is_regular(root, &join(dir, &joined)) {
+                return Err(format!("{at}: `-r {other}` names no file of the package"));
+            }
+            out.extend(read_requirements(root, dir, &joined, depth + 1)?);
+            continue;
+        }
+        if line.starts_with('-') {
+            return Err(format!(
+                "{at}: `{line}` is an option, and aayu reads requirements files as data: set the index in aayu's environment (PIP_INDEX_URL), a wheelhouse with `[verify] python_wheels`"
+            ));
+        }
+        if let Some(why) = refused_requirement(line, &shown) {
+            return Err(format!("{at}: {why}"));
+        }
+        if !out.iter().any(|l| l == line) {
+            out.push(line.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// A run of pytest in the package folder for these node ids (none: the whole suite), with aayu's plugin
+/// and its events file.
+fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, String> {
+    let var = |name: &str| {
+        run.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let (Some(python), Some(plugin)) = (var("AAYU_PYTHON"), var("AAYU_PYTEST_PLUGIN")) else {
+        return Err(format!(
+            "the Python environment of `{}` was not installed (its install is made with the dependencies, before any test)",
+            shown_dir(package.dir)
+        ));
+    };
+    let nonce = nonce();
+    let mut argv: Vec<String> = vec![
+        python.to_string_lossy().into_owned(),
+        "-m".into(),
+        "pytest".into(),
+        "-p".into(),
+        "no:cacheprovider".into(),
+        "--rootdir".into(),
+        ".".into(),
+        "-q".into(),
+    ];
+    argv.extend(ids.iter().map(|id| id.to_string()));
+    let mut env: Vec<(String, OsString)> = run
+        .env
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "AAYU_PYTHON" | "AAYU_PYTEST_PLUGIN"))
+        .cloned()
+        .collect();
+    // The plugin is loaded by `PYTEST_PLUGINS`, not `-p`: a `-p` on the command line would unblock it
+    // where the package's `addopts` says `-p no:aayu_pytest`, and that choice is the package's to make
+    // (its tests then have no result, and the reason says why).
+    env.extend([
+        ("PYTEST_PLUGINS".to_string(), "aayu_pytest".into()),
+        ("PYTHONPATH".to_string(), plugin),
+        ("PYTHONDONTWRITEBYTECODE".to_string(), "1".into()),
+        ("PYTHONHASHSEED".to_string(), "0".into()),
+        ("AAYU_PYTEST_NONCE".to_string(), OsString::from(&nonce)),
+    ]);
+    let ran = run.launcher.launch(Job {
+        what: format!("pytest in `{}`", shown_dir(package.dir)),
+        argv,
+        cwd: run.root.join(package.dir),
+        env,
+        timeout: run.timeout,
+        report: Some(EVENTS),
+    })?;
+    Ok(super::Ran {
+        report: ran.report.map(|r| {
+            let mut marked = format!("{nonce}\n").into_bytes();
+            marked.extend(r);
+            marked
+        }),
+        ..ran
+    })
+}
+
+/// A fresh nonce for a run's events.
+fn nonce() -> String {
+    let mut bytes = [0u8; 16];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The plugin's events of one run, by node id.
+struct Events {
+    tests: BTreeMap<String, Vec<Value>>,
+    /// Collection errors: the collector's node id and its text.
+    collect_errors: Vec<(String, String)>,
+    exit: Option<i64>,
+}
+
+impl Events {
+    /// Reads the events file of a run: `Err` when it is not this run's plugin's (no file, no nonce).
+    fn read(ran: &super::Ran) -> Result<Events, String> {
+        let not_loaded = || {
+            "the aayu pytest plugin did not load (check `addopts` in the package's pytest configuration: `-p no:aayu_pytest` or a plugin that replaces the run)".to_string()
+        };
+        let report = ran.report.as_deref().ok_or_else(not_loaded)?;
+        let text = String::from_utf8_lossy(report);
+        let mut lines = text.lines();
+        let nonce = lines.next().unwrap_or_default();
+        let first: Option<Value> = lines.next().and_then(|l| serde_json::from_str(l).ok());
+        let started = first.as_ref().is_some_and(|f| {
+            f.get("$report_type").and_then(Value::as_str) == Some("SessionStart")
+                && f.get("nonce").and_then(Value::as_str) == Some(nonce)
+        });
+        if !started {
+            return Err(not_loaded());
+        }
+        let mut events = Events {
+            tests: BTreeMap::new(),
+            collect_errors: Vec::new(),
+            exit: None,
+        };
+        for line in lines {
+            let Ok(mut event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            match event.get("$report_type").and_then(Value::as_str) {
+                Some("TestReport") => {
+                    if let Some(object) = event.as_object_mut() {
+                        for timing in ["duration", "start", "stop", "keywords"] {
+                            object.shift_remove(timing);
+                        }
+                        if object.get("wasxfail").is_some_and(Value::is_null) {
+                            object.shift_remove("wasxfail");
+                        }
+                    }
+                    let id = event
+                        .get("nodeid")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    events.tests.entry(id).or_default().push(event);
+                }
+                Some("CollectReport") => {
+                    let id = event
+                        .get("nodeid")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let text = event
+                        .get("longrepr")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    events
+                        .collect_errors
+                        .push((id.to_string(), text.to_string()));
+                }
+                Some("SessionFinish") => {
+                    events.exit = event.get("exitstatus").and_then(Value::as_i64);
+                }
+                _ => {}
+            }
+        }
+        Ok(events)
+    }
+
+    /// One node id's result, read from its own phases.
+    fn result_of(&self, id: &str, ran: &super::Ran, root: &Path) -> TestResult {
+        let own = self.tests.get(id).cloned().unwrap_or_default();
+        let phase = |when: &str| -> Vec<&Value> {
+            own.iter()
+                .filter(|e| e.get("when").and_then(Value::as_str) == Some(when))
+                .collect()
+        };
+        let outcome_of = |e: &Value| {
+            e.get("outcome")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (setup, call, teardown) = (phase("setup"), phase("call"), phase("teardown"));
+        let events: Vec<String> = own.iter().map(Value::to_string).collect();
+        let outcome = if own.is_empty() {
+            self.missing(id, ran, root)
+        } else if setup.len() > 1 || call.len() > 1 || teardown.len() > 1 {
+            Outcome::NotRun(format!(
+                "the events do not match pytest's record (`{id}` has more than one event of a phase): they are not a test result"
+            ))
+        } else if let Some(failed) = own.iter().find(|e| outcome_of(e) == "failed") {
+            Outcome::Failed(failure(
+                failed.get("longrepr").and_then(Value::as_str).unwrap_or(""),
+            ))
+        } else if own.iter().any(|e| outcome_of(e) == "skipped") {
+            let why = own
+                .iter()
+                .find(|e| outcome_of(e) == "skipped")
+                .and_then(|e| e.get("longrepr").and_then(Value::as_str))
+                .unwrap_or("")
+                .to_string();
+            Outcome::NotRun(if why.is_empty() {
+                "the test was skipped".to_string()
+            } else {
+                format!("the test was skipped: {why}")
+            })
+        } else if call.len() == 1 && teardown.len() == 1 {
+            Outcome::Passed
+        } else {
+            Outcome::NotRun(
+                "the test started but gave no result (a crash, `os._exit` or a killed process)"
+                    .to_string(),
+            )
+        };
+        TestResult {
+            outcome,
+            events,
+            pinned: None,
+            note: None,
+        }
+    }
+
+    /// Why a node id has no events: a collection error (not built), pytest's `not found`, or no result.
+    fn missing(&self, id: &str, ran: &super::Ran, root: &Path) -> Outcome {
+        let output = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&ran.stdout),
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        let not_found = output.lines().any(|l| {
+            l.starts_with("ERROR: not found: ")
+                && (l.contains(&format!("/{id}")) || l.ends_with(id))
+                || l.starts_with("ERROR: file or directory not found: ")
+                    && l.ends_with(id.split("::").next().unwrap_or(id))
+        });
+        let file = id.split("::").next().unwrap_or(id);
+        if let Some((_, text)) = self.collect_errors.iter().find(|(node, _)| {
+            node == file || node.is_empty() || id.starts_with(&format!("{node}::"))
+        }) {
+            return Outcome::NotBuilt(format!(
+                "`{file}` could not be collected: {}",
+                failure(text)
+            ));
+        }
+        if not_found || ran.code == Some(5) {
+            return Outcome::NotFound(format!("pytest found no test `{id}`"));
+        }
+        if ran.code == Some(4) {
+            let line = output
+                .lines()
+                .find(|l| l.starts_with("ERROR: ") || l.contains("error: "))
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            return Outcome::Blocked(format!("pytest refused the run (exit 4): {line}"));
+        }
+        if ran.code == Some(2) && !self.collect_errors.is_empty() {
+            return Outcome::NotBuilt(format!(
+                "pytest stopped at a collection error: {}",
+                failure(&self.collect_errors[0].1)
+            ));
+        }
+        Outcome::NotRun(exited("pytest", ran, root))
+    }
+}
+
+/// What a pytest user reads first of a failure: its `E …` lines and the traceback's last line (where it
+/// failed, `tests/test_x.py:12: AssertionError`).
+fn failure(longrepr: &str) -> String {
+    let lines: Vec<&str> = longrepr.lines().map(str::trim_end).collect();
+    let said: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("E ").map(str::trim))
+        .filter(|l| !l.is_empty())
+        .take(8)
+        .collect();
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim())
+        .unwrap_or("");
+    match (said.is_empty(), last.is_empty()) {
+        (true, true) => "the test failed".to_string(),
+        (true, false) => last.to_string(),
+        (false, _) if said.contains(&last) || last.starts_with("E ") => said.join("; "),
+        (false, _) => format!("{} ({last})", said.join("; ")),
+    }
+}
+
+fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+    let (wanted, mut results) = super::read_ids(tests, PyTest::parse);
+    let asked: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
+    if asked.is_empty() {
+        return results;
+    }
+    // One pytest for the lot. An id pytest cannot find, or a file that cannot be collected, stops the
+    // whole run (exit 4, or 2): each id that got no events of its own then runs alone, so that its result
+    // is its own.
+    let batch = run_batch(run, package, &asked);
+    let stopped = batch
+        .as_ref()
+        .is_ok_and(|(code, _)| matches!(code, Some(2 | 4)));
+    for (test, result) in match batch {
+        Ok((_, results)) => results,
+        Err(why) => super::all(&asked, Outcome::NotRun(why)),
+    } {
+        let alone = stopped && asked.len() > 1 && result.events.is_empty();
+        let result = if alone {
+            match run_batch(run, package, &[&test]) {
+                Ok((_, mut one)) => one.remove(&test).unwrap_or(result),
+                Err(why) => TestResult::of(Outcome::NotRun(why)),
+            }
+        } else {
+            result
+        };
+        results.insert(test, result);
+    }
+    results
+}
+
+/// One pytest of these ids: its exit code and each id's result.
+fn run_batch(
+    run: &Run,
+    package: &Package,
+    tests: &[&TestId],
+) -> Result<(Option<i32>, BTreeMap<TestId, TestResult>), String> {
+    let ids: Vec<&str> = tests.iter().map(|t| t.rest.as_str()).collect();
+    let ran = pytest(run, package, &ids)?;
+    let events = Events::read(&ran).map_err(|why| {
+        if ran.code == Some(4) {
+            format!("{why}; pytest said: {}", exited("pytest", &ran, run.root))
+        } else {
+            why
+        }
+    })?;
+    Ok((
+        ran.code,
+        tests
+            .iter()
+            .map(|t| ((*t).clone(), events.result_of(&t.rest, &ran, run.root)))
+            .collect(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_id_splits_at_colons_only_before_its_parameters() {
+        let t = PyTest::parse("tests/test_x.py::TestK::test_m[a::b/c'[d]").expect("param");
+        assert_eq!(t.file, "tests/test_x.py");
+        assert_eq!(t.names, ["TestK", "test_m"]);
+        assert_eq!(t.parameters.as_deref(), Some("[a::b/c'[d]"));
+        assert_eq!(
+            Python.found_by("tests/test_x.py::TestK::test_m[2]"),
+            "test_m"
+        );
+        for bad in [
+            "tests/test_x.py",
+            "test_invalid",
+            "../x.py::t",
+            "/abs/x.py::t",
+            "x.py::",
+            "x.py::t[",
+            "x.py::a b",
+            "x.rs::t",
+        ] {
+            assert!(PyTest::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn python_test_files() {
+        for yes in [
+            "tests/test_parser.py",
+            "lib/test_x.py",
+            "pkg/x_test.py",
+            "conftest.py",
+            "tests/data/in.json",
+            "lib/test/fixtures/a.txt",
+        ] {
+            assert!(Python.is_test_file(yes), "{yes}");
+        }
+        for no in ["src/parser.py", "testing.py", "tests", "src/contest.py"] {
+            assert!(!Python.is_test_file(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn requirements_are_read_as_data() {
+        let dir = tempfile::tempdir().expect("dir");
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+            std::fs::write(path, text).expect("write");
+        };
+        write(
+            "pyproject.toml",
+            "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"My_Pkg\"\nversion = \"1\"\ndependencies = [\"attrs>=22\"]\n[project.optional-dependencies]\ntests = [\"my-pkg[yaml]\", \"pytest>=7\"]\nyaml = [\"pyyaml\"]\ndev = [\"tox\"]\n",
+        );
+        let recipe = Recipe::read(dir.path(), "").expect("recipe");
+        assert_eq!(
+            recipe.requirements.as_deref(),
+            Some(&["attrs>=22", "pytest>=7", "pyyaml"].map(String::from)[..])
+        );
+        assert_eq!(recipe.build, ["setuptools>=61", "wheel"]);
+        assert!(recipe.installable);
+        // Only setup.py: the backend says (offline).
+        let legacy = tempfile::tempdir().expect("dir");
+        std::fs::write(legacy.path().join("setup.py"), "").expect("setup.py");
+        std::fs::write(
+            legacy.path().join("requirements-dev.txt"),
+            "# tools\n-e .\nrequests==2.31 # pinned\n-r requirements.txt\n",
+        )
+        .expect("dev");
+        std::fs::write(legacy.path().join("requirements.txt"), "idna\n").expect("req");
+        let recipe = Recipe::read(legacy.path(), "").expect("legacy");
+        assert!(recipe.requirements.is_none());
+        assert_eq!(recipe.more, ["requests==2.31", "idna"]);
+        for (line, said) in [
+            ("git+https://github.com/x/y", "a URL or VCS requirement"),
+            ("y @ https://x/y.whl", "a URL or VCS requirement"),
+            ("../other", "a local path"),
+            ("--index-url https://evil/", "is an option"),
+            ("-r ../../outside.txt", "outside the package folder"),
+        ] {
+            std::fs::write(
+                legacy.path().join("requirements-dev.txt"),
+                format!("{line}\n"),
+            )
+            .expect("dev");
+            let why = Recipe::read(legacy.path(), "").err().expect(line);
+            assert!(
+                why.contains(said) && why.contains("requirements-dev.txt"),
+                "{line}: {why}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failure_is_its_e_lines_and_where() {
+        let longrepr = "def test_x():\n>       assert parse('\\\\q') == 'x'\nE       AssertionError: assert 'q' == 'x'\nE         - x\nE         + q\n\ntests/test_parser.py:7: AssertionError";
+        assert_eq!(
+            failure(longrepr),
+            "AssertionError: assert 'q' == 'x'; - x; + q (tests/test_parser.py:7: AssertionError)"
+        );
+        assert_eq!(failure(""), "the test failed");
+        let pip = "ERROR: Could not find a version that satisfies the requirement sdistonly==1.0 (from versions: none)\nERROR: No matching distribution found for sdistonly==1.0\n";
+        assert!(explain_pip(pip).is_some_and(|s| s.starts_with("`sdistonly==1.0` has no wheel")));
+    }
+}
