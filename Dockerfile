@@ -82,6 +82,8 @@ RUN apt-get update \
       make \
       pkg-config \
       python3 \
+      python3-pip \
+      python3-venv \
  && rm -rf /var/lib/apt/lists/* \
  && git config --system --add safe.directory '*'
 COPY --from=rust /usr/local/rustup /usr/local/rustup

@@ -449,18 +449,20 @@ fn plan_skill(
     let found = skill::detect(&dir_abs);
     let stack = match options.stack.as_deref() {
         Some(name) => Stack::parse(name).ok_or_else(|| {
-            Failure::usage(format!("`--stack {name}`: choose rust, go, node or none"))
+            Failure::usage(format!(
+                "`--stack {name}`: choose rust, go, python, node or none"
+            ))
         })?,
         None => found.first().copied().unwrap_or(Stack::None),
     };
     let why = match (options.stack.is_some(), found.len()) {
         (true, _) => "chosen with --stack".to_string(),
-        (false, 0) => "no Cargo.toml, go.mod or package.json there: the control tool is a stub that blocks every check until you replace it".to_string(),
-        (false, 1) => format!("found {}", stack.marker().unwrap_or("nothing")),
+        (false, 0) => "no Cargo.toml, go.mod, pyproject.toml (setup.cfg, setup.py, pytest.ini, tox.ini) or package.json there: the control tool is a stub that blocks every check until you replace it".to_string(),
+        (false, 1) => format!("found {}", stack.marker_in(&dir_abs).unwrap_or("nothing")),
         (false, _) => format!(
             "found {} (also {}: choose another with --stack)",
-            stack.marker().unwrap_or("nothing"),
-            found[1..].iter().map(|s| s.marker().unwrap_or("nothing")).collect::<Vec<_>>().join(", ")
+            stack.marker_in(&dir_abs).unwrap_or("nothing"),
+            found[1..].iter().map(|s| s.marker_in(&dir_abs).unwrap_or("nothing")).collect::<Vec<_>>().join(", ")
         ),
     };
     let _ = writeln!(report, "stack {} at {rel_shown}: {why}", stack.name());

@@ -304,9 +304,9 @@ static INIT: Command = Command {
         ),
         valued(
             "stack",
-            InputType::Enum(&["rust", "go", "node", "none"]),
+            InputType::Enum(&["rust", "go", "python", "node", "none"]),
             "STACK",
-            "The stack, when several are found (or none): rust and node use the built-in step runner, go a Go control tool, none a stub that blocks every check.",
+            "The stack, when several are found (or none): rust, go, python and node use the built-in step runner, none a stub that blocks every check.",
         ),
         valued(
             "maintainer",

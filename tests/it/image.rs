@@ -17,7 +17,7 @@ use crate::support::{fake_github, fake_results};
 use fake_github::{FakeIssue, FakePull};
 
 /// The `full` stage's runtime packages, as this test installs them.
-const RUNTIME_PACKAGES: [&str; 9] = [
+const RUNTIME_PACKAGES: [&str; 11] = [
     "ca-certificates",
     "chromium",
     "fonts-liberation",
@@ -27,6 +27,8 @@ const RUNTIME_PACKAGES: [&str; 9] = [
     "make",
     "pkg-config",
     "python3",
+    "python3-pip",
+    "python3-venv",
 ];
 
 /// What the `full` stage runs after installing the packages (besides linking and modes of the toolchains,
@@ -393,6 +395,21 @@ fn the_gate_and_the_comment_job_prove_a_bug_fix_inside_the_image() {
         .expect("/etc/hosts");
         let aayu = assert_cmd::cargo::cargo_bin("aayu");
         std::fs::copy(&aayu, root.path("usr/local/bin/aayu")).expect("aayu into the image");
+        // What a Python package's install needs: a venv made without pip, the interpreter's pip.
+        let python = Command::new("chroot")
+            .arg(root.dir.path())
+            .args([
+                "/bin/sh",
+                "-c",
+                "python3 -m venv --without-pip /tmp/venv && python3 -m pip --python /tmp/venv/bin/python --version && rm -rf /tmp/venv",
+            ])
+            .output()
+            .expect("chroot");
+        assert!(
+            python.status.success(),
+            "the image's python3 makes a venv and has pip: {}",
+            String::from_utf8_lossy(&python.stderr)
+        );
     }
     let built = started.elapsed();
     for folder in [

@@ -550,6 +550,108 @@ fn a_go_module_gets_the_built_in_runner_and_a_func_rule_in_sync_with_its_tests()
 }
 
 #[test]
+fn a_python_package_gets_the_built_in_runner_and_rules_in_sync_with_its_tests() {
+    crate::needs!(python3);
+    let pyproject = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"shop\"\nversion = \"0.1.0\"\n\n[project.optional-dependencies]\ntest = [\"pytest\"]\n\n[project.scripts]\nshop = \"shop:main\"\n\n[tool.setuptools]\npy-modules = [\"shop\"]\n";
+    let (repo, out) = starter(Some(("pyproject.toml", pyproject)), &[]);
+    assert!(
+        out.stdout
+            .contains("stack python at .: found pyproject.toml"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        map_block(&repo)["control"],
+        serde_json::json!(["aayu", "control"])
+    );
+    let skill = std::fs::read_to_string(repo.path(".agents/skills/verify-shop/SKILL.md"))
+        .expect("SKILL.md");
+    assert!(
+        skill.contains("// {\"id\": \"help\""),
+        "a commented run step: {skill}"
+    );
+    repo.write(
+        ".aayudha/config.toml",
+        format!("[verify]\npython_wheels = \"{}\"\n", common::wheels().display()),
+    )
+    .write(
+        "shop.py",
+        "def add(a, b):\n    return a + b\n\n\ndef _helper():\n    pass\n\n\ndef main():\n    print(add(2, 3))\n",
+    )
+    .write(
+        "tests/test_add.py",
+        "from shop import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef helper_in_tests():\n    pass\n",
+    )
+    .write("conftest.py", "def fixture_helper():\n    pass\n")
+    .write(".gitignore", "*.egg-info/\n__pycache__/\n.aayudha/runs/\n");
+    // The suggested rules, enabled: test files are no surfaces, `_helper` is private, the entry point is
+    // the command.
+    let rules = [
+        suggested_rule(&repo, "func"),
+        suggested_rule(&repo, "command"),
+    ];
+    let dir = ".agents/skills/verify-shop/features";
+    let block =
+        serde_json::json!({"product": "shop", "control": ["aayu", "control"], "surfaces": rules});
+    repo.write(
+        &format!("{dir}/README.md"),
+        common::map_readme(&block.to_string(), &["add.md"]),
+    );
+    let write_check = |steps: &str, verified_at: &str| {
+        repo.write(
+            &format!("{dir}/add.md"),
+            common::feature_md(
+                &format!(r#"{{"id": "add", "layers": ["L02"], "sources": ["shop.py", "tests/test_add.py"], "surfaces": {{"func": ["add", "main"], "command": ["shop"]}}, "verified_at": "{verified_at}"}}"#),
+                &[&format!(
+                    r#"{{"id": "sums", "kind": "lib", "evidence": "api-trace", "steps": {steps}}}"#
+                )],
+            ),
+        );
+    };
+    let steps = r#"[{"test": {"package": ".", "test": "tests/test_add.py::test_add"}}, {"run": ["python3", "-c", "print('ok')"], "stdout": ["ok"]}]"#;
+    write_check(steps, "");
+    let sha = repo.commit("add");
+    write_check(steps, &sha);
+    repo.commit("verified");
+    let map = run(repo.aayu().args(["verify", "--map"]));
+    assert_eq!(map.code, 0, "in sync: {}{}", map.stdout, map.stderr);
+    let check = run(repo
+        .aayu()
+        .env("PIP_NO_INDEX", "1")
+        .args(["verify", "--check", "add", "--json", "--out", "run"]));
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+    let report: serde_json::Value = serde_json::from_str(&check.stdout).expect("json");
+    assert_eq!(report["checks"][0]["status"], "passed", "{report:#}");
+    // A node id that is not there fails the check, with the step.
+    write_check(
+        r#"[{"test": {"package": ".", "test": "tests/test_add.py::test_missing"}}]"#,
+        &sha,
+    );
+    let missing = run(repo
+        .aayu()
+        .env("PIP_NO_INDEX", "1")
+        .args(["verify", "--check", "add", "--json", "--out", "run2"]));
+    assert_eq!(missing.code, 3, "{}\n{}", missing.stdout, missing.stderr);
+    assert!(
+        missing
+            .stdout
+            .contains("pytest found no test `tests/test_add.py::test_missing`"),
+        "{}",
+        missing.stdout
+    );
+    let status = repo.git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored",
+    ]);
+    assert!(
+        !status.contains("egg-info") && !status.contains("__pycache__"),
+        "{status}"
+    );
+}
+
+#[test]
 fn the_rust_starter_s_func_rule_leaves_out_test_modules_in_their_own_file() {
     let (repo, _) = starter(
         Some((

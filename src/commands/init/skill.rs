@@ -1,7 +1,7 @@
 //! `aayu init --verify-skill`: a starter verify skill for the stack found at `--root` — `SKILL.md`, a map
 //! with no features (which passes `aayu verify --map`) and the control tool: the built-in step runner for
-//! Rust and Node (with its browser steps), a Go control tool for Go, and for anything else a stub that
-//! blocks every check until it is replaced, so that nothing passes by accident.
+//! Rust, Go, Python and Node (with its browser steps), and for anything else a stub that blocks every
+//! check until it is replaced, so that nothing passes by accident.
 
 use std::path::Path;
 
@@ -10,6 +10,7 @@ use std::path::Path;
 pub enum Stack {
     Rust,
     Go,
+    Python,
     Node,
     None,
 }
@@ -19,34 +20,58 @@ impl Stack {
         match self {
             Stack::Rust => "rust",
             Stack::Go => "go",
+            Stack::Python => "python",
             Stack::Node => "node",
             Stack::None => "none",
         }
     }
 
     pub fn parse(text: &str) -> Option<Stack> {
-        [Stack::Rust, Stack::Go, Stack::Node, Stack::None]
-            .into_iter()
-            .find(|s| s.name() == text)
+        [
+            Stack::Rust,
+            Stack::Go,
+            Stack::Python,
+            Stack::Node,
+            Stack::None,
+        ]
+        .into_iter()
+        .find(|s| s.name() == text)
     }
 
-    /// The file that says a folder is of this stack.
-    pub fn marker(self) -> Option<&'static str> {
+    /// The files that say a folder is of this stack (any one of them), as the test runners read them.
+    pub fn markers(self) -> &'static [&'static str] {
         match self {
-            Stack::Rust => Some("Cargo.toml"),
-            Stack::Go => Some("go.mod"),
-            Stack::Node => Some("package.json"),
-            Stack::None => None,
+            Stack::Rust => &["Cargo.toml"],
+            Stack::Go => &["go.mod"],
+            Stack::Python => &[
+                "pyproject.toml",
+                "setup.cfg",
+                "setup.py",
+                "pytest.ini",
+                "tox.ini",
+            ],
+            Stack::Node => &["package.json"],
+            Stack::None => &[],
         }
+    }
+
+    /// The marker of this stack that `dir` holds, else its first.
+    pub fn marker_in(self, dir: &Path) -> Option<&'static str> {
+        let markers = self.markers();
+        markers
+            .iter()
+            .copied()
+            .find(|m| dir.join(m).is_file())
+            .or_else(|| markers.first().copied())
     }
 }
 
-/// The stacks whose marker file is in `dir`, in the order they are preferred (Cargo.toml, go.mod,
-/// package.json).
+/// The stacks whose marker file is in `dir`, in the order they are preferred (Cargo.toml, go.mod, the
+/// Python markers, package.json — the test runners' order).
 pub fn detect(dir: &Path) -> Vec<Stack> {
-    [Stack::Rust, Stack::Go, Stack::Node]
+    [Stack::Rust, Stack::Go, Stack::Python, Stack::Node]
         .into_iter()
-        .filter(|s| s.marker().is_some_and(|m| dir.join(m).is_file()))
+        .filter(|s| s.markers().iter().any(|m| dir.join(m).is_file()))
         .collect()
 }
 
@@ -120,7 +145,9 @@ pub fn files(product: &str, root: &str, stack: Stack) -> Vec<(String, String, bo
     };
     let skill = format!("{base}.agents/skills/verify-{product}");
     let control: Vec<String> = match stack {
-        Stack::Rust | Stack::Node | Stack::Go => vec!["aayu".into(), "control".into()],
+        Stack::Rust | Stack::Node | Stack::Go | Stack::Python => {
+            vec!["aayu".into(), "control".into()]
+        }
         Stack::None => vec!["sh".into(), format!("{skill}/control/check")],
     };
     let map = serde_json::json!({"product": product, "control": control, "surfaces": []});
@@ -160,6 +187,9 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
         Stack::Go => {
             "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `run` steps (an argv, `exit`, `stdout`), `request` steps, and `test` steps that run one Go test of a package as the tests floor does — `{\"test\": {\"package\": \".\", \"test\": \"TestAdd\"}}`, a subtest as `TestAdd/zero` (docs/behaviour-checks.md)."
         }
+        Stack::Python => {
+            "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `run` steps (an argv, `exit`, `stdout`), `request` steps, and `test` steps that run one pytest node id of a package as the tests floor does, in the package's own virtual environment — `{\"test\": {\"package\": \".\", \"test\": \"tests/test_parser.py::test_invalid_escape\"}}` (docs/behaviour-checks.md). A check that runs the package's code, for example (a `run` step runs its argv as it is, from the repository root, with the system's `python3`):\n\n```json\n// {\"id\": \"help\", \"kind\": \"cli\", \"evidence\": \"cli-transcript\", \"steps\": [{\"run\": [\"python3\", \"-m\", \"mypkg\", \"--help\"], \"stdout\": [\"usage:\"]}]}\n```"
+        }
         Stack::None => {
             "`control/check` is a stub: it blocks every check (\"replace this control tool\") so that nothing passes by accident. Replace it with a tool that runs a check as docs/behaviour-checks.md describes, or use the built-in step runner (`\"control\": [\"aayu\", \"control\"]`)."
         }
@@ -173,6 +203,10 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
         Stack::Go => {
             r#"{"kind": "func", "files": ["**/*.go", "!**/*_test.go", "!**/testdata/**"], "pattern": "(?m)^func ([A-Z][A-Za-z0-9_]*)\\("}
 {"kind": "route", "files": ["**/*.go"], "pattern": "HandleFunc\\(\"([^\"]+)\""}"#
+        }
+        Stack::Python => {
+            r#"{"kind": "func", "files": ["**/*.py", "!**/test_*.py", "!**/*_test.py", "!**/conftest.py", "!**/tests/**", "!**/test/**"], "pattern": "(?m)^def ([a-z][A-Za-z0-9_]*)\\("}
+{"kind": "command", "files": ["pyproject.toml"], "pattern": "(?m)^([A-Za-z0-9][A-Za-z0-9_.-]*)\\s*=\\s*\"[A-Za-z0-9_.]+:[A-Za-z0-9_.]+\""}"#
         }
         Stack::Node => {
             r#"{"kind": "route", "files": ["src/**/*.{js,ts}"], "pattern": "\\.(?:get|post|put|delete)\\(['\"]([^'\"]+)['\"]"}
@@ -220,6 +254,9 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
         ),
         Stack::Go => Some(
             "The `func` rule leaves out tests (`_test.go`) and `testdata/`: they are no surface a user can reach.",
+        ),
+        Stack::Python => Some(
+            "The `func` rule matches top-level functions of public names (`def parse(`, never `def _helper(`) and leaves out tests (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`, `test/`); the `command` rule reads `[project.scripts]` entry points (`name = \"module:function\"`).",
         ),
         Stack::Node | Stack::None => None,
     };
