@@ -388,6 +388,14 @@ pub struct Ran {
 /// The most of a report file a launcher reads.
 pub const REPORT_CAP: u64 = 64 << 20;
 
+/// A report file a process wrote (see [`Job::report`]): the file itself, never a link in its place,
+/// capped; `None` when there is none.
+pub fn read_report(file: &Path) -> Option<Vec<u8>> {
+    let dir = file.parent()?;
+    let name = file.file_name()?.to_str()?;
+    crate::safe_fs::read(dir, name, REPORT_CAP).ok()
+}
+
 /// What starts a runner's processes: the sandbox, or a plain child inside a check's sandbox. `Err` is why
 /// the process gave no result that can be trusted (it could not start, it went over a limit, a process
 /// of it survived the kill).
@@ -520,7 +528,7 @@ mod tests {
                 timed_out: false,
                 stdout: out.stdout,
                 stderr: out.stderr,
-                report: std::fs::read(&file).ok(),
+                report: read_report(&file),
             })
         }
     }

@@ -2465,6 +2465,52 @@ mod tests {
         assert!(crate::sandbox::is_sealed(cache.path()));
     }
 
+    /// An installed environment (a venv) keeps its link to the interpreter it was made with, and a file
+    /// with several links is replaced by a copy of its own: the other file is left as it was.
+    #[test]
+    fn an_install_s_seal_keeps_its_interpreter_and_copies_shared_files() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        let outside = tempfile::tempdir().expect("temp");
+        let other = outside.path().join("other");
+        std::fs::write(&other, "theirs").expect("write");
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o664)).expect("chmod");
+        std::os::unix::fs::lchown(&other, Some(4242), Some(4242)).expect("chown");
+        let python = outside.path().join("python3");
+        std::fs::write(&python, "#!").expect("python");
+        let install = tempfile::tempdir().expect("temp");
+        let bin = install.path().join("venv/bin");
+        std::fs::create_dir_all(&bin).expect("mkdir");
+        std::os::unix::fs::symlink(&python, bin.join("python")).expect("symlink");
+        std::os::unix::fs::symlink(outside.path(), bin.join("elsewhere")).expect("symlink");
+        std::fs::hard_link(&other, bin.join("shared")).expect("hard link");
+        let keep = [std::fs::canonicalize(&python).expect("canonical")];
+        crate::sandbox::seal_with(install.path(), &keep, true).expect("seal");
+        assert!(
+            std::fs::symlink_metadata(bin.join("python")).is_ok(),
+            "the interpreter's link stays"
+        );
+        assert!(
+            std::fs::symlink_metadata(bin.join("elsewhere")).is_err(),
+            "another link out is gone"
+        );
+        let shared = std::fs::symlink_metadata(bin.join("shared")).expect("copied");
+        assert_eq!(
+            (shared.uid(), shared.mode() & 0o777, shared.nlink()),
+            (0, 0o444, 1)
+        );
+        assert_eq!(std::fs::read(bin.join("shared")).expect("read"), b"theirs");
+        let meta = std::fs::metadata(&other).expect("other");
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o777),
+            (4242, 0o664),
+            "unchanged"
+        );
+        assert!(crate::sandbox::is_sealed(install.path()));
+    }
+
     use super::{network_config, said_as_is as said};
 
     #[test]

@@ -178,16 +178,9 @@ impl Launcher for InSandbox<'_, '_> {
             timed_out: outcome.timed_out,
             stdout: outcome.stdout,
             stderr: outcome.stderr,
-            report: report.and_then(|file| read_report(&file)),
+            report: report.and_then(|file| runners::read_report(&file)),
         })
     }
-}
-
-/// A report file a process wrote: the file itself (never a link in its place), capped.
-pub(crate) fn read_report(file: &Path) -> Option<Vec<u8>> {
-    let dir = file.parent()?;
-    let name = file.file_name()?.to_str()?;
-    crate::safe_fs::read(dir, name, runners::REPORT_CAP).ok()
 }
 
 const TOOL: &str = "aayu test evidence (cargo test, go test -json, pytest)";

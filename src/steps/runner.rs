@@ -535,7 +535,7 @@ impl Launcher for Child {
             timed_out: false,
             stdout: output.stdout,
             stderr: output.stderr,
-            report: report.and_then(|file| crate::floors::test_evidence::read_report(&file)),
+            report: report.and_then(|file| runners::read_report(&file)),
         })
     }
 }

@@ -366,7 +366,7 @@ fn a_repository_of_no_known_stack_gets_a_stub_that_blocks_every_check() {
     let (repo, out) = starter(None, &[]);
     assert!(
         out.stdout
-            .contains("stack none at .: no Cargo.toml, go.mod or package.json there"),
+            .contains("stack none at .: no Cargo.toml, go.mod, pyproject.toml (setup.cfg, setup.py, pytest.ini, tox.ini) or package.json there"),
         "{}",
         out.stdout
     );

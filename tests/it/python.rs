@@ -257,14 +257,22 @@ fn a_setup_py_runs_only_offline_and_as_the_sandbox_uid() {
     repo.write("legacy.py", "def double(x):\n    return x * 2\n")
         .write(
             "test_legacy.py",
-            "from legacy import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+            format!(
+                "import os, sys\n\nfrom legacy import double\n\n\ndef test_double():\n    assert double(2) == 4\n\n\ndef test_sealed():\n    # As root the venv is sealed before any test runs: root's, read-only to the sandbox uid.\n    if {}:\n        assert os.stat(sys.prefix).st_uid == 0\n        assert not os.access(sys.prefix, os.W_OK)\n        import sysconfig\n        assert sysconfig.get_paths()[\"purelib\"].startswith(sys.prefix)\n        assert not os.access(sysconfig.get_paths()[\"purelib\"], os.W_OK)\n",
+                if common::is_root() { "True" } else { "False" }
+            ),
         )
         .write(
             ".aayudha/evidence/5.toml",
-            "[[criterion]]\nid = 1\ntests = [\".:test_legacy.py::test_double\"]\n",
+            "[[criterion]]\nid = 1\ntests = [\".:test_legacy.py::test_double\"]\n\n[[criterion]]\nid = 2\ntests = [\".:test_legacy.py::test_sealed\"]\n",
         );
     let head = repo.commit("fix: double doubles");
-    let snapshot = ready(&repo, 5, "1. Double doubles.", &["type:bug"]);
+    let snapshot = ready(
+        &repo,
+        5,
+        "1. Double doubles.\n2. The venv is sealed.",
+        &["type:bug"],
+    );
     let out = run(repo.aayu().env("PIP_NO_INDEX", "1").args([
         "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready", &snapshot,
         "--json",
@@ -272,6 +280,8 @@ fn a_setup_py_runs_only_offline_and_as_the_sandbox_uid() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let red = report(&repo, "red-on-base.json");
     assert_eq!(red["criteria"][0]["verdict"], "red", "{red:#}");
+    let pack: Value = serde_json::from_str(&out.stdout).expect("pack");
+    assert_eq!(floor(&pack, "tests")["result"], "pass", "{pack:#}");
     let ran = std::fs::read_to_string(&marker).expect("setup.py ran");
     assert!(!ran.is_empty());
     let me = std::fs::metadata("/proc/self")
