@@ -245,6 +245,8 @@ pub struct Sandbox {
     installed: std::sync::Mutex<Vec<install::Installed>>,
     /// Files outside the installs that links in them may keep leading to (a venv's interpreter).
     keep_links: std::sync::Mutex<BTreeSet<PathBuf>>,
+    /// The repository's folder: no setting names a program or folder of the machine's inside it.
+    workspace: Option<PathBuf>,
 }
 
 /// A lock file the tree does not commit, as the fetch left it.
@@ -598,6 +600,7 @@ impl Sandbox {
                 .filter(|p| p.is_dir()),
             installed: std::sync::Mutex::new(Vec::new()),
             keep_links: std::sync::Mutex::new(BTreeSet::new()),
+            workspace: settings.workspace.clone(),
         };
         if let Some(caches) = &sandbox.caches {
             // Go's download folder exists before the cache is sealed, so that a module missing from it is
@@ -863,6 +866,10 @@ impl Sandbox {
                             progress,
                             "warning: fetching the dependencies of `{shown}` failed: {why}"
                         );
+                        // What the plan could not be made for blocks the package's work, with why.
+                        if let Ok(mut problems) = self.dependency_problems.lock() {
+                            problems.insert((root.clone(), package.dir.clone()), why.clone());
+                        }
                         continue;
                     }
                 };
@@ -944,12 +951,20 @@ impl Sandbox {
             if installs.exists()
                 && let Err(e) = seal_with(&installs, &keep, true)
             {
-                sealed = false;
-                let _ = writeln!(
-                    progress,
-                    "warning: cannot make the installed environments `{}` read-only: {e}",
-                    installs.display()
+                // An install left writable is no install: every package that has one is blocked, and
+                // what was installed is removed.
+                let why = format!(
+                    "the installed environments could not be made read-only ({e}): their tests are not run"
                 );
+                let _ = writeln!(progress, "warning: {why}");
+                if let (Ok(mut installed), Ok(mut problems)) =
+                    (self.installed.lock(), self.dependency_problems.lock())
+                {
+                    for (root, package, _) in installed.drain(..) {
+                        problems.insert((root, package), why.clone());
+                    }
+                }
+                let _ = build_cache::remove(&installs);
             }
             for dir in [&caches.cargo_home, &caches.go_mod_cache] {
                 if skip_cargo && dir == &caches.cargo_home {

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
 use crate::sandbox::FetchPlan;
-use crate::sandbox::install::{Install, InstallStep};
+use crate::sandbox::install::{Install, InstallStep, Output};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, shown_dir};
 
@@ -243,6 +243,8 @@ struct Pyproject {
     project: Option<Project>,
     #[serde(rename = "dependency-groups", default)]
     dependency_groups: BTreeMap<String, Vec<toml::Value>>,
+    #[serde(default)]
+    tool: toml::Table,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -266,11 +268,14 @@ struct Project {
 const TEST_EXTRAS: [&str; 3] = ["test", "tests", "testing"];
 
 /// The requirements files a test run installs when the package declares no test extra, the first there.
-const REQUIREMENTS: [&str; 5] = [
+const REQUIREMENTS: [&str; 8] = [
     "requirements-test.txt",
+    "requirements-tests.txt",
+    "test-requirements.txt",
     "requirements/test*.txt",
     "tests/requirements.txt",
     "requirements-dev.txt",
+    "dev-requirements.txt",
     "requirements.txt",
 ];
 
@@ -314,24 +319,40 @@ fn requirement_extras(line: &str) -> Vec<String> {
     }
 }
 
-/// Why a requirement cannot be downloaded as a wheel by name: a URL, a `git+` source, a local path.
+/// A requirement as aayu passes it to pip: a PEP 508 name, extras, version clauses and a marker, and
+/// nothing else — no option, URL, path, `@` direct reference, `$` variable, `#` comment, backslash or
+/// control character, so that pip reads exactly one requirement by name from it.
+static REQUIREMENT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let name = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?";
+    let version = r"(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_]+";
+    regex::Regex::new(&format!(
+        r#"^{name}\s*(?:\[\s*{name}(?:\s*,\s*{name})*\s*\])?\s*(?:\(?\s*{version}(?:\s*,\s*{version})*\s*\)?)?\s*(?:;\s*[A-Za-z0-9_ .'"<>=!~(),*+]*)?$"#
+    ))
+    .expect("the requirement pattern")
+});
+
+/// Why a requirement cannot be downloaded as a wheel by name: an option, a URL, a `git+` source, a
+/// local path, or any text that is not a plain requirement ([`REQUIREMENT`]).
 fn refused_requirement(line: &str, from: &str) -> Option<String> {
-    let spec = line.split(';').next().unwrap_or(line);
-    let url = spec.contains("://") || spec.contains(" @ ") || spec.trim_start().starts_with("git+");
-    let path = spec.starts_with('.') || spec.starts_with('/');
-    if url || path || requirement_name(line).is_empty() {
-        let what = if path {
-            "a local path"
-        } else if url {
-            "a URL or VCS requirement"
-        } else {
-            "not a requirement aayu can read"
-        };
-        return Some(format!(
-            "`{line}` in `{from}` is {what}: aayu installs dependencies only as wheels by name from the index (no package code runs with the network on); publish it to an index or a wheelhouse (`[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
-        ));
-    }
-    None
+    let shown = line.escape_debug().to_string().replace('`', "'");
+    // Any word pip would read as an option (`--no-binary`, after a marker too).
+    let option = line.split_whitespace().any(|word| word.starts_with('-'));
+    let url = line.contains("://") || line.contains('@') || line.trim_start().starts_with("git+");
+    let path = line.starts_with('.') || line.starts_with('/');
+    let what = if option {
+        "carries a pip option, and aayu reads requirements as data (a name, extras, versions, markers)"
+    } else if path {
+        "is a local path"
+    } else if url {
+        "is a URL or VCS requirement"
+    } else if !REQUIREMENT.is_match(line) {
+        "is not a plain requirement (a name, extras, versions and a marker, on one line)"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "`{shown}` in `{from}` {what}: aayu installs dependencies only as wheels by name from the index (no package code runs with the network on); publish it to an index or a wheelhouse (`[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+    ))
 }
 
 impl Recipe {
@@ -394,14 +415,21 @@ impl Recipe {
                 .find(|name| groups.contains_key(*name))
                 .map(|name| (name, groups))
         });
-        let more: Vec<String> = match group {
-            Some((name, groups)) => {
+        let poetry = pyproject
+            .as_ref()
+            .and_then(|p| p.tool.get("poetry"))
+            .and_then(toml::Value::as_table);
+        let poetry_group = poetry.and_then(poetry_test_group);
+        let more: Vec<String> = match (group, poetry_group) {
+            (Some((name, groups)), _) => {
                 let mut out = Vec::new();
                 expand_group(groups, name, &mut out, 0)
                     .map_err(|why| format!("`{}`: {why}", join(dir, "pyproject.toml")))?;
                 out
             }
-            None => match REQUIREMENTS
+            (None, Some((name, table))) => poetry_requirements(table)
+                .map_err(|why| format!("`{}` {name}: {why}", join(dir, "pyproject.toml")))?,
+            (None, None) => match REQUIREMENTS
                 .iter()
                 .find_map(|pattern| requirements_file(root, dir, pattern))
             {
@@ -410,7 +438,7 @@ impl Recipe {
             },
         };
         for line in &more {
-            if let Some(why) = refused_requirement(line, &join(dir, "the test requirements")) {
+            if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
                 return Err(why);
             }
         }
@@ -505,6 +533,7 @@ impl Recipe {
             what: what.to_string(),
             argv: [
                 "@python@",
+                "-I",
                 "-m",
                 "pip",
                 "download",
@@ -515,9 +544,11 @@ impl Recipe {
                 "--progress-bar",
                 "off",
                 "--dest",
-                "@wheels@",
+                "@work@/dl",
                 "--find-links",
                 "@wheels@",
+                "--find-links",
+                "@work@/dl",
                 "-r",
             ]
             .into_iter()
@@ -529,10 +560,12 @@ impl Recipe {
             env: Vec::new(),
             unless_empty: Some(file.to_string()),
             explain: Some(explain_pip),
+            output: None,
         };
         let offline_pip = |venv: &str, file: &str, package: bool| {
             let mut argv: Vec<String> = [
                 "@python@",
+                "-I",
                 "-m",
                 "pip",
                 "--python",
@@ -541,6 +574,8 @@ impl Recipe {
                 "--no-index",
                 "--find-links",
                 "@wheels@",
+                "--find-links",
+                "@work@/dl",
                 "--no-cache-dir",
                 "--disable-pip-version-check",
                 "--no-input",
@@ -590,7 +625,11 @@ impl Recipe {
                 ));
                 steps.push(venv("@work@/build-env"));
                 let mut argv = offline_pip("@work@/build-env", "build.txt", false);
-                argv.extend(["-r".to_string(), "@work@/meta.txt".to_string()]);
+                argv.extend([
+                    "-r".to_string(),
+                    "@work@/meta.txt".to_string(),
+                    "--only-binary=:all:".to_string(),
+                ]);
                 steps.push(InstallStep {
                     what: "installing the build requirements (offline)".to_string(),
                     argv,
@@ -599,6 +638,7 @@ impl Recipe {
                     env: Vec::new(),
                     unless_empty: None,
                     explain: Some(explain_pip),
+                    output: None,
                 });
                 steps.push(InstallStep {
                     what: "asking the package's build backend for its requirements (offline)"
@@ -608,6 +648,7 @@ impl Recipe {
                         "@work@/aayu_meta.py",
                         "@copy@",
                         "@work@",
+                        "@work@/out",
                         PYTEST_PIN,
                     ]
                     .map(String::from)
@@ -617,6 +658,13 @@ impl Recipe {
                     env: scm.clone(),
                     unless_empty: None,
                     explain: None,
+                    // Package code wrote it: read as data by root, every line a requirement by name,
+                    // before the download that has the network reads it.
+                    output: Some(Output {
+                        from: "out/requirements.txt".to_string(),
+                        to: "requirements.txt".to_string(),
+                        check: checked_requirements,
+                    }),
                 });
             }
         }
@@ -633,6 +681,7 @@ impl Recipe {
             env: scm,
             unless_empty: None,
             explain: Some(explain_pip),
+            output: None,
         });
         Install {
             files,
@@ -654,7 +703,7 @@ impl Recipe {
 fn venv(at: &str) -> InstallStep {
     InstallStep {
         what: "making a virtual environment (offline)".to_string(),
-        argv: ["@python@", "-m", "venv", "--without-pip", at]
+        argv: ["@python@", "-I", "-m", "venv", "--without-pip", at]
             .map(String::from)
             .to_vec(),
         network: false,
@@ -662,7 +711,27 @@ fn venv(at: &str) -> InstallStep {
         env: Vec::new(),
         unless_empty: None,
         explain: None,
+        output: None,
     }
+}
+
+/// The requirements the backend's metadata step wrote (package code ran in it): every line must be a
+/// requirement by name, as a requirements file's are; the text root writes for the download.
+fn checked_requirements(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with('-') {
+            return Err(format!(
+                "the build backend's requirements hold `{line}`, which is an option: aayu downloads requirements by name only"
+            ));
+        }
+        if let Some(why) = refused_requirement(line, "the build backend's metadata") {
+            return Err(why);
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// What pip says when a requirement has no wheel to download: the requirement, named.
@@ -675,6 +744,129 @@ fn explain_pip(stderr: &str) -> Option<String> {
     Some(format!(
         "`{requirement}` has no wheel for this interpreter (pip: No matching distribution found for {requirement}): aayu installs dependencies as wheels only, so that no package code runs with the network on; publish a wheel of it (to the index or a wheelhouse, `[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
     ))
+}
+
+/// Poetry's test dependencies: the first of its groups `test`, `tests`, `dev`
+/// (`[tool.poetry.group.<name>.dependencies]`), else the older `[tool.poetry.dev-dependencies]`; with how
+/// the file names it.
+fn poetry_test_group(poetry: &toml::Table) -> Option<(String, &toml::Table)> {
+    let groups = poetry.get("group").and_then(toml::Value::as_table);
+    for name in ["test", "tests", "dev"] {
+        if let Some(table) = groups
+            .and_then(|g| g.get(name))
+            .and_then(|g| g.get("dependencies"))
+            .and_then(toml::Value::as_table)
+        {
+            return Some((format!("[tool.poetry.group.{name}.dependencies]"), table));
+        }
+    }
+    poetry
+        .get("dev-dependencies")
+        .and_then(toml::Value::as_table)
+        .map(|t| ("[tool.poetry.dev-dependencies]".to_string(), t))
+}
+
+/// A poetry dependency table as requirement lines: `pytest = "^7.2"` → `pytest>=7.2,<8`, `{version,
+/// extras, markers}` read; a `path`, `git` or `url` dependency refused (it would be built).
+fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for (name, value) in table {
+        if name == "python" {
+            continue;
+        }
+        let (constraint, extras, markers) = match value {
+            toml::Value::String(c) => (c.clone(), Vec::new(), None),
+            toml::Value::Table(t) => {
+                if let Some(source) = ["path", "git", "url", "file"]
+                    .iter()
+                    .find(|k| t.contains_key(**k))
+                {
+                    return Err(format!(
+                        "`{name}` is a `{source}` dependency: aayu installs dependencies only as wheels by name from the index"
+                    ));
+                }
+                let extras = t
+                    .get("extras")
+                    .and_then(toml::Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|e| e.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (
+                    t.get("version")
+                        .and_then(toml::Value::as_str)
+                        .unwrap_or("*")
+                        .to_string(),
+                    extras,
+                    t.get("markers")
+                        .and_then(toml::Value::as_str)
+                        .map(str::to_string),
+                )
+            }
+            other => {
+                return Err(format!(
+                    "`{name}` is {other}, which aayu cannot read as a dependency"
+                ));
+            }
+        };
+        let spec = poetry_constraint(&constraint).ok_or_else(|| {
+            format!("`{name} = \"{constraint}\"` is a version constraint aayu cannot read")
+        })?;
+        let mut line = name.clone();
+        if !extras.is_empty() {
+            line.push_str(&format!("[{}]", extras.join(",")));
+        }
+        line.push_str(&spec);
+        if let Some(markers) = markers {
+            line.push_str(&format!("; {markers}"));
+        }
+        out.push(line);
+    }
+    Ok(out)
+}
+
+/// A poetry version constraint in PEP 440: `*` → nothing, `^1.2` → `>=1.2,<2`, `^0.3.1` → `>=0.3.1,<0.4`,
+/// `~1.2` → `>=1.2,<1.3`, `1.2.3` → `==1.2.3`, PEP 440 clauses as they are; `None` for what it cannot read
+/// (`||`).
+fn poetry_constraint(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() || text == "*" {
+        return Some(String::new());
+    }
+    if text.contains("||") {
+        return None;
+    }
+    let numbers = |v: &str| -> Option<Vec<u64>> { v.split('.').map(|p| p.parse().ok()).collect() };
+    let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(".");
+    if let Some(v) = text.strip_prefix('^') {
+        let parts = numbers(v.trim())?;
+        let at = parts
+            .iter()
+            .position(|n| *n != 0)
+            .unwrap_or(parts.len().saturating_sub(1));
+        let mut upper: Vec<u64> = parts[..=at.min(parts.len() - 1)].to_vec();
+        *upper.last_mut()? += 1;
+        return Some(format!(">={},<{}", v.trim(), join(&upper)));
+    }
+    if let Some(v) = text.strip_prefix('~').filter(|v| !v.starts_with('=')) {
+        let parts = numbers(v.trim())?;
+        let keep = if parts.len() == 1 { 1 } else { 2 };
+        let mut upper: Vec<u64> = parts[..keep].to_vec();
+        *upper.last_mut()? += 1;
+        return Some(format!(">={},<{}", v.trim(), join(&upper)));
+    }
+    if text.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return Some(format!("=={text}"));
+    }
+    // PEP 440 clauses, comma- or space-separated.
+    Some(
+        text.split([',', ' '])
+            .filter(|c| !c.is_empty())
+            .collect::<Vec<_>>()
+            .join(","),
+    )
 }
 
 /// The requirements of a PEP 735 dependency group, its `include-group`s expanded.
@@ -776,6 +968,11 @@ fn read_requirements(
             }
             out.extend(read_requirements(root, dir, &joined, depth + 1)?);
             continue;
+        }
+        if line.starts_with("-e ") || line.starts_with("--editable") {
+            return Err(format!(
+                "{at}: `{line}` installs another local folder: aayu installs only the package itself (from a copy of its folder) and the rest as wheels by name, so that no other package's code is built; publish it as a wheel (to the index or `[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+            ));
         }
         if line.starts_with('-') {
             return Err(format!(
@@ -956,9 +1153,25 @@ impl Events {
             Outcome::NotRun(format!(
                 "the events do not match pytest's record (`{id}` has more than one event of a phase): they are not a test result"
             ))
-        } else if let Some(failed) = own.iter().find(|e| outcome_of(e) == "failed") {
+        } else if let Some(failed) = call.iter().find(|e| outcome_of(e) == "failed") {
             Outcome::Failed(failure(
                 failed.get("longrepr").and_then(Value::as_str).unwrap_or(""),
+            ))
+        } else if let Some(errored) = own.iter().find(|e| outcome_of(e) == "failed") {
+            // An error in a fixture (`fixture 'mocker' not found`, a setup that raised) is not the test
+            // failing: nothing ran that shows the bug or its fix.
+            let when = errored
+                .get("when")
+                .and_then(Value::as_str)
+                .unwrap_or("setup");
+            Outcome::NotRun(format!(
+                "the test errored in {when}: {}",
+                failure(
+                    errored
+                        .get("longrepr")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                )
             ))
         } else if own.iter().any(|e| outcome_of(e) == "skipped") {
             let why = own
@@ -1204,6 +1417,67 @@ mod tests {
                 why.contains(said) && why.contains("requirements-dev.txt"),
                 "{line}: {why}"
             );
+        }
+    }
+
+    #[test]
+    fn poetry_constraints_in_pep_440() {
+        for (poetry, pep) in [
+            ("*", ""),
+            ("^7.2", ">=7.2,<8"),
+            ("^0.3.1", ">=0.3.1,<0.4"),
+            ("^0.0.3", ">=0.0.3,<0.0.4"),
+            ("~1.2", ">=1.2,<1.3"),
+            ("~1.2.3", ">=1.2.3,<1.3"),
+            ("1.2.3", "==1.2.3"),
+            (">=1.0, <2", ">=1.0,<2"),
+        ] {
+            assert_eq!(poetry_constraint(poetry).as_deref(), Some(pep), "{poetry}");
+        }
+        assert_eq!(poetry_constraint("^1 || ^2"), None);
+        let table: toml::Table = toml::from_str(
+            "pytest = \"^7.0\"\npytest-mock = {version = \"*\", extras = [\"x\"]}\npython = \"^3.8\"\n",
+        )
+        .expect("toml");
+        assert_eq!(
+            poetry_requirements(&table).expect("lines"),
+            ["pytest>=7.0,<8", "pytest-mock[x]"]
+        );
+        let path: toml::Table = toml::from_str("mine = {path = \"../mine\"}\n").expect("toml");
+        assert!(poetry_requirements(&path).is_err_and(|e| e.contains("`path` dependency")));
+    }
+
+    #[test]
+    fn only_plain_requirements_pass() {
+        for ok in [
+            "attrs",
+            "attrs>=22",
+            "pytest >= 7, <9",
+            "My_Pkg[yaml, toml]==1.0.*",
+            "tomli>=2; python_version < \"3.11\"",
+            "colorama; sys_platform == 'win32' and extra == \"dev\"",
+            "foo (>=1.0)",
+        ] {
+            assert_eq!(refused_requirement(ok, "x"), None, "{ok}");
+        }
+        for (bad, said) in [
+            ("--only-binary=:none:", "carries a pip option"),
+            (
+                "evil; python_version > \"3\" --no-binary=evil",
+                "carries a pip option",
+            ),
+            ("idna\ncopy/", "is not a plain requirement"),
+            ("foo==${PIP_INDEX_URL}", "is not a plain requirement"),
+            ("foo @ https://x/foo.whl", "is a URL or VCS requirement"),
+            ("foo@file:///tmp/x", "is a URL or VCS requirement"),
+            ("git+https://x/y", "is a URL or VCS requirement"),
+            ("./local", "is a local path"),
+            ("foo # a comment", "is not a plain requirement"),
+            ("foo \\", "is not a plain requirement"),
+            ("@copy@", "is a URL or VCS requirement"),
+        ] {
+            let why = refused_requirement(bad, "pyproject.toml").unwrap_or_default();
+            assert!(why.contains(said), "{bad:?}: {why}");
         }
     }
 

@@ -4,12 +4,19 @@
 //! says so, in folders of the run; then, as root, sealed with the other caches (root-owned, read-only).
 //!
 //! A step's words may hold these placeholders, which the sandbox replaces: `@python@` (the interpreter the
-//! preflight found), `@wheels@` (the run's wheelhouse, shared by every tree), `@work@` (this package's
-//! own folder of the run), `@copy@` (the per-run copy of the package folder) and `@venv@`
-//! (`@work@/venv`).
+//! preflight found), `@wheels@` (the machine's wheels, linked read-only: root's, shared by every tree),
+//! `@work@` (this package's own folder of the run, with `dl`, its own downloads), `@copy@` (the per-run
+//! copy of the package folder) and `@venv@` (`@work@/venv`). Downloads are never shared between trees: code
+//! of the head's package could otherwise plant a wheel the base installs.
+//!
+//! `@work@` is root's: the slot uid writes only its `copy`, `venv`, `build-env`, `dl` and `out` folders. So code
+//! of the package that a step runs (a build backend) cannot change what a later step reads — a file of
+//! `@work@`, or a module in a step's working folder — and what it writes for a later step (`out`) is
+//! read back by root as data ([`Output`]) before a step with the network reads it.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -46,6 +53,18 @@ pub struct InstallStep {
     pub unless_empty: Option<String>,
     /// What a failure says, read from the process's stderr (pip's `No matching distribution found`).
     pub explain: Option<fn(&str) -> Option<String>>,
+    /// A file the step writes that a later step reads: checked by root, and written again by root.
+    pub output: Option<Output>,
+}
+
+/// A step's output file (in `@work@`), which code of the package may have written: read by root
+/// (capped, no link followed), checked, and written as `to` (root's, read-only to the slot) — a later step
+/// reads only that.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub from: String,
+    pub to: String,
+    pub check: fn(&str) -> Result<String, String>,
 }
 
 /// The folders of one package's install.
@@ -97,10 +116,21 @@ impl Sandbox {
         }
         let wheels = base.join("wheels");
         if !wheels.exists() {
-            self.prepare(0, &wheels).map_err(failed)?;
+            // Root's: the machine's own wheelhouse, linked read-only (a wheel it holds is not downloaded
+            // again). No step writes here.
+            std::fs::create_dir_all(&wheels).map_err(|e| e.to_string())?;
             let _ = std::fs::set_permissions(&wheels, std::fs::Permissions::from_mode(0o755));
-            // The machine's own wheelhouse, linked read-only: a wheel it holds is not downloaded again.
             if let Some(from) = &self.python_wheels {
+                if let Some(workspace) = &self.workspace
+                    && std::fs::canonicalize(from).is_ok_and(|f| {
+                        std::fs::canonicalize(workspace).is_ok_and(|w| f.starts_with(w))
+                    })
+                {
+                    return Err(format!(
+                        "`[verify] python_wheels` names `{}`, which is inside the repository: it names a folder of the machine's (the repository's own files are the pull request's)",
+                        from.display()
+                    ));
+                }
                 link_wheels(from, &wheels);
             }
         }
@@ -111,8 +141,14 @@ impl Sandbox {
             .unwrap_or_default();
         let work = base.join(format!("{n}"));
         let _ = std::fs::remove_dir_all(&work);
-        self.prepare(0, &work).map_err(failed)?;
-        let _ = std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755));
+        std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| e.to_string())?;
+        for slot_own in ["venv", "build-env", "out", "dl"] {
+            let dir = work.join(slot_own);
+            self.prepare(0, &dir).map_err(failed)?;
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
+        }
         let places = Places {
             python: python.clone(),
             wheels,
@@ -124,7 +160,8 @@ impl Sandbox {
                 let _ = std::fs::create_dir_all(parent);
                 let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755));
             }
-            std::fs::write(&to, places.fill(text)).map_err(|e| e.to_string())?;
+            // As written: a file's text is data (a requirement is never a placeholder's).
+            std::fs::write(&to, text).map_err(|e| e.to_string())?;
             let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
         }
         if install.copy {
@@ -168,7 +205,17 @@ impl Sandbox {
                     },
                     &BTreeSet::new(),
                 )
-                .map_err(|e| format!("{}: cannot run `{}`: {e}", step.what, argv.join(" ")))?;
+                .map_err(|e| {
+                    let argv = crate::machine_paths::scrub(&argv.join(" "), root);
+                    format!("{}: cannot run `{argv}`: {e}", step.what)
+                })?;
+            if !outcome.survivors.is_empty() {
+                return Err(format!(
+                    "{}: {} process(es) survived the kill: the install cannot be trusted",
+                    step.what,
+                    outcome.survivors.len()
+                ));
+            }
             if outcome.timed_out {
                 return Err(format!("{}: ran past 600 s", step.what));
             }
@@ -189,10 +236,29 @@ impl Sandbox {
                                 .map_or_else(|| "a signal".to_string(), |c| c.to_string())
                         )
                     });
-                let why = crate::machine_paths::scrub(&why, root)
+                let mut why = crate::machine_paths::scrub(&why, root)
                     .replace(&places.work.display().to_string(), "<install>")
                     .replace(&places.wheels.display().to_string(), "<wheelhouse>");
+                // An index URL may carry a token in its path: never in a reason (which a comment shows).
+                for name in ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"] {
+                    if let Some(value) = self.fetch_env.get(name).and_then(|v| v.to_str()) {
+                        for url in value.split_whitespace().filter(|u| u.len() > 8) {
+                            why = why.replace(url, "<index>");
+                        }
+                    }
+                }
                 return Err(format!("{}: {why}", step.what));
+            }
+            if let Some(output) = &step.output {
+                let text = crate::safe_fs::read(&work, &output.from, 4 << 20).map_err(|e| {
+                    format!("{}: it wrote no readable `{}`: {e}", step.what, output.from)
+                })?;
+                let checked = (output.check)(&String::from_utf8_lossy(&text))
+                    .map_err(|why| format!("{}: {why}", step.what))?;
+                let to = work.join(&output.to);
+                let _ = std::fs::remove_file(&to);
+                std::fs::write(&to, checked).map_err(|e| e.to_string())?;
+                let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
             }
         }
         let env: Vec<(String, OsString)> = install
@@ -254,10 +320,37 @@ fn link_wheels(from: &Path, to: &Path) {
     }
 }
 
-/// Copies a package folder for its install — every file git does not ignore, `.git` and any virtual
-/// environment left out, links copied as links — into `to`, handed to `uid`.
+/// What the copy of a package leaves out, at any depth: git's folder and caches (read by name: no ignore
+/// file of the pull request's is read as root).
+const NOT_COPIED: [&str; 5] = [
+    ".git",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+];
+
+/// What it leaves out at the package folder's top: the build output and environments a developer's
+/// checkout holds (`src/build/` of a package named `build` is its source).
+const NOT_COPIED_AT_TOP: [&str; 7] = [
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "node_modules",
+    "build",
+    "dist",
+];
+
+/// The most a package's copy may hold.
+const COPY_FILES: usize = 200_000;
+const COPY_BYTES: u64 = 2 << 30;
+
+/// Copies a package folder for its install — its files but [`NOT_COPIED`], [`NOT_COPIED_AT_TOP`], `*.egg-info` and any
+/// virtual environment (a folder holding `pyvenv.cfg`), links copied as links, no link followed, each
+/// file opened as itself — into `to`, handed to `uid`. Capped by [`COPY_FILES`] and [`COPY_BYTES`].
 fn copy_package(from: &Path, to: &Path, uid: Option<u32>) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     std::fs::create_dir_all(to)?;
     let own = |path: &Path| {
         if let Some(uid) = uid {
@@ -265,47 +358,67 @@ fn copy_package(from: &Path, to: &Path, uid: Option<u32>) -> std::io::Result<()>
         }
     };
     own(to);
-    let walk = ignore::WalkBuilder::new(from)
-        .hidden(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        .parents(true)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(|e| {
-            e.file_name() != ".git"
-                && !(e.file_type().is_some_and(|t| t.is_dir())
-                    && e.path().join("pyvenv.cfg").exists())
-        })
-        .build();
-    for entry in walk.flatten() {
-        let Ok(rel) = entry.path().strip_prefix(from) else {
-            continue;
-        };
-        if rel.as_os_str().is_empty() {
-            continue;
+    let (mut files, mut bytes) = (0usize, 0u64);
+    let mut stack = vec![(from.to_path_buf(), to.to_path_buf())];
+    while let Some((dir, into)) = stack.pop() {
+        let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir)?.flatten().collect();
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in entries {
+            let name = entry.file_name();
+            let text = name.to_string_lossy();
+            let top = dir == from;
+            if NOT_COPIED.contains(&text.as_ref())
+                || (top && NOT_COPIED_AT_TOP.contains(&text.as_ref()))
+                || text.ends_with(".egg-info")
+            {
+                continue;
+            }
+            let path = entry.path();
+            let target = into.join(&name);
+            let meta = std::fs::symlink_metadata(&path)?;
+            files += 1;
+            if files > COPY_FILES {
+                return Err(std::io::Error::other(format!(
+                    "it holds more than {COPY_FILES} files"
+                )));
+            }
+            if meta.is_dir() {
+                if std::fs::symlink_metadata(path.join("pyvenv.cfg")).is_ok() {
+                    continue;
+                }
+                std::fs::create_dir(&target)?;
+                own(&target);
+                stack.push((path, target));
+            } else if meta.file_type().is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&path)?, &target)?;
+                own(&target);
+            } else if meta.is_file() {
+                bytes += meta.len();
+                if bytes > COPY_BYTES {
+                    return Err(std::io::Error::other("it holds more than 2 GiB"));
+                }
+                let mut source = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                    .open(&path)?;
+                if !source.metadata()?.is_file() {
+                    continue;
+                }
+                let mut copy = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&target)?;
+                std::io::copy(&mut (&mut source).take(meta.len()), &mut copy)?;
+                let mode = if meta.mode() & 0o100 != 0 {
+                    0o755
+                } else {
+                    0o644
+                };
+                copy.set_permissions(std::fs::Permissions::from_mode(mode))?;
+                own(&target);
+            }
         }
-        let target = to.join(rel);
-        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
-            continue;
-        };
-        if meta.is_dir() {
-            std::fs::create_dir_all(&target)?;
-        } else if meta.file_type().is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
-        } else if meta.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-            let mode = if meta.mode() & 0o100 != 0 {
-                0o755
-            } else {
-                0o644
-            };
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))?;
-        } else {
-            continue;
-        }
-        own(&target);
     }
     Ok(())
 }

@@ -439,9 +439,9 @@ impl Sandbox {
             return format!(
                 "`[verify] python` names `{chosen}`, which is not {}: {}, or correct the setting",
                 if chosen.contains('/') {
-                    "a file"
+                    "an absolute path to a file outside the repository"
                 } else {
-                    "on the PATH aayu was started with"
+                    "on the PATH aayu was started with (outside the repository)"
                 },
                 tool.install()
             );

@@ -231,6 +231,25 @@ fn a_dependency_without_a_wheel_blocks_naming_it() {
         said.contains("`sdistonly>=1` has no wheel for this interpreter"),
         "{said}"
     );
+    // A pip option smuggled in as a dependency is refused before anything downloads, and blocks.
+    repo.write(
+        "pyproject.toml",
+        PYPROJECT.replace(
+            "version = \"0.1.0\"\n",
+            "version = \"0.1.0\"\ndependencies = [\"evil; python_version > '3' --no-binary=evil\"]\n",
+        ),
+    );
+    let head = repo.commit("smuggle an option");
+    let (code, said) = ci_text(&repo, &base, &head);
+    assert_ne!(code, 0, "{said}");
+    assert!(
+        said.contains("carries a pip option, and aayu reads requirements as data"),
+        "{said}"
+    );
+    assert!(
+        said.contains("cannot run here") || said.contains("blocked"),
+        "{said}"
+    );
 }
 
 /// A package with only `setup.py`, which records each time it runs whether it had the network and as
@@ -241,8 +260,10 @@ fn a_setup_py_runs_only_offline_and_as_the_sandbox_uid() {
     let marks = tempfile::tempdir().expect("marks");
     std::fs::set_permissions(marks.path(), std::fs::Permissions::from_mode(0o1777)).expect("chmod");
     let marker = marks.path().join("ran");
+    // It also tries to leave a `pip` module in the folder above its own (the install's work folder, where
+    // the download that has the network runs): root's, so refused.
     let setup = format!(
-        "import os, socket\nfrom setuptools import setup\ntry:\n    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n    net = \"network\"\nexcept OSError:\n    net = \"offline\"\nwith open({:?}, \"a\") as f:\n    f.write(f\"{{os.getuid()}} {{net}}\\n\")\nsetup(name=\"legacy\", version=\"1.0\", py_modules=[\"legacy\"], extras_require={{\"test\": [\"pytest\"]}})\n",
+        "import os, socket\nfrom setuptools import setup\ntry:\n    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n    net = \"network\"\nexcept OSError:\n    net = \"offline\"\ntry:\n    with open(os.path.join(os.path.dirname(os.getcwd()), \"pip.py\"), \"w\") as f:\n        f.write(\"raise SystemExit(0)\")\n    planted = \"planted\"\nexcept OSError:\n    planted = \"refused\"\nwith open({:?}, \"a\") as f:\n    f.write(f\"{{os.getuid()}} {{net}} {{planted}}\\n\")\nsetup(name=\"legacy\", version=\"1.0\", py_modules=[\"legacy\"], extras_require={{\"test\": [\"pytest\"]}})\n",
         marker.display().to_string()
     );
     let repo = TestRepo::new();
@@ -288,11 +309,15 @@ fn a_setup_py_runs_only_offline_and_as_the_sandbox_uid() {
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
         .expect("uid");
     for line in ran.lines() {
-        let (uid, net) = line.split_once(' ').expect("uid net");
+        let words: Vec<&str> = line.split(' ').collect();
+        let [uid, net, planted] = words[..] else {
+            panic!("uid net planted: {ran}");
+        };
         assert_eq!(net, "offline", "{ran}");
         let uid: u32 = uid.parse().expect("uid");
         if common::is_root() {
             assert!((61000..=61063).contains(&uid), "a sandbox uid: {ran}");
+            assert_eq!(planted, "refused", "the work folder is root's: {ran}");
         } else {
             assert_eq!(uid, me, "{ran}");
         }

@@ -5,7 +5,8 @@ requirements to download and install, one per line: the package's own, those of 
 test, tests or testing (else the lines of `more.txt`, which aayu read from a requirements file or a
 dependency group), and pytest at aayu's pin when none of them is pytest.
 
-argv: <copy> <work> <pytest pin>"""
+argv: <copy> <work> <out> <pytest pin>: `more.txt` is read from <work>, `requirements.txt` written into <out>
+(root reads it back as data before anything downloads it)."""
 
 import email.parser
 import importlib
@@ -49,7 +50,7 @@ def metadata_of(backend):
 
 
 def main():
-    copy, work, pin = sys.argv[1], sys.argv[2], sys.argv[3]
+    copy, work, out, pin = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     os.chdir(copy)
     sys.path.insert(0, copy)
     config = {}
@@ -92,7 +93,7 @@ def main():
     names = {canonicalize_name(Requirement(line).name) for line in lines}
     if "pytest" not in names:
         lines.append(pin)
-    with open(os.path.join(work, "requirements.txt"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out, "requirements.txt"), "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
     print(f"extra: {chosen or '-'}; {len(lines)} requirements", file=sys.stderr)
 
