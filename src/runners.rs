@@ -15,6 +15,7 @@
 pub(crate) mod cargo;
 pub(crate) mod go;
 mod id;
+pub(crate) mod js;
 pub(crate) mod python;
 
 use std::collections::BTreeMap;
@@ -31,7 +32,7 @@ pub use id::TestId;
 
 /// Every runner, in the order their markers claim a folder: a folder's own markers first, in this order
 /// (a folder with a `Cargo.toml` is cargo's even inside a Go module), and only then a `go.mod` above it.
-pub static RUNNERS: [&dyn Runner; 3] = [&cargo::Cargo, &go::Go, &python::Python];
+pub static RUNNERS: [&dyn Runner; 4] = [&cargo::Cargo, &go::Go, &python::Python, &js::Js];
 
 /// One stack's way of building, naming, fetching and running tests.
 pub trait Runner: Sync {
@@ -368,8 +369,8 @@ pub struct Job {
     pub env: Vec<(String, OsString)>,
     pub timeout: Duration,
     /// A variable to name a file by: the launcher makes a folder the process can write, puts the path of
-    /// a file in it in this variable, and hands back what the process wrote there (a runner's structured
-    /// events, never read from its output).
+    /// a file in it in this variable (and in place of `@report@` in the argv), and hands back what the
+    /// process wrote there (a runner's structured events, never read from its output).
     pub report: Option<&'static str>,
 }
 
@@ -387,6 +388,12 @@ pub struct Ran {
 
 /// The most of a report file a launcher reads.
 pub const REPORT_CAP: u64 = 64 << 20;
+
+/// An argv with `@report@` replaced by the report file's path (see [`Job::report`]).
+pub fn with_report(argv: &[String], file: &Path) -> Vec<String> {
+    let path = file.display().to_string();
+    argv.iter().map(|a| a.replace("@report@", &path)).collect()
+}
 
 /// A report file a process wrote (see [`Job::report`]): the file itself, never a link in its place,
 /// capped; `None` when there is none.
@@ -514,7 +521,7 @@ mod tests {
             let file = folder.path().join("report");
             let mut command = std::process::Command::new(&job.argv[0]);
             command
-                .args(&job.argv[1..])
+                .args(with_report(&job.argv[1..], &file))
                 .current_dir(&job.cwd)
                 .envs(job.env.iter().map(|(k, v)| (k, v)));
             if let Some(var) = job.report {

@@ -143,11 +143,15 @@ impl Launcher for InSandbox<'_, '_> {
             }
             None => None,
         };
+        let argv = match &report {
+            Some(file) => runners::with_report(&job.argv, file),
+            None => job.argv.clone(),
+        };
         let outcome = run
             .sandbox
             .run(
                 sandbox::Job {
-                    argv: &job.argv,
+                    argv: &argv,
                     cwd: &job.cwd,
                     slot: 0,
                     network: false,

@@ -106,7 +106,7 @@ impl Runner for Python {
             lends_lock: false,
             offline_first: false,
             without_committed_lock: None,
-            install: Some(recipe.install()),
+            install: Some(recipe.install(package.dir)),
         }))
     }
 
@@ -528,7 +528,7 @@ impl Recipe {
 
     /// The install: download the build requirements (wheels only, with the network), ask the backend for
     /// the rest when it must (offline), download those, then make the venv and install offline.
-    fn install(&self) -> Install {
+    fn install(&self, dir: &str) -> Install {
         let download = |what: &str, file: &str| InstallStep {
             what: what.to_string(),
             argv: [
@@ -685,7 +685,7 @@ impl Recipe {
         });
         Install {
             files,
-            copy: self.installable,
+            copy: self.installable.then(|| dir.to_string()),
             steps,
             env: vec![
                 ("AAYU_PYTHON".to_string(), "@venv@/bin/python".to_string()),

@@ -31,9 +31,9 @@ pub(super) type Installed = (PathBuf, String, Vec<(String, OsString)>);
 pub struct Install {
     /// Files written into `@work@` before any step (name, text): read as data by the steps.
     pub files: Vec<(String, String)>,
-    /// Whether the package folder is copied into `@copy@` (without what git ignores): a step that builds
-    /// the package writes there, never into the checkout.
-    pub copy: bool,
+    /// The folder copied into `@copy@` (relative to the tree: the package's, or the workspace root that
+    /// holds its lock file): a step that builds or installs writes there, never into the checkout.
+    pub copy: Option<String>,
     pub steps: Vec<InstallStep>,
     /// Variables every later process of the package gets, placeholders replaced.
     pub env: Vec<(String, String)>,
@@ -164,10 +164,11 @@ impl Sandbox {
             std::fs::write(&to, text).map_err(|e| e.to_string())?;
             let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
         }
-        if install.copy {
+        if let Some(folder) = &install.copy {
             let copy = work.join("copy");
-            copy_package(&root.join(package), &copy, self.uid(0))
-                .map_err(|e| format!("cannot copy `{package}` for its install: {e}"))?;
+            let shown = super::toolchain::shown_dir(folder);
+            copy_package(&root.join(folder), &copy, self.uid(0))
+                .map_err(|e| format!("cannot copy `{shown}` for its install: {e}"))?;
         }
         for step in &install.steps {
             if let Some(file) = &step.unless_empty {
@@ -322,8 +323,9 @@ fn link_wheels(from: &Path, to: &Path) {
 
 /// What the copy of a package leaves out, at any depth: git's folder and caches (read by name: no ignore
 /// file of the pull request's is read as root).
-const NOT_COPIED: [&str; 5] = [
+const NOT_COPIED: [&str; 6] = [
     ".git",
+    "node_modules",
     "__pycache__",
     ".pytest_cache",
     ".mypy_cache",

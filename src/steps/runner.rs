@@ -514,9 +514,13 @@ impl Launcher for Child {
             None => None,
         };
         let report = folder.as_ref().map(|f| f.path().join("report"));
+        let args = match &report {
+            Some(file) => runners::with_report(&job.argv[1..], file),
+            None => job.argv[1..].to_vec(),
+        };
         let mut command = Command::new(program);
         command
-            .args(&job.argv[1..])
+            .args(&args)
             .current_dir(&job.cwd)
             .env("PATH", &self.path)
             .envs(&self.env)

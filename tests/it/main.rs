@@ -22,6 +22,7 @@ mod github_conformance;
 mod hostile_input;
 mod image;
 mod init;
+mod js;
 mod ledger;
 mod local_loop;
 mod maintain;

@@ -1,0 +1,218 @@
+//! JavaScript packages as real repositories lay them out (synthetic fixtures, no third-party code, no
+//! registry): a package tested by node's built-in runner (nested describes, a skipped test, a title with
+//! parentheses, a new spec file the base cannot load), and one with a local dependency whose `postinstall`
+//! script records whether it had the network and as whom. Each goes through `verify --ci` with a bug story.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::Value;
+
+use crate::common::{self, TestRepo, ready, run};
+
+const GOAL: &str = "1. Two numbers add up.\n2. Zero stays zero.\n3. Parts are counted.";
+
+const TESTS: &str = "import { describe, it } from \"node:test\";\nimport assert from \"node:assert\";\nimport { add } from \"../calc.js\";\n\ndescribe(\"add\", () => {\n  describe(\"numbers\", () => {\n    it(\"sums (two of them)\", () => {\n      assert.equal(add(2, 2), 4);\n    });\n  });\n  it(\"keeps zero\", () => {\n    assert.equal(add(0, 0), 0);\n  });\n  it.skip(\"is not done yet\", () => {});\n});\n";
+
+const COUNT_TEST: &str = "import { describe, it } from \"node:test\";\nimport assert from \"node:assert\";\nimport { count } from \"../calc.js\";\n\ndescribe(\"count\", () => {\n  it(\"counts\", () => {\n    assert.equal(count(\"a,b,c\"), 3);\n  });\n});\n";
+
+const EVIDENCE: &str = "[[criterion]]\nid = 1\ntests = [\".:test/calc.test.js::add > numbers > sums (two of them)\"]\n\n[[criterion]]\nid = 2\ntests = [\".:test/calc.test.js::add > keeps zero\"]\n\n[[criterion]]\nid = 3\ntests = [\".:test/count.test.js::count > counts\"]\n";
+
+/// The package at the root: the bug at the base (`a - b`), the fix, `count` and the tests at the head.
+fn package(manifest: &str, evidence: &str) -> (TestRepo, String, String) {
+    let repo = TestRepo::new();
+    repo.write("package.json", manifest)
+        .write("calc.js", "export const add = (a, b) => a - b;\n")
+        .write(
+            ".gitignore",
+            "node_modules/\n.aayudha/runs/\n.aayudha/proof/\n",
+        )
+        .write(".aayudha/config.toml", "");
+    let base = repo.commit("calc, with the bug");
+    repo.write(
+        "calc.js",
+        "export const add = (a, b) => a + b;\nexport const count = (text) => text.split(\",\").length;\n",
+    )
+    .write("test/calc.test.js", TESTS)
+    .write("test/count.test.js", COUNT_TEST)
+    .write(".aayudha/evidence/5.toml", evidence);
+    let head = repo.commit("fix: add adds");
+    (repo, base, head)
+}
+
+const PLAIN: &str = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"type\": \"module\",\n  \"scripts\": { \"test\": \"node --test\" }\n}\n";
+
+fn ci(repo: &TestRepo, base: &str, head: &str, json: bool) -> (i32, String, String) {
+    let snapshot = ready(repo, 5, GOAL, &["type:bug"]);
+    let mut args = vec![
+        "verify", "--ci", "--base", base, "--head", head, "--story", "5", "--ready", &snapshot,
+    ];
+    if json {
+        args.push("--json");
+    }
+    let out = run(repo.aayu().args(&args));
+    (out.code, out.stdout, out.stderr)
+}
+
+fn evidence(repo: &TestRepo, criterion: u32) -> String {
+    std::fs::read_to_string(repo.path(&format!(
+        ".aayudha/proof/5/artifacts/evidence/criterion-{criterion}.jsonl"
+    )))
+    .unwrap_or_default()
+}
+
+fn red_on_base(repo: &TestRepo) -> Value {
+    let path = repo.path(".aayudha/proof/5/artifacts/reports/red-on-base.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("report")).expect("json")
+}
+
+#[test]
+fn a_node_test_package_is_evidenced_and_red_on_base_by_full_names() {
+    crate::needs!(node);
+    let (repo, base, head) = package(PLAIN, EVIDENCE);
+    let (code, stdout, stderr) = ci(&repo, &base, &head, true);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let pack: Value = serde_json::from_str(&stdout).expect("pack");
+    let tests = pack["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["floor"] == "tests"))
+        .expect("tests floor");
+    assert_eq!(tests["result"], "pass", "{pack:#}\n{stderr}");
+    let first: Vec<String> = (1..=3).map(|c| evidence(&repo, c)).collect();
+    for (text, full) in first.iter().zip([
+        "add > numbers > sums (two of them)",
+        "add > keeps zero",
+        "count > counts",
+    ]) {
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let event: Value = serde_json::from_str(text.trim()).expect("an event");
+        assert_eq!(event["full"], full, "{text}");
+        assert!(
+            !text.contains("/tmp/") && !text.contains("duration"),
+            "{text}"
+        );
+    }
+    let red = red_on_base(&repo);
+    let verdicts: Vec<&str> = red["criteria"]
+        .as_array()
+        .expect("criteria")
+        .iter()
+        .map(|c| c["verdict"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(verdicts, ["red", "green", "inconclusive"], "{red:#}");
+    let new = red["criteria"][2]["tests"][0]["detail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        new.contains("failed to load") && new.contains("count"),
+        "{red:#}"
+    );
+    // Byte-identical on a second run.
+    let (code, _, stderr) = ci(&repo, &base, &head, true);
+    assert_eq!(code, 0, "{stderr}");
+    let second: Vec<String> = (1..=3).map(|c| evidence(&repo, c)).collect();
+    assert_eq!(first, second);
+}
+
+#[test]
+fn a_skipped_or_unknown_js_test_is_no_evidence() {
+    crate::needs!(node);
+    let map = "[[criterion]]\nid = 1\ntests = [\".:test/calc.test.js::add > is not done yet\"]\n\n[[criterion]]\nid = 2\ntests = [\".:test/calc.test.js::add > nope\"]\n\n[[criterion]]\nid = 3\ntests = [\".:test/count.test.js::count > counts\"]\n";
+    let (repo, base, head) = package(PLAIN, map);
+    let (code, stdout, stderr) = ci(&repo, &base, &head, false);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("did not run: the test was skipped"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("was not found: node --test found no test `add > nope`"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_package_with_dependencies_and_no_lock_file_is_blocked() {
+    crate::needs!(node);
+    let manifest = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"type\": \"module\",\n  \"scripts\": { \"test\": \"node --test\" },\n  \"dependencies\": { \"left-pad\": \"1.3.0\" }\n}\n";
+    let (repo, base, head) = package(manifest, EVIDENCE);
+    let (code, stdout, stderr) = ci(&repo, &base, &head, false);
+    assert_ne!(code, 0, "{stdout}\n{stderr}");
+    let said = format!("{stdout}\n{stderr}");
+    assert!(
+        said.contains("has dependencies but no lock file: commit a lock file"),
+        "{said}"
+    );
+}
+
+/// A local dependency's `postinstall` runs when the install's scripts run — offline, as the sandbox uid,
+/// in the per-run copy — and the tests then run in that copy, with the dependency there.
+#[test]
+fn a_postinstall_script_runs_offline_as_the_sandbox_uid() {
+    crate::needs!(node);
+    let marks = tempfile::tempdir().expect("marks");
+    std::fs::set_permissions(marks.path(), std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let marker = marks.path().join("ran");
+    let manifest = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node --test\" },\n  \"dependencies\": { \"calc-dep\": \"file:dep\" }\n}\n";
+    let lock = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"lockfileVersion\": 3,\n  \"requires\": true,\n  \"packages\": {\n    \"\": {\n      \"name\": \"calc\",\n      \"version\": \"1.0.0\",\n      \"dependencies\": {\n        \"calc-dep\": \"file:dep\"\n      }\n    },\n    \"dep\": {\n      \"name\": \"calc-dep\",\n      \"version\": \"1.0.0\",\n      \"hasInstallScript\": true\n    },\n    \"node_modules/calc-dep\": {\n      \"resolved\": \"dep\",\n      \"link\": true\n    }\n  }\n}\n";
+    let mark = format!(
+        "const fs = require(\"fs\");\nconst net = require(\"net\");\nconst M = {:?};\ntry {{\n  const s = net.connect({{ host: \"127.0.0.1\", port: 9 }});\n  s.on(\"error\", (e) => fs.appendFileSync(M, process.getuid() + \" \" + e.code + \"\\n\"));\n  s.on(\"connect\", () => {{ fs.appendFileSync(M, process.getuid() + \" open\\n\"); s.destroy(); }});\n}} catch (e) {{\n  fs.appendFileSync(M, process.getuid() + \" \" + e.code + \"\\n\");\n}}\n",
+        marker.display().to_string()
+    );
+    let repo = TestRepo::new();
+    repo.write("package.json", manifest)
+        .write("package-lock.json", lock)
+        .write("dep/package.json", "{ \"name\": \"calc-dep\", \"version\": \"1.0.0\", \"scripts\": { \"postinstall\": \"node mark.js\" } }\n")
+        .write("dep/mark.js", mark)
+        .write("dep/index.js", "exports.one = () => 1;\n")
+        .write("calc.js", "exports.add = (a, b) => a - b;\n")
+        .write(".gitignore", "node_modules/\n.aayudha/runs/\n.aayudha/proof/\n")
+        .write(".aayudha/config.toml", "");
+    let base = repo.commit("calc, with the bug");
+    repo.write("calc.js", "exports.add = (a, b) => a + b + require(\"calc-dep\").one() - 1;\n")
+        .write(
+            "test/calc.test.js",
+            "const { it } = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { add } = require(\"../calc\");\n\nit(\"adds\", () => assert.equal(add(2, 2), 4));\n",
+        )
+        .write(
+            ".aayudha/evidence/5.toml",
+            "[[criterion]]\nid = 1\ntests = [\".:test/calc.test.js::adds\"]\n",
+        );
+    let head = repo.commit("fix: add adds");
+    let snapshot = ready(&repo, 5, "1. Two numbers add up.", &["type:bug"]);
+    let out = run(repo.aayu().args([
+        "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready", &snapshot,
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("criterion 1: red on base"),
+        "{}",
+        out.stdout
+    );
+    let ran = std::fs::read_to_string(&marker).expect("the postinstall ran");
+    let me = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .expect("uid");
+    for line in ran.lines() {
+        let (uid, said) = line.split_once(' ').expect("uid code");
+        assert!(
+            !matches!(said, "open" | "ECONNREFUSED"),
+            "a socket to loopback: {ran}"
+        );
+        let uid: u32 = uid.parse().expect("uid");
+        if common::is_root() {
+            assert!((61000..=61063).contains(&uid), "a sandbox uid: {ran}");
+        } else {
+            assert_eq!(uid, me, "{ran}");
+        }
+    }
+    let status = repo.git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored",
+    ]);
+    assert!(
+        !status.contains("node_modules"),
+        "the checkout is never written: {status}"
+    );
+}
