@@ -1896,6 +1896,17 @@ fn fetch_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
                 .map(|v| (name.to_string(), OsString::from(v)))
         })
         .collect();
+    // npm's registry and offline switch (never a token: `_authToken` settings are not passed).
+    for name in [
+        "npm_config_registry",
+        "NPM_CONFIG_REGISTRY",
+        "npm_config_offline",
+        "NPM_CONFIG_OFFLINE",
+    ] {
+        if let Some(value) = settings.process_env.get(name).filter(|v| !v.is_empty()) {
+            env.insert(name.into(), value.into());
+        }
+    }
     // pip's index, when it carries no credentials (a token in a URL is never passed on).
     for name in [
         "PIP_INDEX_URL",

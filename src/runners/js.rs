@@ -322,6 +322,7 @@ fn npm_install(lock: &str) -> Install {
             ),
         ],
         env: vec![("AAYU_JS_COPY".to_string(), "@copy@".to_string())],
+        npm_cache: true,
     }
 }
 

@@ -695,6 +695,7 @@ impl Recipe {
                 ),
                 ("VIRTUAL_ENV".to_string(), "@venv@".to_string()),
             ],
+            npm_cache: false,
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct Install {
     pub steps: Vec<InstallStep>,
     /// Variables every later process of the package gets, placeholders replaced.
     pub env: Vec<(String, String)>,
+    /// Whether the machine's npm cache seeds the install's own (`@work@/dl`): its content linked
+    /// read-only, its index copied, so that what it holds is not downloaded again.
+    pub npm_cache: bool,
 }
 
 /// One process of an install.
@@ -164,6 +167,15 @@ impl Sandbox {
             std::fs::write(&to, text).map_err(|e| e.to_string())?;
             let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
         }
+        if install.npm_cache
+            && let Some(from) = self.machine_npm_cache()
+        {
+            seed_npm_cache(
+                &from.join("_cacache"),
+                &work.join("dl/_cacache"),
+                self.uid(0),
+            );
+        }
         if let Some(folder) = &install.copy {
             let copy = work.join("copy");
             let shown = super::toolchain::shown_dir(folder);
@@ -276,6 +288,19 @@ impl Sandbox {
         Ok(env)
     }
 
+    /// The machine's npm cache, as npm itself finds it for aayu's own user: `npm_config_cache`, else
+    /// `~/.npm` — read from aayu's environment, never by running npm (which would read the checkout's
+    /// `.npmrc`).
+    fn machine_npm_cache(&self) -> Option<PathBuf> {
+        let env = &self.process_env;
+        env.get("npm_config_cache")
+            .or_else(|| env.get("NPM_CONFIG_CACHE"))
+            .filter(|v| v.starts_with('/'))
+            .map(PathBuf::from)
+            .or_else(|| env.get("HOME").map(|h| Path::new(h).join(".npm")))
+            .filter(|p| p.join("_cacache").is_dir())
+    }
+
     /// The variables an install gave the package in `root` (a folder, any spelling): none when it has
     /// no install.
     pub fn installed_env(&self, root: &Path, package: &str) -> Vec<(String, OsString)> {
@@ -291,6 +316,43 @@ impl Sandbox {
                     .map(|(_, _, env)| env.clone())
             })
             .unwrap_or_default()
+    }
+}
+
+/// Seeds an install's npm cache from the machine's: the content (immutable, named by its hash) linked
+/// as the machine's cargo cache is ([`super::link_tree`]), the index (which npm may append to) copied and
+/// handed to `uid`.
+fn seed_npm_cache(from: &Path, to: &Path, uid: Option<u32>) {
+    super::link_tree(&from.join("content-v2"), &to.join("content-v2"), uid);
+    copy_index(&from.join("index-v5"), &to.join("index-v5"), uid);
+    if let Some(uid) = uid {
+        let _ = std::os::unix::fs::lchown(to, Some(uid), Some(uid));
+    }
+}
+
+fn copy_index(from: &Path, to: &Path, uid: Option<u32>) {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    if std::fs::create_dir_all(to).is_err() {
+        return;
+    }
+    if let Some(uid) = uid {
+        let _ = std::os::unix::fs::lchown(to, Some(uid), Some(uid));
+    }
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_index(&entry.path(), &target, uid);
+        } else if kind.is_file() && std::fs::copy(entry.path(), &target).is_ok() {
+            let _ = std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644));
+            if let Some(uid) = uid {
+                let _ = std::os::unix::fs::lchown(&target, Some(uid), Some(uid));
+            }
+        }
     }
 }
 

@@ -278,6 +278,22 @@ pub fn wheels() -> PathBuf {
     dir
 }
 
+/// The npm cache the JavaScript tests install from (`AAYU_TEST_NPM_CACHE`, or `~/.cache/aayu-test-npm`),
+/// which `scripts/test` fills once from `tests/data/js/*/package-lock.json`. Missing, the test fails with
+/// how to fill it — the tests never install from the registry.
+pub fn npm_cache() -> PathBuf {
+    let dir = std::env::var_os("AAYU_TEST_NPM_CACHE").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/aayu-test-npm"),
+        PathBuf::from,
+    );
+    assert!(
+        dir.join("_cacache").is_dir(),
+        "no npm cache at `{}`: run scripts/test once (it fills it from tests/data/js)",
+        dir.display()
+    );
+    dir
+}
+
 /// Whether the tests run as root: then aayu runs product code as the sandbox's own uids.
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")

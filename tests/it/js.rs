@@ -216,3 +216,184 @@ fn a_postinstall_script_runs_offline_as_the_sandbox_uid() {
         "the checkout is never written: {status}"
     );
 }
+
+/// A package from `tests/data/js/<name>` (its manifest and lock), with `files` at the base and `fixed`
+/// and `evidence` at the head.
+fn from_data(
+    name: &str,
+    base_files: &[(&str, &str)],
+    head_files: &[(&str, &str)],
+    evidence: &str,
+) -> (TestRepo, String, String) {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/js")
+        .join(name);
+    let repo = TestRepo::new();
+    for file in ["package.json", "package-lock.json"] {
+        repo.write(file, std::fs::read(data.join(file)).expect("fixture"));
+    }
+    repo.write(
+        ".gitignore",
+        "node_modules/\n.aayudha/runs/\n.aayudha/proof/\n",
+    )
+    .write(".aayudha/config.toml", "");
+    for (path, text) in base_files {
+        repo.write(path, text);
+    }
+    let base = repo.commit("with the bug");
+    for (path, text) in head_files {
+        repo.write(path, text);
+    }
+    repo.write(".aayudha/evidence/5.toml", evidence);
+    let head = repo.commit("fix");
+    (repo, base, head)
+}
+
+/// `verify --ci` from the filled npm cache, offline.
+fn ci_offline(repo: &TestRepo, base: &str, head: &str) -> (i32, Value, String) {
+    let snapshot = ready(repo, 5, GOAL, &["type:bug"]);
+    let out = run(repo
+        .aayu()
+        .env("npm_config_cache", common::npm_cache())
+        .env("npm_config_offline", "true")
+        .args([
+            "verify", "--ci", "--base", base, "--head", head, "--story", "5", "--ready", &snapshot,
+            "--json",
+        ]));
+    let pack = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    (out.code, pack, format!("{}\n{}", out.stdout, out.stderr))
+}
+
+fn verdicts(repo: &TestRepo) -> Vec<String> {
+    red_on_base(repo)["criteria"]
+        .as_array()
+        .expect("criteria")
+        .iter()
+        .map(|c| c["verdict"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Red, green and inconclusive, each criterion evidenced by its own test's record only (no timing), the
+/// same bytes on a second run; the checkout never written.
+fn assert_proved(repo: &TestRepo, base: &str, head: &str, own: [&[&str]; 3]) {
+    let (code, pack, said) = ci_offline(repo, base, head);
+    assert_eq!(code, 0, "{said}");
+    let tests = pack["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["floor"] == "tests"))
+        .expect("tests floor");
+    assert_eq!(tests["result"], "pass", "{said}");
+    let first: Vec<String> = (1..=3).map(|c| evidence(repo, c)).collect();
+    for (text, titles) in first.iter().zip(own) {
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let event: Value = serde_json::from_str(text.trim()).expect("an event");
+        let mut got: Vec<&str> = event["ancestorTitles"]
+            .as_array()
+            .expect("ancestorTitles")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        got.push(event["title"].as_str().unwrap_or_default());
+        assert_eq!(got, titles, "{text}");
+        for timing in ["duration", "startAt", "perfStats"] {
+            assert!(event.get(timing).is_none(), "{text}");
+        }
+    }
+    assert_eq!(verdicts(repo), ["red", "green", "inconclusive"], "{said}");
+    let (code, _, said) = ci_offline(repo, base, head);
+    assert_eq!(code, 0, "{said}");
+    let second: Vec<String> = (1..=3).map(|c| evidence(repo, c)).collect();
+    assert_eq!(first, second);
+    let status = repo.git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored",
+    ]);
+    assert!(!status.contains("node_modules"), "{status}");
+}
+
+#[test]
+fn a_typescript_package_with_vitest_is_evidenced_by_its_json_report() {
+    crate::needs!(node);
+    let parse = |fixed: bool| {
+        format!(
+            "export function parse(text: string): string[] {{\n  {}return text.split(\",\");\n}}\n",
+            if fixed {
+                "if (text.endsWith(\",\")) throw new Error(\"trailing comma\");\n  "
+            } else {
+                ""
+            }
+        )
+    };
+    let tests = "import { describe, it, expect } from \"vitest\";\nimport { parse } from \"./parse\";\n\ndescribe(\"parse\", () => {\n  describe(\"commas (a+b)\", () => {\n    it(\"rejects a trailing comma [x]\", () => {\n      expect(() => parse(\"a,\")).toThrow();\n    });\n  });\n  it(\"splits\", () => {\n    expect(parse(\"a,b\")).toEqual([\"a\", \"b\"]);\n  });\n  it.skip(\"later\", () => {});\n});\n";
+    let count_test = "import { describe, it, expect } from \"vitest\";\nimport { count } from \"./count\";\n\ndescribe(\"count\", () => {\n  it(\"counts\", () => {\n    expect(count(\"a,b\")).toBe(2);\n  });\n});\n";
+    let evidence = "[[criterion]]\nid = 1\ntests = [\".:src/parse.test.ts::parse > commas (a+b) > rejects a trailing comma [x]\"]\n\n[[criterion]]\nid = 2\ntests = [\".:src/parse.test.ts::parse > splits\"]\n\n[[criterion]]\nid = 3\ntests = [\".:src/count.test.ts::count > counts\"]\n";
+    let (repo, base, head) = from_data(
+        "vitest",
+        &[("src/parse.ts", &parse(false))],
+        &[
+            ("src/parse.ts", &parse(true)),
+            ("src/parse.test.ts", tests),
+            (
+                "src/count.ts",
+                "export const count = (text: string) => text.split(\",\").length;\n",
+            ),
+            ("src/count.test.ts", count_test),
+        ],
+        evidence,
+    );
+    assert_proved(
+        &repo,
+        &base,
+        &head,
+        [
+            &["parse", "commas (a+b)", "rejects a trailing comma [x]"],
+            &["parse", "splits"],
+            &["count", "counts"],
+        ],
+    );
+}
+
+#[test]
+fn a_javascript_package_with_jest_tells_colliding_names_apart_by_their_describes() {
+    crate::needs!(node);
+    let parse = |fixed: bool| {
+        format!(
+            "exports.parse = (text) => {{\n  {}return text.split(\",\");\n}};\n",
+            if fixed {
+                "if (text.endsWith(\",\")) throw new Error(\"trailing comma\");\n  "
+            } else {
+                ""
+            }
+        )
+    };
+    // `parse a > b c` and `parse > a b > c` are both "parse a b c" joined by spaces.
+    let tests = "const { parse } = require(\"../parse\");\n\ndescribe(\"parse\", () => {\n  describe(\"a b\", () => {\n    test(\"c\", () => {\n      expect(() => parse(\"a,\")).toThrow();\n    });\n  });\n});\n\ndescribe(\"parse a\", () => {\n  test(\"b c\", () => {\n    expect(parse(\"a,b\")).toEqual([\"a\", \"b\"]);\n  });\n});\n";
+    let count_test = "const { count } = require(\"../count\");\n\ndescribe(\"count\", () => {\n  test(\"counts\", () => {\n    expect(count(\"a,b\")).toBe(2);\n  });\n});\n";
+    let evidence = "[[criterion]]\nid = 1\ntests = [\".:__tests__/parse.test.js::parse > a b > c\"]\n\n[[criterion]]\nid = 2\ntests = [\".:__tests__/parse.test.js::parse a > b c\"]\n\n[[criterion]]\nid = 3\ntests = [\".:__tests__/count.test.js::count > counts\"]\n";
+    let (repo, base, head) = from_data(
+        "jest",
+        &[("parse.js", &parse(false))],
+        &[
+            ("parse.js", &parse(true)),
+            ("__tests__/parse.test.js", tests),
+            (
+                "count.js",
+                "exports.count = (text) => text.split(\",\").length;\n",
+            ),
+            ("__tests__/count.test.js", count_test),
+        ],
+        evidence,
+    );
+    assert_proved(
+        &repo,
+        &base,
+        &head,
+        [
+            &["parse", "a b", "c"],
+            &["parse a", "b c"],
+            &["count", "counts"],
+        ],
+    );
+}
