@@ -182,7 +182,7 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
             "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `build`, `run`, `request` and `test` steps (docs/behaviour-checks.md)."
         }
         Stack::Node => {
-            "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `ui` checks drive Chromium with its browser steps (`open`, `fill`, `click`, `see`, `screenshot`, …), `api` checks send `request` steps (docs/behaviour-checks.md)."
+            "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `ui` checks drive Chromium with its browser steps (`open`, `fill`, `click`, `see`, `screenshot`, …), `api` checks send `request` steps, `cli` and `lib` checks `run` steps, and a `test` step runs one test as the tests floor does — `{\"test\": {\"package\": \".\", \"test\": \"src/parse.test.ts::parse > rejects a trailing comma\"}}` (docs/behaviour-checks.md). For example:\n\n```json\n// {\"id\": \"home\", \"kind\": \"ui\", \"evidence\": \"screenshot\", \"steps\": [{\"open\": \"/\"}, {\"see\": {\"name\": \"Welcome\", \"role\": \"heading\"}}, {\"screenshot\": \"home.png\"}]}\n// {\"id\": \"version\", \"kind\": \"cli\", \"evidence\": \"cli-transcript\", \"steps\": [{\"run\": [\"node\", \"bin/cli.js\", \"--version\"], \"stdout\": [\".\"]}]}\n```"
         }
         Stack::Go => {
             "The checks run through the built-in step runner (`\"control\": [\"aayu\", \"control\"]`): `run` steps (an argv, `exit`, `stdout`), `request` steps, and `test` steps that run one Go test of a package as the tests floor does — `{\"test\": {\"package\": \".\", \"test\": \"TestAdd\"}}`, a subtest as `TestAdd/zero` (docs/behaviour-checks.md)."
@@ -209,7 +209,8 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
 {"kind": "command", "files": ["pyproject.toml"], "pattern": "(?m)^([A-Za-z0-9][A-Za-z0-9_.-]*)\\s*=\\s*\"[A-Za-z0-9_.]+:[A-Za-z0-9_.]+\""}"#
         }
         Stack::Node => {
-            r#"{"kind": "route", "files": ["src/**/*.{js,ts}"], "pattern": "\\.(?:get|post|put|delete)\\(['\"]([^'\"]+)['\"]"}
+            r#"{"kind": "func", "files": ["src/**/*.{js,jsx,ts,tsx,mjs,cjs,mts,cts}", "!**/*.test.*", "!**/*.spec.*", "!**/__tests__/**"], "pattern": "(?m)^export (?:default )?(?:async )?(?:function\\*?|const|class) ([A-Za-z_$][A-Za-z0-9_$]*)"}
+{"kind": "route", "files": ["src/**/*.{js,ts}", "!**/*.test.*", "!**/*.spec.*", "!**/__tests__/**"], "pattern": "\\.(?:get|post|put|delete)\\(['\"]([^'\"]+)['\"]"}
 {"kind": "page", "files": ["src/pages/**/*.{jsx,tsx}"], "pattern": "export default function ([A-Z][A-Za-z0-9]*)"}"#
         }
         Stack::None => {
@@ -258,7 +259,10 @@ fn skill_md(product: &str, root: &str, stack: Stack) -> String {
         Stack::Python => Some(
             "The `func` rule matches top-level functions of public names (`def parse(`, never `def _helper(`) and leaves out tests (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`, `test/`); the `command` rule reads `[project.scripts]` entry points (`name = \"module:function\"`).",
         ),
-        Stack::Node | Stack::None => None,
+        Stack::Node => Some(
+            "The `func` and `route` rules leave out tests (`*.test.*`, `*.spec.*`, `__tests__/`): they are no surface a user can reach.",
+        ),
+        Stack::None => None,
     };
     if let Some(note) = note {
         text.push('\n');
