@@ -1903,7 +1903,11 @@ fn fetch_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
         "npm_config_offline",
         "NPM_CONFIG_OFFLINE",
     ] {
-        if let Some(value) = settings.process_env.get(name).filter(|v| !v.is_empty()) {
+        if let Some(value) = settings.process_env.get(name).filter(|v| !v.is_empty())
+            && !value
+                .split_once("://")
+                .is_some_and(|(_, rest)| rest.split('/').next().is_some_and(|h| h.contains('@')))
+        {
             env.insert(name.into(), value.into());
         }
     }

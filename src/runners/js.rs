@@ -198,6 +198,7 @@ impl Runner for Js {
             return Ok(None);
         }
         let lock = lock_folder(root, package.dir)?;
+        registry_only(root, &lock)?;
         Ok(Some(FetchPlan {
             unit: lock.clone(),
             argv: Vec::new(),
@@ -283,9 +284,77 @@ fn lock_folder(root: &Path, dir: &str) -> Result<String, String> {
     ))
 }
 
+/// Whether every package the lock names comes from a registry as a tarball with its hash, or is a folder
+/// of the lock's own tree (a workspace member, a `file:` folder inside it): a git, `file:` tarball or URL
+/// dependency is refused, read as data before anything runs — npm prepares a git dependency by running
+/// npm in its clone, with the network on.
+fn registry_only(root: &Path, lock: &str) -> Result<(), String> {
+    let file = ["package-lock.json", "npm-shrinkwrap.json"]
+        .into_iter()
+        .map(|name| join(lock, name))
+        .find(|path| crate::safe_fs::is_regular(root, path))
+        .unwrap_or_else(|| join(lock, "package-lock.json"));
+    let bytes = crate::safe_fs::read(root, &file, 64 << 20)
+        .map_err(|e| format!("cannot read `{file}`: {e}"))?;
+    let parsed: Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("`{file}` is not JSON: {e}"))?;
+    let Some(packages) = parsed.get("packages").and_then(Value::as_object) else {
+        return Err(format!(
+            "`{file}` has no `packages` (lockfileVersion 1): write it again with npm 7 or newer (`npm install`)"
+        ));
+    };
+    for (at, entry) in packages {
+        if at.is_empty() {
+            continue;
+        }
+        let resolved = entry.get("resolved").and_then(Value::as_str);
+        let linked = entry.get("link").and_then(Value::as_bool) == Some(true);
+        let inside = |path: &str| {
+            !path.starts_with('/') && path.split('/').all(|p| p != ".." && !p.is_empty())
+        };
+        let fine = if linked {
+            resolved.is_some_and(inside)
+        } else if !at.contains("node_modules/") {
+            // A workspace member's own folder.
+            inside(at)
+        } else {
+            entry.get("integrity").and_then(Value::as_str).is_some()
+                && resolved.is_none_or(|r| r.starts_with("https://"))
+        };
+        if !fine {
+            let shown = resolved
+                .unwrap_or("(no resolved, no integrity)")
+                .escape_debug()
+                .to_string();
+            return Err(format!(
+                "`{file}`: `{}` comes from `{shown}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
+                at.escape_debug()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The install of the folder that holds the lock: `npm ci --ignore-scripts` with the network (no package
 /// code runs), then the lifecycle scripts offline (`npm rebuild`), in the per-run copy.
 fn npm_install(lock: &str) -> Install {
+    // The download runs no program a package names: no git (a git dependency is refused anyway), no
+    // script shell, no `node-options` — set as variables, which rank above any `.npmrc` npm reads.
+    let shut = |network: bool| -> Vec<(String, String)> {
+        let mut env = vec![("CI".to_string(), "true".to_string())];
+        if network {
+            env.extend(
+                [
+                    ("npm_config_ignore_scripts", "true"),
+                    ("npm_config_git", "/bin/false"),
+                    ("npm_config_script_shell", "/bin/false"),
+                    ("npm_config_node_options", ""),
+                ]
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+            );
+        }
+        env
+    };
     let npm = |what: &str, args: &[&str], network: bool| InstallStep {
         what: what.to_string(),
         argv: std::iter::once("npm")
@@ -301,7 +370,7 @@ fn npm_install(lock: &str) -> Install {
             .collect(),
         network,
         cwd: "@copy@".to_string(),
-        env: vec![("CI".to_string(), "true".to_string())],
+        env: shut(network),
         unless_empty: None,
         explain: Some(explain_npm),
         output: None,
@@ -410,9 +479,10 @@ fn workdir(run: &Run, package: &Package) -> PathBuf {
 
 /// The program of a package's runner: `node_modules/.bin/<name>` in its folder or the nearest above it
 /// (a workspace hoists them).
-fn bin(workdir: &Path, name: &str) -> Option<PathBuf> {
+fn bin(workdir: &Path, top: &Path, name: &str) -> Option<PathBuf> {
     workdir
         .ancestors()
+        .take_while(|d| d.starts_with(top))
         .map(|d| d.join("node_modules/.bin").join(name))
         .find(|p| std::fs::symlink_metadata(p).is_ok())
 }
@@ -431,6 +501,12 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         }
     };
     let dir = workdir(run, package);
+    // The top of the install's copy, else of the tree: a runner's program is never found above it.
+    let top = run
+        .env
+        .iter()
+        .find(|(k, _)| k == "AAYU_JS_COPY")
+        .map_or_else(|| run.root.to_path_buf(), |(_, v)| PathBuf::from(v));
     // One process per test (a test that ends the process decides nothing about another's); node runs
     // the test's whole file and the test is read by its full name.
     for (test, spec) in &wanted {
@@ -445,6 +521,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
             Framework::Jest | Framework::Vitest => {
                 let Some(program) = bin(
                     &dir,
+                    &top,
                     if framework == Framework::Jest {
                         "jest"
                     } else {
@@ -511,9 +588,10 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
                 continue;
             }
         };
+        let file = dir.join(&spec.file);
         let result = match framework {
-            Framework::Node => node_result(spec, &ran, run.root),
-            _ => json_result(framework, spec, &ran, run.root),
+            Framework::Node => node_result(spec, &file, &ran, run.root),
+            _ => json_result(framework, spec, &file, &ran, run.root),
         };
         results.insert((*test).clone(), result);
     }
@@ -521,7 +599,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
 }
 
 /// A node:test result from aayu's reporter's lines: the test's own pass or fail, by file and full name.
-fn node_result(spec: &JsTest, ran: &super::Ran, root: &Path) -> TestResult {
+fn node_result(spec: &JsTest, file: &Path, ran: &super::Ran, root: &Path) -> TestResult {
     let text = String::from_utf8_lossy(ran.report.as_deref().unwrap_or_default()).into_owned();
     let events: Vec<Value> = text
         .lines()
@@ -530,7 +608,7 @@ fn node_result(spec: &JsTest, ran: &super::Ran, root: &Path) -> TestResult {
     let in_file = |e: &Value| {
         e.get("file")
             .and_then(Value::as_str)
-            .is_some_and(|f| f.ends_with(&format!("/{}", spec.file)) || f == spec.file)
+            .is_some_and(|f| Path::new(f) == file)
     };
     let own: Vec<Value> = events
         .iter()
@@ -599,7 +677,13 @@ fn node_result(spec: &JsTest, ran: &super::Ran, root: &Path) -> TestResult {
 
 /// A jest or vitest result from its JSON report (jest's shape, which vitest's `json` reporter writes):
 /// exactly one test of the file whose `ancestorTitles` and `title` are the id's titles.
-fn json_result(framework: Framework, spec: &JsTest, ran: &super::Ran, root: &Path) -> TestResult {
+fn json_result(
+    framework: Framework,
+    spec: &JsTest,
+    path: &Path,
+    ran: &super::Ran,
+    root: &Path,
+) -> TestResult {
     let name = framework.name();
     let Some(report) = ran
         .report
@@ -621,7 +705,7 @@ fn json_result(framework: Framework, spec: &JsTest, ran: &super::Ran, root: &Pat
     let file = files.iter().find(|f| {
         f.get("name")
             .and_then(Value::as_str)
-            .is_some_and(|n| n.ends_with(&format!("/{}", spec.file)) || n == spec.file)
+            .is_some_and(|n| Path::new(n) == path)
     });
     let Some(file) = file else {
         return TestResult::of(Outcome::NotFound(format!(

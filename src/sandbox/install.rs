@@ -253,7 +253,12 @@ impl Sandbox {
                     .replace(&places.work.display().to_string(), "<install>")
                     .replace(&places.wheels.display().to_string(), "<wheelhouse>");
                 // An index URL may carry a token in its path: never in a reason (which a comment shows).
-                for name in ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"] {
+                for name in [
+                    "PIP_INDEX_URL",
+                    "PIP_EXTRA_INDEX_URL",
+                    "npm_config_registry",
+                    "NPM_CONFIG_REGISTRY",
+                ] {
                     if let Some(value) = self.fetch_env.get(name).and_then(|v| v.to_str()) {
                         for url in value.split_whitespace().filter(|u| u.len() > 8) {
                             why = why.replace(url, "<index>");
@@ -319,18 +324,21 @@ impl Sandbox {
     }
 }
 
-/// Seeds an install's npm cache from the machine's: the content (immutable, named by its hash) linked
-/// as the machine's cargo cache is ([`super::link_tree`]), the index (which npm may append to) copied and
-/// handed to `uid`.
+/// Seeds an install's npm cache from the machine's: the content (immutable, named by its hash) linked,
+/// the index (which npm may append to) copied and handed to `uid` — only what every user may read.
 fn seed_npm_cache(from: &Path, to: &Path, uid: Option<u32>) {
-    super::link_tree(&from.join("content-v2"), &to.join("content-v2"), uid);
-    copy_index(&from.join("index-v5"), &to.join("index-v5"), uid);
+    open_files(&from.join("content-v2"), &to.join("content-v2"), uid, false);
+    open_files(&from.join("index-v5"), &to.join("index-v5"), uid, true);
     if let Some(uid) = uid {
         let _ = std::os::unix::fs::lchown(to, Some(uid), Some(uid));
     }
 }
 
-fn copy_index(from: &Path, to: &Path, uid: Option<u32>) {
+/// The files of `from` that every user may read already (never one only the machine's user may: a
+/// private package, a stored request), linked read-only — or, with `copy`, copied and handed to `uid`
+/// (npm appends to its index) — into `to`, whose folders are `uid`'s. Links are left out.
+fn open_files(from: &Path, to: &Path, uid: Option<u32>, copy: bool) {
+    use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(from) else {
         return;
     };
@@ -341,16 +349,25 @@ fn copy_index(from: &Path, to: &Path, uid: Option<u32>) {
         let _ = std::os::unix::fs::lchown(to, Some(uid), Some(uid));
     }
     for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
             continue;
         };
         let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_index(&entry.path(), &target, uid);
-        } else if kind.is_file() && std::fs::copy(entry.path(), &target).is_ok() {
-            let _ = std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644));
-            if let Some(uid) = uid {
-                let _ = std::os::unix::fs::lchown(&target, Some(uid), Some(uid));
+        if meta.is_dir() {
+            open_files(&entry.path(), &target, uid, copy);
+        } else if meta.is_file() && meta.mode() & 0o004 != 0 {
+            if copy {
+                if std::fs::copy(entry.path(), &target).is_ok() {
+                    let _ =
+                        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644));
+                    if let Some(uid) = uid {
+                        let _ = std::os::unix::fs::lchown(&target, Some(uid), Some(uid));
+                    }
+                }
+            } else if std::fs::hard_link(entry.path(), &target).is_err() {
+                let _ = std::fs::copy(entry.path(), &target).and_then(|_| {
+                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o444))
+                });
             }
         }
     }
@@ -385,9 +402,11 @@ fn link_wheels(from: &Path, to: &Path) {
 
 /// What the copy of a package leaves out, at any depth: git's folder and caches (read by name: no ignore
 /// file of the pull request's is read as root).
-const NOT_COPIED: [&str; 6] = [
+const NOT_COPIED: [&str; 7] = [
     ".git",
     "node_modules",
+    // npm's project settings (`git=`, `node-options=`, `${VAR}` in a registry): never the pull request's.
+    ".npmrc",
     "__pycache__",
     ".pytest_cache",
     ".mypy_cache",

@@ -142,6 +142,21 @@ fn a_package_with_dependencies_and_no_lock_file_is_blocked() {
         said.contains("has dependencies but no lock file: commit a lock file"),
         "{said}"
     );
+    // A git dependency (npm would prepare it by running npm in its clone, with the network on) is
+    // refused from the lock, read as data, before anything runs.
+    repo.write(
+        "package-lock.json",
+        "{\"name\": \"calc\", \"lockfileVersion\": 3, \"packages\": {\"\": {\"name\": \"calc\"}, \"node_modules/left-pad\": {\"version\": \"1.3.0\", \"resolved\": \"git+ssh://git@example.invalid/x.git#0123456789abcdef0123456789abcdef01234567\"}}}\n",
+    )
+    .write(".npmrc", "git=./evil.sh\n");
+    let head = repo.commit("a git dependency");
+    let (code, stdout, stderr) = ci(&repo, &base, &head, false);
+    assert_ne!(code, 0, "{stdout}\n{stderr}");
+    let said = format!("{stdout}\n{stderr}");
+    assert!(
+        said.contains("`node_modules/left-pad` comes from `git+ssh://git@example.invalid/x.git#"),
+        "{said}"
+    );
 }
 
 /// A local dependency's `postinstall` runs when the install's scripts run — offline, as the sandbox uid,
