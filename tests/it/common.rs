@@ -253,6 +253,14 @@ macro_rules! needs {
     };
 }
 
+/// The result of floor `name` in a pack's `checks`.
+pub fn floor<'a>(pack: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    pack["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["floor"] == name))
+        .unwrap_or_else(|| panic!("no floor {name}: {pack:#}"))
+}
+
 /// The wheelhouse the Python tests install from (`AAYU_TEST_WHEELS`, or `~/.cache/aayu-test-wheels`),
 /// which `scripts/test` fills once: pytest and what it needs, setuptools and wheel. Missing, the test
 /// fails with the command that fills it — the tests never install from PyPI.

@@ -72,10 +72,7 @@ fn a_node_test_package_is_evidenced_and_red_on_base_by_full_names() {
     let (code, stdout, stderr) = ci(&repo, &base, &head, true);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let pack: Value = serde_json::from_str(&stdout).expect("pack");
-    let tests = pack["checks"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["floor"] == "tests"))
-        .expect("tests floor");
+    let tests = common::floor(&pack, "tests");
     assert_eq!(tests["result"], "pass", "{pack:#}\n{stderr}");
     let first: Vec<String> = (1..=3).map(|c| evidence(&repo, c)).collect();
     for (text, full) in first.iter().zip([
@@ -293,10 +290,7 @@ fn verdicts(repo: &TestRepo) -> Vec<String> {
 fn assert_proved(repo: &TestRepo, base: &str, head: &str, own: [&[&str]; 3]) {
     let (code, pack, said) = ci_offline(repo, base, head);
     assert_eq!(code, 0, "{said}");
-    let tests = pack["checks"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["floor"] == "tests"))
-        .expect("tests floor");
+    let tests = common::floor(&pack, "tests");
     assert_eq!(tests["result"], "pass", "{said}");
     let first: Vec<String> = (1..=3).map(|c| evidence(repo, c)).collect();
     for (text, titles) in first.iter().zip(own) {

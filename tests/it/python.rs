@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::Value;
 
-use crate::common::{self, TestRepo, ready, run};
+use crate::common::{self, TestRepo, floor, ready, run};
 
 const PYPROJECT: &str = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"parsekit\"\nversion = \"0.1.0\"\n\n[project.optional-dependencies]\ntests = [\"pytest\"]\n\n[tool.setuptools.packages.find]\nwhere = [\"src\"]\n";
 
@@ -93,13 +93,6 @@ fn ci_text(repo: &TestRepo, base: &str, head: &str) -> (i32, String) {
         "verify", "--ci", "--base", base, "--head", head, "--story", "5", "--ready", &snapshot,
     ]));
     (out.code, format!("{}\n{}", out.stdout, out.stderr))
-}
-
-fn floor<'a>(pack: &'a Value, name: &str) -> &'a Value {
-    pack["checks"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["floor"] == name))
-        .unwrap_or_else(|| panic!("no floor {name}: {pack:#}"))
 }
 
 fn report(repo: &TestRepo, name: &str) -> Value {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::common::{self, TestRepo, feature_md, map_readme, ready, run, skill};
+use crate::common::{self, TestRepo, feature_md, floor, map_readme, ready, run, skill};
 
 const MANIFEST: &str = "[package]\nname = \"offsetx\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
 
@@ -67,13 +67,6 @@ fn ci(repo: &TestRepo, base: &str, head: &str, goal: &str) -> (i32, Value, Strin
         aayudha::pack::decode(&bytes).expect("the pack validates");
     }
     (out.code, pack, out.stderr)
-}
-
-fn floor<'a>(pack: &'a Value, name: &str) -> &'a Value {
-    pack["checks"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["floor"] == name))
-        .unwrap_or_else(|| panic!("no floor {name}: {pack:#}"))
 }
 
 fn report(repo: &TestRepo, name: &str) -> Value {
