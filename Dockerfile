@@ -53,6 +53,12 @@ COPY --from=static /out/aayu /aayu
 FROM ${RUST_IMAGE} AS rust
 FROM ${GO_IMAGE} AS go
 FROM ${NODE_IMAGE} AS node
+# pnpm and yarn 1, prepared by corepack at build time (checked against the registry's signatures) into a
+# COREPACK_HOME the full image keeps read-only: aayu runs them from there for a pnpm-lock.yaml or a yarn 1
+# yarn.lock, never through a shim that reads the checkout's `packageManager`. scripts/test prepares the
+# same versions (tests/it/image.rs checks both).
+ENV COREPACK_HOME=/usr/local/share/corepack
+RUN corepack install -g pnpm@10.24.0 yarn@1.22.22
 
 FROM ${DEBIAN_IMAGE} AS slim
 # Debian's stable packages are not pinned to a version: bookworm ships security fixes under the same
@@ -91,13 +97,22 @@ COPY --from=rust /usr/local/cargo /usr/local/cargo
 COPY --from=go /usr/local/go /usr/local/go
 COPY --from=node /usr/local/bin/node /usr/local/bin/node
 COPY --from=node /usr/local/lib/node_modules /usr/local/lib/node_modules
+COPY --from=node /usr/local/share/corepack /usr/local/share/corepack
 RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
  && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
+ && ln -s ../lib/node_modules/corepack/dist/corepack.js /usr/local/bin/corepack \
+ && ln -s ../lib/node_modules/corepack/dist/pnpm.js /usr/local/bin/pnpm \
+ && ln -s ../lib/node_modules/corepack/dist/yarn.js /usr/local/bin/yarn \
  # Readable and runnable by the sandbox uids, writable by none of them.
- && chmod -R a+rX,go-w /usr/local/rustup /usr/local/cargo /usr/local/go /usr/local/lib/node_modules
+ && chmod -R a+rX,go-w /usr/local/rustup /usr/local/cargo /usr/local/go /usr/local/lib/node_modules \
+      /usr/local/share/corepack
+# Corepack's shims (a check's own `pnpm`) use only what is prepared: no download at run time.
 ENV RUSTUP_HOME=/usr/local/rustup \
     CARGO_HOME=/usr/local/cargo \
     GOROOT=/usr/local/go \
+    COREPACK_HOME=/usr/local/share/corepack \
+    COREPACK_ENABLE_NETWORK=0 \
+    COREPACK_ENABLE_DOWNLOAD_PROMPT=0 \
     PATH=/usr/local/cargo/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 COPY --from=build /out/aayu /usr/local/bin/aayu
 ENTRYPOINT ["/usr/local/bin/aayu", "action"]

@@ -63,6 +63,12 @@ pub trait Runner: Sync {
         package: &Package,
     ) -> Result<Vec<(String, OsString)>, String>;
 
+    /// Whether the package accepts the tool the preflight found, by its version line (`v20.20.2`): a
+    /// package that asks for a newer one (`engines.node`) is blocked like a missing toolchain.
+    fn accepts_tool(&self, _root: &Path, _package: &Package, _version: &str) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The name a test is found by in the package's source (a drift handle): cargo's last path part
     /// (`store::tests::done` → `done`), Go's function (`TestParse/empty` → `TestParse`).
     fn found_by<'a>(&self, rest: &'a str) -> &'a str;

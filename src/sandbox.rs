@@ -89,6 +89,7 @@ fn said_as_is(output: &[u8]) -> String {
                 .iter()
                 .any(|p| line.starts_with(p)))
             || go_position(line)
+            || js_error(line)
     };
     let quoted = match lines.iter().position(|l| is_error(l)) {
         None => lines[lines.len().saturating_sub(4)..].to_vec(),
@@ -116,6 +117,18 @@ fn said_as_is(output: &[u8]) -> String {
     }
     let cut: String = joined.chars().take(MOST).collect();
     format!("{cut}…")
+}
+
+/// `Error: EACCES: …`, `TypeError: …`, `Error [ERR_MODULE_NOT_FOUND]: …`: how node reports what ended
+/// a process (the lines after it, an error's `code:`/`path:`, are kept with it).
+fn js_error(line: &str) -> bool {
+    let Some(word) = line.split([':', ' ']).next() else {
+        return false;
+    };
+    word.ends_with("Error")
+        && word.starts_with(|c: char| c.is_ascii_uppercase())
+        && word.chars().all(|c| c.is_ascii_alphanumeric())
+        && (line[word.len()..].starts_with(": ") || line[word.len()..].starts_with(" ["))
 }
 
 /// `path/x.go:3:2: …`, how go reports a compile error.
@@ -245,6 +258,9 @@ pub struct Sandbox {
     installed: std::sync::Mutex<Vec<install::Installed>>,
     /// Files outside the installs that links in them may keep leading to (a venv's interpreter).
     keep_links: std::sync::Mutex<BTreeSet<PathBuf>>,
+    /// The installs' copies whose `node_modules` get a `.vite-temp` the tests' uid may write once sealed
+    /// ([`install::Install::vite_temp`]).
+    vite_temps: std::sync::Mutex<Vec<PathBuf>>,
     /// The repository's folder: no setting names a program or folder of the machine's inside it.
     workspace: Option<PathBuf>,
 }
@@ -600,6 +616,7 @@ impl Sandbox {
                 .filter(|p| p.is_dir()),
             installed: std::sync::Mutex::new(Vec::new()),
             keep_links: std::sync::Mutex::new(BTreeSet::new()),
+            vite_temps: std::sync::Mutex::new(Vec::new()),
             workspace: settings.workspace.clone(),
         };
         if let Some(caches) = &sandbox.caches {
@@ -965,6 +982,10 @@ impl Sandbox {
                     }
                 }
                 let _ = build_cache::remove(&installs);
+            } else if let Ok(copies) = self.vite_temps.lock() {
+                for copy in copies.iter() {
+                    install::vite_temps(copy, self.uid(0));
+                }
             }
             for dir in [&caches.cargo_home, &caches.go_mod_cache] {
                 if skip_cargo && dir == &caches.cargo_home {
@@ -2561,6 +2582,21 @@ mod tests {
             assert!(kept.contains(wanted), "{wanted}: {kept}");
         }
         assert_eq!(network_config("not toml ["), None);
+    }
+
+    #[test]
+    fn a_node_failure_is_quoted_from_its_error_line() {
+        let vite = b"failed to load config from /c/vitest.config.js\n\nstartup error:\nError: EACCES: permission denied, open '/c/vitest.config.js.timestamp-1.mjs'\n    at async open (node:internal/fs/promises:639:25) {\n  errno: -13,\n  code: 'EACCES',\n  syscall: 'open',\n  path: '/c/vitest.config.js.timestamp-1.mjs'\n}\n";
+        let quoted = said(vite);
+        assert!(
+            quoted.starts_with(
+                "Error: EACCES: permission denied, open '/c/vitest.config.js.timestamp-1.mjs'"
+            ),
+            "{quoted}"
+        );
+        assert!(said(b"TypeError [ERR_X]: y\n").starts_with("TypeError [ERR_X]: y"));
+        // A word that merely ends in `Error` is not one.
+        assert!(said(b"a\nb\nc\nd\nNoError here\n").starts_with("b | c"));
     }
 
     #[test]

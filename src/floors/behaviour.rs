@@ -866,6 +866,11 @@ fn toolchain_for(
         };
         let package = found.package();
         tools.insert(package.runner.tool());
+        if let Ok(version) = sandbox.tool(package.runner.tool()) {
+            package
+                .runner
+                .accepts_tool(&options.root, &package, &version)?;
+        }
         let env = package
             .runner
             .toolchain(sandbox.toolchains(), &options.root, &package)?;

@@ -75,7 +75,8 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
         let ready = run
             .sandbox
             .tool(package.runner.tool())
-            .and_then(|_| {
+            .and_then(|version| package.runner.accepts_tool(run.root, &package, &version))
+            .and_then(|()| {
                 package
                     .runner
                     .toolchain(run.sandbox.toolchains(), run.root, &package)
@@ -187,7 +188,8 @@ impl Launcher for InSandbox<'_, '_> {
     }
 }
 
-const TOOL: &str = "aayu test evidence (cargo test, go test -json, pytest)";
+const TOOL: &str =
+    "aayu test evidence (cargo test, go test -json, pytest, vitest, jest, node --test)";
 
 /// What the tests floor found: its verdict, each criterion's evidence (artifact paths, empty when it has
 /// none) and a line per criterion saying why.

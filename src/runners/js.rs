@@ -119,10 +119,54 @@ impl Framework {
         }) {
             return Ok(Framework::Node);
         }
+        // A workspace member whose runner the workspace's root names (hoisted): the nearest package
+        // above it inside the tree that has vitest or jest as a dependency.
+        let mut at = dir.to_string();
+        while !at.is_empty() {
+            at = at
+                .rsplit_once('/')
+                .map_or(String::new(), |(p, _)| p.to_string());
+            if !crate::safe_fs::is_regular(root, &join(&at, "package.json")) {
+                continue;
+            }
+            let Ok(above) = read_manifest(root, &at) else {
+                continue;
+            };
+            let names = |name: &str| {
+                ["devDependencies", "dependencies"]
+                    .iter()
+                    .any(|k| above.get(k).and_then(|d| d.get(name)).is_some())
+            };
+            if names("vitest") {
+                return Ok(Framework::Vitest);
+            }
+            if names("jest") {
+                return Ok(Framework::Jest);
+            }
+        }
         Err(format!(
-            "`{}` names no test runner aayu reads: vitest or jest as a dependency (or their config file), or a `test` script that runs `node --test`",
+            "`{}` names no test runner aayu reads: vitest or jest as a dependency (here or in a package above it, a workspace's root), their config file, or a `test` script that runs `node --test`",
             join(dir, "package.json")
         ))
+    }
+}
+
+/// Whether node's version line (`v20.20.2`) satisfies the npm range `wanted`; `Err` holds the version as
+/// shown. A range or a version line that cannot be read fits (npm itself only warns).
+fn node_fits(wanted: &str, version: &str) -> Result<(), String> {
+    let shown = version.trim();
+    let (Ok(range), Ok(have)) = (
+        wanted.parse::<nodejs_semver::Range>(),
+        shown
+            .trim_start_matches('v')
+            .parse::<nodejs_semver::Version>(),
+    ) else {
+        return Ok(());
+    };
+    if range.satisfies(&have) {
+        Ok(())
+    } else {
+        Err(format!("`{shown}`"))
     }
 }
 
@@ -173,14 +217,48 @@ impl Runner for Js {
         name.rsplit(" > ").next().unwrap_or(name)
     }
 
+    /// `engines.node` (an npm range) against the machine's Node: one it does not satisfy blocks, with
+    /// both named. A range aayu cannot read is left to npm, which only warns about it.
+    fn accepts_tool(&self, root: &Path, package: &Package, version: &str) -> Result<(), String> {
+        let manifest = read_manifest(root, package.dir)?;
+        let Some(wanted) = manifest
+            .get("engines")
+            .and_then(|e| e.get("node"))
+            .and_then(Value::as_str)
+        else {
+            return Ok(());
+        };
+        node_fits(wanted, version).map_err(|shown| {
+            format!(
+                "`{}` asks for Node `{}` (`engines.node`), and this machine's is {shown}: use an image with a Node that satisfies it, or widen the range",
+                join(package.dir, "package.json"),
+                wanted.escape_debug()
+            )
+        })
+    }
+
     fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String> {
-        JsTest::parse(rest)?;
+        let spec = JsTest::parse(rest)?;
+        // A file of a package below this one (a workspace member) is that package's test.
+        let parts: Vec<&str> = spec.file.split('/').collect();
+        for n in (1..parts.len()).rev() {
+            let inner = parts[..n].join("/");
+            let member = join(package.dir, &inner);
+            if crate::safe_fs::is_regular(root, &join(&member, "package.json")) {
+                return Err(format!(
+                    "`{}` is in the package `{member}` (it has its own `package.json`): name it `{member}:{}::{}`",
+                    join(package.dir, &spec.file),
+                    parts[n..].join("/"),
+                    spec.full
+                ));
+            }
+        }
         Framework::of(root, package.dir).map(drop)
     }
 
     fn fetch(
         &self,
-        _toolchains: &Toolchains,
+        toolchains: &Toolchains,
         root: &Path,
         package: &Package,
     ) -> Result<Option<FetchPlan>, String> {
@@ -198,17 +276,32 @@ impl Runner for Js {
             return Ok(None);
         }
         let lock = lock_folder(root, package.dir)?;
-        registry_only(root, &lock)?;
+        let install = match lock.manager {
+            Manager::Npm => {
+                registry_only(root, &lock.folder)?;
+                npm_install(&lock.folder)
+            }
+            Manager::Pnpm => {
+                pnpm_registry_only(root, &lock.file)?;
+                let (version, program) = prepared(toolchains, root, &lock, &manifest)?;
+                pnpm_install(&lock.folder, &version, &program)
+            }
+            Manager::Yarn => {
+                yarn_registry_only(root, &lock.file)?;
+                let (version, program) = prepared(toolchains, root, &lock, &manifest)?;
+                yarn_install(&lock.folder, &version, &program)
+            }
+        };
         Ok(Some(FetchPlan {
-            unit: lock.clone(),
+            unit: lock.folder.clone(),
             argv: Vec::new(),
             cwd: None,
             env: Vec::new(),
-            lock: join(&lock, "package-lock.json"),
+            lock: lock.file,
             lends_lock: false,
             offline_first: false,
             without_committed_lock: None,
-            install: Some(npm_install(&lock)),
+            install: Some(install),
         }))
     }
 
@@ -253,23 +346,62 @@ impl Runner for Js {
     }
 }
 
-/// The folder whose lock file installs the package: its own, or the nearest above it inside the tree
-/// (an npm workspace's root). No `package-lock.json`: why, with the fix.
-fn lock_folder(root: &Path, dir: &str) -> Result<String, String> {
+/// The package manager a lock file is written by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Manager {
+    Npm,
+    Pnpm,
+    Yarn,
+}
+
+impl Manager {
+    fn name(self) -> &'static str {
+        match self {
+            Manager::Npm => "npm",
+            Manager::Pnpm => "pnpm",
+            Manager::Yarn => "yarn",
+        }
+    }
+}
+
+/// The lock file that installs a package: the folder that holds it (the package's own, or a workspace
+/// root above it), the file, and whose it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Lock {
+    folder: String,
+    file: String,
+    manager: Manager,
+}
+
+/// The lock file that installs the package: in its own folder, or the nearest above it inside the tree
+/// (an npm, pnpm or yarn workspace's root). None: why, with the fix. A yarn ≥ 2 lock (`__metadata:`) is
+/// refused: its yarn is the repository's own program.
+fn lock_folder(root: &Path, dir: &str) -> Result<Lock, String> {
     let mut at = dir.to_string();
     loop {
-        for lock in ["package-lock.json", "npm-shrinkwrap.json"] {
-            if crate::safe_fs::is_regular(root, &join(&at, lock)) {
-                return Ok(at);
+        for (name, manager) in [
+            ("package-lock.json", Manager::Npm),
+            ("npm-shrinkwrap.json", Manager::Npm),
+            ("pnpm-lock.yaml", Manager::Pnpm),
+            ("yarn.lock", Manager::Yarn),
+        ] {
+            let file = join(&at, name);
+            if !crate::safe_fs::is_regular(root, &file) {
+                continue;
             }
-        }
-        for (lock, tool) in [("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn")] {
-            if crate::safe_fs::is_regular(root, &join(&at, lock)) {
-                return Err(format!(
-                    "`{}` is {tool}'s: installing with {tool} is not built yet (aayu installs npm's `package-lock.json`); map the criterion to a behaviour check with `checks = [...]` meanwhile",
-                    join(&at, lock)
-                ));
+            if manager == Manager::Yarn {
+                let head = crate::safe_fs::read(root, &file, 64 << 20).unwrap_or_default();
+                if !String::from_utf8_lossy(&head).contains("# yarn lockfile v1") {
+                    return Err(format!(
+                        "`{file}` is yarn 2 or newer's (no `# yarn lockfile v1` line): installing with yarn ≥ 2 is not built yet — its yarn is the repository's own `.yarn/releases` program, which aayu does not run with the network on; map the criterion to a behaviour check with `checks = [...]` meanwhile"
+                    ));
+                }
             }
+            return Ok(Lock {
+                folder: at,
+                file,
+                manager,
+            });
         }
         if at.is_empty() {
             break;
@@ -279,8 +411,97 @@ fn lock_folder(root: &Path, dir: &str) -> Result<String, String> {
             .map_or(String::new(), |(p, _)| p.to_string());
     }
     Err(format!(
-        "`{}` has dependencies but no lock file: commit a lock file (`npm install` writes `package-lock.json`): the gate installs exactly what it names",
+        "`{}` has dependencies but no lock file: commit a lock file (`npm install` writes `package-lock.json`; pnpm's `pnpm-lock.yaml` and yarn 1's `yarn.lock` do too): the gate installs exactly what it names",
         join(dir, "package.json")
+    ))
+}
+
+/// The pnpm or yarn 1 that corepack prepared on this machine (`$COREPACK_HOME/v1/<tool>/<version>`),
+/// run by node from there: never a shim in the checkout's folder, which would read its
+/// `packageManager` and download what that names. The version `packageManager` names when prepared,
+/// else the newest prepared one of its major (yarn: of 1), else the newest; none: blocked with the fix.
+fn prepared(
+    toolchains: &Toolchains,
+    root: &Path,
+    lock: &Lock,
+    manifest: &Value,
+) -> Result<(String, PathBuf), String> {
+    let tool = lock.manager.name();
+    let program = if lock.manager == Manager::Pnpm {
+        "bin/pnpm.cjs"
+    } else {
+        "bin/yarn.js"
+    };
+    // `packageManager` of the package, else of the lock's folder: `pnpm@10.24.0+sha512.…`.
+    let named = manifest
+        .get("packageManager")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            read_manifest(root, &lock.folder)
+                .ok()?
+                .get("packageManager")?
+                .as_str()
+                .map(str::to_string)
+        })
+        .and_then(|field| {
+            let (name, version) = field.split_once('@')?;
+            (name == tool).then(|| version.split('+').next().unwrap_or(version).to_string())
+        })
+        .and_then(|v| v.parse::<nodejs_semver::Version>().ok());
+    let home = toolchains.corepack_home.clone();
+    let folder = home.as_ref().map(|h| h.join("v1").join(tool));
+    let inside_tree = |p: &Path| {
+        std::fs::canonicalize(p)
+            .is_ok_and(|p| std::fs::canonicalize(root).is_ok_and(|r| p.starts_with(r)))
+    };
+    let mut found: Vec<(nodejs_semver::Version, PathBuf)> = folder
+        .as_ref()
+        .filter(|f| !inside_tree(f))
+        .and_then(|f| std::fs::read_dir(f).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let version: nodejs_semver::Version = entry.file_name().to_str()?.parse().ok()?;
+            let file = entry.path().join(program);
+            let regular = std::fs::symlink_metadata(&file).ok()?.file_type().is_file();
+            (regular && (lock.manager != Manager::Yarn || version.major() == 1))
+                .then_some((version, file))
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let pick = match &named {
+        Some(want) => found
+            .iter()
+            .find(|(v, _)| v == want)
+            .or_else(|| found.iter().rev().find(|(v, _)| v.major() == want.major())),
+        None => found.last(),
+    };
+    if let Some((version, file)) = pick {
+        return Ok((version.to_string(), file.clone()));
+    }
+    let shown = folder.as_ref().map_or_else(
+        || "(no COREPACK_HOME, no HOME)".to_string(),
+        |f| format!("`{}`", f.display()),
+    );
+    let have = if found.is_empty() {
+        "none".to_string()
+    } else {
+        found
+            .iter()
+            .map(|(v, _)| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (which, install) = match (&named, lock.manager) {
+        (Some(v), _) => (format!("{tool} {v}"), format!("{tool}@{v}")),
+        (None, Manager::Yarn) => ("yarn 1".to_string(), "yarn@1".to_string()),
+        (None, _) => (tool.to_string(), tool.to_string()),
+    };
+    Err(format!(
+        "`{}` is {tool}'s, and no {which} is prepared on this machine (looked in {shown}: {have}): the full image carries pnpm and yarn 1; elsewhere run `corepack install -g {install}` (with the COREPACK_HOME aayu sees)",
+        lock.file
     ))
 }
 
@@ -335,64 +556,300 @@ fn registry_only(root: &Path, lock: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What every step of a JS install gets: `CI=true`; and the download runs no program a package names —
+/// no git (a git dependency is refused anyway), no script shell, no `node-options` — set as variables,
+/// which rank above any project config a package manager reads (npm's and pnpm's `npm_config_*`).
+fn shut(network: bool) -> Vec<(String, String)> {
+    let mut env = vec![("CI".to_string(), "true".to_string())];
+    if network {
+        env.extend(
+            [
+                ("npm_config_ignore_scripts", "true"),
+                ("npm_config_git", "/bin/false"),
+                ("npm_config_script_shell", "/bin/false"),
+                ("npm_config_node_options", ""),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+    }
+    env
+}
+
+/// One step of a JS install, in the per-run copy.
+fn js_step(what: &str, argv: Vec<String>, network: bool, env: &[(&str, &str)]) -> InstallStep {
+    let mut all = shut(network);
+    all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    InstallStep {
+        what: what.to_string(),
+        argv,
+        network,
+        cwd: "@copy@".to_string(),
+        env: all,
+        unless_empty: None,
+        explain: Some(explain_js),
+        output: None,
+    }
+}
+
+fn js_args(program: &[&str], args: &[&str]) -> Vec<String> {
+    program
+        .iter()
+        .chain(args)
+        .map(|a| (*a).to_string())
+        .collect()
+}
+
 /// The install of the folder that holds the lock: `npm ci --ignore-scripts` with the network (no package
 /// code runs), then the lifecycle scripts offline (`npm rebuild`), in the per-run copy.
 fn npm_install(lock: &str) -> Install {
-    // The download runs no program a package names: no git (a git dependency is refused anyway), no
-    // script shell, no `node-options` — set as variables, which rank above any `.npmrc` npm reads.
-    let shut = |network: bool| -> Vec<(String, String)> {
-        let mut env = vec![("CI".to_string(), "true".to_string())];
-        if network {
-            env.extend(
-                [
-                    ("npm_config_ignore_scripts", "true"),
-                    ("npm_config_git", "/bin/false"),
-                    ("npm_config_script_shell", "/bin/false"),
-                    ("npm_config_node_options", ""),
-                ]
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-            );
-        }
-        env
-    };
-    let npm = |what: &str, args: &[&str], network: bool| InstallStep {
-        what: what.to_string(),
-        argv: std::iter::once("npm")
-            .chain(args.iter().copied())
-            .chain([
-                "--no-audit",
-                "--no-fund",
-                "--no-update-notifier",
-                "--cache",
-                "@work@/dl",
-            ])
-            .map(String::from)
-            .collect(),
-        network,
-        cwd: "@copy@".to_string(),
-        env: shut(network),
-        unless_empty: None,
-        explain: Some(explain_npm),
-        output: None,
-    };
+    let tail = [
+        "--no-audit",
+        "--no-fund",
+        "--no-update-notifier",
+        "--cache",
+        "@work@/dl",
+    ];
+    let npm = |args: &[&str]| js_args(&["npm"], &[args, &tail[..]].concat());
     Install {
         files: Vec::new(),
         copy: Some(lock.to_string()),
         steps: vec![
-            npm(
+            js_step(
                 "installing what the lock file names (npm ci --ignore-scripts)",
-                &["ci", "--ignore-scripts"],
+                npm(&["ci", "--ignore-scripts"]),
                 true,
+                &[],
             ),
-            npm(
+            js_step(
                 "running the packages' install scripts (offline)",
-                &["rebuild", "--offline"],
+                npm(&["rebuild", "--offline"]),
                 false,
+                &[],
             ),
         ],
         env: vec![("AAYU_JS_COPY".to_string(), "@copy@".to_string())],
         npm_cache: true,
+        vite_temp: true,
     }
+}
+
+/// pnpm's install of a lock's folder, by the prepared pnpm at `program`: `install --frozen-lockfile
+/// --ignore-scripts --ignore-pnpmfile` with the network (no `.pnpmfile.cjs` hook, no lifecycle script, no
+/// switch to the version `packageManager` names), the store in the install's own folder; then
+/// `rebuild` offline (the builds pnpm's own rules allow).
+fn pnpm_install(lock: &str, version: &str, program: &Path) -> Install {
+    let program = program.display().to_string();
+    let tail = [
+        "--store-dir=@work@/dl/store",
+        "--config.cache-dir=@work@/dl/cache",
+        "--config.manage-package-manager-versions=false",
+        "--config.package-manager-strict=false",
+        "--config.confirm-modules-purge=false",
+        "--config.update-notifier=false",
+        "--reporter=append-only",
+    ];
+    let pnpm = |args: &[&str]| js_args(&["node", program.as_str()], &[args, &tail[..]].concat());
+    Install {
+        files: Vec::new(),
+        copy: Some(lock.to_string()),
+        steps: vec![
+            js_step(
+                &format!(
+                    "installing what the lock file names (pnpm {version} install --frozen-lockfile --ignore-scripts)"
+                ),
+                pnpm(&[
+                    "install",
+                    "--frozen-lockfile",
+                    "--ignore-scripts",
+                    "--ignore-pnpmfile",
+                ]),
+                true,
+                &[],
+            ),
+            js_step(
+                &format!("running the packages' install scripts (pnpm {version} rebuild, offline)"),
+                pnpm(&["rebuild"]),
+                false,
+                &[("npm_config_offline", "true")],
+            ),
+        ],
+        env: vec![("AAYU_JS_COPY".to_string(), "@copy@".to_string())],
+        npm_cache: false,
+        vite_temp: true,
+    }
+}
+
+/// yarn 1's install of a lock's folder, by the prepared yarn at `program`: `install --frozen-lockfile
+/// --ignore-scripts --no-default-rc` with the network (no `.yarnrc`, so no `yarn-path` program; the
+/// cache in the install's own folder); then the lifecycle scripts offline (`npm rebuild`, which reads
+/// the `node_modules` yarn 1 wrote).
+fn yarn_install(lock: &str, version: &str, program: &Path) -> Install {
+    let program = program.display().to_string();
+    Install {
+        files: Vec::new(),
+        copy: Some(lock.to_string()),
+        steps: vec![
+            js_step(
+                &format!(
+                    "installing what the lock file names (yarn {version} install --frozen-lockfile --ignore-scripts)"
+                ),
+                js_args(
+                    &["node", program.as_str()],
+                    &[
+                        "install",
+                        "--frozen-lockfile",
+                        "--ignore-scripts",
+                        "--no-default-rc",
+                        "--non-interactive",
+                        "--no-progress",
+                        "--cache-folder",
+                        "@work@/dl/yarn",
+                    ],
+                ),
+                true,
+                &[("YARN_IGNORE_PATH", "1")],
+            ),
+            js_step(
+                "running the packages' install scripts (npm rebuild, offline)",
+                js_args(
+                    &["npm"],
+                    &[
+                        "rebuild",
+                        "--offline",
+                        "--no-audit",
+                        "--no-fund",
+                        "--no-update-notifier",
+                        "--cache",
+                        "@work@/dl/npm",
+                    ],
+                ),
+                false,
+                &[],
+            ),
+        ],
+        env: vec![("AAYU_JS_COPY".to_string(), "@copy@".to_string())],
+        npm_cache: false,
+        vite_temp: true,
+    }
+}
+
+/// Whether every package `pnpm-lock.yaml` names resolves to a registry tarball with its hash or a folder
+/// of the tree, read as data before anything runs: each `resolution:` is a flow map of `integrity` (and
+/// an `https://` `tarball`), or of `directory` inside the tree with `type: directory`. Anything else — a
+/// git `repo`/`commit`, a URL without a hash, a shape aayu does not read — is refused.
+fn pnpm_registry_only(root: &Path, file: &str) -> Result<(), String> {
+    let bytes = crate::safe_fs::read(root, file, 64 << 20)
+        .map_err(|e| format!("cannot read `{file}`: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    if !text.lines().any(|l| l.starts_with("lockfileVersion:")) {
+        return Err(format!(
+            "`{file}` has no `lockfileVersion`: it is not a pnpm lock file aayu reads"
+        ));
+    }
+    let inside =
+        |path: &str| !path.starts_with('/') && path.split('/').all(|p| p != ".." && !p.is_empty());
+    for (n, line) in text.lines().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix("resolution:") else {
+            continue;
+        };
+        let rest = rest.trim();
+        let fields: Option<BTreeMap<&str, &str>> = rest
+            .strip_prefix('{')
+            .and_then(|r| r.strip_suffix('}'))
+            .map(|body| {
+                body.split(", ")
+                    .filter_map(|kv| kv.split_once(": "))
+                    .map(|(k, v)| (k.trim(), v.trim().trim_matches(['\'', '"'])))
+                    .collect()
+            });
+        let fine = fields.as_ref().is_some_and(|f| {
+            let keys: Vec<&str> = f.keys().copied().collect();
+            match keys.as_slice() {
+                ["integrity"] => true,
+                ["integrity", "tarball"] => f["tarball"].starts_with("https://"),
+                ["directory", "type"] => f["type"] == "directory" && inside(f["directory"]),
+                _ => false,
+            }
+        });
+        if !fine {
+            return Err(format!(
+                "`{file}` line {}: `{}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
+                n + 1,
+                rest.escape_debug()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The same for yarn 1's `yarn.lock`: an entry with `resolved` names an `https://` tarball and has an
+/// `integrity`; one without names only `file:`/`link:` folders inside the tree.
+fn yarn_registry_only(root: &Path, file: &str) -> Result<(), String> {
+    let bytes = crate::safe_fs::read(root, file, 64 << 20)
+        .map_err(|e| format!("cannot read `{file}`: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let inside = |path: &str| {
+        let path = path.trim_start_matches("./");
+        !path.starts_with('/')
+            && !path.ends_with(".tgz")
+            && !path.ends_with(".tar.gz")
+            && path.split('/').all(|p| p != ".." && !p.is_empty())
+    };
+    let refuse = |n: usize, what: &str| {
+        Err(format!(
+            "`{file}` line {n}: `{}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
+            what.escape_debug()
+        ))
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let header = lines[i];
+        if header.is_empty() || header.starts_with('#') || header.starts_with(' ') {
+            i += 1;
+            continue;
+        }
+        let at = i + 1;
+        let mut resolved = None;
+        let mut integrity = false;
+        i += 1;
+        while i < lines.len() && lines[i].starts_with(' ') {
+            let field = lines[i].trim();
+            if let Some(v) = field.strip_prefix("resolved ") {
+                resolved = Some(v.trim_matches('"'));
+            }
+            integrity |= field.starts_with("integrity ");
+            i += 1;
+        }
+        match resolved {
+            Some(url) if url.starts_with("https://") && integrity => {}
+            Some(url) => return refuse(at, url),
+            None => {
+                let keys = header.trim_end_matches(':');
+                let folders = keys.split(", ").all(|key| {
+                    let key = key.trim_matches('"');
+                    let spec = key.get(1..).and_then(|k| k.split_once('@')).map(|(_, s)| s);
+                    spec.and_then(|s| s.strip_prefix("file:").or_else(|| s.strip_prefix("link:")))
+                        .is_some_and(inside)
+                });
+                if !folders {
+                    return refuse(at, keys);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The package manager's own error line: npm's `npm error 404 Not Found - GET …` or `npm error code
+/// ETARGET`, pnpm's `ERR_PNPM_…`, yarn's `error …`.
+fn explain_js(stderr: &str) -> Option<String> {
+    explain_npm(stderr).or_else(|| {
+        let line = stderr.lines().map(str::trim).find(|l| {
+            l.contains("ERR_PNPM_") || l.starts_with("error ") || l.starts_with("Error:")
+        })?;
+        Some(format!("it said: {line}"))
+    })
 }
 
 /// npm's own error line: `npm error 404 Not Found - GET …`, `npm error code ETARGET` …
@@ -465,7 +922,7 @@ fn workdir(run: &Run, package: &Package) -> PathBuf {
         (Some(copy), Ok(lock)) => {
             let inside = package
                 .dir
-                .strip_prefix(lock.as_str())
+                .strip_prefix(lock.folder.as_str())
                 .map_or("", |r| r.trim_start_matches('/'));
             if inside.is_empty() {
                 copy
@@ -775,10 +1232,15 @@ fn json_result(
                         || message.contains("obsolete")
                         || message.contains("missing"))
                 {
-                    Outcome::NotRun(format!(
-                        "a snapshot is missing or obsolete: {}",
-                        first_lines(message, 2)
-                    ))
+                    Outcome::NotRun(if message.contains("obsolete") {
+                        format!("a snapshot is obsolete: {}", first_lines(message, 2))
+                    } else {
+                        format!(
+                            "a snapshot is missing (with CI=true {} writes none): run the test once on your machine, review the snapshot it writes and commit it: {}",
+                            framework.name(),
+                            first_lines(message, 2)
+                        )
+                    })
                 } else {
                     Outcome::Failed(first_lines(message, 4))
                 }
@@ -859,6 +1321,18 @@ mod tests {
     }
 
     #[test]
+    fn engines_node_is_an_npm_range_over_the_machines_version() {
+        assert_eq!(node_fits(">=18", "v20.20.2"), Ok(()));
+        assert_eq!(node_fits("^20.19.0 || >=22", "v20.20.2"), Ok(()));
+        assert_eq!(node_fits(">=18.0.0 <21", "v20.20.2"), Ok(()));
+        assert_eq!(node_fits(">=22", "v20.20.2"), Err("`v20.20.2`".to_string()));
+        assert_eq!(node_fits("^18", "v20.20.2"), Err("`v20.20.2`".to_string()));
+        // What aayu cannot read is npm's to warn about.
+        assert_eq!(node_fits("lts/*", "v20.20.2"), Ok(()));
+        assert_eq!(node_fits(">=99", "node: unknown"), Ok(()));
+    }
+
+    #[test]
     fn the_runner_is_the_one_the_package_names() {
         let dir = tempfile::tempdir().expect("dir");
         let of = |manifest: &str| {
@@ -877,6 +1351,34 @@ mod tests {
         assert!(
             of(r#"{"scripts": {"test": "mocha"}}"#)
                 .is_err_and(|e| e.contains("names no test runner"))
+        );
+        // A workspace member whose runner is hoisted to the workspace's root.
+        std::fs::create_dir_all(dir.path().join("packages/cli")).expect("member");
+        std::fs::write(
+            dir.path().join("packages/cli/package.json"),
+            r#"{"name": "cli", "scripts": {"test": "vitest run"}}"#,
+        )
+        .expect("write");
+        assert!(Framework::of(dir.path(), "packages/cli").is_err());
+        of(r#"{"workspaces": ["packages/*"], "devDependencies": {"vitest": "^3"}}"#)
+            .expect("the root");
+        assert_eq!(
+            Framework::of(dir.path(), "packages/cli"),
+            Ok(Framework::Vitest)
+        );
+        // An id of the root package that names a member's file is pointed to the member.
+        let package = Package {
+            runner: &Js,
+            dir: "",
+            home: "",
+        };
+        assert_eq!(
+            Js.check_id(dir.path(), &package, "packages/cli/src/a.test.ts::a > b"),
+            Err("`packages/cli/src/a.test.ts` is in the package `packages/cli` (it has its own `package.json`): name it `packages/cli:src/a.test.ts::a > b`".to_string())
+        );
+        assert_eq!(
+            Js.check_id(dir.path(), &package, "src/a.test.ts::a > b"),
+            Ok(())
         );
     }
 }

@@ -696,6 +696,7 @@ impl Recipe {
                 ("VIRTUAL_ENV".to_string(), "@venv@".to_string()),
             ],
             npm_cache: false,
+            vite_temp: false,
         }
     }
 }

@@ -40,6 +40,10 @@ pub struct Install {
     /// Whether the machine's npm cache seeds the install's own (`@work@/dl`): its content linked
     /// read-only, its index copied, so that what it holds is not downloaded again.
     pub npm_cache: bool,
+    /// Whether every top `node_modules` of the copy gets a `.vite-temp` folder the tests' uid may write,
+    /// made after the seal: vite (and so vitest) bundles a `vite.config.*`/`vitest.config.*` and writes
+    /// the bundle there — else next to the config, in the sealed copy, where it cannot.
+    pub vite_temp: bool,
 }
 
 /// One process of an install.
@@ -108,10 +112,18 @@ impl Sandbox {
         heartbeat: &dyn Fn(Duration),
     ) -> Result<Vec<(String, OsString)>, String> {
         let failed = |e: SandboxError| e.to_string();
+        // The interpreter, when a step names it (a JavaScript install needs none).
         let python = self
             .locate(super::preflight::Tool::Python)
-            .map(|(_, file)| file)
-            .ok_or_else(|| "no Python interpreter the sandbox uid can run".to_string())?;
+            .map(|(_, file)| file);
+        if python.is_none()
+            && install
+                .steps
+                .iter()
+                .any(|step| step.argv.iter().any(|a| a.contains("@python@")))
+        {
+            return Err("no Python interpreter the sandbox uid can run".to_string());
+        }
         let base = self.installs_dir();
         if !base.exists() {
             std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
@@ -153,7 +165,7 @@ impl Sandbox {
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
         }
         let places = Places {
-            python: python.clone(),
+            python: python.clone().unwrap_or_default(),
             wheels,
             work: work.clone(),
         };
@@ -287,7 +299,14 @@ impl Sandbox {
         if let Ok(mut all) = self.installed.lock() {
             all.push((root.to_path_buf(), package.to_string(), env.clone()));
         }
-        if let Ok(mut keep) = self.keep_links.lock() {
+        if install.vite_temp
+            && let Ok(mut copies) = self.vite_temps.lock()
+        {
+            copies.push(work.join("copy"));
+        }
+        if let Some(python) = python
+            && let Ok(mut keep) = self.keep_links.lock()
+        {
             keep.insert(std::fs::canonicalize(&python).unwrap_or(python));
         }
         Ok(env)
@@ -400,13 +419,46 @@ fn link_wheels(from: &Path, to: &Path) {
     }
 }
 
+/// Makes `.vite-temp` in each `node_modules` of `copy` that is not inside another (the one vite finds
+/// nearest a config), owned by `uid`, after the seal: the only folder of a sealed install its tests may
+/// write, and one no module is resolved from (no package is named `.vite-temp`).
+pub(super) fn vite_temps(copy: &Path, uid: Option<u32>) {
+    let Ok(entries) = std::fs::read_dir(copy) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if !kind.is_dir() {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_name() == "node_modules" {
+            let temp = path.join(".vite-temp");
+            if std::fs::create_dir(&temp).is_ok() {
+                if let Some(uid) = uid {
+                    let _ = std::os::unix::fs::lchown(&temp, Some(uid), Some(uid));
+                }
+                let _ = std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o700));
+            }
+        } else {
+            vite_temps(&path, uid);
+        }
+    }
+}
+
 /// What the copy of a package leaves out, at any depth: git's folder and caches (read by name: no ignore
 /// file of the pull request's is read as root).
-const NOT_COPIED: [&str; 7] = [
+const NOT_COPIED: [&str; 10] = [
     ".git",
     "node_modules",
     // npm's project settings (`git=`, `node-options=`, `${VAR}` in a registry): never the pull request's.
     ".npmrc",
+    // yarn 1's (`yarn-path`: a program yarn runs instead of itself) and yarn 2's; pnpm's install hooks.
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
     "__pycache__",
     ".pytest_cache",
     ".mypy_cache",

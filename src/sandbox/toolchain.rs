@@ -23,6 +23,10 @@ pub struct Toolchains {
     pub rust_installed: Vec<String>,
     /// Go's root and version (`go1.22.5`), when `go` is on `PATH` or `GOROOT` is set.
     pub go: Option<Go>,
+    /// Where corepack keeps the package managers it prepared (`$COREPACK_HOME`, else
+    /// `$XDG_CACHE_HOME/node/corepack` or `~/.cache/node/corepack`): pnpm and yarn are run from there,
+    /// never by a shim that reads the checkout's `packageManager`.
+    pub corepack_home: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +67,12 @@ impl Toolchains {
             rust_default,
             rust_installed,
             go: detect_go(&var("GOROOT"), &var("PATH")),
+            corepack_home: var("COREPACK_HOME").map(PathBuf::from).or_else(|| {
+                var("XDG_CACHE_HOME")
+                    .map(PathBuf::from)
+                    .or_else(|| home.as_ref().map(|h| h.join(".cache")))
+                    .map(|cache| cache.join("node/corepack"))
+            }),
         }
     }
 
@@ -430,6 +440,7 @@ mod tests {
             rust_default: Some("stable-x86_64-unknown-linux-gnu".into()),
             rust_installed: names.iter().map(|s| s.to_string()).collect(),
             go: None,
+            corepack_home: None,
         }
     }
 

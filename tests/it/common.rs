@@ -302,6 +302,25 @@ pub fn npm_cache() -> PathBuf {
     dir
 }
 
+/// The COREPACK_HOME with the pnpm and yarn 1 the JavaScript tests install with (`AAYU_TEST_COREPACK`, or
+/// `~/.cache/aayu-test-corepack`), which `scripts/test` prepares once. Missing, the test fails with how
+/// to prepare it.
+pub fn corepack_home() -> PathBuf {
+    let dir = std::env::var_os("AAYU_TEST_COREPACK").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/aayu-test-corepack")
+        },
+        PathBuf::from,
+    );
+    assert!(
+        dir.join("v1/pnpm").is_dir() && dir.join("v1/yarn").is_dir(),
+        "no pnpm and yarn prepared in `{}`: run scripts/test once (corepack prepares them)",
+        dir.display()
+    );
+    dir
+}
+
 /// Whether the tests run as root: then aayu runs product code as the sandbox's own uids.
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")

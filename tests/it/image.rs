@@ -80,6 +80,9 @@ fn the_runtime_packages_are_the_dockerfiles() {
         "ENV RUSTUP_HOME=/usr/local/rustup",
         "    CARGO_HOME=/usr/local/cargo",
         "    GOROOT=/usr/local/go",
+        "    COREPACK_HOME=/usr/local/share/corepack",
+        "    COREPACK_ENABLE_NETWORK=0",
+        "    COREPACK_ENABLE_DOWNLOAD_PROMPT=0",
         "    PATH=/usr/local/cargo/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "ENTRYPOINT [\"/usr/local/bin/aayu\", \"action\"]",
         IMAGE_SETUP,
@@ -94,6 +97,9 @@ fn image_env() -> Vec<(&'static str, &'static str)> {
         ("RUSTUP_HOME", "/usr/local/rustup"),
         ("CARGO_HOME", "/usr/local/cargo"),
         ("GOROOT", "/usr/local/go"),
+        ("COREPACK_HOME", "/usr/local/share/corepack"),
+        ("COREPACK_ENABLE_NETWORK", "0"),
+        ("COREPACK_ENABLE_DOWNLOAD_PROMPT", "0"),
         (
             "PATH",
             "/usr/local/cargo/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -356,6 +362,78 @@ fn run_in_image(image: &str, root: &Root, env: &BTreeMap<String, String>) -> com
     }
     command.arg(image);
     common::run_within(&mut command, std::time::Duration::from_secs(900))
+}
+
+/// The pnpm and yarn 1 versions the `node` stage prepares, as `(pnpm, yarn)`.
+fn prepared_managers(text: &str) -> (String, String) {
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("RUN corepack install -g "))
+        .expect("the Dockerfile prepares pnpm and yarn with corepack");
+    let version = |tool: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{tool}@")))
+            .unwrap_or_else(|| panic!("the Dockerfile prepares no {tool}"))
+            .to_string()
+    };
+    (version("pnpm"), version("yarn"))
+}
+
+#[test]
+fn the_image_prepares_the_pnpm_and_yarn_the_tests_install_with() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).expect("Dockerfile");
+    let (pnpm, yarn) = prepared_managers(&dockerfile);
+    assert!(yarn.starts_with("1."), "yarn 1: {yarn}");
+    let script = std::fs::read_to_string(root.join("scripts/test")).expect("scripts/test");
+    assert!(
+        script.contains(&format!("pnpm_version={pnpm}\n"))
+            && script.contains(&format!("yarn_version={yarn}\n")),
+        "scripts/test prepares other versions than the image's pnpm {pnpm} and yarn {yarn}: change both"
+    );
+    let lock =
+        std::fs::read_to_string(root.join("tests/data/js/pnpm/package.json")).expect("fixture");
+    assert!(
+        lock.contains(&format!("\"pnpm@{pnpm}\"")),
+        "the pnpm fixture names the image's pnpm"
+    );
+    for copied in [
+        "COPY --from=node /usr/local/share/corepack /usr/local/share/corepack",
+        "/usr/local/share/corepack\n",
+    ] {
+        assert!(
+            dockerfile.contains(copied),
+            "the Dockerfile lacks {copied:?}"
+        );
+    }
+    // In a real image (CI on GitHub): node ≥ 20, and pnpm and yarn from what is prepared, offline.
+    let Some(image) = std::env::var("AAYU_IMAGE").ok().filter(|v| !v.is_empty()) else {
+        return;
+    };
+    let out = Command::new("docker")
+        .args(["run", "--rm", "--network", "none", "--entrypoint", "/bin/sh"])
+        .arg(&image)
+        .args([
+            "-c",
+            "cd /tmp && node --version && pnpm --version && yarn --version && test -f \"$COREPACK_HOME/v1/pnpm/$(pnpm --version)/bin/pnpm.cjs\"",
+        ])
+        .output()
+        .expect("docker");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = said.lines().collect();
+    let major: u32 = lines[0]
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    assert!(major >= 20, "{said}");
+    assert_eq!(lines[1..3], [pnpm.as_str(), yarn.as_str()], "{said}");
 }
 
 #[test]

@@ -338,9 +338,15 @@ fn a_typescript_package_with_vitest_is_evidenced_by_its_json_report() {
     let tests = "import { describe, it, expect } from \"vitest\";\nimport { parse } from \"./parse\";\n\ndescribe(\"parse\", () => {\n  describe(\"commas (a+b)\", () => {\n    it(\"rejects a trailing comma [x]\", () => {\n      expect(() => parse(\"a,\")).toThrow();\n    });\n  });\n  it(\"splits\", () => {\n    expect(parse(\"a,b\")).toEqual([\"a\", \"b\"]);\n  });\n  it.skip(\"later\", () => {});\n});\n";
     let count_test = "import { describe, it, expect } from \"vitest\";\nimport { count } from \"./count\";\n\ndescribe(\"count\", () => {\n  it(\"counts\", () => {\n    expect(count(\"a,b\")).toBe(2);\n  });\n});\n";
     let evidence = "[[criterion]]\nid = 1\ntests = [\".:src/parse.test.ts::parse > commas (a+b) > rejects a trailing comma [x]\"]\n\n[[criterion]]\nid = 2\ntests = [\".:src/parse.test.ts::parse > splits\"]\n\n[[criterion]]\nid = 3\ntests = [\".:src/count.test.ts::count > counts\"]\n";
+    // A config vite bundles and writes beside itself unless the nearest `node_modules` has a
+    // `.vite-temp` it may write (the copy is sealed).
+    let config = "import { defineConfig } from \"vitest/config\";\n\nexport default defineConfig({ test: { include: [\"src/**/*.test.ts\"] } });\n";
     let (repo, base, head) = from_data(
         "vitest",
-        &[("src/parse.ts", &parse(false))],
+        &[
+            ("src/parse.ts", &parse(false)),
+            ("vitest.config.ts", config),
+        ],
         &[
             ("src/parse.ts", &parse(true)),
             ("src/parse.test.ts", tests),
@@ -405,4 +411,255 @@ fn a_javascript_package_with_jest_tells_colliding_names_apart_by_their_describes
             &["count", "counts"],
         ],
     );
+}
+
+/// The files of `tests/data/js/<name>`, every one, by path relative to it.
+fn data_files(name: &str) -> Vec<(String, Vec<u8>)> {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/js")
+        .join(name);
+    let mut files = Vec::new();
+    let mut stack = vec![data.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("fixture") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(&data)
+                    .expect("inside")
+                    .display()
+                    .to_string();
+                files.push((rel, std::fs::read(&path).expect("read")));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+const LIB_TEST: &str = "const { describe, it } = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { add } = require(\"calc-lib\");\n\ndescribe(\"add\", () => {\n  it(\"sums\", () => assert.equal(add(2, 2), 4));\n  it(\"keeps zero\", () => assert.equal(add(0, 0), 0));\n});\n";
+
+/// A pnpm or yarn 1 repository from `tests/data/js/<name>`: the library's bug at the base, the fix and
+/// the tests (of the package at `app`) at the head; `verify --ci` with the test COREPACK_HOME, offline.
+fn managed(name: &str, lib: &str, app: &str, extra: &[(&str, &str)]) -> (TestRepo, i32, String) {
+    let repo = TestRepo::new();
+    for (path, bytes) in data_files(name) {
+        repo.write(&path, bytes);
+    }
+    repo.write(
+        ".gitignore",
+        "node_modules/\n.aayudha/runs/\n.aayudha/proof/\n",
+    )
+    .write(".aayudha/config.toml", "")
+    .write(
+        &format!("{lib}/index.js"),
+        "exports.add = (a, b) => a - b;\n",
+    );
+    for (path, text) in extra {
+        repo.write(path, text);
+    }
+    let base = repo.commit("with the bug");
+    let package = if app.is_empty() { "." } else { app };
+    repo.write(&format!("{lib}/index.js"), "exports.add = (a, b) => a + b;\n")
+        .write(
+            &if app.is_empty() {
+                "test/add.test.js".to_string()
+            } else {
+                format!("{app}/test/add.test.js")
+            },
+            LIB_TEST,
+        )
+        .write(
+            ".aayudha/evidence/5.toml",
+            format!("[[criterion]]\nid = 1\ntests = [\"{package}:test/add.test.js::add > sums\"]\n\n[[criterion]]\nid = 2\ntests = [\"{package}:test/add.test.js::add > keeps zero\"]\n"),
+        );
+    let head = repo.commit("fix");
+    let (code, said) = ci_with(&repo, &base, &head, &common::corepack_home());
+    (repo, code, said)
+}
+
+/// `verify --ci` with a bug story, pnpm and yarn from `corepack_home`, npm offline.
+fn ci_with(
+    repo: &TestRepo,
+    base: &str,
+    head: &str,
+    corepack_home: &std::path::Path,
+) -> (i32, String) {
+    let snapshot = ready(
+        repo,
+        5,
+        "1. Two numbers add up.\n2. Zero stays zero.",
+        &["type:bug"],
+    );
+    let out = run(repo
+        .aayu()
+        .env("COREPACK_HOME", corepack_home)
+        .env("npm_config_offline", "true")
+        .args([
+            "verify", "--ci", "--base", base, "--head", head, "--story", "5", "--ready", &snapshot,
+        ]));
+    (out.code, format!("{}\n{}", out.stdout, out.stderr))
+}
+
+#[test]
+fn a_pnpm_workspace_member_is_installed_by_the_prepared_pnpm() {
+    crate::needs!(node);
+    let (repo, code, said) = managed("pnpm", "packages/lib", "packages/app", &[]);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("criterion 1: red on base"), "{said}");
+    assert!(said.contains("criterion 2: green on base"), "{said}");
+    let status = repo.git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored",
+    ]);
+    assert!(
+        !status.contains("node_modules"),
+        "the checkout is never written: {status}"
+    );
+}
+
+#[test]
+fn a_yarn_1_package_is_installed_by_the_prepared_yarn_and_no_yarnrc_program_runs() {
+    crate::needs!(node);
+    let marks = tempfile::tempdir().expect("marks");
+    std::fs::set_permissions(marks.path(), std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let marker = marks.path().join("ran");
+    // `yarn-path` names a program yarn 1 would run instead of itself: the copy has no `.yarnrc`.
+    let evil = format!(
+        "require(\"fs\").writeFileSync({:?}, \"ran\");\n",
+        marker.display().to_string()
+    );
+    let (_, code, said) = managed(
+        "yarn",
+        "lib",
+        "",
+        &[(".yarnrc", "yarn-path \"./evil.js\"\n"), ("evil.js", &evil)],
+    );
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("criterion 1: red on base"), "{said}");
+    assert!(said.contains("criterion 2: green on base"), "{said}");
+    assert!(!marker.exists(), "the repository's yarn-path ran");
+}
+
+#[test]
+fn a_lock_of_a_manager_not_prepared_or_not_read_is_blocked_with_the_fix() {
+    crate::needs!(node);
+    // No pnpm prepared: the COREPACK_HOME names none.
+    let empty = tempfile::tempdir().expect("home");
+    let repo = TestRepo::new();
+    for (path, bytes) in data_files("pnpm") {
+        repo.write(&path, bytes);
+    }
+    repo.write(".aayudha/config.toml", "")
+        .write("packages/lib/index.js", "exports.add = (a, b) => a + b;\n")
+        .write("packages/app/test/add.test.js", LIB_TEST)
+        .write(
+            ".aayudha/evidence/5.toml",
+            "[[criterion]]\nid = 1\ntests = [\"packages/app:test/add.test.js::add > sums\"]\n",
+        );
+    let base = repo.commit("app");
+    let (code, said) = ci_with(&repo, &base, &base, empty.path());
+    assert_ne!(code, 0, "{said}");
+    assert!(
+        said.contains(
+            "`pnpm-lock.yaml` is pnpm's, and no pnpm 10.24.0 is prepared on this machine"
+        ) && said.contains("corepack install -g pnpm@10.24.0"),
+        "{said}"
+    );
+    // A yarn ≥ 2 lock: its yarn is the repository's own program.
+    repo.git(&["rm", "-q", "pnpm-lock.yaml"]);
+    repo.write("yarn.lock", "__metadata:\n  version: 8\n  cacheKey: 10c0\n");
+    let head = repo.commit("yarn 4");
+    let (_, said) = ci_with(&repo, &base, &head, &common::corepack_home());
+    assert!(said.contains("`yarn.lock` is yarn 2 or newer's"), "{said}");
+    // A pnpm lock that names a git dependency is refused as data, before pnpm runs.
+    repo.git(&["rm", "-q", "yarn.lock"]);
+    repo.write(
+        "pnpm-lock.yaml",
+        "lockfileVersion: '9.0'\n\npackages:\n\n  x@https://codeload.github.com/a/b/tar.gz/0123:\n    resolution: {tarball: https://codeload.github.com/a/b/tar.gz/0123}\n",
+    );
+    let head = repo.commit("a git dependency");
+    let (_, said) = ci_with(&repo, &base, &head, &common::corepack_home());
+    assert!(
+        said.contains("`pnpm-lock.yaml` line 6: `{tarball: https://codeload.github.com/a/b/tar.gz/0123}`: aayu installs only registry tarballs"),
+        "{said}"
+    );
+}
+
+#[test]
+fn engines_node_newer_than_the_machines_blocks_like_a_missing_toolchain() {
+    crate::needs!(node);
+    let manifest = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"type\": \"module\",\n  \"engines\": { \"node\": \">=99\" },\n  \"scripts\": { \"test\": \"node --test\" }\n}\n";
+    let (repo, base, head) = package(manifest, EVIDENCE);
+    let (code, stdout, stderr) = ci(&repo, &base, &head, false);
+    assert_ne!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "`package.json` asks for Node `>=99` (`engines.node`), and this machine's is `v"
+        ),
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// A registry that serves nothing: every request gets npm's `404` (real status, JSON body). Its URL.
+fn empty_registry() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = "{\"error\":\"Not found\"}";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// A lock that pins what the registry does not serve is an install failure with npm's own `404` line
+/// (blocked), never a test that was not found; the registry's URL is not in the reason.
+#[test]
+fn a_lock_pinning_what_the_registry_does_not_serve_blocks_with_npms_404() {
+    crate::needs!(node);
+    let manifest = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"type\": \"module\",\n  \"scripts\": { \"test\": \"node --test\" },\n  \"dependencies\": { \"aayu-no-such-package\": \"9.9.9\" }\n}\n";
+    let (repo, base, _) = package(manifest, EVIDENCE);
+    repo.write(
+        "package-lock.json",
+        "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"lockfileVersion\": 3,\n  \"requires\": true,\n  \"packages\": {\n    \"\": { \"name\": \"calc\", \"version\": \"1.0.0\", \"dependencies\": { \"aayu-no-such-package\": \"9.9.9\" } },\n    \"node_modules/aayu-no-such-package\": {\n      \"version\": \"9.9.9\",\n      \"resolved\": \"https://registry.npmjs.org/aayu-no-such-package/-/aayu-no-such-package-9.9.9.tgz\",\n      \"integrity\": \"sha512-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\"\n    }\n  }\n}\n",
+    );
+    let head2 = repo.commit("pin a version nobody serves");
+    let registry = empty_registry();
+    let snapshot = ready(&repo, 5, GOAL, &["type:bug"]);
+    let out = run(repo
+        .aayu()
+        .env("npm_config_registry", &registry)
+        .env("npm_config_fetch_retries", "0")
+        .args([
+            "verify", "--ci", "--base", &base, "--head", &head2, "--story", "5", "--ready",
+            &snapshot,
+        ]));
+    let said = format!("{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 3, "{said}");
+    assert!(
+        said.contains("criterion 1: no evidence — `.:test/calc.test.js::add > numbers > sums (two of them)` cannot run here: installing what the lock file names (npm ci --ignore-scripts): npm said: npm error 404 Not Found - GET <index>aayu-no-such-package/-/aayu-no-such-package-9.9.9.tgz"),
+        "{said}"
+    );
+    assert!(!said.contains(&registry), "{said}");
+    assert!(!said.contains("was not found"), "{said}");
 }
