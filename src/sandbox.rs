@@ -1891,7 +1891,7 @@ fn allowed_env(
 /// What a dependency fetch adds to the allow-list: the network settings the downloads need (proxies,
 /// certificates, Go's proxy and checksum settings) — never a token — and the network switched back on.
 fn fetch_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
-    const PASSED: [&str; 14] = [
+    const PASSED: [&str; 15] = [
         "HTTP_PROXY",
         "HTTPS_PROXY",
         "NO_PROXY",
@@ -1900,6 +1900,8 @@ fn fetch_env(settings: &SandboxSettings) -> BTreeMap<String, OsString> {
         "no_proxy",
         "SSL_CERT_FILE",
         "SSL_CERT_DIR",
+        // node's own (npm, pnpm and yarn download with node's TLS, which reads no SSL_CERT_FILE).
+        "NODE_EXTRA_CA_CERTS",
         "GONOSUMDB",
         "GONOSUMCHECK",
         "GOPRIVATE",

@@ -564,6 +564,15 @@ fn shut(network: bool) -> Vec<(String, String)> {
     if network {
         env.extend(
             [
+                // git itself refuses every transport (a command-line setting, which no repository's
+                // config outranks): pnpm and yarn clone a git dependency with the `git` on PATH, and a
+                // cloned dependency's `prepare` — or a `commit` read as a git option — would run with
+                // the network on. The lock scans refuse git dependencies; this holds if one slips past.
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+                ("GIT_CONFIG_GLOBAL", "/dev/null"),
+                ("GIT_CONFIG_COUNT", "1"),
+                ("GIT_CONFIG_KEY_0", "protocol.allow"),
+                ("GIT_CONFIG_VALUE_0", "never"),
                 ("npm_config_ignore_scripts", "true"),
                 ("npm_config_git", "/bin/false"),
                 ("npm_config_script_shell", "/bin/false"),
@@ -733,10 +742,13 @@ fn yarn_install(lock: &str, version: &str, program: &Path) -> Install {
     }
 }
 
-/// Whether every package `pnpm-lock.yaml` names resolves to a registry tarball with its hash or a folder
-/// of the tree, read as data before anything runs: each `resolution:` is a flow map of `integrity` (and
-/// an `https://` `tarball`), or of `directory` inside the tree with `type: directory`. Anything else — a
-/// git `repo`/`commit`, a URL without a hash, a shape aayu does not read — is refused.
+/// Whether every package `pnpm-lock.yaml` names resolves to a tarball with its hash or a folder of the
+/// tree, read as data before anything runs. Conservatively, by line, in the shapes pnpm writes: each
+/// `resolution:` is a one-line flow map of `integrity` (and an `https://` `tarball`), or of `directory`
+/// inside the tree with `type: directory`; and no line uses what pnpm never writes but YAML reads —
+/// anchors, aliases, tags, complex keys, escapes in double quotes, a quoted `resolution` key, a git
+/// `repo`/`commit` anywhere. Anything else is refused naming its line. (git is also shut for the
+/// install: see [`shut`].)
 fn pnpm_registry_only(root: &Path, file: &str) -> Result<(), String> {
     let bytes = crate::safe_fs::read(root, file, 64 << 20)
         .map_err(|e| format!("cannot read `{file}`: {e}"))?;
@@ -748,35 +760,73 @@ fn pnpm_registry_only(root: &Path, file: &str) -> Result<(), String> {
     }
     let inside =
         |path: &str| !path.starts_with('/') && path.split('/').all(|p| p != ".." && !p.is_empty());
+    let refused = |n: usize, line: &str, why: &str| {
+        Err(format!(
+            "`{file}` line {}: `{}`: {why}; aayu installs only tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
+            n + 1,
+            line.trim().escape_debug()
+        ))
+    };
     for (n, line) in text.lines().enumerate() {
-        let Some(rest) = line.trim_start().strip_prefix("resolution:") else {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('#') || trimmed.is_empty() {
+            continue;
+        }
+        let yaml_only = trimmed.starts_with(['?', '&', '*', '!', '{', '['])
+            || trimmed.starts_with("- &")
+            || trimmed.starts_with("- *")
+            || [": &", ": *", ": !", " !!"]
+                .iter()
+                .any(|t| line.contains(t))
+            || (line.contains('"') && line.contains('\\'))
+            || line.contains('\t');
+        if yaml_only {
+            return refused(n, line, "a YAML form pnpm does not write");
+        }
+        let Some(rest) = trimmed.strip_prefix("resolution:") else {
+            if line.contains("resolution")
+                || ["commit:", "repo:", "type: git", "tarball:"]
+                    .iter()
+                    .any(|k| line.contains(k))
+            {
+                return refused(n, line, "a resolution outside pnpm's own shape");
+            }
             continue;
         };
         let rest = rest.trim();
-        let fields: Option<BTreeMap<&str, &str>> = rest
+        let fields: Option<Vec<(&str, &str)>> = rest
             .strip_prefix('{')
             .and_then(|r| r.strip_suffix('}'))
+            .filter(|body| !body.contains(['{', '}', '[', ']', '&', '*', '!']))
             .map(|body| {
-                body.split(", ")
-                    .filter_map(|kv| kv.split_once(": "))
-                    .map(|(k, v)| (k.trim(), v.trim().trim_matches(['\'', '"'])))
+                body.split(',')
+                    .map(|kv| {
+                        kv.split_once(':').map_or(("", ""), |(k, v)| {
+                            (k.trim(), v.trim().trim_matches(['\'', '"']))
+                        })
+                    })
                     .collect()
             });
-        let fine = fields.as_ref().is_some_and(|f| {
-            let keys: Vec<&str> = f.keys().copied().collect();
+        let fine = fields.is_some_and(|mut f| {
+            f.sort();
+            let keys: Vec<&str> = f.iter().map(|(k, _)| *k).collect();
+            let value = |k: &str| f.iter().find(|(key, _)| *key == k).map_or("", |(_, v)| *v);
             match keys.as_slice() {
-                ["integrity"] => true,
-                ["integrity", "tarball"] => f["tarball"].starts_with("https://"),
-                ["directory", "type"] => f["type"] == "directory" && inside(f["directory"]),
+                ["integrity"] => value("integrity").starts_with("sha"),
+                ["integrity", "tarball"] => {
+                    value("integrity").starts_with("sha")
+                        && value("tarball").starts_with("https://")
+                }
+                ["directory", "type"] => value("type") == "directory" && inside(value("directory")),
                 _ => false,
             }
         });
         if !fine {
-            return Err(format!(
-                "`{file}` line {}: `{}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
-                n + 1,
-                rest.escape_debug()
-            ));
+            return refused(
+                n,
+                line,
+                "not a tarball with its hash or a folder of the tree",
+            );
         }
     }
     Ok(())
@@ -801,6 +851,12 @@ fn yarn_registry_only(root: &Path, file: &str) -> Result<(), String> {
             what.escape_debug()
         ))
     };
+    let unhashed = |n: usize, what: &str| {
+        Err(format!(
+            "`{file}` line {n}: `{}` has no `integrity`: aayu installs only registry tarballs named with their hash; write the lock again with yarn 1.10 or newer (`yarn install`)",
+            what.escape_debug()
+        ))
+    };
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
     while i < lines.len() {
@@ -815,24 +871,51 @@ fn yarn_registry_only(root: &Path, file: &str) -> Result<(), String> {
         i += 1;
         while i < lines.len() && lines[i].starts_with(' ') {
             let field = lines[i].trim();
-            if let Some(v) = field.strip_prefix("resolved ") {
-                resolved = Some(v.trim_matches('"'));
+            if let Some(v) = field.strip_prefix("resolved") {
+                resolved = Some(v.trim_start_matches(':').trim().trim_matches('"'));
             }
-            integrity |= field.starts_with("integrity ");
+            integrity |= field.starts_with("integrity");
             i += 1;
+        }
+        // yarn picks how to fetch from each key's spec, not from `resolved`: a key is a registry range
+        // (or an `npm:` alias of one) or a folder of the tree, never a git or URL spec.
+        let keys = header.trim_end_matches(':');
+        let folder = |spec: &str| {
+            spec.strip_prefix("file:")
+                .or_else(|| spec.strip_prefix("link:"))
+                .is_some_and(inside)
+        };
+        let registry = |spec: &str| {
+            let spec = spec.strip_prefix("npm:").map_or(spec, |alias| {
+                alias
+                    .get(1..)
+                    .and_then(|a| a.split_once('@'))
+                    .map_or("", |(_, range)| range)
+            });
+            !spec.contains([':', '/', '#', '\\', '"'])
+        };
+        let specs: Vec<Option<&str>> = keys
+            .split(',')
+            .map(|key| {
+                let key = key.trim().trim_matches('"');
+                key.get(1..).and_then(|k| k.split_once('@')).map(|(_, s)| s)
+            })
+            .collect();
+        if keys.contains('\'')
+            || specs
+                .iter()
+                .any(|s| s.is_none_or(|s| !registry(s) && !folder(s)))
+        {
+            return refuse(at, keys);
         }
         match resolved {
             Some(url) if url.starts_with("https://") && integrity => {}
+            Some(url) if url.starts_with("https://") && !url.contains("codeload.") => {
+                return unhashed(at, header.trim_end_matches(':'));
+            }
             Some(url) => return refuse(at, url),
             None => {
-                let keys = header.trim_end_matches(':');
-                let folders = keys.split(", ").all(|key| {
-                    let key = key.trim_matches('"');
-                    let spec = key.get(1..).and_then(|k| k.split_once('@')).map(|(_, s)| s);
-                    spec.and_then(|s| s.strip_prefix("file:").or_else(|| s.strip_prefix("link:")))
-                        .is_some_and(inside)
-                });
-                if !folders {
+                if !specs.iter().flatten().all(|s| folder(s)) {
                     return refuse(at, keys);
                 }
             }
@@ -1330,6 +1413,71 @@ mod tests {
         // What aayu cannot read is npm's to warn about.
         assert_eq!(node_fits("lts/*", "v20.20.2"), Ok(()));
         assert_eq!(node_fits(">=99", "node: unknown"), Ok(()));
+    }
+
+    #[test]
+    fn a_pnpm_or_yarn_lock_with_anything_but_hashed_tarballs_and_tree_folders_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let pnpm = |body: &str| {
+            std::fs::write(
+                dir.path().join("pnpm-lock.yaml"),
+                format!("lockfileVersion: '9.0'\n\npackages:\n\n{body}"),
+            )
+            .expect("write");
+            pnpm_registry_only(dir.path(), "pnpm-lock.yaml")
+        };
+        assert_eq!(
+            pnpm("  a@1.0.0:\n    resolution: {integrity: sha512-AAAA==}\n"),
+            Ok(())
+        );
+        assert_eq!(
+            pnpm("  a@file:lib:\n    resolution: {directory: lib, type: directory}\n"),
+            Ok(())
+        );
+        for hostile in [
+            "  x@1:\n    resolution: {commit: abc, repo: https://h/x, type: git}\n",
+            // What YAML reads as four keys, a line scan splitting on \", \" as one.
+            "  x@1:\n    resolution: {integrity: sha512-AAAA,commit: --upload-pack=touch,repo: file://github.com/x,type: git}\n",
+            // A quoted key, an alias, an escape: forms pnpm never writes.
+            "  x@1:\n    'resolution': {commit: abc, repo: https://h/x, type: git}\n",
+            "  x@1:\n    resolution: *a\n",
+            "  x@1:\n    \"resolutio\\x6e\": {commit: a}\n",
+            "  x@1:\n    resolution: {directory: ../outside, type: directory}\n",
+            "  x@1:\n    resolution:\n      tarball: https://h/x.tgz\n",
+        ] {
+            assert!(pnpm(hostile).is_err(), "{hostile}");
+        }
+        let yarn = |body: &str| {
+            std::fs::write(
+                dir.path().join("yarn.lock"),
+                format!("# yarn lockfile v1\n\n\n{body}"),
+            )
+            .expect("write");
+            yarn_registry_only(dir.path(), "yarn.lock")
+        };
+        assert_eq!(
+            yarn(
+                "left-pad@1.3.0, \"@s/x@^1 || ^2\":\n  version \"1.3.0\"\n  resolved \"https://registry.yarnpkg.com/left-pad/-/left-pad-1.3.0.tgz#5b\"\n  integrity sha512-AA==\n"
+            ),
+            Ok(())
+        );
+        assert_eq!(yarn("\"lib@file:./lib\":\n  version \"1.0.0\"\n"), Ok(()));
+        for hostile in [
+            // yarn fetches by the key's spec: a git key with a registry-looking `resolved` is git.
+            "\"evil@git+https://git.example/evil.git\":\n  version \"1.0.0\"\n  resolved \"https://git.example/evil.git#0a\"\n  integrity sha512-AA==\n",
+            "evil@user/repo:\n  version \"1.0.0\"\n  resolved \"https://codeload.github.com/user/repo/tar.gz/0a\"\n  integrity sha512-AA==\n",
+            "x@1.0.0:\n  version \"1.0.0\"\n  resolved: \"git+ssh://git@h/x.git#0a\"\n  integrity sha512-AA==\n",
+            "x@1.0.0:\n  version \"1.0.0\"\n  resolved \"https://registry.yarnpkg.com/x/-/x-1.0.0.tgz\"\n",
+            "\"lib@file:../outside\":\n  version \"1.0.0\"\n",
+        ] {
+            assert!(yarn(hostile).is_err(), "{hostile}");
+        }
+        // Should one slip past, git itself refuses every transport in the networked step.
+        let shut = shut(true);
+        for (k, v) in [("GIT_CONFIG_KEY_0", "protocol.allow"), ("GIT_CONFIG_VALUE_0", "never")] {
+            assert!(shut.contains(&(k.to_string(), v.to_string())), "{shut:?}");
+        }
+        assert!(!super::shut(false).iter().any(|(k, _)| k.starts_with("GIT_")));
     }
 
     #[test]

@@ -585,7 +585,7 @@ fn a_lock_of_a_manager_not_prepared_or_not_read_is_blocked_with_the_fix() {
     let head = repo.commit("a git dependency");
     let (_, said) = ci_with(&repo, &base, &head, &common::corepack_home());
     assert!(
-        said.contains("`pnpm-lock.yaml` line 6: `{tarball: https://codeload.github.com/a/b/tar.gz/0123}`: aayu installs only registry tarballs"),
+        said.contains("`pnpm-lock.yaml` line 6: `resolution: {tarball: https://codeload.github.com/a/b/tar.gz/0123}`: not a tarball with its hash or a folder of the tree; aayu installs only tarballs named with their hash"),
         "{said}"
     );
 }
