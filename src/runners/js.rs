@@ -1474,10 +1474,17 @@ mod tests {
         }
         // Should one slip past, git itself refuses every transport in the networked step.
         let shut = shut(true);
-        for (k, v) in [("GIT_CONFIG_KEY_0", "protocol.allow"), ("GIT_CONFIG_VALUE_0", "never")] {
+        for (k, v) in [
+            ("GIT_CONFIG_KEY_0", "protocol.allow"),
+            ("GIT_CONFIG_VALUE_0", "never"),
+        ] {
             assert!(shut.contains(&(k.to_string(), v.to_string())), "{shut:?}");
         }
-        assert!(!super::shut(false).iter().any(|(k, _)| k.starts_with("GIT_")));
+        assert!(
+            !super::shut(false)
+                .iter()
+                .any(|(k, _)| k.starts_with("GIT_"))
+        );
     }
 
     #[test]
