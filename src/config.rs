@@ -43,6 +43,9 @@ pub struct Verify {
     pub drift_blocking_from: BlockingDate,
     pub red_on_base_blocking_from: BlockingDate,
     pub weakening_blocking_from: BlockingDate,
+    pub coverage_threshold: u32,
+    pub coverage_blocking_from: BlockingDate,
+    pub suite_timeout_s: u64,
     pub maintainer: String,
     pub env: Vec<String>,
     pub chromium: String,
@@ -271,12 +274,23 @@ impl Config {
         } else {
             None
         };
+        let threshold = self.verify.coverage_threshold;
+        let (key, problem) = match problem {
+            Some(message) => ("sandbox_uids", Some(message)),
+            None if threshold > 100 => (
+                "coverage_threshold",
+                Some(format!(
+                    "`verify.coverage_threshold` is a percentage (0 to 100), not {threshold}"
+                )),
+            ),
+            None => ("", None),
+        };
         match problem {
             Some(message) => Err(ConfigError::Invalid {
                 file: file.to_string(),
                 line: text
                     .lines()
-                    .position(|l| l.trim_start().starts_with("sandbox_uids"))
+                    .position(|l| l.trim_start().starts_with(key))
                     .map_or(1, |i| i + 1),
                 message,
             }),
@@ -444,6 +458,17 @@ mod tests {
             assert!(err.to_string().contains(says), "{range}: {err}");
         }
         assert!(Config::from_text("[verify]\nsandbox_uids = [1002, 1100]\n", "c.toml").is_ok());
+    }
+
+    #[test]
+    fn a_coverage_threshold_is_a_percentage() {
+        let err = Config::from_text("[verify]\n\ncoverage_threshold = 120\n", "c.toml")
+            .expect_err("over 100");
+        assert_eq!(
+            err.to_string(),
+            "c.toml:3: `verify.coverage_threshold` is a percentage (0 to 100), not 120"
+        );
+        assert!(Config::from_text("[verify]\ncoverage_threshold = 100\n", "c.toml").is_ok());
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! ([`FloorResult`]): `feature_map` (drift and stale features, over `scan`, which reads each source file
 //! once), `behaviour` (the checks, in the sandbox), `test_evidence` (the mapped tests and the criteria they
 //! evidence), `red_on_base` (a bug fix's tests on the base) and `weakening` (checks and assertions a change
-//! removed or loosened in the maps).
+//! removed or loosened in the maps) and `coverage` (the touched packages' whole suites, and how much of
+//! the change's executable lines they ran).
 
 pub(crate) mod behaviour;
+pub(crate) mod coverage;
 pub(crate) mod feature_map;
 pub(crate) mod red_on_base;
 pub(crate) mod scan;
@@ -17,6 +19,7 @@ use crate::sandbox::Network;
 /// The floors, by the names SPEC §5 gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Floor {
+    Coverage,
     FeatureMap,
     Weakening,
     Behaviour,
@@ -27,6 +30,7 @@ pub enum Floor {
 impl Floor {
     pub fn as_str(self) -> &'static str {
         match self {
+            Floor::Coverage => "coverage",
             Floor::FeatureMap => "feature-map",
             Floor::Weakening => "weakening",
             Floor::Behaviour => "behaviour",
@@ -74,6 +78,8 @@ pub struct FloorResult {
     pub tool: &'static str,
     pub detail: String,
     pub network: Option<Network>,
+    /// The version the pack names: aayu's, or for the coverage floor the toolchain's (`go1.25.14`).
+    pub version: Option<String>,
 }
 
 impl FloorResult {
@@ -86,6 +92,7 @@ impl FloorResult {
             tool,
             detail,
             network: None,
+            version: None,
         }
     }
 
@@ -109,7 +116,10 @@ impl FloorResult {
             value: self.value,
             threshold: self.threshold,
             tool: self.tool.to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: self
+                .version
+                .clone()
+                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string()),
             detail: self.detail.clone(),
             network: self.network.map_or("none", Network::as_str).to_string(),
         }

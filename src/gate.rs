@@ -86,6 +86,8 @@ pub struct GateRun {
     pub red_on_base: Option<red_on_base::Report>,
     /// A line per criterion for a person: its evidence or why it has none, and its verdict on the base.
     pub criteria_lines: Vec<String>,
+    /// The coverage floor's report, when it computed a number.
+    pub coverage: Option<crate::floors::coverage::Report>,
 }
 
 impl GateRun {
@@ -231,18 +233,24 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             }
         }
     }
+    // coverage: the packages the change touches, for a story.
+    let touched = match &inputs.story {
+        Some(_) => crate::floors::coverage::touched(&root, &repo.changed_paths(base, head)?),
+        None => crate::floors::coverage::Touched::default(),
+    };
     let is_bug = story_labels.iter().any(|l| l == "type:bug");
     let on_base = (evidence.is_some() && (is_bug || inputs.force_red_on_base))
         .then(|| red_on_base::prepare(repo, base, head));
 
     // Every dependency is fetched now, before any product code runs, as a sandbox uid; then offline.
-    let sandbox = if selected.is_empty() && ids.is_empty() {
+    let sandbox = if selected.is_empty() && ids.is_empty() && touched.packages.is_empty() {
         None
     } else {
         let sandbox = Sandbox::new(&inputs.sandbox)?;
         let test_packages: BTreeSet<(String, Option<String>)> = ids
             .iter()
             .map(|t| (t.package.clone(), Some(t.rest.clone())))
+            .chain(touched.fetch())
             .collect();
         let seed = behaviour::seed_package(&loaded.maps, &selected, &root, &config.verify.seed);
         // Whether each lock file is committed is read from git: the checkout's index, the base's commit.
@@ -276,6 +284,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         let needs: BTreeSet<Tool> = behaviour::needs(&loaded.maps, &selected, &root)
             .into_iter()
             .chain(test_evidence::needs(&root, &ids))
+            .chain(touched.needs())
             .collect();
         // In Actions every tool's version goes in the (folded) group; locally only what is blocked.
         let checked = in_group(progress, "aayudha preflight", |log| {
@@ -434,6 +443,53 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             }
         }
     }
+    // coverage: first in the pack's checks.
+    let mut coverage_report = None;
+    let coverage = match (&inputs.story, &sandbox) {
+        (None, _) => crate::floors::coverage::skipped(
+            "no story: only the map floors (feature-map and behaviour) ran",
+        ),
+        (Some(_), None) => {
+            crate::floors::coverage::skipped("no package with tests is touched by the change")
+        }
+        (Some(_), Some(sandbox)) => {
+            let added = repo.added_lines(base, head)?;
+            let covered = in_group(
+                progress,
+                "aayudha coverage floor: the touched packages' whole suites",
+                |log| {
+                    let log = RefCell::new(log);
+                    let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
+                    Ok(crate::floors::coverage::run(
+                        &test_evidence::Run {
+                            sandbox,
+                            root: &root,
+                            timeout: Duration::from_secs(config.verify.suite_timeout_s),
+                            target: None,
+                            heartbeat: Some(&heartbeat),
+                        },
+                        &touched,
+                        &added,
+                        &crate::floors::coverage::Settings {
+                            base,
+                            head,
+                            threshold: config.verify.coverage_threshold,
+                            blocking: config.verify.coverage_blocking_from,
+                            now: inputs.now,
+                            mapped: &ids,
+                        },
+                    ))
+                },
+            )?;
+            if let Some(report) = &covered.report {
+                write_json(out, "reports/coverage.json", report)?;
+                criteria_lines.extend(report.lines());
+            }
+            coverage_report = covered.report;
+            covered.floor
+        }
+    };
+    floors.insert(0, coverage);
     if let Some(sandbox) = &sandbox {
         let mut phases = crate::timing::Phases::start();
         phases.report(
@@ -475,6 +531,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         behaviour,
         red_on_base: red,
         criteria_lines,
+        coverage: coverage_report,
     })
 }
 

@@ -1,5 +1,6 @@
 //! git2 helpers: finding the repository, listing its files by git's own rules, and reading old trees.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use std::os::unix::fs::MetadataExt;
@@ -289,6 +290,50 @@ impl Repo {
         paths.sort();
         paths.dedup();
         Ok(paths)
+    }
+
+    /// The lines a change from `base` to `head` adds, by file of the head (its `+` lines, numbered in the
+    /// head; no context; git's default rename detection, so a renamed and edited file brings only its
+    /// edited lines). A binary file brings none.
+    pub fn added_lines(
+        &self,
+        base: &str,
+        head: &str,
+    ) -> Result<BTreeMap<String, BTreeSet<u32>>, GitError> {
+        let old = self.tree_at(base)?;
+        let new = self.tree_at(head)?;
+        let revision = |source| GitError::Revision {
+            rev: format!("{base}..{head}"),
+            source,
+        };
+        let mut options = git2::DiffOptions::new();
+        options.context_lines(0);
+        let mut diff = self
+            .repo
+            .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut options))
+            .map_err(revision)?;
+        let mut find = git2::DiffFindOptions::new();
+        find.renames(true);
+        diff.find_similar(Some(&mut find)).map_err(revision)?;
+        let mut added: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        diff.foreach(
+            &mut |_, _| true,
+            None,
+            None,
+            Some(&mut |delta, _, line| {
+                if line.origin() == '+'
+                    && let (Some(path), Some(n)) = (
+                        delta.new_file().path().and_then(Path::to_str),
+                        line.new_lineno(),
+                    )
+                {
+                    added.entry(path.to_string()).or_default().insert(n);
+                }
+                true
+            }),
+        )
+        .map_err(revision)?;
+        Ok(added)
     }
 
     /// The bytes of `path` at the commit `rev`, or `None` when the commit has no such file.

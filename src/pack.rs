@@ -425,6 +425,19 @@ mod tests {
     }
 
     #[test]
+    fn the_seeds_pack_with_a_coverage_check_decodes() {
+        // proof-packs.txt's story-131 pack, its `…` entries removed.
+        let bytes = include_bytes!("../tests/data/packs/seeds-story-131.json");
+        let pack = decode(bytes).expect("the seeds' pack reads");
+        assert_eq!(pack.checks[0].floor, "coverage");
+        assert_eq!(pack.checks[0].version, "go1.25.14");
+        // A floor name is a pattern, not any string.
+        let mut v = sample();
+        v["checks"][0]["floor"] = "Not A Floor".into();
+        assert!(validate(&v).is_err());
+    }
+
+    #[test]
     fn a_newer_version_is_refused_with_the_hint() {
         let mut v = sample();
         v["schema_version"] = 2.into();

@@ -113,6 +113,25 @@ pub trait Runner: Sync {
     /// Whether a repository path holds tests only, so that copying it onto the base cannot bring a fix
     /// along.
     fn is_test_file(&self, path: &str) -> bool;
+
+    /// The package's whole test suite, once, instrumented for the coverage floor; `Err` says why it
+    /// cannot be (no coverage runner for this stack yet, or it could not start).
+    fn cover_suite(&self, _run: &Run, _package: &Package) -> Result<Suite, String> {
+        Err(format!("no coverage runner for {} yet", self.title()))
+    }
+}
+
+/// What an instrumented whole-suite run gave ([`Runner::cover_suite`]).
+#[derive(Debug, Clone, Default)]
+pub struct Suite {
+    /// Each test that ended, by the runner's own name (`TestParse`, `TestParse/empty`): whether it passed
+    /// (a skip counts as passed: it broke nothing).
+    pub tests: BTreeMap<String, bool>,
+    /// Why the run gives no coverage to trust — it did not build, a test ended it early, it ran past its
+    /// time — with what to look at; `None` when it ran to its end.
+    pub broken: Option<String>,
+    /// The coverage profile it wrote, as the runner writes it (Go's `-coverprofile` text).
+    pub profile: Vec<u8>,
 }
 
 /// The files that claim a folder (any one of them): in the folder itself, or (`above`) in it or the

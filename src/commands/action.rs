@@ -646,6 +646,17 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             &format!("{}: {}", w.kind.as_str(), w.detail),
         );
     }
+    // Uncovered changed lines: warnings, as ranges.
+    if let Some(report) = &run.coverage {
+        for (file, first, last) in report.uncovered_runs() {
+            notes.add_lines(
+                Level::Warning,
+                Some((file, first as usize, last as usize)),
+                "aayudha coverage",
+                "changed executable lines no test ran",
+            );
+        }
+    }
     for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
         notes.add(
             Level::Error,

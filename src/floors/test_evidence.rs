@@ -118,8 +118,8 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
 
 /// The tests floor's launcher: each process in the sandbox as the first slot's uid, offline; a process
 /// that went over a limit, or one of whose processes survived the kill, gave no result to trust.
-struct InSandbox<'a, 'b> {
-    run: &'a Run<'b>,
+pub(crate) struct InSandbox<'a, 'b> {
+    pub run: &'a Run<'b>,
 }
 
 impl Launcher for InSandbox<'_, '_> {

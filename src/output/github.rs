@@ -30,11 +30,24 @@ impl Level {
 
 /// `::warning file=F,line=L,title=T::message`, one line; `file` and `line` left out when there is none.
 pub fn annotation(level: Level, file: Option<(&str, usize)>, title: &str, message: &str) -> String {
+    annotation_of(level, file.map(|(f, l)| (f, l, l)), title, message)
+}
+
+/// [`annotation`] of a range of lines (`line=…,endLine=…`; one line when they are equal).
+pub fn annotation_of(
+    level: Level,
+    file: Option<(&str, usize, usize)>,
+    title: &str,
+    message: &str,
+) -> String {
     let mut properties = Vec::new();
-    if let Some((file, line)) = file {
+    if let Some((file, line, end)) = file {
         properties.push(format!("file={}", escape_property(file)));
         if line > 0 {
             properties.push(format!("line={line}"));
+            if end > line {
+                properties.push(format!("endLine={end}"));
+            }
         }
     }
     properties.push(format!("title={}", escape_property(title)));
@@ -89,16 +102,35 @@ pub struct Annotations {
 
 impl Annotations {
     pub fn add(&mut self, level: Level, file: Option<(&str, usize)>, title: &str, message: &str) {
+        self.add_lines(level, file.map(|(f, l)| (f, l, l)), title, message);
+    }
+
+    /// [`Annotations::add`] of a range of lines.
+    pub fn add_lines(
+        &mut self,
+        level: Level,
+        file: Option<(&str, usize, usize)>,
+        title: &str,
+        message: &str,
+    ) {
         let slot = level as usize;
         if self.printed[slot] >= ANNOTATIONS_PER_LEVEL {
-            let place = file.map(|(f, l)| format!("{f}:{l}: ")).unwrap_or_default();
+            let place = file
+                .map(|(f, l, e)| {
+                    if e > l {
+                        format!("{f}:{l}-{e}: ")
+                    } else {
+                        format!("{f}:{l}: ")
+                    }
+                })
+                .unwrap_or_default();
             self.overflow
                 .push(format!("{}: {place}{title}: {message}", level.as_str()));
             return;
         }
         self.printed[slot] += 1;
         self.lines
-            .push_str(&annotation(level, file, title, message));
+            .push_str(&annotation_of(level, file, title, message));
     }
 }
 
@@ -326,6 +358,30 @@ mod tests {
             log.command("::error::x").expect("command");
         }
         assert_eq!(plain.take(), b"hello");
+    }
+
+    #[test]
+    fn a_range_of_lines_is_one_annotation_within_the_same_budget() {
+        let mut a = Annotations::default();
+        a.add_lines(
+            Level::Warning,
+            Some(("calc/calc.go", 9, 12)),
+            "aayudha coverage",
+            "changed executable lines no test ran",
+        );
+        a.add_lines(Level::Warning, Some(("calc/calc.go", 20, 20)), "t", "m");
+        assert_eq!(
+            a.lines,
+            "::warning file=calc/calc.go,line=9,endLine=12,title=aayudha coverage::changed executable lines no test ran\n::warning file=calc/calc.go,line=20,title=t::m\n"
+        );
+        for _ in 0..9 {
+            a.add(Level::Warning, Some(("x", 1)), "drift", "d");
+        }
+        a.add_lines(Level::Warning, Some(("calc/calc.go", 30, 31)), "t", "m");
+        assert_eq!(
+            a.overflow.last().map(String::as_str),
+            Some("warning: calc/calc.go:30-31: t: m")
+        );
     }
 
     #[test]

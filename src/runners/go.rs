@@ -117,9 +117,128 @@ impl Runner for Go {
         Ok(named(run, package, &refs))
     }
 
+    /// `go test -json -covermode=set -coverprofile=<file> ./<pkg>`, once, in the module's folder: every
+    /// test of the package, its own statements counted (no `-coverpkg`, as `go test -cover`).
+    fn cover_suite(&self, run: &Run, package: &Package) -> Result<super::Suite, String> {
+        let module = package.home;
+        let rel = if module.is_empty() {
+            package.dir
+        } else {
+            package
+                .dir
+                .strip_prefix(module)
+                .map_or("", |r| r.trim_start_matches('/'))
+        };
+        let pkg = if rel.is_empty() {
+            ".".to_string()
+        } else {
+            format!("./{rel}")
+        };
+        let argv = [
+            "go",
+            "test",
+            "-json",
+            "-count=1",
+            "-vet=off",
+            "-covermode=set",
+            "-coverprofile=@report@",
+            &pkg,
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut env = run.env.clone();
+        env.push(("GODEBUG".to_string(), "gotestjsonbuildtext=0".into()));
+        let ran = run.launcher.launch(Job {
+            what: format!(
+                "go test -coverprofile `{pkg}` in `{}`",
+                shown_dir(package.home)
+            ),
+            argv,
+            cwd: run.root.join(module),
+            env,
+            timeout: run.timeout,
+            report: Some("AAYU_GO_COVERPROFILE"),
+        })?;
+        Ok(suite_of(&ran, &pkg, run.root))
+    }
+
     /// `*_test.go` files and anything under a `testdata/` folder.
     fn is_test_file(&self, path: &str) -> bool {
         path.ends_with("_test.go") || path.split('/').any(|p| p == "testdata")
+    }
+}
+
+/// A whole-suite run's tests, from go's JSON events, and whether it ran to its end: a package that did not
+/// build, a test that started and never ended (a panic, an `os.Exit`), or a run past its time gives no
+/// coverage to trust.
+fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    let mut tests: BTreeMap<String, bool> = BTreeMap::new();
+    let mut started: Vec<String> = Vec::new();
+    let mut ended_package = false;
+    let mut build_failed = false;
+    let mut output: Vec<String> = Vec::new();
+    for line in stdout.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let action = event.get("Action").and_then(Value::as_str).unwrap_or("");
+        if event.get("FailedBuild").is_some() || action == "build-fail" {
+            build_failed = true;
+        }
+        match event.get("Test").and_then(Value::as_str) {
+            Some(test) => match action {
+                "run" => started.push(test.to_string()),
+                "pass" | "skip" => {
+                    tests.insert(test.to_string(), true);
+                }
+                "fail" => {
+                    tests.insert(test.to_string(), false);
+                }
+                _ => {}
+            },
+            None => {
+                if matches!(action, "pass" | "fail" | "skip") {
+                    ended_package = true;
+                }
+                if action == "output"
+                    && let Some(text) = event.get("Output").and_then(Value::as_str)
+                {
+                    output.push(text.trim_end().to_string());
+                }
+            }
+        }
+    }
+    let unended = started.iter().find(|t| !tests.contains_key(*t));
+    let said = said(&ran.stderr, root);
+    let broken = if ran.timed_out {
+        Some(format!(
+            "`go test {pkg}` ran past its time limit (`[verify] suite_timeout_s`)"
+        ))
+    } else if build_failed || (!ended_package && tests.is_empty()) {
+        Some(format!(
+            "`go test {pkg}` did not build: {}",
+            if said.is_empty() {
+                output.join(" | ")
+            } else {
+                said
+            }
+        ))
+    } else if let Some(test) = unended {
+        Some(format!(
+            "`{test}` ended the run of `go test {pkg}` before it finished (a panic or an exit): no coverage from a partial profile"
+        ))
+    } else if !ended_package {
+        Some(format!(
+            "`go test {pkg}` ended before it reported its package's result"
+        ))
+    } else {
+        None
+    };
+    super::Suite {
+        tests,
+        broken,
+        profile: ran.report.clone().unwrap_or_default(),
     }
 }
 

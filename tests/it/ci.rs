@@ -65,6 +65,7 @@ fn a_go_bug_fix_is_evidenced_and_red_on_base_and_runs_are_byte_identical() {
     assert_eq!(
         names,
         vec![
+            "coverage",
             "feature-map",
             "weakening",
             "behaviour",

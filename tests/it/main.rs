@@ -15,6 +15,7 @@ mod build_cache;
 mod ci;
 mod comment;
 mod contract_errors;
+mod coverage;
 mod doctor;
 mod generated;
 mod github_client;

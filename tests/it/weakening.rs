@@ -402,11 +402,30 @@ fn each_weakening_is_flagged_at_its_line() {
         )),
         "{stdout}"
     );
+    // The schema reads any floor name of the pattern (a later floor's, the seeds' `coverage`); the names
+    // aayu writes are its own six.
+    let names: Vec<&str> = pack["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter_map(|c| c["floor"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "coverage",
+            "feature-map",
+            "weakening",
+            "behaviour",
+            "tests",
+            "red-on-base"
+        ]
+    );
     let mut bad = pack.clone();
-    bad["checks"][1]["floor"] = Value::from("weakend");
+    bad["checks"][1]["floor"] = Value::from("Weakening floor");
     assert!(
         !validator.is_valid(&bad),
-        "an unknown floor name is refused"
+        "a floor name outside the pattern is refused"
     );
 }
 
