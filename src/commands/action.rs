@@ -725,6 +725,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
             artifact_url.as_deref(),
             pr.is_fork(),
             &notes.overflow,
+            run.coverage.as_ref(),
         ),
     );
     say(

@@ -163,6 +163,13 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         (Some(run), None) => Some(format!("{run}#artifacts")),
         _ => None,
     };
+    // The coverage floor's report, from the artifact whose hash the pack names (read only when the pack
+    // verifies: a report that does not match is not shown).
+    let coverage: Option<crate::floors::coverage::Report> = unpacked
+        .as_ref()
+        .filter(|_| verifies)
+        .and_then(|u| u.artifacts.get("reports/coverage.json"))
+        .and_then(|bytes| serde_json::from_slice(bytes).ok());
     let text = crate::output::summary::proof(&crate::output::summary::Proof {
         pack,
         head: &head,
@@ -174,6 +181,7 @@ pub fn run(ctx: &mut Context, options: ProofCommentOptions) -> Result<ExitStatus
         zip: &pack_hash,
         run_url: run_url.as_deref(),
         artifact_url: artifact_url.as_deref(),
+        coverage: coverage.as_ref(),
     });
     let run_id = options.run_id.unwrap_or(0);
     let body = comment::body(run_id, &head, &text);
@@ -355,6 +363,7 @@ fn no_pack_status(
         zip: "",
         run_url: run_url.as_deref(),
         artifact_url: None,
+        coverage: None,
     });
     let mut degraded = Vec::new();
     let me = match &options.bot_login {

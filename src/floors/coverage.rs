@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::BlockingDate;
 use crate::floors::test_evidence::{InSandbox, Run};
@@ -75,7 +75,7 @@ pub fn touched(root: &Path, paths: &[String]) -> Touched {
 }
 
 /// `reports/coverage.json`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Report {
     pub schema_version: u32,
     pub base: String,
@@ -86,7 +86,7 @@ pub struct Report {
     pub files: Vec<FileReport>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileReport {
     pub path: String,
     pub changed_executable: Vec<u32>,
@@ -105,6 +105,23 @@ impl Report {
                     .map(|(a, b)| (f.path.as_str(), a, b))
             })
             .collect()
+    }
+
+    /// The `n` files with the most uncovered changed lines (ties by path), with those counts.
+    pub fn most_uncovered(&self, n: usize) -> Vec<&FileReport> {
+        let mut files: Vec<&FileReport> = self
+            .files
+            .iter()
+            .filter(|f| !f.uncovered.is_empty())
+            .collect();
+        files.sort_by(|a, b| {
+            b.uncovered
+                .len()
+                .cmp(&a.uncovered.len())
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        files.truncate(n);
+        files
     }
 
     /// `file:line-line: uncovered`, a line per run of uncovered changed lines, for a person.

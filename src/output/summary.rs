@@ -61,6 +61,7 @@ pub fn gate(
     artifact_url: Option<&str>,
     fork: bool,
     overflow: &[String],
+    coverage: Option<&crate::floors::coverage::Report>,
 ) -> String {
     let holds = pack.checks.iter().all(crate::pack::Check::holds);
     let mut text = format!(
@@ -93,6 +94,7 @@ pub fn gate(
             cell(&c.detail)
         );
     }
+    text.push_str(&most_uncovered(coverage));
     if !pack.criteria.is_empty() {
         text.push_str("\n| Criterion | Evidence |\n|---|---|\n");
         for c in &pack.criteria {
@@ -114,6 +116,27 @@ pub fn gate(
         for line in overflow {
             let _ = writeln!(text, "- {}", code(line));
         }
+    }
+    text
+}
+
+/// The coverage floor's five files with the most uncovered changed lines, as a table (none: nothing).
+pub fn most_uncovered(report: Option<&crate::floors::coverage::Report>) -> String {
+    let Some(files) = report
+        .map(|r| r.most_uncovered(5))
+        .filter(|f| !f.is_empty())
+    else {
+        return String::new();
+    };
+    let mut text = "\n| file (most uncovered changed lines) | uncovered | changed executable |\n|---|---|---|\n".to_string();
+    for file in files {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} |",
+            cell(&file.path),
+            file.uncovered.len(),
+            file.changed_executable.len()
+        );
     }
     text
 }
@@ -160,6 +183,8 @@ pub struct Proof<'a> {
     pub run_url: Option<&'a str>,
     /// The run's `aayudha-pack` artifact, which screenshots link to.
     pub artifact_url: Option<&'a str>,
+    /// The coverage floor's report, read from the verified artifact.
+    pub coverage: Option<&'a crate::floors::coverage::Report>,
 }
 
 /// The proof comment's text (after its hidden marker): the verdict, what does not verify, the floors, the
@@ -191,6 +216,7 @@ pub fn proof(p: &Proof) -> String {
                 cell(&c.detail)
             );
         }
+        text.push_str(&most_uncovered(p.coverage));
         if !p.criteria.is_empty() {
             text.push_str("\n| criterion | verdict | text |\n|---|---|---|\n");
             for line in p.criteria {
@@ -208,4 +234,54 @@ pub fn proof(p: &Proof) -> String {
         let _ = write!(text, " · [run and artifact]({url})");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::floors::coverage::{FileReport, Report};
+
+    fn file(path: &str, uncovered: &[u32], changed: &[u32]) -> FileReport {
+        FileReport {
+            path: path.to_string(),
+            changed_executable: changed.to_vec(),
+            uncovered: uncovered.to_vec(),
+            partial: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_five_files_with_most_uncovered_lines_are_a_table_of_data() {
+        let report = Report {
+            schema_version: 1,
+            base: "b".into(),
+            head: "h".into(),
+            tool: "t".into(),
+            changed_executable: 0,
+            covered: 0,
+            files: vec![
+                file("a.go", &[1], &[1, 2]),
+                file("b.go", &[1, 2, 3], &[1, 2, 3]),
+                file("c.go", &[], &[1]),
+                file("d|<img src=x>`.go", &[4, 5], &[4, 5]),
+                file("e.go", &[1], &[1]),
+                file("f.go", &[1], &[1]),
+                file("g.go", &[1], &[1]),
+            ],
+        };
+        let text = super::most_uncovered(Some(&report));
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| file"))
+            .collect();
+        assert_eq!(rows.len(), 5, "{text}");
+        assert!(
+            rows[0].contains("b.go") && rows[0].ends_with("| 3 | 3 |"),
+            "{text}"
+        );
+        // A path is data: no cell break, no HTML.
+        assert!(!rows[1].contains("d|<img"), "{text}");
+        assert!(rows[2].contains("a.go"), "ties by path: {text}");
+        assert!(!text.contains("c.go"), "a fully covered file is not listed");
+        assert_eq!(super::most_uncovered(None), "");
+    }
 }
