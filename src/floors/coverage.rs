@@ -216,9 +216,12 @@ fn is_test_code(path: &str) -> bool {
 fn module_path(root: &Path, home: &str) -> Option<String> {
     let bytes = crate::safe_fs::read(root, &runners::join(home, "go.mod"), 1 << 20).ok()?;
     String::from_utf8_lossy(&bytes).lines().find_map(|l| {
+        let l = l.split("//").next().unwrap_or(l);
         l.trim()
-            .strip_prefix("module ")
-            .map(|m| m.trim().trim_matches('"').to_string())
+            .strip_prefix("module")
+            .filter(|m| m.starts_with([' ', '\t']))
+            .map(|m| m.trim().trim_matches(['"', '`']).to_string())
+            .filter(|m| !m.is_empty())
     })
 }
 
@@ -285,6 +288,7 @@ pub fn run(
     let launcher = InSandbox { run };
     let mut files: BTreeMap<String, Lines> = BTreeMap::new();
     let mut failing: Vec<String> = Vec::new();
+    let mut untested: Vec<String> = Vec::new();
     for found in &touched.packages {
         let package = found.package();
         let shown = crate::sandbox::toolchain::shown_dir(package.dir);
@@ -314,6 +318,10 @@ pub fn run(
         if let Some(why) = suite.broken {
             return no_number(Verdict::Fail, GO_TOOL, why);
         }
+        if suite.tests.is_empty() && suite.profile.is_empty() {
+            // No package after all (every file excluded by a build constraint): nothing to count.
+            continue;
+        }
         for (name, passed) in &suite.tests {
             if *passed {
                 continue;
@@ -342,11 +350,16 @@ pub fn run(
                 format!("`go test -coverprofile` of `{shown}` wrote no profile: not instrumented"),
             );
         }
-        for (path, lines) in go_profile(
+        let lines_of = go_profile(
             &String::from_utf8_lossy(&suite.profile),
             &module,
             package.home,
-        ) {
+        );
+        if lines_of.is_empty() && suite.tests.is_empty() && !suite.profile.is_empty() {
+            // Go before 1.22 lists no line of a package without tests: its lines cannot be counted.
+            untested.push(format!("`{shown}`"));
+        }
+        for (path, lines) in lines_of {
             let into = files.entry(path).or_default();
             into.executable.extend(lines.executable);
             into.covered.extend(lines.covered);
@@ -358,8 +371,10 @@ pub fn run(
             Verdict::Fail,
             GO_TOOL,
             format!(
-                "{} of the suite failed and no criterion maps {}: a broken suite has no coverage to report",
+                "{} of the suite failed and no criterion maps {}: a broken suite has no coverage to report — fix {}, or map {} to the criterion it tests",
                 failing.join(", "),
+                if failing.len() == 1 { "it" } else { "them" },
+                if failing.len() == 1 { "it" } else { "them" },
                 if failing.len() == 1 { "it" } else { "them" }
             ),
         );
@@ -367,6 +382,12 @@ pub fn run(
     let report = compare(&files, added, settings);
     let (n, m) = (report.covered, report.changed_executable);
     let mut counted = format!("{n} of {m} changed executable lines covered (go coverprofile)");
+    if !untested.is_empty() {
+        counted = format!(
+            "{counted}; not counted: {} (no tests, and this Go lists no line of a package without tests: add tests, or use Go 1.22 or newer, which counts them as uncovered)",
+            untested.join(", ")
+        );
+    }
     if !touched.without_runner.is_empty() {
         // Said, never silently left out: what the number does not count.
         counted = format!(
@@ -394,12 +415,11 @@ pub fn run(
         FloorResult::new(Floor::Coverage, verdict, GO_TOOL, detail)
             .numbers(f64::from(value), f64::from(settings.threshold))
     } else {
-        FloorResult::new(
-            Floor::Coverage,
-            Verdict::Skipped,
-            GO_TOOL,
-            "no changed executable line".to_string(),
-        )
+        let why = match counted.split_once("; ") {
+            Some((_, rest)) => format!("no changed executable line counted; {rest}"),
+            None => "no changed executable line".to_string(),
+        };
+        FloorResult::new(Floor::Coverage, Verdict::Skipped, GO_TOOL, why)
     };
     floor.network = Some(run.sandbox.no_network());
     floor.version = Some(version);
@@ -485,6 +505,25 @@ mod tests {
             1,
             "a file outside the module is not the repository's"
         );
+    }
+
+    #[test]
+    fn the_module_path_is_read_without_its_comment() {
+        let dir = tempfile::tempdir().expect("dir");
+        for (text, want) in [
+            (
+                "module example.com/shop // the shop\n",
+                Some("example.com/shop"),
+            ),
+            (
+                "// module not.this\nmodule \"example.com/q\"\n",
+                Some("example.com/q"),
+            ),
+            ("modulex y\n", None),
+        ] {
+            std::fs::write(dir.path().join("go.mod"), text).expect("write");
+            assert_eq!(module_path(dir.path(), "").as_deref(), want, "{text}");
+        }
     }
 
     #[test]

@@ -176,6 +176,7 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
     let mut tests: BTreeMap<String, bool> = BTreeMap::new();
     let mut started: Vec<String> = Vec::new();
     let mut ended_package = false;
+    let mut package_failed = false;
     let mut build_failed = false;
     let mut output: Vec<String> = Vec::new();
     for line in stdout.lines() {
@@ -200,6 +201,7 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
             None => {
                 if matches!(action, "pass" | "fail" | "skip") {
                     ended_package = true;
+                    package_failed = action == "fail";
                 }
                 if action == "output"
                     && let Some(text) = event.get("Output").and_then(Value::as_str)
@@ -211,6 +213,27 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
     }
     let unended = started.iter().find(|t| !tests.contains_key(*t));
     let said = said(&ran.stderr, root);
+    let all_output = format!(
+        "{}\n{}",
+        output.join("\n"),
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    // A folder whose every file a build constraint excludes (`//go:build ignore` generators) is no
+    // package: nothing to run, nothing to count.
+    if all_output.contains("build constraints exclude all Go files") {
+        return super::Suite::default();
+    }
+    let profile = ran.report.clone().unwrap_or_default();
+    // A profile of no block: the test binary ended before writing it (a panic, an `os.Exit`).
+    let no_blocks = !String::from_utf8_lossy(&profile)
+        .lines()
+        .any(|l| !l.starts_with("mode:") && !l.trim().is_empty());
+    let failed: Vec<&String> = tests
+        .iter()
+        .filter(|(_, ok)| !**ok)
+        .map(|(t, _)| t)
+        .collect();
+    let has_tests = !started.is_empty();
     let broken = if ran.timed_out {
         Some(format!(
             "`go test {pkg}` ran past its time limit (`[verify] suite_timeout_s`)"
@@ -232,13 +255,31 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
         Some(format!(
             "`go test {pkg}` ended before it reported its package's result"
         ))
+    } else if package_failed && failed.is_empty() {
+        Some(format!(
+            "`go test {pkg}` failed with every test passing (a `TestMain` that exits non-zero after `m.Run()`?): {}",
+            if said.is_empty() {
+                output.join(" | ")
+            } else {
+                said
+            }
+        ))
+    } else if package_failed && no_blocks && has_tests {
+        Some(format!(
+            "`go test {pkg}` failed ({}) and wrote no coverage: a panic or an exit ended the test binary before its profile was written — fix the failing test",
+            failed
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     } else {
         None
     };
     super::Suite {
         tests,
         broken,
-        profile: ran.report.clone().unwrap_or_default(),
+        profile,
     }
 }
 

@@ -126,7 +126,14 @@ fn expected(repo: &TestRepo, base: &str, head: &str) -> (BTreeSet<u32>, BTreeSet
 #[test]
 fn the_touched_packages_suites_give_the_changes_diff_coverage() {
     crate::needs!(go);
-    let (repo, base, head) = module("", &[]);
+    // A folder of `//go:build ignore` files (a generator) is no package: it blocks nothing.
+    let (repo, base, head) = module(
+        "",
+        &[(
+            "tools/gen.go",
+            "//go:build ignore\n\npackage main\n\nfunc main() {}\n",
+        )],
+    );
     let (code, pack, said) = gate(&repo, &base, &head);
     assert_eq!(code, 0, "{said}");
     let floor = common::floor(&pack, "coverage");
@@ -232,12 +239,29 @@ fn under_the_threshold_fails_from_the_blocking_date_and_a_failing_unmapped_test_
     assert_eq!(floor["result"], "fail", "{said}");
     assert_eq!(
         floor["detail"],
-        "`TestBroken` in `calc` of the suite failed and no criterion maps it: a broken suite has no coverage to report"
+        "`TestBroken` in `calc` of the suite failed and no criterion maps it: a broken suite has no coverage to report — fix it, or map it to the criterion it tests"
     );
     assert!(
         !repo
             .path(".aayudha/proof/7/artifacts/reports/coverage.json")
             .exists()
+    );
+    // A mapped test that panics ends the test binary before it writes its profile: no number, never
+    // "no changed executable line".
+    let panics = CALC_TEST.replace(
+        "if Add(2, 2) != 4 {",
+        "if Add(2, 2) == 4 {\n\t\tpanic(\"boom\")\n\t}\n\tif false {",
+    );
+    let (repo, base, head) = module("", &[("calc/calc_test.go", &panics)]);
+    let (_, pack, said) = gate(&repo, &base, &head);
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "fail", "{said}");
+    assert!(
+        floor["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("and wrote no coverage: a panic or an exit ended the test binary"),
+        "{floor:#}"
     );
 }
 
