@@ -36,6 +36,15 @@ impl Touched {
             .collect()
     }
 
+    /// The stacks without a coverage runner, as prose lists them (`cargo, Python`).
+    fn stacks(&self) -> String {
+        self.without_runner
+            .iter()
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub fn needs(&self) -> BTreeSet<Tool> {
         self.packages.iter().map(|p| p.runner.tool()).collect()
     }
@@ -262,15 +271,7 @@ pub fn run(
         let why = if touched.without_runner.is_empty() {
             "no package with tests is touched by the change".to_string()
         } else {
-            format!(
-                "no coverage runner for {} yet",
-                touched
-                    .without_runner
-                    .iter()
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            format!("no coverage runner for {} yet", touched.stacks())
         };
         return no_number(Verdict::Skipped, TOOL, why);
     }
@@ -292,19 +293,10 @@ pub fn run(
     for found in &touched.packages {
         let package = found.package();
         let shown = crate::sandbox::toolchain::shown_dir(package.dir);
-        let ready = package
-            .runner
-            .toolchain(run.sandbox.toolchains(), run.root, &package)
-            .and_then(|env| {
-                run.sandbox
-                    .dependency_problem(run.root, package.dir)
-                    .map_or(Ok(env), Err)
-            });
-        let mut env = match ready {
+        let env = match crate::floors::test_evidence::package_env(run, &package) {
             Ok(env) => env,
             Err(why) => return no_number(Verdict::Blocked, GO_TOOL, format!("`{shown}`: {why}")),
         };
-        env.extend(run.sandbox.installed_env(run.root, package.dir));
         let on = runners::Run {
             root: run.root,
             launcher: &launcher,
@@ -392,12 +384,7 @@ pub fn run(
         // Said, never silently left out: what the number does not count.
         counted = format!(
             "{counted}; not counted: the touched {} packages (no coverage runner for them yet)",
-            touched
-                .without_runner
-                .iter()
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
+            touched.stacks()
         );
     }
     let mut floor = if let Some(value) = (n * 100).checked_div(m) {

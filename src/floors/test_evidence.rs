@@ -72,29 +72,13 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
             continue;
         };
         let package = found.package();
-        let ready = run
-            .sandbox
-            .tool(package.runner.tool())
-            .and_then(|version| package.runner.accepts_tool(run.root, &package, &version))
-            .and_then(|()| {
-                package
-                    .runner
-                    .toolchain(run.sandbox.toolchains(), run.root, &package)
-            })
-            .and_then(|env| {
-                run.sandbox
-                    .dependency_problem(run.root, package.dir)
-                    .map_or(Ok(env), Err)
-            });
-        let mut env = match ready {
+        let mut env = match package_env(run, &package) {
             Ok(env) => env,
             Err(why) => {
                 results.extend(runners::all(&tests, Outcome::Blocked(why)));
                 continue;
             }
         };
-        // What the package's install gave it (a Python venv of this tree's own).
-        env.extend(run.sandbox.installed_env(run.root, package.dir));
         // A build cache of its own (red-on-base's tree).
         if let Some(name) = run.target {
             match run.sandbox.named_target_dir(0, name) {
@@ -114,6 +98,26 @@ pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
         results.extend(runners::run_named(&on, &package, &tests));
     }
     results
+}
+
+/// What a package's processes need to run here — its runner's tool (and a version the package accepts),
+/// its toolchain, its fetched dependencies — as the variables they get, its install's included; or why
+/// it cannot run (a blocked reason).
+pub(crate) fn package_env(
+    run: &Run,
+    package: &runners::Package,
+) -> Result<Vec<(String, std::ffi::OsString)>, String> {
+    let version = run.sandbox.tool(package.runner.tool())?;
+    package.runner.accepts_tool(run.root, package, &version)?;
+    let mut env = package
+        .runner
+        .toolchain(run.sandbox.toolchains(), run.root, package)?;
+    if let Some(why) = run.sandbox.dependency_problem(run.root, package.dir) {
+        return Err(why);
+    }
+    // What the package's install gave it (a Python venv of this tree's own).
+    env.extend(run.sandbox.installed_env(run.root, package.dir));
+    Ok(env)
 }
 
 /// The tests floor's launcher: each process in the sandbox as the first slot's uid, offline; a process

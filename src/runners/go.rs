@@ -121,19 +121,7 @@ impl Runner for Go {
     /// test of the package, its own statements counted (no `-coverpkg`, as `go test -cover`).
     fn cover_suite(&self, run: &Run, package: &Package) -> Result<super::Suite, String> {
         let module = package.home;
-        let rel = if module.is_empty() {
-            package.dir
-        } else {
-            package
-                .dir
-                .strip_prefix(module)
-                .map_or("", |r| r.trim_start_matches('/'))
-        };
-        let pkg = if rel.is_empty() {
-            ".".to_string()
-        } else {
-            format!("./{rel}")
-        };
+        let pkg = go_pkg(package);
         let argv = [
             "go",
             "test",
@@ -165,6 +153,23 @@ impl Runner for Go {
     /// `*_test.go` files and anything under a `testdata/` folder.
     fn is_test_file(&self, path: &str) -> bool {
         path.ends_with("_test.go") || path.split('/').any(|p| p == "testdata")
+    }
+}
+
+/// The package as `go test` names it from its module's folder: `.` or `./<folder in the module>`.
+fn go_pkg(package: &Package) -> String {
+    let rel = if package.home.is_empty() {
+        package.dir
+    } else {
+        package
+            .dir
+            .strip_prefix(package.home)
+            .map_or("", |r| r.trim_start_matches('/'))
+    };
+    if rel.is_empty() {
+        ".".to_string()
+    } else {
+        format!("./{rel}")
     }
 }
 
@@ -516,22 +521,9 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         return results;
     }
     let test_main = main.map(|m| format!("`{}` has its own `TestMain`", m.file));
-    let module = package.home;
-    let rel = if module.is_empty() {
-        package.dir
-    } else {
-        package
-            .dir
-            .strip_prefix(module)
-            .map_or("", |r| r.trim_start_matches('/'))
-    };
-    let module = run.root.join(module);
+    let pkg = go_pkg(package);
+    let module = run.root.join(package.home);
     let module = module.as_path();
-    let pkg = if rel.is_empty() {
-        ".".to_string()
-    } else {
-        format!("./{rel}")
-    };
     // The top-level functions run whole: a subtest's own result and events are read from their run (a
     // second `-run` level would also filter the subtests of a function that is mapped whole).
     let functions: BTreeSet<String> = wanted
