@@ -75,7 +75,9 @@ ENTRYPOINT ["/usr/local/bin/aayu", "action"]
 
 FROM ${DEBIAN_IMAGE} AS full
 # The runtime packages. tests/it/image.rs builds a root filesystem from exactly this list with mmdebstrap
-# and runs the gate in it; it fails when its list and this one differ.
+# and runs the gate in it; it fails when its list and this one differ. `llvm-22` is the llvm-profdata and
+# llvm-cov the coverage floor reads Rust's profiles with: its version is the LLVM of the rust image's rustc
+# (`rustc -vV`; rust 1.95 is LLVM 22, in bookworm-security) — change both together.
 # hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
@@ -85,6 +87,7 @@ RUN apt-get update \
       gcc \
       git \
       libc6-dev \
+      llvm-22 \
       make \
       pkg-config \
       python3 \

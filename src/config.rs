@@ -46,6 +46,7 @@ pub struct Verify {
     pub coverage_threshold: u32,
     pub coverage_blocking_from: BlockingDate,
     pub suite_timeout_s: u64,
+    pub llvm_tools: String,
     pub maintainer: String,
     pub env: Vec<String>,
     pub chromium: String,

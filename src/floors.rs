@@ -75,7 +75,7 @@ pub struct FloorResult {
     pub verdict: Verdict,
     pub value: f64,
     pub threshold: f64,
-    pub tool: &'static str,
+    pub tool: std::borrow::Cow<'static, str>,
     pub detail: String,
     pub network: Option<Network>,
     /// The version the pack names: aayu's, or for the coverage floor the toolchain's (`go1.25.14`).
@@ -83,13 +83,18 @@ pub struct FloorResult {
 }
 
 impl FloorResult {
-    pub fn new(floor: Floor, verdict: Verdict, tool: &'static str, detail: String) -> FloorResult {
+    pub fn new(
+        floor: Floor,
+        verdict: Verdict,
+        tool: impl Into<std::borrow::Cow<'static, str>>,
+        detail: String,
+    ) -> FloorResult {
         FloorResult {
             floor,
             verdict,
             value: 0.0,
             threshold: 0.0,
-            tool,
+            tool: tool.into(),
             detail,
             network: None,
             version: None,

@@ -8,7 +8,7 @@
 //! fetched once, as a sandbox uid, before any product code runs; every later step runs offline.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -330,6 +330,56 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         }
     };
 
+    // coverage (first in the pack's checks): the touched packages' whole suites, run before the tests
+    // floor, which reads the mapped tests of those packages from these runs.
+    let mut coverage_report = None;
+    let mut suites_ran = BTreeMap::new();
+    let coverage = match (&inputs.story, &sandbox) {
+        (None, _) => crate::floors::coverage::skipped(
+            "no story: only the map floors (feature-map and behaviour) ran",
+        ),
+        (Some(_), None) => {
+            crate::floors::coverage::skipped("no package with tests is touched by the change")
+        }
+        (Some(_), Some(sandbox)) => {
+            let mut phases = crate::timing::Phases::start();
+            let added = repo.added_lines(base, head)?;
+            let covered = in_group(
+                progress,
+                "aayudha coverage floor: the touched packages' whole suites",
+                |log| {
+                    let log = RefCell::new(log);
+                    let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
+                    Ok(crate::floors::coverage::run(
+                        &test_evidence::Run {
+                            sandbox,
+                            root: &root,
+                            timeout: Duration::from_secs(config.verify.suite_timeout_s),
+                            target: None,
+                            heartbeat: Some(&heartbeat),
+                        },
+                        &touched,
+                        &added,
+                        &crate::floors::coverage::Settings {
+                            base,
+                            head,
+                            threshold: config.verify.coverage_threshold,
+                            blocking: config.verify.coverage_blocking_from,
+                            now: inputs.now,
+                            mapped: &ids,
+                        },
+                    ))
+                },
+            )?;
+            if let Some(report) = &covered.report {
+                write_json(out, "reports/coverage.json", report)?;
+            }
+            coverage_report = covered.report;
+            suites_ran = covered.mapped;
+            phases.end("coverage floor (the touched packages' suites, instrumented)");
+            covered.floor
+        }
+    };
     // tests and red-on-base: only for a story
     let timeout = Duration::from_secs(config.verify.check_timeout_s);
     let mut criteria_lines = Vec::new();
@@ -373,6 +423,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
                         heartbeat: Some(&heartbeat),
                     },
                     &ids,
+                    &suites_ran,
                 ))
             })?;
             // Two targets holding an unqualified test is the evidence map's to fix (exit 2), not a result.
@@ -443,52 +494,9 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             }
         }
     }
-    // coverage: first in the pack's checks.
-    let mut coverage_report = None;
-    let coverage = match (&inputs.story, &sandbox) {
-        (None, _) => crate::floors::coverage::skipped(
-            "no story: only the map floors (feature-map and behaviour) ran",
-        ),
-        (Some(_), None) => {
-            crate::floors::coverage::skipped("no package with tests is touched by the change")
-        }
-        (Some(_), Some(sandbox)) => {
-            let added = repo.added_lines(base, head)?;
-            let covered = in_group(
-                progress,
-                "aayudha coverage floor: the touched packages' whole suites",
-                |log| {
-                    let log = RefCell::new(log);
-                    let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
-                    Ok(crate::floors::coverage::run(
-                        &test_evidence::Run {
-                            sandbox,
-                            root: &root,
-                            timeout: Duration::from_secs(config.verify.suite_timeout_s),
-                            target: None,
-                            heartbeat: Some(&heartbeat),
-                        },
-                        &touched,
-                        &added,
-                        &crate::floors::coverage::Settings {
-                            base,
-                            head,
-                            threshold: config.verify.coverage_threshold,
-                            blocking: config.verify.coverage_blocking_from,
-                            now: inputs.now,
-                            mapped: &ids,
-                        },
-                    ))
-                },
-            )?;
-            if let Some(report) = &covered.report {
-                write_json(out, "reports/coverage.json", report)?;
-                criteria_lines.extend(report.lines());
-            }
-            coverage_report = covered.report;
-            covered.floor
-        }
-    };
+    if let Some(report) = &coverage_report {
+        criteria_lines.extend(report.lines());
+    }
     floors.insert(0, coverage);
     if let Some(sandbox) = &sandbox {
         let mut phases = crate::timing::Phases::start();
@@ -606,5 +614,8 @@ pub fn sandbox_settings(
             .filter(|c| !c.is_empty())
             .map(|c| root.join(c)),
         build_cache: crate::sandbox::build_cache::BuildCache::PerRun,
+        llvm_tools: Some(config.verify.llvm_tools.clone())
+            .filter(|c| !c.is_empty())
+            .map(PathBuf::from),
     }
 }

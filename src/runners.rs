@@ -94,44 +94,102 @@ pub trait Runner: Sync {
         tests: &[&TestId],
     ) -> BTreeMap<TestId, TestResult>;
 
-    /// Runs the package's whole suite once and reads every test's result, keyed by the id that names it;
-    /// `instrumented` asks for coverage data too (not built yet: an error says so).
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the coverage floor runs whole suites; until it lands only the runners' tests do"
-        )
-    )]
-    fn run_suite(
-        &self,
-        run: &Run,
-        package: &Package,
-        instrumented: bool,
-    ) -> Result<BTreeMap<TestId, TestResult>, String>;
-
     /// Whether a repository path holds tests only, so that copying it onto the base cannot bring a fix
     /// along.
     fn is_test_file(&self, path: &str) -> bool;
 
     /// The package's whole test suite, once, instrumented for the coverage floor; `Err` says why it
-    /// cannot be (no coverage runner for this stack yet, or it could not start).
-    fn cover_suite(&self, _run: &Run, _package: &Package) -> Result<Suite, String> {
+    /// cannot be (no coverage runner for this stack yet, a tool it needs is missing).
+    fn cover_suite(&self, _run: &Run, _package: &Package, _cover: &Cover) -> Result<Suite, String> {
         Err(format!("no coverage runner for {} yet", self.title()))
     }
+
+    /// Whether [`Runner::cover_suite`] is built for this stack.
+    fn covers(&self) -> bool {
+        false
+    }
+
+    /// How the coverage floor names this runner's tool: in `tool` (`go test -coverprofile`) and in the
+    /// detail (`go coverprofile`).
+    fn coverage_words(&self) -> (&'static str, &'static str) {
+        ("", "")
+    }
+
+    /// Which lines of a repository path of the package are test code, left out of the coverage floor's
+    /// changed lines (each language's own rule).
+    fn test_code(&self, _root: &Path, _package: &Package, _path: &str) -> TestCode {
+        TestCode::None
+    }
+
+    /// Whether a test id's `<rest>` names the test a whole-suite run reported as `name` (or one of its
+    /// subtests, or the test it is a subtest of).
+    fn names_test(&self, rest: &str, name: &str) -> bool {
+        rest == name
+    }
+}
+
+/// What the coverage floor hands a whole-suite run.
+pub struct Cover<'a> {
+    /// The package's tests an evidence map names: read from this run when the runner's record rules
+    /// allow it ([`Suite::mapped`]).
+    pub mapped: &'a [&'a TestId],
+    /// The repository paths of the package that the change adds or modifies: the files whose lines are
+    /// asked for.
+    pub changed: &'a [String],
+    /// The LLVM tools of the package's toolchain (cargo's).
+    pub llvm: Option<&'a crate::sandbox::llvm::LlvmTools>,
+    /// The cargo home the package's cargo reads its configuration from.
+    pub cargo_home: Option<&'a Path>,
+}
+
+/// What a file's coverage says of its lines: the executable ones, and the ones a test ran.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Lines {
+    pub executable: std::collections::BTreeSet<u32>,
+    pub covered: std::collections::BTreeSet<u32>,
+    /// Lines of a block that ran and of one that did not.
+    pub missed: std::collections::BTreeSet<u32>,
+}
+
+impl Lines {
+    /// Adds another report's lines: a line listed twice counts with its largest count.
+    pub fn add(&mut self, other: Lines) {
+        self.executable.extend(other.executable);
+        self.covered.extend(other.covered);
+        self.missed.extend(other.missed);
+    }
+}
+
+/// Which lines of a file are test code ([`Runner::test_code`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestCode {
+    None,
+    Whole,
+    Lines(std::collections::BTreeSet<u32>),
+    /// The file could not be read as code: nothing is left out, and this says so.
+    Unread(String),
 }
 
 /// What an instrumented whole-suite run gave ([`Runner::cover_suite`]).
 #[derive(Debug, Clone, Default)]
 pub struct Suite {
-    /// Each test that ended, by the runner's own name (`TestParse`, `TestParse/empty`): whether it passed
-    /// (a skip counts as passed: it broke nothing).
+    /// Each test that ended, by the runner's own name (`TestParse`, `TestParse/empty`,
+    /// `calc(lib)/tests::adds`): whether it passed (a skip counts as passed: it broke nothing).
     pub tests: BTreeMap<String, bool>,
-    /// Why the run gives no coverage to trust — it did not build, a test ended it early, it ran past its
-    /// time — with what to look at; `None` when it ran to its end.
+    /// Why the run gives no coverage to trust, by the change's fault — it did not build, a test ended it
+    /// early — with what to look at; `None` when it ran to its end.
     pub broken: Option<String>,
-    /// The coverage profile it wrote, as the runner writes it (Go's `-coverprofile` text).
-    pub profile: Vec<u8>,
+    /// Why the run could not give a number for another reason — it ran past `[verify] suite_timeout_s`,
+    /// it was not instrumented, the coverage tools failed.
+    pub blocked: Option<String>,
+    /// What it ran, by repository path: the package's own files only.
+    pub lines: BTreeMap<String, Lines>,
+    /// No package to run after all (every file excluded by a build constraint).
+    pub nothing: bool,
+    /// A package without tests whose lines this toolchain does not list (Go before 1.22).
+    pub uncounted: bool,
+    /// The mapped tests read from this run, each as the tests floor would have found it.
+    pub mapped: BTreeMap<TestId, TestResult>,
 }
 
 /// The files that claim a folder (any one of them): in the folder itself, or (`above`) in it or the
@@ -262,21 +320,36 @@ pub fn fetch_packages(
 /// returns (details and events) as [`scrub`] does: what a floor, a report or a transcript says of a test
 /// never holds this machine's folders.
 pub fn run_named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
-    package
+    scrubbed(package.runner.run_named(run, package, tests), run.root)
+}
+
+/// The package's whole suite, instrumented, by its runner ([`Runner::cover_suite`]), with every machine
+/// path in what it says written as [`scrub`] does, as [`run_named`]'s.
+pub fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result<Suite, String> {
+    let mut suite = package
         .runner
-        .run_named(run, package, tests)
+        .cover_suite(run, package, cover)
+        .map_err(|why| scrub(&why, run.root))?;
+    suite.broken = suite.broken.map(|why| scrub(&why, run.root));
+    suite.blocked = suite.blocked.map(|why| scrub(&why, run.root));
+    suite.mapped = scrubbed(std::mem::take(&mut suite.mapped), run.root);
+    Ok(suite)
+}
+
+fn scrubbed(results: BTreeMap<TestId, TestResult>, root: &Path) -> BTreeMap<TestId, TestResult> {
+    results
         .into_iter()
         .map(|(id, mut result)| {
             result.outcome = match result.outcome {
                 Outcome::Passed => Outcome::Passed,
-                Outcome::Failed(d) => Outcome::Failed(scrub(&d, run.root)),
-                Outcome::NotBuilt(d) => Outcome::NotBuilt(scrub(&d, run.root)),
-                Outcome::NotFound(d) => Outcome::NotFound(scrub(&d, run.root)),
-                Outcome::NotRun(d) => Outcome::NotRun(scrub(&d, run.root)),
-                Outcome::Blocked(d) => Outcome::Blocked(scrub(&d, run.root)),
-                Outcome::Ambiguous(d) => Outcome::Ambiguous(scrub(&d, run.root)),
+                Outcome::Failed(d) => Outcome::Failed(scrub(&d, root)),
+                Outcome::NotBuilt(d) => Outcome::NotBuilt(scrub(&d, root)),
+                Outcome::NotFound(d) => Outcome::NotFound(scrub(&d, root)),
+                Outcome::NotRun(d) => Outcome::NotRun(scrub(&d, root)),
+                Outcome::Blocked(d) => Outcome::Blocked(scrub(&d, root)),
+                Outcome::Ambiguous(d) => Outcome::Ambiguous(scrub(&d, root)),
             };
-            result.events = result.events.iter().map(|e| scrub(e, run.root)).collect();
+            result.events = result.events.iter().map(|e| scrub(e, root)).collect();
             (id, result)
         })
         .collect()
@@ -433,6 +506,12 @@ pub fn read_report(file: &Path) -> Option<Vec<u8>> {
 /// of it survived the kill).
 pub trait Launcher {
     fn launch(&self, job: Job) -> Result<Ran, String>;
+
+    /// A fresh, empty folder named `name` that the processes it launches may write and read (the coverage
+    /// floor's profiles), kept until the run ends; `Err` when this launcher has none.
+    fn scratch(&self, name: &str) -> Result<PathBuf, String> {
+        Err(format!("no folder `{name}` to write in here"))
+    }
 }
 
 /// A run of tests in one tree.
@@ -601,10 +680,10 @@ mod tests {
             .collect()
     }
 
-    /// The cargo runner reads named tests and whole suites alike, with a plain launcher: the same code
-    /// the tests floor runs in the sandbox and a `test` step runs in a check.
+    /// The cargo runner reads named tests with a plain launcher: the same code the tests floor runs in the
+    /// sandbox and a `test` step runs in a check.
     #[test]
-    fn cargo_runs_named_tests_and_whole_suites() {
+    fn cargo_runs_named_tests() {
         let dir = tree(&[
             (
                 "Cargo.toml",
@@ -652,27 +731,10 @@ mod tests {
             Some("calc(lib)/tests::adds")
         );
         assert_eq!(results[&wanted[3]].pinned, None);
-        let suite = found
-            .runner
-            .run_suite(&run, &found.package(), false)
-            .expect("suite");
-        let words: Vec<(String, &str)> = suite
-            .iter()
-            .map(|(id, r)| (id.to_string(), r.outcome.word()))
-            .collect();
-        assert_eq!(
-            words,
-            [
-                (".:calc(lib)/tests::adds".to_string(), "passed"),
-                (".:calc(lib)/tests::breaks".to_string(), "failed")
-            ]
-        );
-        let instrumented = found.runner.run_suite(&run, &found.package(), true);
-        assert!(instrumented.is_err_and(|e| e.contains("not built yet")));
     }
 
     #[test]
-    fn go_runs_named_tests_and_whole_suites() {
+    fn go_runs_named_tests() {
         if std::process::Command::new("go")
             .arg("version")
             .output()
@@ -714,21 +776,6 @@ mod tests {
             matches!(outcome(2), Outcome::NotFound(_)),
             "{:?}",
             outcome(2)
-        );
-        let suite = found
-            .runner
-            .run_suite(&run, &found.package(), false)
-            .expect("suite");
-        let words: Vec<(String, &str)> = suite
-            .iter()
-            .map(|(id, r)| (id.to_string(), r.outcome.word()))
-            .collect();
-        assert_eq!(
-            words,
-            [
-                ("pkg:TestAdds".to_string(), "passed"),
-                ("pkg:TestBreaks".to_string(), "failed")
-            ]
         );
     }
 

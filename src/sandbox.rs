@@ -16,6 +16,7 @@ pub(crate) mod build_cache;
 pub(crate) mod exec;
 pub(crate) mod fetched;
 pub(crate) mod install;
+pub(crate) mod llvm;
 pub(crate) mod preflight;
 pub(crate) mod procs;
 pub(crate) mod toolchain;
@@ -263,6 +264,10 @@ pub struct Sandbox {
     vite_temps: std::sync::Mutex<Vec<PathBuf>>,
     /// The repository's folder: no setting names a program or folder of the machine's inside it.
     workspace: Option<PathBuf>,
+    /// `[verify] llvm_tools`, when set: the folder of the coverage floor's `llvm-profdata` and `llvm-cov`.
+    llvm_tools: Option<PathBuf>,
+    /// The LLVM tools found so far, by the `RUSTUP_TOOLCHAIN` they read the profiles of ([`llvm`]).
+    llvm_checked: std::sync::Mutex<BTreeMap<Option<OsString>, Result<llvm::LlvmTools, String>>>,
 }
 
 /// A lock file the tree does not commit, as the fetch left it.
@@ -423,6 +428,9 @@ pub struct SandboxSettings {
     pub python: Option<String>,
     /// `[verify] python_wheels`: a wheelhouse of the machine's, linked read-only into each run's.
     pub python_wheels: Option<PathBuf>,
+    /// `[verify] llvm_tools`: the folder of the LLVM tools the coverage floor reads Rust's profiles
+    /// with; `None` looks for those of rustc's own LLVM version ([`llvm`]).
+    pub llvm_tools: Option<PathBuf>,
 }
 
 /// One process to run in the sandbox.
@@ -618,6 +626,8 @@ impl Sandbox {
             keep_links: std::sync::Mutex::new(BTreeSet::new()),
             vite_temps: std::sync::Mutex::new(Vec::new()),
             workspace: settings.workspace.clone(),
+            llvm_tools: settings.llvm_tools.clone(),
+            llvm_checked: std::sync::Mutex::new(BTreeMap::new()),
         };
         if let Some(caches) = &sandbox.caches {
             // Go's download folder exists before the cache is sealed, so that a module missing from it is

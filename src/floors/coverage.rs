@@ -13,10 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::BlockingDate;
 use crate::floors::test_evidence::{InSandbox, Run};
 use crate::floors::{Floor, FloorResult, Verdict};
-use crate::runners::{self, Found, TestId};
+use crate::runners::{self, Found, Lines, TestCode, TestId, TestResult};
 use crate::sandbox::preflight::Tool;
 
-pub const GO_TOOL: &str = "aayudha diff coverage (go test -coverprofile)";
 const TOOL: &str = "aayudha diff coverage";
 
 /// The packages a change touches (a file of theirs, or of their tests, added or modified), by runner;
@@ -45,28 +44,60 @@ impl Touched {
             .join(", ")
     }
 
+    /// The tools the preflight checks: each runner's, and for cargo the LLVM tools that read its
+    /// profiles.
     pub fn needs(&self) -> BTreeSet<Tool> {
-        self.packages.iter().map(|p| p.runner.tool()).collect()
+        self.packages
+            .iter()
+            .flat_map(|p| {
+                let tool = p.runner.tool();
+                std::iter::once(tool).chain((tool == Tool::Cargo).then_some(Tool::Llvm))
+            })
+            .collect()
     }
 }
 
 /// The packages `paths` (the change's, present at the head in `root`) belong to. A Go package is one
-/// folder with a `.go` file; a folder of another stack is named in `without_runner`.
+/// folder with a `.go` file (the folder of a changed `.go` file, or of a `testdata/` folder its tests
+/// read, inside its module); a cargo package is the
+/// nearest folder with a `Cargo.toml` of a `[package]` above one of its files — a `.rs` file, its
+/// `Cargo.toml` or `Cargo.lock`, or anything under its `src/`, `tests/`, `benches/` or `examples/`; a
+/// package of a stack without a coverage runner is named in `without_runner`. Hidden files and folders
+/// (`.github/`, `.aayudha/`) belong to no package.
 pub fn touched(root: &Path, paths: &[String]) -> Touched {
     let mut touched = Touched::default();
     let mut seen = BTreeSet::new();
     for path in paths {
-        if !crate::safe_fs::is_regular(root, path) {
+        if path.split('/').any(|part| part.starts_with('.'))
+            || !crate::safe_fs::is_regular(root, path)
+        {
             continue;
         }
         let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-        let Some(found) = runners::package(root, dir) else {
+        // A Go package's files are its `.go` files and what its tests read under `testdata/`.
+        let testdata = path
+            .split_once("/testdata/")
+            .map(|(d, _)| d)
+            .or_else(|| path.strip_prefix("testdata/").map(|_| ""));
+        let found = if path.ends_with(".go") {
+            runners::package(root, dir)
+        } else if let Some(dir) = testdata {
+            runners::package(root, dir).filter(|f| f.runner.tool() == Tool::Go)
+        } else {
+            own_package(root, dir).filter(|f| f.runner.tool() != Tool::Go)
+        };
+        let Some(found) = found else {
             continue;
         };
+        if found.runner.covers() && !is_package_file(&found, path) {
+            continue;
+        }
         if !seen.insert((found.dir.clone(), found.runner.name())) {
             continue;
         }
-        if found.runner.name() == "go" {
+        if !found.runner.covers() {
+            touched.without_runner.insert(found.runner.title());
+        } else if found.runner.tool() == Tool::Go {
             let has_go = std::fs::read_dir(root.join(&found.dir)).is_ok_and(|entries| {
                 entries.flatten().any(|e| {
                     e.file_name().to_str().is_some_and(|n| n.ends_with(".go"))
@@ -76,11 +107,52 @@ pub fn touched(root: &Path, paths: &[String]) -> Touched {
             if has_go {
                 touched.packages.push(found);
             }
-        } else {
-            touched.without_runner.insert(found.runner.title());
+        } else if !crate::sandbox::toolchain::is_virtual_manifest(root, &found.dir) {
+            touched.packages.push(found);
         }
     }
     touched
+}
+
+/// The nearest folder at or above `dir` that a runner claims by a marker of its own in it (a Go module's
+/// folder, for Go).
+fn own_package(root: &Path, dir: &str) -> Option<Found> {
+    let mut at = dir.to_string();
+    loop {
+        if let Some(found) = runners::package(root, &at).filter(|f| f.home == at) {
+            return Some(found);
+        }
+        if at.is_empty() {
+            return None;
+        }
+        at = at
+            .rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string());
+    }
+}
+
+/// Whether a changed path is one of a covered package's own files: any file of a Go package's folder;
+/// for cargo a `.rs` file, the manifest or the lock, or a file under `src/`, `tests/`, `benches/` or
+/// `examples/` (a test's fixture).
+fn is_package_file(found: &Found, path: &str) -> bool {
+    if found.runner.tool() != Tool::Cargo {
+        return true;
+    }
+    let rel = if found.dir.is_empty() {
+        path
+    } else {
+        match path
+            .strip_prefix(found.dir.as_str())
+            .and_then(|r| r.strip_prefix('/'))
+        {
+            Some(rel) => rel,
+            None => return false,
+        }
+    };
+    let first = rel.split('/').next().unwrap_or(rel);
+    rel.ends_with(".rs")
+        || matches!(rel, "Cargo.toml" | "Cargo.lock")
+        || (rel.contains('/') && matches!(first, "src" | "tests" | "benches" | "examples"))
 }
 
 /// `reports/coverage.json`.
@@ -161,79 +233,6 @@ fn runs(lines: &[u32]) -> Vec<(u32, u32)> {
     out
 }
 
-/// What a file's coverage says of its lines: the executable ones, and the ones a test ran.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Lines {
-    pub executable: BTreeSet<u32>,
-    pub covered: BTreeSet<u32>,
-    /// Lines of a block that ran and of one that did not.
-    pub missed: BTreeSet<u32>,
-}
-
-/// A Go coverage profile (`mode: set`, then `<import path>/<file>.go:<line>.<col>,<line>.<col> <statements>
-/// <count>`), by repository path: each file's name is its import path, which is the module's path
-/// (`module` in `home`'s `go.mod`) and the file's folder in the module. A block spans its lines; one with
-/// no statement marks none.
-pub fn go_profile(text: &str, module: &str, home: &str) -> BTreeMap<String, Lines> {
-    let mut files: BTreeMap<String, Lines> = BTreeMap::new();
-    for line in text.lines().skip_while(|l| l.starts_with("mode:")) {
-        let mut words = line.rsplitn(3, ' ');
-        let (Some(count), Some(statements), Some(place)) =
-            (words.next(), words.next(), words.next())
-        else {
-            continue;
-        };
-        let (Ok(count), Ok(statements)) = (count.parse::<u64>(), statements.parse::<u64>()) else {
-            continue;
-        };
-        let Some((file, range)) = place.rsplit_once(':') else {
-            continue;
-        };
-        let Some((start, end)) = range.split_once(',') else {
-            continue;
-        };
-        let line_of = |at: &str| at.split('.').next().and_then(|l| l.parse::<u32>().ok());
-        let (Some(start), Some(end)) = (line_of(start), line_of(end)) else {
-            continue;
-        };
-        let Some(rel) = file.strip_prefix(module).and_then(|r| r.strip_prefix('/')) else {
-            continue;
-        };
-        if statements == 0 || end < start {
-            continue;
-        }
-        let path = runners::join(home, rel);
-        let lines = files.entry(path).or_default();
-        for n in start..=end {
-            lines.executable.insert(n);
-            if count > 0 {
-                lines.covered.insert(n);
-            } else {
-                lines.missed.insert(n);
-            }
-        }
-    }
-    files
-}
-
-/// Whether a repository path is test code, left out of the changed lines: Go's `_test.go` files.
-fn is_test_code(path: &str) -> bool {
-    path.ends_with("_test.go")
-}
-
-/// The `module` line of a `go.mod`.
-fn module_path(root: &Path, home: &str) -> Option<String> {
-    let bytes = crate::safe_fs::read(root, &runners::join(home, "go.mod"), 1 << 20).ok()?;
-    String::from_utf8_lossy(&bytes).lines().find_map(|l| {
-        let l = l.split("//").next().unwrap_or(l);
-        l.trim()
-            .strip_prefix("module")
-            .filter(|m| m.starts_with([' ', '\t']))
-            .map(|m| m.trim().trim_matches(['"', '`']).to_string())
-            .filter(|m| !m.is_empty())
-    })
-}
-
 /// What the floor is given.
 pub struct Settings<'a> {
     pub base: &'a str,
@@ -245,15 +244,52 @@ pub struct Settings<'a> {
     pub mapped: &'a [TestId],
 }
 
-/// The floor's result, its report (`None` when no number was computed) and the lines for a person.
+/// The floor's result, its report (`None` when no number was computed), and the mapped tests the suites
+/// ran, read from those runs.
 pub struct Covered {
     pub floor: FloorResult,
     pub report: Option<Report>,
+    /// The mapped tests of the touched packages whose results the suites' own runs gave: the tests floor
+    /// takes them from here and does not run them again.
+    pub mapped: BTreeMap<TestId, TestResult>,
 }
 
 /// The floor on a change without a story.
 pub fn skipped(why: &str) -> FloorResult {
     FloorResult::new(Floor::Coverage, Verdict::Skipped, TOOL, why.to_string())
+}
+
+/// The floor's `tool` and the words its detail ends with, for the runners whose suites ran: `aayudha diff
+/// coverage (go test -coverprofile)` and `go coverprofile`.
+fn names(touched: &Touched) -> (String, String) {
+    let mut tools: Vec<&str> = Vec::new();
+    let mut words: Vec<&str> = Vec::new();
+    for found in &touched.packages {
+        let (tool, word) = found.runner.coverage_words();
+        if !tools.contains(&tool) {
+            tools.push(tool);
+            words.push(word);
+        }
+    }
+    if tools.is_empty() {
+        return (TOOL.to_string(), String::new());
+    }
+    (format!("{TOOL} ({})", tools.join(", ")), words.join(", "))
+}
+
+/// The verdict of a number against the threshold and the blocking date: `pass` at or over it; under it
+/// `pass` with the advisory words before the date, `fail` from 00:00 UTC that day.
+fn verdict(value: u32, settings: &Settings, counted: String) -> (Verdict, String) {
+    if value >= settings.threshold {
+        (Verdict::Pass, counted)
+    } else if settings.blocking.blocks_at(settings.now) {
+        (Verdict::Fail, counted)
+    } else {
+        (
+            Verdict::Pass,
+            format!("{}: {counted}", settings.blocking.advisory_detail()),
+        )
+    }
 }
 
 /// Runs the touched packages' suites and computes the number over the change's `added` lines.
@@ -263,9 +299,12 @@ pub fn run(
     added: &BTreeMap<String, BTreeSet<u32>>,
     settings: &Settings,
 ) -> Covered {
-    let no_number = |verdict, tool, detail: String| Covered {
-        floor: FloorResult::new(Floor::Coverage, verdict, tool, detail),
+    let (tool, words) = names(touched);
+    let mut mapped = BTreeMap::new();
+    let no_number = |verdict, detail: String, mapped| Covered {
+        floor: FloorResult::new(Floor::Coverage, verdict, tool.clone(), detail),
         report: None,
+        mapped,
     };
     if touched.packages.is_empty() {
         let why = if touched.without_runner.is_empty() {
@@ -273,112 +312,159 @@ pub fn run(
         } else {
             format!("no coverage runner for {} yet", touched.stacks())
         };
-        return no_number(Verdict::Skipped, TOOL, why);
+        return no_number(Verdict::Skipped, why, mapped);
     }
     if let Some(why) = run.sandbox.reach_problem(run.root) {
-        return no_number(Verdict::Blocked, GO_TOOL, why);
+        return no_number(Verdict::Blocked, why, mapped);
     }
-    let version = match run.sandbox.tool(Tool::Go) {
-        Ok(line) => line
-            .split_whitespace()
-            .find(|w| w.starts_with("go1"))
-            .unwrap_or(&line)
-            .to_string(),
-        Err(why) => return no_number(Verdict::Blocked, GO_TOOL, why),
-    };
     let launcher = InSandbox { run };
     let mut files: BTreeMap<String, Lines> = BTreeMap::new();
-    let mut failing: Vec<String> = Vec::new();
+    let mut test_code: BTreeMap<String, TestCode> = BTreeMap::new();
+    let (mut failing, mut broken, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
     let mut untested: Vec<String> = Vec::new();
+    let mut versions: Vec<String> = Vec::new();
     for found in &touched.packages {
         let package = found.package();
         let shown = crate::sandbox::toolchain::shown_dir(package.dir);
-        let env = match crate::floors::test_evidence::package_env(run, &package) {
+        let mut env = match crate::floors::test_evidence::package_env(run, &package) {
             Ok(env) => env,
-            Err(why) => return no_number(Verdict::Blocked, GO_TOOL, format!("`{shown}`: {why}")),
+            Err(why) => {
+                blocked.push(format!("`{shown}`: {why}"));
+                continue;
+            }
         };
+        let (version, llvm) = if package.runner.tool() == Tool::Cargo {
+            let llvm = match run.sandbox.llvm_tools(&env) {
+                Ok(llvm) => llvm,
+                Err(why) => {
+                    blocked.push(format!("`{shown}`: {why}"));
+                    continue;
+                }
+            };
+            // Instrumented builds in a folder of their own: the plain builds of the checks, the mapped
+            // tests outside the touched packages and the base keep theirs.
+            match run.sandbox.named_target_dir(0, "coverage") {
+                Ok(dir) => env.push(("CARGO_TARGET_DIR".to_string(), dir.into_os_string())),
+                Err(e) => {
+                    blocked.push(format!("`{shown}`: {e}"));
+                    continue;
+                }
+            }
+            (llvm.version.clone(), Some(llvm))
+        } else {
+            match run.sandbox.tool(package.runner.tool()) {
+                Ok(line) => (
+                    line.split_whitespace()
+                        .find(|w| w.starts_with("go1"))
+                        .unwrap_or(&line)
+                        .to_string(),
+                    None,
+                ),
+                Err(why) => {
+                    blocked.push(format!("`{shown}`: {why}"));
+                    continue;
+                }
+            }
+        };
+        let ids: Vec<&TestId> = settings
+            .mapped
+            .iter()
+            .filter(|id| {
+                runners::package_of(run.root, id)
+                    .is_some_and(|f| f.dir == found.dir && f.runner.name() == found.runner.name())
+            })
+            .collect();
+        let changed: Vec<String> = added
+            .keys()
+            .filter(|path| {
+                found.dir.is_empty()
+                    || path
+                        .strip_prefix(found.dir.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            })
+            .cloned()
+            .collect();
         let on = runners::Run {
             root: run.root,
             launcher: &launcher,
             timeout: run.timeout,
             env,
         };
-        let suite = match package.runner.cover_suite(&on, &package) {
-            Ok(suite) => suite,
-            Err(why) => return no_number(Verdict::Blocked, GO_TOOL, format!("`{shown}`: {why}")),
+        let cover = runners::Cover {
+            mapped: &ids,
+            changed: &changed,
+            llvm: llvm.as_ref(),
+            cargo_home: run.sandbox.env_value("CARGO_HOME").map(Path::new),
         };
+        let suite = match runners::cover_suite(&on, &package, &cover) {
+            Ok(suite) => suite,
+            Err(why) => {
+                blocked.push(format!("`{shown}`: {why}"));
+                continue;
+            }
+        };
+        mapped.extend(suite.mapped);
         if let Some(why) = suite.broken {
-            return no_number(Verdict::Fail, GO_TOOL, why);
+            broken.push(why);
+            continue;
         }
-        if suite.tests.is_empty() && suite.profile.is_empty() {
+        if let Some(why) = suite.blocked {
+            blocked.push(why);
+            continue;
+        }
+        if suite.nothing {
             // No package after all (every file excluded by a build constraint): nothing to count.
             continue;
         }
+        if !versions.contains(&version) {
+            versions.push(version);
+        }
         for (name, passed) in &suite.tests {
-            if *passed {
-                continue;
-            }
-            let mapped = settings.mapped.iter().any(|id| {
-                id.package == package.dir
-                    && (id.rest == *name
-                        || id.rest.starts_with(&format!("{name}/"))
-                        || name.starts_with(&format!("{}/", id.rest)))
-            });
-            if !mapped {
+            if !passed
+                && !ids
+                    .iter()
+                    .any(|id| package.runner.names_test(&id.rest, name))
+            {
                 failing.push(format!("`{name}` in `{shown}`"));
             }
         }
-        let Some(module) = module_path(run.root, package.home) else {
-            return no_number(
-                Verdict::Blocked,
-                GO_TOOL,
-                format!("`{shown}`: its module's `go.mod` has no `module` line aayu can read"),
-            );
-        };
-        if suite.profile.is_empty() {
-            return no_number(
-                Verdict::Blocked,
-                GO_TOOL,
-                format!("`go test -coverprofile` of `{shown}` wrote no profile: not instrumented"),
-            );
-        }
-        let lines_of = go_profile(
-            &String::from_utf8_lossy(&suite.profile),
-            &module,
-            package.home,
-        );
-        if lines_of.is_empty() && suite.tests.is_empty() && !suite.profile.is_empty() {
-            // Go before 1.22 lists no line of a package without tests: its lines cannot be counted.
+        if suite.uncounted {
             untested.push(format!("`{shown}`"));
         }
-        for (path, lines) in lines_of {
-            let into = files.entry(path).or_default();
-            into.executable.extend(lines.executable);
-            into.covered.extend(lines.covered);
-            into.missed.extend(lines.missed);
+        for (path, lines) in suite.lines {
+            if added.contains_key(&path) && !test_code.contains_key(&path) {
+                let code = package.runner.test_code(run.root, &package, &path);
+                test_code.insert(path.clone(), code);
+            }
+            files.entry(path).or_default().add(lines);
         }
     }
     if !failing.is_empty() {
-        return no_number(
-            Verdict::Fail,
-            GO_TOOL,
-            format!(
-                "{} of the suite failed and no criterion maps {}: a broken suite has no coverage to report — fix {}, or map {} to the criterion it tests",
-                failing.join(", "),
-                if failing.len() == 1 { "it" } else { "them" },
-                if failing.len() == 1 { "it" } else { "them" },
-                if failing.len() == 1 { "it" } else { "them" }
-            ),
-        );
+        let them = if failing.len() == 1 { "it" } else { "them" };
+        broken.push(format!(
+            "{} of the suite failed and no criterion maps {them}: a broken suite has no coverage to report — fix {them}, or map {them} to the criterion it tests",
+            failing.join(", "),
+        ));
     }
-    let report = compare(&files, added, settings);
+    if !broken.is_empty() {
+        return no_number(Verdict::Fail, broken.join("; "), mapped);
+    }
+    if !blocked.is_empty() {
+        return no_number(Verdict::Blocked, blocked.join("; "), mapped);
+    }
+    let report = compare(&files, added, &test_code, settings, &tool);
     let (n, m) = (report.covered, report.changed_executable);
-    let mut counted = format!("{n} of {m} changed executable lines covered (go coverprofile)");
+    let mut counted = format!("{n} of {m} changed executable lines covered ({words})");
     if !untested.is_empty() {
         counted = format!(
-            "{counted}; not counted: {} (no tests, and this Go lists no line of a package without tests: add tests, or use Go 1.22 or newer, which counts them as uncovered)",
+            "{counted}; not counted: {} (no tests, and this toolchain lists no line of a package without tests: add tests, or use Go 1.22 or newer, which counts them as uncovered)",
             untested.join(", ")
         );
+    }
+    for code in test_code.values() {
+        if let TestCode::Unread(why) = code {
+            counted = format!("{counted}; {why}");
+        }
     }
     if !touched.without_runner.is_empty() {
         // Said, never silently left out: what the number does not count.
@@ -389,59 +475,55 @@ pub fn run(
     }
     let mut floor = if let Some(value) = (n * 100).checked_div(m) {
         let value = u32::try_from(value).unwrap_or(100);
-        let (verdict, detail) = if value >= settings.threshold {
-            (Verdict::Pass, counted)
-        } else if settings.blocking.blocks_at(settings.now) {
-            (Verdict::Fail, counted)
-        } else {
-            (
-                Verdict::Pass,
-                format!("{}: {counted}", settings.blocking.advisory_detail()),
-            )
-        };
-        FloorResult::new(Floor::Coverage, verdict, GO_TOOL, detail)
+        let (verdict, detail) = verdict(value, settings, counted);
+        FloorResult::new(Floor::Coverage, verdict, tool.clone(), detail)
             .numbers(f64::from(value), f64::from(settings.threshold))
     } else {
         let why = match counted.split_once("; ") {
             Some((_, rest)) => format!("no changed executable line counted; {rest}"),
             None => "no changed executable line".to_string(),
         };
-        FloorResult::new(Floor::Coverage, Verdict::Skipped, GO_TOOL, why)
+        FloorResult::new(Floor::Coverage, Verdict::Skipped, tool.clone(), why)
     };
     floor.network = Some(run.sandbox.no_network());
-    floor.version = Some(version);
+    floor.version = Some(versions.join("; "));
     Covered {
         floor,
         report: Some(report),
+        mapped,
     }
 }
 
-/// The change's changed executable lines against what the suites ran.
+/// The change's changed executable lines against what the suites ran, test code left out.
 fn compare(
     files: &BTreeMap<String, Lines>,
     added: &BTreeMap<String, BTreeSet<u32>>,
+    test_code: &BTreeMap<String, TestCode>,
     settings: &Settings,
+    tool: &str,
 ) -> Report {
     let mut report = Report {
         schema_version: 1,
         base: settings.base.to_string(),
         head: settings.head.to_string(),
-        tool: GO_TOOL.to_string(),
+        tool: tool.to_string(),
         changed_executable: 0,
         covered: 0,
         files: Vec::new(),
     };
     for (path, changed) in added {
-        if is_test_code(path) {
-            continue;
-        }
         let Some(lines) = files.get(path) else {
             continue;
+        };
+        let left_out = |n: &u32| match test_code.get(path) {
+            Some(TestCode::Whole) => true,
+            Some(TestCode::Lines(lines)) => lines.contains(n),
+            _ => false,
         };
         let executable: Vec<u32> = changed
             .iter()
             .copied()
-            .filter(|n| lines.executable.contains(n))
+            .filter(|n| lines.executable.contains(n) && !left_out(n))
             .collect();
         if executable.is_empty() {
             continue;
@@ -472,45 +554,118 @@ fn compare(
 mod tests {
     use super::*;
 
+    /// Under the threshold the floor is advisory until the blocking day, and fails from its first second
+    /// (UTC); at or over the threshold it passes whatever the date.
     #[test]
-    fn a_go_profile_is_read_by_repository_path_and_a_block_spans_its_lines() {
-        let profile = "mode: set\nexample.com/m/calc/calc.go:3.24,5.2 1 1\nexample.com/m/calc/calc.go:7.26,8.12 1 0\nexample.com/m/calc/calc.go:8.12,10.3 1 1\nexample.com/m/calc/calc.go:12.1,12.9 0 0\nother.org/x/y.go:1.1,2.2 1 1\n";
-        let files = go_profile(profile, "example.com/m", "svc");
-        let calc = &files["svc/calc/calc.go"];
+    fn under_the_threshold_it_fails_from_00_00_utc_of_the_blocking_day() {
+        let day = time::macros::date!(2026 - 12 - 10);
+        let settings = |now: time::OffsetDateTime| Settings {
+            base: "b",
+            head: "h",
+            threshold: 90,
+            blocking: BlockingDate(Some(day)),
+            now,
+            mapped: &[],
+        };
+        let eve = time::macros::datetime!(2026-12-09 23:59:59 UTC);
+        let midnight = time::macros::datetime!(2026-12-10 00:00:00 UTC);
+        let (verdict_eve, detail) = verdict(89, &settings(eve), "89 of 100".into());
+        assert_eq!(verdict_eve, Verdict::Pass);
+        assert_eq!(detail, "advisory until 2026-12-10: 89 of 100");
+        let (verdict_midnight, detail) = verdict(89, &settings(midnight), "89 of 100".into());
+        assert_eq!(verdict_midnight, Verdict::Fail);
+        assert_eq!(detail, "89 of 100");
+        // 00:30 in UTC+01:00 is still the eve in UTC.
+        let east = time::macros::datetime!(2026-12-10 00:30:00 +01:00);
+        assert_eq!(verdict(89, &settings(east), String::new()).0, Verdict::Pass);
         assert_eq!(
-            calc.executable.iter().copied().collect::<Vec<_>>(),
-            [3, 4, 5, 7, 8, 9, 10]
+            verdict(90, &settings(midnight), String::new()).0,
+            Verdict::Pass
         );
+        let none = Settings {
+            blocking: BlockingDate(None),
+            ..settings(midnight)
+        };
         assert_eq!(
-            calc.covered.iter().copied().collect::<Vec<_>>(),
-            [3, 4, 5, 8, 9, 10]
-        );
-        // Line 8 holds the end of a block that did not run and the start of one that did.
-        assert!(calc.missed.contains(&8) && calc.covered.contains(&8));
-        assert_eq!(
-            files.len(),
-            1,
-            "a file outside the module is not the repository's"
+            verdict(0, &none, "0 of 3".into()),
+            (
+                Verdict::Pass,
+                "advisory (no blocking date set): 0 of 3".to_string()
+            )
         );
     }
 
+    /// A cargo package is touched through its own files, found from a file's folder up to the nearest
+    /// `Cargo.toml`; a root crate's README, hidden folders and a virtual workspace touch nothing; a Go
+    /// file's package is its folder; a Python package is named as having no coverage runner.
     #[test]
-    fn the_module_path_is_read_without_its_comment() {
+    fn the_touched_packages_are_the_nearest_package_of_each_changed_file() {
         let dir = tempfile::tempdir().expect("dir");
-        for (text, want) in [
-            (
-                "module example.com/shop // the shop\n",
-                Some("example.com/shop"),
-            ),
-            (
-                "// module not.this\nmodule \"example.com/q\"\n",
-                Some("example.com/q"),
-            ),
-            ("modulex y\n", None),
+        let root = dir.path();
+        for (path, text) in [
+            ("Cargo.toml", "[package]\nname = \"app\"\n"),
+            ("src/cli/args.rs", ""),
+            ("README.md", ""),
+            (".aayudha/evidence/7.toml", ""),
+            ("tests/fixtures/in.txt", ""),
+            ("tools/ws/Cargo.toml", "[workspace]\nmembers = [\"a\"]\n"),
+            ("tools/ws/notes.rs", ""),
+            ("tools/ws/a/Cargo.toml", "[package]\nname = \"a\"\n"),
+            ("tools/ws/a/src/lib.rs", ""),
+            ("tools/ws/a/docs/guide.md", ""),
+            ("svc/go.mod", "module example.com/svc\n"),
+            ("svc/api/api.go", "package api\n"),
+            ("svc/api/README.md", ""),
+            ("svc/api/testdata/in.json", ""),
+            ("py/pyproject.toml", ""),
+            ("py/src/pkg/mod.py", ""),
         ] {
-            std::fs::write(dir.path().join("go.mod"), text).expect("write");
-            assert_eq!(module_path(dir.path(), "").as_deref(), want, "{text}");
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
         }
+        let of = |paths: &[&str]| {
+            let t = touched(
+                root,
+                &paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            );
+            let found: Vec<String> = t.packages.iter().map(|p| format!("{p:?}")).collect();
+            (found, t.without_runner.into_iter().collect::<Vec<_>>())
+        };
+        assert_eq!(
+            of(&["src/cli/args.rs"]).0,
+            ["cargo package `.`"],
+            "a file deep in a root crate"
+        );
+        assert_eq!(of(&["tests/fixtures/in.txt"]).0, ["cargo package `.`"]);
+        for nothing in [
+            "README.md",
+            ".aayudha/evidence/7.toml",
+            "tools/ws/notes.rs",
+            "tools/ws/a/docs/guide.md",
+        ] {
+            assert_eq!(of(&[nothing]), (vec![], vec![]), "{nothing}");
+        }
+        assert_eq!(
+            of(&[
+                "tools/ws/a/src/lib.rs",
+                "svc/api/api.go",
+                "py/src/pkg/mod.py"
+            ]),
+            (
+                vec![
+                    "cargo package `tools/ws/a`".to_string(),
+                    "go package `svc/api`".to_string()
+                ],
+                vec!["Python"]
+            )
+        );
+        // A Go package's files are its `.go` files and its tests' `testdata/`.
+        assert_eq!(of(&["svc/api/README.md"]), (vec![], vec![]));
+        assert_eq!(
+            of(&["svc/api/testdata/in.json"]).0,
+            ["go package `svc/api`"]
+        );
     }
 
     #[test]

@@ -190,7 +190,7 @@ pub fn run(
         target: Some(BASE_TARGET),
         heartbeat: run.heartbeat,
     };
-    let results = test_evidence::run_tests(&on_base, &ids);
+    let results = test_evidence::run_tests(&on_base, &ids, &BTreeMap::new());
     let criteria = evidence
         .criterion
         .iter()

@@ -42,23 +42,36 @@ pub fn needs(root: &Path, tests: &[TestId]) -> BTreeSet<Tool> {
         .collect()
 }
 
-/// Runs every test once, by its package's runner in the sandbox, and returns each one's result.
-pub fn run_tests(run: &Run, tests: &[TestId]) -> BTreeMap<TestId, TestResult> {
+/// Runs every test once, by its package's runner in the sandbox, and returns each one's result; a test
+/// whose result `ran` already holds (the coverage floor's run of its package's whole suite) is not run
+/// again.
+pub fn run_tests(
+    run: &Run,
+    tests: &[TestId],
+    ran: &BTreeMap<TestId, TestResult>,
+) -> BTreeMap<TestId, TestResult> {
     // By package and runner: a folder two runners claim runs each one's ids by that runner.
     let mut by_package: BTreeMap<(&str, &str), Vec<&TestId>> = BTreeMap::new();
-    for test in tests {
+    let mut results: BTreeMap<TestId, TestResult> = tests
+        .iter()
+        .filter_map(|t| Some((t.clone(), ran.get(t)?.clone())))
+        .collect();
+    for test in tests.iter().filter(|t| !ran.contains_key(*t)) {
         let runner = runners::package_of(run.root, test).map_or("", |f| f.runner.name());
         by_package
             .entry((test.package.as_str(), runner))
             .or_default()
             .push(test);
     }
+    if by_package.is_empty() {
+        return results;
+    }
     if let Some(why) = run.sandbox.reach_problem(run.root) {
-        let all: Vec<&TestId> = tests.iter().collect();
-        return runners::all(&all, Outcome::Blocked(why));
+        let all: Vec<&TestId> = by_package.values().flatten().copied().collect();
+        results.extend(runners::all(&all, Outcome::Blocked(why)));
+        return results;
     }
     let launcher = InSandbox { run };
-    let mut results = BTreeMap::new();
     for ((package, _), tests) in by_package {
         if let Some(why) = run.sandbox.read_problem(run.root, package) {
             results.extend(runners::all(&tests, Outcome::Blocked(why)));
@@ -127,6 +140,14 @@ pub(crate) struct InSandbox<'a, 'b> {
 }
 
 impl Launcher for InSandbox<'_, '_> {
+    /// A fresh folder of the first slot's uid.
+    fn scratch(&self, name: &str) -> Result<std::path::PathBuf, String> {
+        self.run
+            .sandbox
+            .fresh_dir(0, name)
+            .map_err(|e| e.to_string())
+    }
+
     fn launch(&self, job: Job) -> Result<Ran, String> {
         let run = self.run;
         let beat = |elapsed: Duration| {

@@ -16,6 +16,10 @@ use crate::sandbox::FetchPlan;
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, cargo_workspace, is_virtual_manifest, shown_dir};
 
+mod cfg;
+mod coverage;
+mod test_code;
+
 pub struct Cargo;
 
 impl Runner for Cargo {
@@ -104,19 +108,16 @@ impl Runner for Cargo {
             return results;
         }
         let ids: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
-        let built = match build(run, package) {
+        let built = match build(run, package, &[], run.timeout.max(Duration::from_secs(600))) {
             Ok(built) => built,
             Err(outcome) => {
                 results.extend(super::all(&ids, outcome));
                 return results;
             }
         };
-        let shown = shown_dir(package.dir);
         // Run every executable that may hold a wanted test, with exactly those names. A target whose
         // executable gave no result at all is remembered with why: a test missing from it was not looked for.
-        let mut seen: BTreeMap<String, Vec<(Target, Vec<Value>)>> = BTreeMap::new();
-        // Why a test's own run ended before it gave a result, by target and name.
-        let mut ended: BTreeMap<(Target, String), String> = BTreeMap::new();
+        let mut gathered = Gathered::default();
         // Targets whose `harness = false` makes their output the test's own, not libtest's record.
         let harnessless = harnessless_targets(run.root, package);
         for (target, exe) in &built.executables {
@@ -133,192 +134,31 @@ impl Runner for Cargo {
             // libtest's form about another test is a test the run did not ask for.
             for name in names {
                 let alone = BTreeSet::from([name]);
-                match run_executable(run, package, target, exe, Some(&alone)) {
+                match run_executable(run, package, target, exe, &alone) {
                     Ok((events, unfinished)) => {
                         if let Some(why) = unfinished {
-                            ended.insert((target.clone(), name.to_string()), why);
+                            gathered
+                                .ended
+                                .insert((target.clone(), name.to_string()), why);
                         }
                         for (name, list) in events {
-                            seen.entry(name).or_default().push((target.clone(), list));
+                            gathered
+                                .seen
+                                .entry(name)
+                                .or_default()
+                                .push((target.clone(), list));
                         }
                     }
                     Err(why) => {
-                        ended.insert((target.clone(), name.to_string()), why);
+                        gathered
+                            .ended
+                            .insert((target.clone(), name.to_string()), why);
                     }
                 }
             }
         }
-        for (test, spec) in &wanted {
-            let candidates: Vec<&(Target, Vec<Value>)> = seen
-                .get(&spec.path)
-                .map(|v| v.iter().filter(|(t, _)| spec.wants(t)).collect())
-                .unwrap_or_default();
-            let mut held_by = None;
-            let outcome_and_events = match candidates.as_slice() {
-                [] => {
-                    let runner_error = ended
-                        .iter()
-                        .find(|((t, name), _)| spec.wants(t) && *name == spec.path)
-                        .map(|(_, why)| why.clone());
-                    let in_harnessless = harnessless.iter().find(|t| spec.wants(t));
-                    let own_broken: Vec<(&Target, &String)> =
-                        built.broken.iter().filter(|(t, _)| spec.wants(t)).collect();
-                    let why = if spec.target.is_some() && !own_broken.is_empty() {
-                        Outcome::NotBuilt(describe_broken(own_broken.into_iter()))
-                    } else if let Some(error) = runner_error {
-                        Outcome::NotRun(format!("no result for `{}`: {error}", spec.path))
-                    } else if let Some(target) = in_harnessless {
-                        Outcome::NotRun(format!(
-                            "`{test}` is in a target without libtest's harness: its output is not a test result (`{target}` has `harness = false`)"
-                        ))
-                    } else if !built.broken.is_empty() {
-                        Outcome::NotBuilt(format!(
-                            "no test `{}` ran; {}",
-                            spec.path,
-                            describe_broken(built.broken.iter())
-                        ))
-                    } else if spec.target.is_some()
-                        && !built.executables.keys().any(|t| spec.wants(t))
-                    {
-                        Outcome::NotFound(format!(
-                            "`{shown}` has no test target `{}` (its targets: {})",
-                            spec.target
-                                .as_ref()
-                                .map(|(n, k)| k
-                                    .map_or_else(|| n.clone(), |k| format!("{n}({})", k.word())))
-                                .unwrap_or_default(),
-                            built
-                                .executables
-                                .keys()
-                                .map(Target::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    } else if spec.path.contains("::") {
-                        Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.path))
-                    } else {
-                        Outcome::NotFound(format!(
-                            "no test `{}` in `{shown}` (a test inside a module is named by its path, as `cargo test -- --list` prints it, such as `tests::{}`)",
-                            spec.path, spec.path
-                        ))
-                    };
-                    (why, Vec::new())
-                }
-                [(found, events)] => {
-                    // Another target the id may mean gave no result: it may hold the same test, so this
-                    // result cannot be said to be the id's.
-                    // (Only this test's own run counts: another test's crash in that target says nothing.)
-                    let unknown: Vec<String> = built
-                        .broken
-                        .keys()
-                        .chain(
-                            ended
-                                .keys()
-                                .filter(|(_, name)| *name == spec.path)
-                                .map(|(t, _)| t),
-                        )
-                        .filter(|t| *t != found && spec.wants(t))
-                        .map(|t| format!("`{t}`"))
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .collect();
-                    if unknown.is_empty() {
-                        held_by = Some(found.clone());
-                        // A record that never ended (the process crashed, exited, or ran out of time) is
-                        // no result, whatever it held so far.
-                        let outcome = match ended.get(&(found.clone(), spec.path.clone())) {
-                            Some(why) => Outcome::NotRun(format!(
-                                "the test started but gave no whole result: {why}"
-                            )),
-                            None => libtest_outcome(events),
-                        };
-                        (outcome, events.iter().map(Value::to_string).collect())
-                    } else {
-                        (
-                            Outcome::NotRun(format!(
-                                "`{}` ran in target `{found}`, but {} gave no result (did not build or run), so it may hold the test too: qualify the id as `{shown}:{found}/{}`",
-                                spec.path,
-                                unknown.join(", "),
-                                spec.path
-                            )),
-                            Vec::new(),
-                        )
-                    }
-                }
-                many => {
-                    let spellings: Vec<String> = many
-                        .iter()
-                        .map(|(t, _)| format!("`{shown}:{t}/{}`", spec.path))
-                        .collect();
-                    (
-                        Outcome::Ambiguous(format!(
-                            "`{test}` is a test of {} targets of `{shown}`: write {}",
-                            many.len(),
-                            spellings.join(" or ")
-                        )),
-                        Vec::new(),
-                    )
-                }
-            };
-            results.insert(
-                (*test).clone(),
-                TestResult {
-                    outcome: outcome_and_events.0,
-                    events: outcome_and_events.1,
-                    // An id without a target, or without its kind, runs on the base in the target that held it.
-                    pinned: held_by
-                        .filter(|_| spec.target.as_ref().is_none_or(|(_, kind)| kind.is_none()))
-                        .map(|t| format!("{t}/{}", spec.path)),
-                    note: None,
-                },
-            );
-        }
+        results.extend(classify(package, &wanted, &built, &harnessless, &gathered));
         results
-    }
-
-    fn run_suite(
-        &self,
-        run: &Run,
-        package: &Package,
-        instrumented: bool,
-    ) -> Result<BTreeMap<TestId, TestResult>, String> {
-        if instrumented {
-            return Err(
-                "an instrumented run of a cargo suite is not built yet (it comes with the coverage floor)"
-                    .to_string(),
-            );
-        }
-        let built = build(run, package).map_err(|o| o.detail().to_string())?;
-        if !built.broken.is_empty() {
-            return Err(describe_broken(built.broken.iter()));
-        }
-        let mut results = BTreeMap::new();
-        let harnessless = harnessless_targets(run.root, package);
-        for (target, exe) in &built.executables {
-            if harnessless.contains(target) {
-                continue;
-            }
-            let (events, unfinished) = run_executable(run, package, target, exe, None)?;
-            if let Some(why) = unfinished {
-                return Err(why);
-            }
-            for (name, list) in events {
-                let id = TestId {
-                    package: package.dir.to_string(),
-                    rest: format!("{target}/{name}"),
-                };
-                results.insert(
-                    id,
-                    TestResult {
-                        outcome: libtest_outcome(&list),
-                        events: list.iter().map(Value::to_string).collect(),
-                        pinned: None,
-                        note: None,
-                    },
-                );
-            }
-        }
-        Ok(results)
     }
 
     /// Files under a `tests/` folder, and `tests.rs` modules.
@@ -327,6 +167,194 @@ impl Runner for Cargo {
         let (name, dirs) = parts.split_last().unwrap_or((&"", &[]));
         *name == "tests.rs" || dirs.contains(&"tests")
     }
+
+    fn cover_suite(
+        &self,
+        run: &Run,
+        package: &Package,
+        cover: &super::Cover,
+    ) -> Result<super::Suite, String> {
+        coverage::cover_suite(run, package, cover)
+    }
+
+    fn covers(&self) -> bool {
+        true
+    }
+
+    fn coverage_words(&self) -> (&'static str, &'static str) {
+        ("llvm-cov", "llvm-cov")
+    }
+
+    fn test_code(&self, root: &Path, package: &Package, path: &str) -> super::TestCode {
+        test_code::test_code(root, package, path)
+    }
+
+    /// An id names the suite's `<target>/<path>` when its path is the same and its target (if it names
+    /// one) is that target.
+    fn names_test(&self, rest: &str, name: &str) -> bool {
+        let (Ok(id), Some((target, path))) = (CargoTest::parse(rest), name.split_once('/')) else {
+            return false;
+        };
+        id.path == path && target_of(target).is_some_and(|t| id.wants(&t))
+    }
+}
+
+/// A target as [`Target`]'s `Display` writes it (`calc(lib)`).
+fn target_of(text: &str) -> Option<Target> {
+    let (name, kind) = text.strip_suffix(')')?.split_once('(')?;
+    Some(Target {
+        name: name.to_string(),
+        kind: TargetKind::from_word(kind)?,
+    })
+}
+
+/// What the runs said of each wanted test, and where — a test missing from a target whose run ended
+/// early was not looked for there.
+#[derive(Default)]
+struct Gathered {
+    /// Each test's own events, by the name libtest gives it, with the target that held it.
+    seen: BTreeMap<String, Vec<(Target, Vec<Value>)>>,
+    /// Why a test's own run ended before it gave a result, by target and name.
+    ended: BTreeMap<(Target, String), String>,
+}
+
+/// Each wanted test's result from what the runs gathered: passed or failed in the one target that held
+/// it; not built, not found, not run or ambiguous, with why.
+fn classify(
+    package: &Package,
+    wanted: &[(&TestId, CargoTest)],
+    built: &Built,
+    harnessless: &BTreeSet<Target>,
+    gathered: &Gathered,
+) -> BTreeMap<TestId, TestResult> {
+    let shown = shown_dir(package.dir);
+    let (seen, ended) = (&gathered.seen, &gathered.ended);
+    let mut results = BTreeMap::new();
+    for (test, spec) in wanted {
+        let candidates: Vec<&(Target, Vec<Value>)> = seen
+            .get(&spec.path)
+            .map(|v| v.iter().filter(|(t, _)| spec.wants(t)).collect())
+            .unwrap_or_default();
+        let mut held_by = None;
+        let outcome_and_events = match candidates.as_slice() {
+            [] => {
+                let runner_error = ended
+                    .iter()
+                    .find(|((t, name), _)| spec.wants(t) && *name == spec.path)
+                    .map(|(_, why)| why.clone());
+                let in_harnessless = harnessless.iter().find(|t| spec.wants(t));
+                let own_broken: Vec<(&Target, &String)> =
+                    built.broken.iter().filter(|(t, _)| spec.wants(t)).collect();
+                let why = if spec.target.is_some() && !own_broken.is_empty() {
+                    Outcome::NotBuilt(describe_broken(own_broken.into_iter()))
+                } else if let Some(error) = runner_error {
+                    Outcome::NotRun(format!("no result for `{}`: {error}", spec.path))
+                } else if let Some(target) = in_harnessless {
+                    Outcome::NotRun(format!(
+                        "`{test}` is in a target without libtest's harness: its output is not a test result (`{target}` has `harness = false`)"
+                    ))
+                } else if !built.broken.is_empty() {
+                    Outcome::NotBuilt(format!(
+                        "no test `{}` ran; {}",
+                        spec.path,
+                        describe_broken(built.broken.iter())
+                    ))
+                } else if spec.target.is_some() && !built.executables.keys().any(|t| spec.wants(t))
+                {
+                    Outcome::NotFound(format!(
+                        "`{shown}` has no test target `{}` (its targets: {})",
+                        spec.target
+                            .as_ref()
+                            .map(|(n, k)| k
+                                .map_or_else(|| n.clone(), |k| format!("{n}({})", k.word())))
+                            .unwrap_or_default(),
+                        built
+                            .executables
+                            .keys()
+                            .map(Target::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                } else if spec.path.contains("::") {
+                    Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.path))
+                } else {
+                    Outcome::NotFound(format!(
+                        "no test `{}` in `{shown}` (a test inside a module is named by its path, as `cargo test -- --list` prints it, such as `tests::{}`)",
+                        spec.path, spec.path
+                    ))
+                };
+                (why, Vec::new())
+            }
+            [(found, events)] => {
+                // Another target the id may mean gave no result: it may hold the same test, so this
+                // result cannot be said to be the id's.
+                // (Only this test's own run counts: another test's crash in that target says nothing.)
+                let unknown: Vec<String> = built
+                    .broken
+                    .keys()
+                    .chain(
+                        ended
+                            .keys()
+                            .filter(|(_, name)| *name == spec.path)
+                            .map(|(t, _)| t),
+                    )
+                    .filter(|t| *t != found && spec.wants(t))
+                    .map(|t| format!("`{t}`"))
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if unknown.is_empty() {
+                    held_by = Some(found.clone());
+                    // A record that never ended (the process crashed, exited, or ran out of time) is
+                    // no result, whatever it held so far.
+                    let outcome = match ended.get(&(found.clone(), spec.path.clone())) {
+                        Some(why) => Outcome::NotRun(format!(
+                            "the test started but gave no whole result: {why}"
+                        )),
+                        None => libtest_outcome(events),
+                    };
+                    (outcome, events.iter().map(Value::to_string).collect())
+                } else {
+                    (
+                        Outcome::NotRun(format!(
+                            "`{}` ran in target `{found}`, but {} gave no result (did not build or run), so it may hold the test too: qualify the id as `{shown}:{found}/{}`",
+                            spec.path,
+                            unknown.join(", "),
+                            spec.path
+                        )),
+                        Vec::new(),
+                    )
+                }
+            }
+            many => {
+                let spellings: Vec<String> = many
+                    .iter()
+                    .map(|(t, _)| format!("`{shown}:{t}/{}`", spec.path))
+                    .collect();
+                (
+                    Outcome::Ambiguous(format!(
+                        "`{test}` is a test of {} targets of `{shown}`: write {}",
+                        many.len(),
+                        spellings.join(" or ")
+                    )),
+                    Vec::new(),
+                )
+            }
+        };
+        results.insert(
+            (*test).clone(),
+            TestResult {
+                outcome: outcome_and_events.0,
+                events: outcome_and_events.1,
+                // An id without a target, or without its kind, runs on the base in the target that held it.
+                pinned: held_by
+                    .filter(|_| spec.target.as_ref().is_none_or(|(_, kind)| kind.is_none()))
+                    .map(|t| format!("{t}/{}", spec.path)),
+                note: None,
+            },
+        );
+    }
+    results
 }
 
 /// The package's targets with `harness = false` in its manifest (`[lib]`, `[[bin]]`, `[[test]]`,
@@ -386,9 +414,17 @@ fn harnessless_targets(root: &Path, package: &Package) -> BTreeSet<Target> {
 struct Built {
     executables: BTreeMap<Target, PathBuf>,
     broken: BTreeMap<Target, String>,
+    /// The package's own bin executables (built for its integration tests' `CARGO_BIN_EXE_*`).
+    bins: BTreeMap<Target, PathBuf>,
 }
 
-fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
+/// `cargo build --tests` of the package, with `extra` arguments (the coverage floor's `--config`).
+fn build(
+    run: &Run,
+    package: &Package,
+    extra: &[String],
+    timeout: Duration,
+) -> Result<Built, Outcome> {
     let shown = shown_dir(package.dir);
     let dir = run.root.join(package.dir);
     let manifest = dir.join("Cargo.toml").display().to_string();
@@ -403,7 +439,9 @@ fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
         &manifest,
     ]
     .map(String::from)
-    .to_vec();
+    .into_iter()
+    .chain(extra.iter().cloned())
+    .collect();
     let built = run
         .launcher
         .launch(Job {
@@ -411,11 +449,12 @@ fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
             argv,
             cwd: run.root.to_path_buf(),
             env: run.env.clone(),
-            timeout: run.timeout.max(Duration::from_secs(600)),
+            timeout,
             report: None,
         })
         .map_err(Outcome::NotRun)?;
     let mut executables: BTreeMap<Target, PathBuf> = BTreeMap::new();
+    let mut bins: BTreeMap<Target, PathBuf> = BTreeMap::new();
     let mut broken: BTreeMap<Target, String> = BTreeMap::new();
     let package_root = dir.canonicalize().unwrap_or_else(|_| dir.clone());
     for line in String::from_utf8_lossy(&built.stdout).lines() {
@@ -458,6 +497,11 @@ fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
                     executables.insert(target, PathBuf::from(exe));
                 }
             }
+            Some("compiler-artifact") if kind == TargetKind::Bin => {
+                if let Some(exe) = message.get("executable").and_then(Value::as_str) {
+                    bins.insert(target, PathBuf::from(exe));
+                }
+            }
             Some("compiler-message")
                 if message.pointer("/message/level").and_then(Value::as_str) == Some("error") =>
             {
@@ -481,6 +525,7 @@ fn build(run: &Run, package: &Package) -> Result<Built, Outcome> {
     Ok(Built {
         executables,
         broken,
+        bins,
     })
 }
 
@@ -617,44 +662,27 @@ fn read_record(stdout: &str, names: Option<&BTreeSet<&str>>, code: Option<i32>) 
     Record::Whole(events)
 }
 
-/// Runs one test executable — with exactly `names`, or whole — and returns each test's own events,
-/// timing removed, and why the executable did not finish when it did not (it crashed or ran out of time:
-/// a test it did not report was not looked for); `Err` when it could not run.
+/// Runs one test executable with exactly `names` and returns each test's own events, timing removed, and
+/// why the executable did not finish when it did not (it crashed or ran out of time: a test it did not
+/// report was not looked for); `Err` when it could not run.
 fn run_executable(
     run: &Run,
     package: &Package,
     target: &Target,
     exe: &Path,
-    names: Option<&BTreeSet<&str>>,
+    names: &BTreeSet<&str>,
 ) -> Result<(Events, Option<String>), String> {
-    let shown = shown_dir(package.dir);
-    let mut argv = vec![exe.display().to_string()];
-    if let Some(names) = names {
-        argv.extend(names.iter().map(|n| n.to_string()));
-        argv.push("--exact".into());
-    }
-    argv.extend(
-        [
-            "-Z",
-            "unstable-options",
-            "--format",
-            "json",
-            "--test-threads",
-            "1",
-        ]
-        .map(String::from),
-    );
-    // The test binary alone reads libtest's JSON, unstable: cargo's own variables are the build's.
-    let env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".into())];
-    let ran: Ran = run.launcher.launch(Job {
-        what: format!("running the tests of `{shown}`, target `{target}`"),
-        argv,
-        cwd: run.root.join(package.dir),
-        env,
-        timeout: run.timeout,
-        report: None,
-    })?;
-    let record = read_record(&String::from_utf8_lossy(&ran.stdout), names, ran.code);
+    let (record, ran) = launch_executable(
+        run,
+        package,
+        (target, exe),
+        Asked {
+            names,
+            whole: false,
+            env: Vec::new(),
+            timeout: run.timeout,
+        },
+    )?;
     let unfinished = match &record {
         Record::Unfinished(_) => Some(exited(
             &format!("the test executable of target `{target}`"),
@@ -671,6 +699,54 @@ fn run_executable(
         Record::Forged(_) => BTreeMap::new(),
     };
     Ok((events, unfinished))
+}
+
+/// What a run of a test executable asks for.
+struct Asked<'a> {
+    /// The tests it may report: the ones named on its command line (`--exact`), or — `whole` — every
+    /// test the executable listed, run without naming them.
+    names: &'a BTreeSet<&'a str>,
+    whole: bool,
+    /// Variables beside libtest's own (the coverage floor's `LLVM_PROFILE_FILE`).
+    env: Vec<(String, std::ffi::OsString)>,
+    timeout: Duration,
+}
+
+/// Runs a test executable as asked and reads its stdout as libtest's record.
+fn launch_executable(
+    run: &Run,
+    package: &Package,
+    (target, exe): (&Target, &Path),
+    asked: Asked,
+) -> Result<(Record, Ran), String> {
+    let shown = shown_dir(package.dir);
+    let mut argv = vec![exe.display().to_string()];
+    if !asked.whole {
+        argv.extend(asked.names.iter().map(|n| n.to_string()));
+        argv.push("--exact".into());
+    }
+    argv.extend(["-Z", "unstable-options", "--format", "json"].map(String::from));
+    // Tests named one by one run alone; a whole suite runs as `cargo test` runs it.
+    if !asked.whole {
+        argv.extend(["--test-threads", "1"].map(String::from));
+    }
+    // The test binary alone reads libtest's JSON, unstable: cargo's own variables are the build's.
+    let mut env = vec![("RUSTC_BOOTSTRAP".to_string(), "1".into())];
+    env.extend(asked.env);
+    let ran: Ran = run.launcher.launch(Job {
+        what: format!("running the tests of `{shown}`, target `{target}`"),
+        argv,
+        cwd: run.root.join(package.dir),
+        env,
+        timeout: asked.timeout,
+        report: None,
+    })?;
+    let record = read_record(
+        &String::from_utf8_lossy(&ran.stdout),
+        Some(asked.names),
+        ran.code,
+    );
+    Ok((record, ran))
 }
 
 fn describe_broken<'a>(broken: impl Iterator<Item = (&'a Target, &'a String)>) -> String {

@@ -94,32 +94,14 @@ impl Runner for Go {
         named(run, package, tests)
     }
 
-    fn run_suite(
+    /// `go test -json -covermode=set -coverprofile=<file> ./<pkg>`, once, in the module's folder: every
+    /// test of the package, its own statements counted (no `-coverpkg`, as `go test -cover`).
+    fn cover_suite(
         &self,
         run: &Run,
         package: &Package,
-        instrumented: bool,
-    ) -> Result<BTreeMap<TestId, TestResult>, String> {
-        if instrumented {
-            return Err(
-                "an instrumented run of a Go suite is not built yet (it comes with the coverage floor)"
-                    .to_string(),
-            );
-        }
-        let ids: Vec<TestId> = suite_functions(run.root, package)
-            .into_iter()
-            .map(|rest| TestId {
-                package: package.dir.to_string(),
-                rest,
-            })
-            .collect();
-        let refs: Vec<&TestId> = ids.iter().collect();
-        Ok(named(run, package, &refs))
-    }
-
-    /// `go test -json -covermode=set -coverprofile=<file> ./<pkg>`, once, in the module's folder: every
-    /// test of the package, its own statements counted (no `-coverpkg`, as `go test -cover`).
-    fn cover_suite(&self, run: &Run, package: &Package) -> Result<super::Suite, String> {
+        _cover: &super::Cover,
+    ) -> Result<super::Suite, String> {
         let module = package.home;
         let pkg = go_pkg(package);
         let argv = [
@@ -147,13 +129,120 @@ impl Runner for Go {
             timeout: run.timeout,
             report: Some("AAYU_GO_COVERPROFILE"),
         })?;
-        Ok(suite_of(&ran, &pkg, run.root))
+        let mut suite = suite_of(&ran, &pkg, run.root);
+        if suite.nothing || suite.broken.is_some() || suite.blocked.is_some() {
+            return Ok(suite);
+        }
+        let shown = shown_dir(package.dir);
+        let Some(module) = module_path(run.root, package.home) else {
+            return Err(format!(
+                "`{shown}`: its module's `go.mod` has no `module` line aayu can read"
+            ));
+        };
+        let profile = ran.report.unwrap_or_default();
+        if profile.is_empty() {
+            suite.blocked = Some(format!(
+                "`go test -coverprofile` of `{shown}` wrote no profile: not instrumented"
+            ));
+            return Ok(suite);
+        }
+        suite.lines = profile_lines(&String::from_utf8_lossy(&profile), &module, package.home);
+        // Go before 1.22 lists no line of a package without tests: its lines cannot be counted.
+        suite.uncounted = suite.lines.is_empty() && suite.tests.is_empty();
+        Ok(suite)
+    }
+
+    fn covers(&self) -> bool {
+        true
+    }
+
+    fn coverage_words(&self) -> (&'static str, &'static str) {
+        ("go test -coverprofile", "go coverprofile")
+    }
+
+    /// `_test.go` files.
+    fn test_code(&self, _root: &Path, _package: &Package, path: &str) -> super::TestCode {
+        if path.ends_with("_test.go") {
+            super::TestCode::Whole
+        } else {
+            super::TestCode::None
+        }
+    }
+
+    /// A subtest's result is its function's, and a function's its subtests'.
+    fn names_test(&self, rest: &str, name: &str) -> bool {
+        rest == name
+            || rest.starts_with(&format!("{name}/"))
+            || name.starts_with(&format!("{rest}/"))
     }
 
     /// `*_test.go` files and anything under a `testdata/` folder.
     fn is_test_file(&self, path: &str) -> bool {
         path.ends_with("_test.go") || path.split('/').any(|p| p == "testdata")
     }
+}
+
+/// A Go coverage profile (`mode: set`, then `<import path>/<file>.go:<line>.<col>,<line>.<col> <statements>
+/// <count>`), by repository path: each file's name is its import path, which is the module's path
+/// (`module` in `home`'s `go.mod`) and the file's folder in the module. A block spans its lines; one with
+/// no statement marks none.
+pub(crate) fn profile_lines(
+    text: &str,
+    module: &str,
+    home: &str,
+) -> BTreeMap<String, super::Lines> {
+    let mut files: BTreeMap<String, super::Lines> = BTreeMap::new();
+    for line in text.lines().skip_while(|l| l.starts_with("mode:")) {
+        let mut words = line.rsplitn(3, ' ');
+        let (Some(count), Some(statements), Some(place)) =
+            (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        let (Ok(count), Ok(statements)) = (count.parse::<u64>(), statements.parse::<u64>()) else {
+            continue;
+        };
+        let Some((file, range)) = place.rsplit_once(':') else {
+            continue;
+        };
+        let Some((start, end)) = range.split_once(',') else {
+            continue;
+        };
+        let line_of = |at: &str| at.split('.').next().and_then(|l| l.parse::<u32>().ok());
+        let (Some(start), Some(end)) = (line_of(start), line_of(end)) else {
+            continue;
+        };
+        let Some(rel) = file.strip_prefix(module).and_then(|r| r.strip_prefix('/')) else {
+            continue;
+        };
+        if statements == 0 || end < start {
+            continue;
+        }
+        let path = join(home, rel);
+        let lines = files.entry(path).or_default();
+        for n in start..=end {
+            lines.executable.insert(n);
+            if count > 0 {
+                lines.covered.insert(n);
+            } else {
+                lines.missed.insert(n);
+            }
+        }
+    }
+    files
+}
+
+/// The `module` line of a `go.mod`.
+fn module_path(root: &Path, home: &str) -> Option<String> {
+    let bytes = crate::safe_fs::read(root, &join(home, "go.mod"), 1 << 20).ok()?;
+    String::from_utf8_lossy(&bytes).lines().find_map(|l| {
+        let l = l.split("//").next().unwrap_or(l);
+        l.trim()
+            .strip_prefix("module")
+            .filter(|m| m.starts_with([' ', '\t']))
+            .map(|m| m.trim().trim_matches(['"', '`']).to_string())
+            .filter(|m| !m.is_empty())
+    })
 }
 
 /// The package as `go test` names it from its module's folder: `.` or `./<folder in the module>`.
@@ -226,7 +315,18 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
     // A folder whose every file a build constraint excludes (`//go:build ignore` generators) is no
     // package: nothing to run, nothing to count.
     if all_output.contains("build constraints exclude all Go files") {
-        return super::Suite::default();
+        return super::Suite {
+            nothing: true,
+            ..super::Suite::default()
+        };
+    }
+    if ran.timed_out {
+        return super::Suite {
+            blocked: Some(format!(
+                "`go test {pkg}` ran past `[verify] suite_timeout_s`"
+            )),
+            ..super::Suite::default()
+        };
     }
     let profile = ran.report.clone().unwrap_or_default();
     // A profile of no block: the test binary ended before writing it (a panic, an `os.Exit`).
@@ -239,11 +339,7 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
         .map(|(t, _)| t)
         .collect();
     let has_tests = !started.is_empty();
-    let broken = if ran.timed_out {
-        Some(format!(
-            "`go test {pkg}` ran past its time limit (`[verify] suite_timeout_s`)"
-        ))
-    } else if build_failed || (!ended_package && tests.is_empty()) {
+    let broken = if build_failed || (!ended_package && tests.is_empty()) {
         Some(format!(
             "`go test {pkg}` did not build: {}",
             if said.is_empty() {
@@ -284,7 +380,7 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
     super::Suite {
         tests,
         broken,
-        profile,
+        ..super::Suite::default()
     }
 }
 
@@ -458,27 +554,6 @@ fn code_only(text: &str) -> String {
         }
     }
     out
-}
-
-/// The top-level test functions the package's `_test.go` files declare (`func TestX(t *testing.T)`), read
-/// as text.
-fn suite_functions(root: &Path, package: &Package) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    for (_, text) in test_files(root, package) {
-        for line in text.lines() {
-            let Some(rest) = line.strip_prefix("func Test") else {
-                continue;
-            };
-            let ident: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            if rest[ident.len()..].starts_with('(') {
-                found.insert(format!("Test{ident}"));
-            }
-        }
-    }
-    found
 }
 
 fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
@@ -747,6 +822,47 @@ impl GoTest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_go_profile_is_read_by_repository_path_and_a_block_spans_its_lines() {
+        let profile = "mode: set\nexample.com/m/calc/calc.go:3.24,5.2 1 1\nexample.com/m/calc/calc.go:7.26,8.12 1 0\nexample.com/m/calc/calc.go:8.12,10.3 1 1\nexample.com/m/calc/calc.go:12.1,12.9 0 0\nother.org/x/y.go:1.1,2.2 1 1\n";
+        let files = profile_lines(profile, "example.com/m", "svc");
+        let calc = &files["svc/calc/calc.go"];
+        assert_eq!(
+            calc.executable.iter().copied().collect::<Vec<_>>(),
+            [3, 4, 5, 7, 8, 9, 10]
+        );
+        assert_eq!(
+            calc.covered.iter().copied().collect::<Vec<_>>(),
+            [3, 4, 5, 8, 9, 10]
+        );
+        // Line 8 holds the end of a block that did not run and the start of one that did.
+        assert!(calc.missed.contains(&8) && calc.covered.contains(&8));
+        assert_eq!(
+            files.len(),
+            1,
+            "a file outside the module is not the repository's"
+        );
+    }
+
+    #[test]
+    fn the_module_path_is_read_without_its_comment() {
+        let dir = tempfile::tempdir().expect("dir");
+        for (text, want) in [
+            (
+                "module example.com/shop // the shop\n",
+                Some("example.com/shop"),
+            ),
+            (
+                "// module not.this\nmodule \"example.com/q\"\n",
+                Some("example.com/q"),
+            ),
+            ("modulex y\n", None),
+        ] {
+            std::fs::write(dir.path().join("go.mod"), text).expect("write");
+            assert_eq!(module_path(dir.path(), "").as_deref(), want, "{text}");
+        }
+    }
 
     #[test]
     fn go_ids_may_name_a_subtest() {

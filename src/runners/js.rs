@@ -314,15 +314,6 @@ impl Runner for Js {
         named(run, package, tests)
     }
 
-    fn run_suite(
-        &self,
-        _run: &Run,
-        _package: &Package,
-        _instrumented: bool,
-    ) -> Result<BTreeMap<TestId, TestResult>, String> {
-        Err("a whole-suite run of a JavaScript package is not built yet (it comes with the coverage floor)".to_string())
-    }
-
     /// The runners' own default patterns: jest's `__tests__/` and `*.{spec,test}.[jt]s?(x)`, vitest's
     /// `*.{test,spec}.?(c|m)[jt]s?(x)`, node's `*.test.*` and `test/`; and snapshots (`__snapshots__/`,
     /// `*.snap`).

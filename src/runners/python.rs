@@ -119,41 +119,6 @@ impl Runner for Python {
         named(run, package, tests)
     }
 
-    fn run_suite(
-        &self,
-        run: &Run,
-        package: &Package,
-        instrumented: bool,
-    ) -> Result<BTreeMap<TestId, TestResult>, String> {
-        if instrumented {
-            return Err(
-                "an instrumented run of a pytest suite is not built yet (it comes with the coverage floor)"
-                    .to_string(),
-            );
-        }
-        let ran = pytest(run, package, &[])?;
-        let events = Events::read(&ran)?;
-        let ids: BTreeSet<String> = events
-            .tests
-            .keys()
-            .filter(|id| !id.is_empty())
-            .cloned()
-            .collect();
-        Ok(ids
-            .into_iter()
-            .map(|rest| {
-                let result = events.result_of(&rest, &ran, run.root);
-                (
-                    TestId {
-                        package: package.dir.to_string(),
-                        rest,
-                    },
-                    result,
-                )
-            })
-            .collect())
-    }
-
     /// `test_*.py`, `*_test.py`, `conftest.py`, and anything under a `tests/` or `test/` folder (their
     /// data files too).
     fn is_test_file(&self, path: &str) -> bool {

@@ -4,7 +4,7 @@
 //! the fix for where aayu runs: in the action, the full image or an extended one; locally, the folder in
 //! the way and its mode, or running as an ordinary user.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,6 +19,9 @@ pub enum Tool {
     Node,
     Chromium,
     Python,
+    /// `llvm-profdata` and `llvm-cov` of rustc's own LLVM version (the coverage floor on Rust), found by
+    /// [`Sandbox::llvm_tools`].
+    Llvm,
 }
 
 impl Tool {
@@ -29,6 +32,7 @@ impl Tool {
             Tool::Node => "node",
             Tool::Chromium => "chromium",
             Tool::Python => "python",
+            Tool::Llvm => "llvm-cov",
         }
     }
 
@@ -40,6 +44,7 @@ impl Tool {
             Tool::Node => &["node"],
             Tool::Chromium => &["chromium", "chromium-browser", "google-chrome"],
             Tool::Python => &["python3"],
+            Tool::Llvm => &["llvm-cov"],
         }
     }
 
@@ -66,6 +71,9 @@ impl Tool {
             Tool::Chromium => "install Chromium (apt-get install chromium)",
             Tool::Python => {
                 "install Python 3 with venv and pip (apt-get install python3 python3-venv python3-pip), or name an interpreter with `[verify] python`"
+            }
+            Tool::Llvm => {
+                "install the llvm-profdata and llvm-cov of rustc's LLVM version (apt-get install llvm-N, N as `rustc -vV` says)"
             }
         }
     }
@@ -102,13 +110,18 @@ impl Sandbox {
     /// with the sandbox's environment); its version line, or the reason it cannot with the fix. Checked
     /// once per run.
     pub fn tool(&self, tool: Tool) -> Checked {
-        let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(found) = checked.get(&tool) {
-            return found.clone();
+        let known = |checked: &BTreeMap<Tool, Checked>| checked.get(&tool).cloned();
+        if let Some(found) = known(&self.checked.lock().unwrap_or_else(|p| p.into_inner())) {
+            return found;
         }
+        // Not held while the tool runs: checking one tool may need another (the LLVM tools, cargo).
         let found = self.check_tool(tool);
-        checked.insert(tool, found.clone());
-        found
+        self.checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(tool)
+            .or_insert(found)
+            .clone()
     }
 
     /// Why the sandbox uid cannot reach the repository at `root`, with the fix; `None` when it can.
@@ -284,6 +297,14 @@ impl Sandbox {
     }
 
     fn check_tool(&self, tool: Tool) -> Checked {
+        if tool == Tool::Llvm {
+            // Which pair depends on rustc's LLVM version: found, and run, by the coverage floor's own
+            // lookup (for the default toolchain; a package that names another is looked up again).
+            self.tool(Tool::Cargo)?;
+            return self
+                .llvm_tools(&[])
+                .map(|found| format!("{} (`{}`)", found.version, found.cov.display()));
+        }
         let Some((program, found)) = self.locate(tool) else {
             return Err(self.missing(tool));
         };

@@ -712,3 +712,33 @@ impl BuildCounter {
         self.text().lines().filter(|l| *l == word).count()
     }
 }
+
+/// The `llvm-profdata` and `llvm-cov` of the LLVM version `rustc -vV` prints, which read Rust's coverage
+/// profiles. Missing, the test fails with the line that installs them: the coverage tests never skip.
+pub fn llvm() -> (PathBuf, PathBuf) {
+    let said = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc runs");
+    let text = String::from_utf8_lossy(&said.stdout).into_owned();
+    let llvm = text
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .expect("rustc -vV names its LLVM version")
+        .trim()
+        .to_string();
+    let major = llvm.split('.').next().unwrap_or("").to_string();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let pair = (
+            dir.join(format!("llvm-profdata-{major}")),
+            dir.join(format!("llvm-cov-{major}")),
+        );
+        if pair.0.is_file() && pair.1.is_file() {
+            return pair;
+        }
+    }
+    panic!(
+        "llvm-profdata-{major} and llvm-cov-{major} are not installed (this rustc is LLVM {llvm}): apt-get install llvm-{major} — scripts/test installs it as root (Debian has llvm-22 in bookworm-security); if Debian has no llvm-{major}, the coverage tests cannot run here"
+    );
+}

@@ -311,3 +311,445 @@ fn a_comment_only_change_has_no_changed_executable_line() {
         "{floor:#}"
     );
 }
+
+// Rust: a workspace of two crates. `calc` (touched) is a lib and a bin of one name, with an inline
+// `#[cfg(test)]` module, a `#[cfg(test)] mod more;` file and an integration test that runs the bin;
+// `report` (not touched) calls into `calc` from its tests. Every test appends its name to a file, so the
+// test can tell how often each ran.
+
+/// A test helper that appends `name` to the marks file (written into each test target).
+fn mark_fn(marks: &std::path::Path) -> String {
+    format!(
+        "fn mark(name: &str) {{\n        use std::io::Write;\n        let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n        writeln!(f, \"{{name}}\").unwrap();\n    }}\n",
+        marks.display().to_string()
+    )
+}
+
+const CALC_LIB_BASE: &str = "//! A calculator.\n\n/// Adds two numbers.\npub fn add(a: i64, b: i64) -> i64 {\n    a - b\n}\n";
+
+/// The head's lib: the fix, a `use` line, a type declaration, comments and blank lines, an impl a test
+/// runs, an unused generic function, a function no test runs, and the tests.
+fn calc_lib_head(marks: &std::path::Path) -> String {
+    format!(
+        "//! A calculator.\n\nuse std::fmt;\n\n#[cfg(test)]\nmod more;\n\n/// A pair of numbers.\n#[derive(Debug, Clone, Copy)]\npub struct Pair {{\n    pub a: i64,\n    pub b: i64,\n}}\n\n// Adding is the one operation.\n/// Adds two numbers.\npub fn add(a: i64, b: i64) -> i64 {{\n    a + b\n}}\n\nimpl fmt::Display for Pair {{\n    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {{\n        write!(f, \"{{}} + {{}}\", self.a, self.b)\n    }}\n}}\n\n/// The first of a list: never called, an unused generic function.\npub fn first<T: Clone>(xs: &[T]) -> Option<T> {{\n    xs.first().cloned()\n}}\n\n/// Shouts; only the CLI's `--shout`, which no test runs, calls it.\npub fn shout(s: &str) -> String {{\n    if s.is_empty() {{\n        return \"!\".to_string();\n    }}\n    format!(\"{{}}!\", s.to_uppercase())\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    {}\n    #[test]\n    fn adds() {{\n        mark(\"calc:adds\");\n        assert_eq!(add(2, 2), 4);\n    }}\n\n    #[test]\n    fn pairs_print() {{\n        mark(\"calc:pairs_print\");\n        assert_eq!(Pair {{ a: 1, b: 2 }}.to_string(), \"1 + 2\");\n    }}\n}}\n",
+        mark_fn(marks)
+    )
+}
+
+const CALC_MAIN_BASE: &str = "fn main() {\n    let n: Vec<i64> = std::env::args().skip(1).map(|a| a.parse().unwrap_or(0)).collect();\n    println!(\"{}\", calc::add(n[0], n[1]));\n}\n";
+
+const CALC_MAIN_HEAD: &str = "fn main() {\n    let args: Vec<String> = std::env::args().skip(1).collect();\n    if args.first().map(String::as_str) == Some(\"--shout\") {\n        println!(\"{}\", calc::shout(&args[1..].join(\" \")));\n        return;\n    }\n    let n: Vec<i64> = args.iter().map(|a| a.parse().unwrap_or(0)).collect();\n    let sum = calc::add(n[0], n[1]);\n    println!(\"{sum}\");\n}\n";
+
+/// The workspace at the base and the head (the fix, with the evidence map for story 8); `extra` files at
+/// the head; the marks file's folder, kept alive by the caller.
+fn workspace(
+    config: &str,
+    extra: &[(&str, String)],
+) -> (
+    TestRepo,
+    String,
+    String,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
+    let (marks_dir, marks) = common::shared_log("aayu-marks-", 0o777, "marks");
+    let repo = TestRepo::new();
+    repo.write(
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"crates/calc\", \"crates/report\"]\nresolver = \"2\"\n",
+    )
+    .write(
+        "crates/calc/Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"calc\"\npath = \"src/main.rs\"\n",
+    )
+    .write("crates/calc/src/lib.rs", CALC_LIB_BASE)
+    .write("crates/calc/src/main.rs", CALC_MAIN_BASE)
+    .write(
+        "crates/report/Cargo.toml",
+        "[package]\nname = \"report\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ncalc = { path = \"../calc\" }\n",
+    )
+    .write(
+        "crates/report/src/lib.rs",
+        format!(
+            "//! Reports.\n\n/// The total.\npub fn total() -> i64 {{\n    calc::add(1, 1)\n}}\n\n#[cfg(test)]\nmod tests {{\n    {}\n    #[test]\n    fn totals() {{\n        mark(\"report:totals\");\n        assert!(super::total() >= 0);\n    }}\n}}\n",
+            mark_fn(&marks)
+        ),
+    )
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", config);
+    let base = repo.commit("calc, with the bug");
+    repo.write("crates/calc/src/lib.rs", calc_lib_head(&marks))
+        .write("crates/calc/src/main.rs", CALC_MAIN_HEAD)
+        .write(
+            "crates/calc/src/more.rs",
+            format!(
+                "use super::*;\n\n{}\n#[test]\nfn adds_more() {{\n    mark(\"calc:adds_more\");\n    assert_eq!(add(1, 1), 2);\n}}\n",
+                mark_fn(&marks)
+            ),
+        )
+        .write(
+            "crates/calc/tests/cli.rs",
+            format!(
+                "{}\n#[test]\nfn cli_adds() {{\n    mark(\"calc:cli_adds\");\n    let out = std::process::Command::new(env!(\"CARGO_BIN_EXE_calc\")).args([\"2\", \"3\"]).output().unwrap();\n    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), \"5\");\n}}\n",
+                mark_fn(&marks)
+            ),
+        )
+        .write(
+            ".aayudha/evidence/8.toml",
+            "[[criterion]]\nid = 1\ntests = [\"crates/calc:tests::adds\"]\n",
+        );
+    for (path, text) in extra {
+        repo.write(path, text);
+    }
+    let head = repo.commit("fix: add adds");
+    (repo, base, head, marks_dir, marks)
+}
+
+fn rust_gate(repo: &TestRepo, base: &str, head: &str) -> (i32, Value, String) {
+    let snapshot = ready(repo, 8, "1. Two numbers add up.", &["type:feature"]);
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify", "--ci", "--base", base, "--head", head, "--story", "8", "--ready", &snapshot,
+        "--json",
+    ]));
+    let pack = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    (out.code, pack, format!("{}\n{}", out.stdout, out.stderr))
+}
+
+/// `git diff -U0`'s `+` lines of one file.
+fn added(repo: &TestRepo, base: &str, head: &str, path: &str) -> BTreeSet<u32> {
+    let diff = repo.git(&["diff", "-U0", "--no-color", base, head, "--", path]);
+    let mut added = BTreeSet::new();
+    for line in diff.lines().filter(|l| l.starts_with("@@")) {
+        let plus = line.split_whitespace().nth(2).expect("+a,b");
+        let (start, count) = plus
+            .trim_start_matches('+')
+            .split_once(',')
+            .map_or((plus.trim_start_matches('+'), "1"), |(s, c)| (s, c));
+        let (start, count): (u32, u32) = (start.parse().expect("n"), count.parse().expect("n"));
+        added.extend(start..start + count);
+    }
+    added
+}
+
+/// What the test itself finds with llvm-cov, as `cargo llvm-cov` would: `calc`'s tests built with
+/// `-C instrument-coverage` (in a target folder of the test's), each test executable run, the profiles
+/// merged, and `llvm-cov export -format=lcov` over the test executables and the `calc` bin; each file's
+/// executable lines and the ones that ran.
+fn llvm_cov_lines(
+    repo: &TestRepo,
+    files: &[&str],
+) -> std::collections::BTreeMap<String, (BTreeSet<u32>, BTreeSet<u32>)> {
+    let (profdata, cov) = common::llvm();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let target = scratch.path().join("target");
+    let built = common::with_toolchain(&mut Command::new("cargo"))
+        .args([
+            "test",
+            "-p",
+            "calc",
+            "--no-run",
+            "--message-format=json",
+            "--quiet",
+        ])
+        .current_dir(repo.root())
+        .env("CARGO_TARGET_DIR", &target)
+        .env("RUSTFLAGS", "-C instrument-coverage")
+        .output()
+        .expect("cargo test --no-run");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let mut tests = Vec::new();
+    let mut bins = Vec::new();
+    for line in String::from_utf8_lossy(&built.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(exe) = message["executable"].as_str() else {
+            continue;
+        };
+        if !message["package_id"]
+            .as_str()
+            .unwrap_or("")
+            .contains("calc")
+        {
+            continue;
+        }
+        if message["profile"]["test"] == true {
+            tests.push(exe.to_string());
+        } else if message["target"]["kind"][0] == "bin" {
+            bins.push(exe.to_string());
+        }
+    }
+    let profiles = scratch.path().join("profiles");
+    for exe in &tests {
+        let ran = Command::new(exe)
+            .current_dir(repo.path("crates/calc"))
+            .env("LLVM_PROFILE_FILE", profiles.join("%p-%m.profraw"))
+            .output()
+            .expect("a test executable");
+        assert!(ran.status.success(), "{exe}");
+    }
+    let merged = scratch.path().join("merged.profdata");
+    let status = Command::new(&profdata)
+        .args(["merge", "-sparse"])
+        .arg(&profiles)
+        .arg("-o")
+        .arg(&merged)
+        .status()
+        .expect("llvm-profdata");
+    assert!(status.success());
+    let mut export = Command::new(&cov);
+    export
+        .args(["export", "-format=lcov"])
+        .arg(format!("-instr-profile={}", merged.display()));
+    for (i, object) in tests.iter().chain(&bins).enumerate() {
+        if i > 0 {
+            export.arg("-object");
+        }
+        export.arg(object);
+    }
+    for file in files {
+        export.arg(repo.path(file));
+    }
+    let lcov = export.output().expect("llvm-cov export");
+    assert!(lcov.status.success());
+    let mut found = std::collections::BTreeMap::new();
+    let mut current = None;
+    for line in String::from_utf8_lossy(&lcov.stdout).lines() {
+        if let Some(file) = line.strip_prefix("SF:") {
+            current = files
+                .iter()
+                .find(|f| file.ends_with(&format!("/{f}")))
+                .map(|f| f.to_string());
+        } else if let (Some(path), Some(at)) = (&current, line.strip_prefix("DA:")) {
+            let (n, count) = at.split_once(',').expect("DA:n,count");
+            let n: u32 = n.parse().expect("line");
+            let entry: &mut (BTreeSet<u32>, BTreeSet<u32>) = found.entry(path.clone()).or_default();
+            entry.0.insert(n);
+            if count.split(',').next() != Some("0") {
+                entry.1.insert(n);
+            }
+        }
+    }
+    found
+}
+
+/// The lines of `text` from each line that starts `#[cfg(test)]` through the end of the item after it
+/// (a `mod x;` line, or a braced block to its closing `}` at the start of a line).
+fn cfg_test_lines(text: &str) -> BTreeSet<u32> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = BTreeSet::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() == "#[cfg(test)]" {
+            let start = i;
+            let mut end = i + 1;
+            if !lines[end].trim_end().ends_with(';') {
+                while lines[end] != "}" {
+                    end += 1;
+                }
+            }
+            found.extend((start as u32 + 1)..=(end as u32 + 1));
+            i = end;
+        }
+        i += 1;
+    }
+    found
+}
+
+#[test]
+fn a_rust_workspace_s_touched_crate_runs_once_and_gives_the_change_s_diff_coverage() {
+    let (repo, base, head, _marks_dir, marks) = workspace("", &[]);
+    let (code, pack, said) = rust_gate(&repo, &base, &head);
+    assert_eq!(code, 0, "{said}");
+    let floor = common::floor(&pack, "coverage");
+    // Each test of the touched crate ran once — the mapped one too, read from the same run — and the
+    // untouched crate's tests not at all.
+    let ran = std::fs::read_to_string(&marks).expect("marks");
+    let count = |name: &str| ran.lines().filter(|l| *l == name).count();
+    for name in [
+        "calc:adds",
+        "calc:pairs_print",
+        "calc:adds_more",
+        "calc:cli_adds",
+    ] {
+        assert_eq!(count(name), 1, "{name}: {ran}\n{said}");
+    }
+    assert_eq!(count("report:totals"), 0, "{ran}");
+    assert_eq!(common::floor(&pack, "tests")["result"], "pass", "{said}");
+    let evidence =
+        std::fs::read_to_string(repo.path(".aayudha/proof/8/artifacts/evidence/criterion-1.jsonl"))
+            .expect("evidence");
+    assert!(evidence.contains("\"name\":\"tests::adds\""), "{evidence}");
+    // What llvm-cov says, run here: the change's `+` lines that it lists, test code left out.
+    let files = ["crates/calc/src/lib.rs", "crates/calc/src/main.rs"];
+    let lines = llvm_cov_lines(&repo, &files);
+    let lib = std::fs::read_to_string(repo.path(files[0])).expect("lib");
+    let mut changed_total = 0;
+    let mut covered_total = 0;
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path(".aayudha/proof/8/artifacts/reports/coverage.json"))
+            .expect("reports/coverage.json"),
+    )
+    .expect("json");
+    let reported: Vec<&str> = report["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(reported, files, "only calc's own product files: {report:#}");
+    for (i, file) in files.iter().enumerate() {
+        let (executable, ran) = &lines[*file];
+        let test_code = if i == 0 {
+            cfg_test_lines(&lib)
+        } else {
+            BTreeSet::new()
+        };
+        let changed: BTreeSet<u32> = added(&repo, &base, &head, file)
+            .intersection(executable)
+            .copied()
+            .filter(|n| !test_code.contains(n))
+            .collect();
+        let covered: BTreeSet<u32> = changed.intersection(ran).copied().collect();
+        let entry = &report["files"][i];
+        let list = |key: &str| -> BTreeSet<u32> {
+            entry[key]
+                .as_array()
+                .expect("lines")
+                .iter()
+                .map(|n| n.as_u64().expect("n") as u32)
+                .collect()
+        };
+        assert_eq!(list("changed_executable"), changed, "{file}");
+        let uncovered: BTreeSet<u32> = changed.difference(&covered).copied().collect();
+        assert_eq!(list("uncovered"), uncovered, "{file}");
+        assert!(
+            !covered.is_empty() && !uncovered.is_empty(),
+            "{file} has both: {changed:?} {covered:?}"
+        );
+        changed_total += changed.len();
+        covered_total += covered.len();
+    }
+    // The bin's own lines count: the CLI test ran it.
+    assert!(
+        report["files"][1]["changed_executable"]
+            .as_array()
+            .map(Vec::len)
+            > report["files"][1]["uncovered"].as_array().map(Vec::len)
+    );
+    assert_eq!(report["changed_executable"], changed_total);
+    assert_eq!(report["covered"], covered_total);
+    assert_eq!(floor["value"], (covered_total * 100 / changed_total) as f64);
+    assert_eq!(floor["tool"], "aayudha diff coverage (llvm-cov)");
+    assert_eq!(report["tool"], floor["tool"]);
+    assert_eq!(
+        floor["detail"],
+        format!(
+            "advisory (no blocking date set): {covered_total} of {changed_total} changed executable lines covered (llvm-cov)"
+        )
+    );
+    let version = floor["version"].as_str().unwrap_or("");
+    assert!(
+        version.starts_with("rustc 1.") && version.contains(", llvm-cov "),
+        "{floor:#}"
+    );
+}
+
+#[test]
+fn a_rust_suite_that_breaks_fails_the_floor_and_other_llvm_tools_block_it() {
+    // A test of the touched crate that no criterion maps fails: no number, the test named; the mapped
+    // test keeps its own verdict.
+    let broken =
+        "#[test]\nfn breaks() {\n    assert_eq!(calc::add(1, 2), 4, \"one and two\");\n}\n"
+            .to_string();
+    let (repo, base, head, _marks_dir, _) =
+        workspace("", &[("crates/calc/tests/broken.rs", broken)]);
+    let (code, pack, said) = rust_gate(&repo, &base, &head);
+    assert_ne!(code, 0, "{said}");
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "fail", "{said}");
+    assert_eq!(
+        floor["detail"],
+        "`broken(test)/breaks` in `crates/calc` of the suite failed and no criterion maps it: a broken suite has no coverage to report — fix it, or map it to the criterion it tests"
+    );
+    assert_eq!(common::floor(&pack, "tests")["result"], "pass", "{said}");
+    // llvm tools of another LLVM than rustc's: blocked, with the fix; never a number.
+    let tools = tempfile::tempdir().expect("tools");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    for name in ["llvm-profdata", "llvm-cov"] {
+        let path = tools.path().join(name);
+        std::fs::write(
+            &path,
+            "#!/bin/sh\necho 'LLVM (http://llvm.org/):'\necho '  LLVM version 14.0.6'\n",
+        )
+        .expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let config = format!(
+        "[verify]\nllvm_tools = {:?}\n",
+        tools.path().display().to_string()
+    );
+    let (repo, base, head, _marks_dir, marks) = workspace(&config, &[]);
+    let (_, pack, said) = rust_gate(&repo, &base, &head);
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "blocked", "{said}");
+    let detail = floor["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("is LLVM 14.0.6")
+            && detail.contains("apt-get install llvm-")
+            && detail.starts_with("`crates/calc`: rustc 1."),
+        "{detail}"
+    );
+    assert!(
+        !repo
+            .path(".aayudha/proof/8/artifacts/reports/coverage.json")
+            .exists()
+    );
+    // The mapped test still ran, in the tests floor.
+    assert_eq!(common::floor(&pack, "tests")["result"], "pass", "{said}");
+    let ran = std::fs::read_to_string(&marks).expect("marks");
+    assert_eq!(
+        ran.lines().filter(|l| *l == "calc:adds").count(),
+        1,
+        "{ran}"
+    );
+}
+
+#[test]
+fn a_rust_comment_only_change_has_no_changed_executable_line() {
+    let repo = TestRepo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .write(
+        "src/lib.rs",
+        "/// Adds.\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n",
+    )
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", "");
+    let base = repo.commit("calc");
+    let text = std::fs::read_to_string(repo.path("src/lib.rs")).expect("lib");
+    repo.write(
+        "src/lib.rs",
+        text.replace(
+            "/// Adds.",
+            "/// Adds two numbers.\n///\n/// (A comment, and the blank line above.)",
+        ),
+    )
+    .write(
+        ".aayudha/evidence/8.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::adds\"]\n",
+    );
+    let head = repo.commit("docs");
+    let (code, pack, said) = rust_gate(&repo, &base, &head);
+    assert_eq!(code, 0, "{said}");
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "skipped", "{floor:#}");
+    assert_eq!(floor["detail"], "no changed executable line");
+}

@@ -17,13 +17,14 @@ use crate::support::{fake_github, fake_results};
 use fake_github::{FakeIssue, FakePull};
 
 /// The `full` stage's runtime packages, as this test installs them.
-const RUNTIME_PACKAGES: [&str; 11] = [
+const RUNTIME_PACKAGES: [&str; 12] = [
     "ca-certificates",
     "chromium",
     "fonts-liberation",
     "gcc",
     "git",
     "libc6-dev",
+    "llvm-22",
     "make",
     "pkg-config",
     "python3",
@@ -37,6 +38,13 @@ const IMAGE_SETUP: &str = "git config --system --add safe.directory '*'";
 
 /// The Debian release the image's base is.
 const SUITE: &str = "bookworm";
+
+/// Where the root filesystem's packages come from: the release and its security updates, as the image's
+/// base has them (`llvm-22` is only in `bookworm-security`).
+const MIRRORS: [&str; 2] = [
+    "deb http://deb.debian.org/debian bookworm main",
+    "deb http://deb.debian.org/debian-security bookworm-security main",
+];
 
 const REPO: &str = "Codertocat/Hello-World";
 
@@ -76,6 +84,37 @@ fn the_runtime_packages_are_the_dockerfiles() {
         "the image's base is Debian {SUITE}, as this test's root filesystem"
     );
     // The image's environment, as this test sets it.
+    // The llvm tools are those of the image's rustc's LLVM: rust 1.95 (this machine's) is LLVM 22.
+    let rustc = String::from_utf8_lossy(
+        &Command::new("rustc")
+            .arg("-vV")
+            .output()
+            .expect("rustc")
+            .stdout,
+    )
+    .into_owned();
+    let field = |name: &str| {
+        rustc
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .expect("rustc -vV")
+    };
+    let release = field("release:");
+    let minor: String = release.split('.').take(2).collect::<Vec<_>>().join(".");
+    assert!(
+        text.contains(&format!("ARG RUST_IMAGE=rust:{minor}-{SUITE}@sha256:")),
+        "the image's Rust is this machine's ({release}), whose LLVM the tests check"
+    );
+    let major = field("LLVM version:")
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        RUNTIME_PACKAGES.contains(&format!("llvm-{major}").as_str()),
+        "rustc {release} is LLVM {major}: the image needs llvm-{major}'s llvm-cov"
+    );
     for line in [
         "ENV RUSTUP_HOME=/usr/local/rustup",
         "    CARGO_HOME=/usr/local/cargo",
@@ -110,7 +149,12 @@ fn image_env() -> Vec<(&'static str, &'static str)> {
 /// The root filesystem's tarball, built once per package list and kept outside the clone.
 fn rootfs_tarball() -> PathBuf {
     let key = aayudha::pack::hash_bytes(
-        format!("{SUITE} {} {IMAGE_SETUP}", RUNTIME_PACKAGES.join(",")).as_bytes(),
+        format!(
+            "{SUITE} {} {} {IMAGE_SETUP}",
+            MIRRORS.join(","),
+            RUNTIME_PACKAGES.join(",")
+        )
+        .as_bytes(),
     );
     let dir = PathBuf::from(
         std::env::var_os("AAYU_ROOTFS_CACHE").unwrap_or_else(|| "/var/tmp/aayudha-rootfs".into()),
@@ -128,6 +172,7 @@ fn rootfs_tarball() -> PathBuf {
         .arg(format!("--customize-hook=chroot \"$1\" {IMAGE_SETUP}"))
         .arg(SUITE)
         .arg(&partial)
+        .args(MIRRORS)
         .output()
         .expect("mmdebstrap");
     assert!(
@@ -487,6 +532,26 @@ fn the_gate_and_the_comment_job_prove_a_bug_fix_inside_the_image() {
             python.status.success(),
             "the image's python3 makes a venv and has pip: {}",
             String::from_utf8_lossy(&python.stderr)
+        );
+        // The image's llvm-cov is the LLVM of the rustc it runs (the host's, mounted where the image keeps
+        // its own).
+        let (_, host_cov) = common::llvm();
+        let name = host_cov
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("llvm-cov-N")
+            .to_string();
+        let inside = Command::new("chroot")
+            .arg(root.dir.path())
+            .arg(format!("/usr/bin/{name}"))
+            .arg("--version")
+            .output()
+            .expect("chroot");
+        let said = String::from_utf8_lossy(&inside.stdout);
+        let major = name.trim_start_matches("llvm-cov-");
+        assert!(
+            inside.status.success() && said.contains(&format!("LLVM version {major}.")),
+            "the image's {name} says: {said}"
         );
     }
     let built = started.elapsed();

@@ -148,6 +148,44 @@ fn a_good_authoritative_pack_verifies() {
     assert_eq!(report["floors_hold"], true);
 }
 
+/// A pack of the six floors aayu writes, `coverage` first with its report stored, verifies and its floors
+/// hold; the same pack with the coverage floor failed verifies and says its floors do not hold.
+#[test]
+fn a_six_floor_pack_with_a_coverage_report_verifies() {
+    let report = b"{\"schema_version\":1,\"base\":\"b\",\"head\":\"h\",\"tool\":\"aayudha diff coverage (llvm-cov)\",\"changed_executable\":4,\"covered\":4,\"files\":[]}\n";
+    let floor = |name: &str, result: &str| json!({"floor": name, "result": result, "value": 0, "threshold": 0, "tool": "t", "version": "v", "detail": "", "network": "isolated"});
+    let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
+    pack["checks"] = json!([
+        {"floor": "coverage", "result": "pass", "value": 100, "threshold": 90, "tool": "aayudha diff coverage (llvm-cov)", "version": "rustc 1.95.0, llvm-cov 22.1.8", "detail": "4 of 4 changed executable lines covered (llvm-cov)", "network": "isolated"},
+        floor("feature-map", "pass"),
+        floor("weakening", "pass"),
+        floor("behaviour", "pass"),
+        floor("tests", "pass"),
+        floor("red-on-base", "pass"),
+    ]);
+    pack["artifacts"]
+        .as_array_mut()
+        .expect("artifacts")
+        .push(artifact("reports/coverage.json", report));
+    let files = |pack: &Value| {
+        let mut files = standard(pack);
+        files.push((
+            format!("{AUTH}/artifacts/reports/coverage.json"),
+            report.to_vec(),
+        ));
+        files
+    };
+    let (code, out, stderr) = verify(files(&pack), HEAD);
+    assert_eq!(code, 0, "{out:#}\n{stderr}");
+    assert_eq!(out["verifies"], true);
+    assert_eq!(out["artifacts_checked"], 3);
+    assert_eq!(out["floors_hold"], true);
+    pack["checks"][0]["result"] = json!("fail");
+    let (_, out, stderr) = verify(files(&pack), HEAD);
+    assert_eq!(out["verifies"], true, "{out:#}\n{stderr}");
+    assert_eq!(out["floors_hold"], false, "{out:#}");
+}
+
 #[test]
 fn the_plain_report_names_each_failure() {
     let mut files = standard(&good_pack("authoritative", "2026-11-29T10:00:00Z"));

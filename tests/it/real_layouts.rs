@@ -1233,8 +1233,8 @@ fn failure_details_name_the_failure_and_no_path_of_the_machine() {
     assert!(read >= 4, "the pack's files were read");
 }
 
-/// Head and base in one gate run: the base's build folder is seeded with the head's, so a registry
-/// dependency's build script runs once, while the crate itself is compiled twice — once per tree — and
+/// Head and base in one gate run: a registry dependency's build script runs once per set of flags (the
+/// head's instrumented build for the coverage floor, the base's plain one), the crate once per tree, and
 /// the base runs the base's code, never the head's: its files are older than the head's build when the
 /// run starts (checked out first), and a test that passes only on the head's code is red there.
 #[test]
@@ -1285,10 +1285,13 @@ fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
             .is_some_and(|d| d.contains("left: \"base\"")),
         "{red:#}"
     );
+    // With the coverage floor on, the head's build is instrumented (the tests floor reads the mapped test
+    // from that run) and the base's is plain: once per flag set for the dependency, once per tree for
+    // the crate.
     assert_eq!(
         (counter.count("dependency"), counter.count("member")),
-        (1, 2),
-        "the dependency is built once, the crate once per tree:\n{}",
+        (2, 2),
+        "the dependency is built once per flag set, the crate once per tree:\n{}",
         counter.text()
     );
 }

@@ -1,0 +1,505 @@
+//! A cargo package's whole suite, once, instrumented (the coverage floor): `cargo build --tests` with
+//! `-C instrument-coverage` added through `--config` (cargo joins configuration arrays, where `RUSTFLAGS`
+//! would replace the repository's own flags), into a target folder of its own; every test executable of
+//! the package listed (`--list --format terse`) and then run whole, each writing its profiles into a
+//! folder of its own (`LLVM_PROFILE_FILE=<folder>/%p-%m.profraw`, which the package's own binaries
+//! inherit when a test runs them); `llvm-profdata merge -sparse` and `llvm-cov export -format=lcov` over
+//! every test executable that ran and the package's bin executables — all of it as the sandbox uid,
+//! offline. libtest's record rules apply per executable, "asked" being every test it listed: a run that
+//! did not end, or whose record does not add up, gives no number. The mapped tests' results are read from
+//! the same run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::super::{Cover, Job, Lines, Outcome, Package, Run, Suite, exited, join};
+use super::cfg::{Cfg, printed};
+use super::{
+    Asked, CargoTest, Gathered, Record, build, classify, describe_broken, harnessless_targets,
+    launch_executable, libtest_outcome,
+};
+use crate::sandbox::toolchain::shown_dir;
+
+/// The flags added: as a TOML array, for `--config`.
+const INSTRUMENT: &str = r#"["-C", "instrument-coverage"]"#;
+
+/// How much of the repository's cargo configuration file is read.
+const CONFIG_CAP: u64 = 1 << 20;
+
+pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result<Suite, String> {
+    let Some(llvm) = cover.llvm else {
+        return Err("no LLVM tools to read its coverage with".to_string());
+    };
+    let shown = shown_dir(package.dir);
+    let deadline = Instant::now() + run.timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let over = || {
+        Suite::blocked(format!(
+            "the instrumented suite of `{shown}` ran past `[verify] suite_timeout_s` ({} s)",
+            run.timeout.as_secs()
+        ))
+    };
+    let config = instrument_config(run, cover, &llvm.host)?;
+    let built = match build(run, package, &config, left()) {
+        Ok(built) => built,
+        Err(_) if left().is_zero() => return Ok(over()),
+        Err(outcome) => {
+            return Ok(Suite::broken(format!(
+                "the tests of `{shown}` did not build (cargo build --tests, instrumented): {}",
+                outcome.detail()
+            )));
+        }
+    };
+    if !built.broken.is_empty() {
+        return Ok(Suite::broken(describe_broken(built.broken.iter())));
+    }
+    let harnessless = harnessless_targets(run.root, package);
+    let mut suite = Suite::default();
+    let mut gathered = Gathered::default();
+    let mut profiles: Vec<PathBuf> = Vec::new();
+    let mut objects: Vec<PathBuf> = Vec::new();
+    for (n, (target, exe)) in built.executables.iter().enumerate() {
+        // A target without libtest's harness prints its own output, which is no record to read.
+        if harnessless.contains(target) {
+            continue;
+        }
+        let listed = match list(run, package, (target, exe), left()) {
+            Ok(listed) => listed,
+            Err(_) if left().is_zero() => return Ok(over()),
+            Err(why) => return Ok(Suite::broken(why)),
+        };
+        let names: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+        let folder = run.launcher.scratch(&format!("profraw-{n}"))?;
+        let (record, ran) = match launch_executable(
+            run,
+            package,
+            (target, exe),
+            Asked {
+                names: &names,
+                whole: true,
+                env: vec![(
+                    "LLVM_PROFILE_FILE".to_string(),
+                    folder.join("%p-%m.profraw").into_os_string(),
+                )],
+                timeout: left(),
+            },
+        ) {
+            Ok(ran) => ran,
+            Err(why) if why.starts_with("cannot run") => return Err(why),
+            Err(why) => return Ok(Suite::broken(why)),
+        };
+        if ran.timed_out {
+            return Ok(over());
+        }
+        match record {
+            Record::Whole(events) => {
+                for (name, list) in events {
+                    let passed = !matches!(libtest_outcome(&list), Outcome::Failed(_));
+                    suite.tests.insert(format!("{target}/{name}"), passed);
+                    gathered
+                        .seen
+                        .entry(name)
+                        .or_default()
+                        .push((target.clone(), list));
+                }
+            }
+            Record::Unfinished(events) => {
+                let how = exited("its test executable", &ran, run.root);
+                let culprit = events.iter().find(|(_, list)| !has_result(list));
+                return Ok(Suite::broken(match culprit {
+                    Some((name, _)) => format!(
+                        "`{target}/{name}` in `{shown}` ended the run before it finished ({how}): no coverage from a partial profile — fix the test"
+                    ),
+                    None => format!(
+                        "target `{target}` of `{shown}` ended before its suite finished ({how}): no coverage from a partial profile"
+                    ),
+                }));
+            }
+            Record::Forged(what) => {
+                return Ok(Suite::broken(format!(
+                    "the test output of target `{target}` of `{shown}` does not match libtest's record ({what}): its run gives no coverage to trust"
+                )));
+            }
+        }
+        if !has_profile(&folder) {
+            return Ok(Suite::blocked(format!(
+                "the test executable of target `{target}` of `{shown}` ran and wrote no `.profraw`: it is not instrumented (a `RUSTFLAGS` passed to the sandbox replaces cargo's configured flags)"
+            )));
+        }
+        profiles.push(folder);
+        objects.push(exe.clone());
+    }
+    let (wanted, refused) = super::super::read_ids(cover.mapped, CargoTest::parse);
+    suite.mapped = refused;
+    suite
+        .mapped
+        .extend(classify(package, &wanted, &built, &harnessless, &gathered));
+    let sources: Vec<PathBuf> = cover
+        .changed
+        .iter()
+        .filter(|p| p.ends_with(".rs"))
+        .map(|p| run.root.join(p))
+        .collect();
+    if sources.is_empty() {
+        return Ok(suite);
+    }
+    if objects.is_empty() {
+        suite.uncounted = true;
+        return Ok(suite);
+    }
+    objects.extend(built.bins.values().cloned());
+    match lines(run, package, llvm, &profiles, &objects, &sources, left()) {
+        Ok(lines) => suite.lines = lines,
+        Err(_) if left().is_zero() => return Ok(over()),
+        Err(why) => return Ok(Suite::blocked(why)),
+    }
+    Ok(suite)
+}
+
+impl Suite {
+    fn broken(why: String) -> Suite {
+        Suite {
+            broken: Some(why),
+            ..Suite::default()
+        }
+    }
+
+    fn blocked(why: String) -> Suite {
+        Suite {
+            blocked: Some(why),
+            ..Suite::default()
+        }
+    }
+}
+
+/// Whether a test's events end in a result.
+fn has_result(events: &[Value]) -> bool {
+    events.iter().any(|e| {
+        matches!(
+            e.get("event").and_then(Value::as_str),
+            Some("ok" | "failed" | "ignored")
+        )
+    })
+}
+
+/// Whether a folder holds a profile file (a regular file, never a link).
+fn has_profile(folder: &Path) -> bool {
+    std::fs::read_dir(folder).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_type().is_ok_and(|t| t.is_file())
+                && e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.ends_with(".profraw"))
+        })
+    })
+}
+
+/// Every test an executable lists (`--list --format terse`: `name: test`), as the sandbox uid.
+fn list(
+    run: &Run,
+    package: &Package,
+    (target, exe): (&super::Target, &Path),
+    timeout: Duration,
+) -> Result<BTreeSet<String>, String> {
+    let shown = shown_dir(package.dir);
+    // The listing is instrumented too: its profile goes where nobody reads it.
+    let folder = run.launcher.scratch("profraw-list")?;
+    let ran = run.launcher.launch(Job {
+        what: format!("listing the tests of `{shown}`, target `{target}`"),
+        argv: vec![
+            exe.display().to_string(),
+            "--list".into(),
+            "--format".into(),
+            "terse".into(),
+        ],
+        cwd: run.root.join(package.dir),
+        env: vec![(
+            "LLVM_PROFILE_FILE".to_string(),
+            folder.join("%p-%m.profraw").into_os_string(),
+        )],
+        timeout,
+        report: None,
+    })?;
+    if ran.code != Some(0) || ran.timed_out {
+        return Err(exited(
+            &format!("`--list` of the test executable of target `{target}` of `{shown}`"),
+            &ran,
+            run.root,
+        ));
+    }
+    Ok(String::from_utf8_lossy(&ran.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.strip_suffix(": test")
+                .or_else(|| l.strip_suffix(": benchmark"))
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+/// The `--config` arguments that add `-C instrument-coverage` to every crate the build compiles: as
+/// `build.rustflags`, or — when the configuration cargo reads (from the repository's root up, and the
+/// sandbox's cargo home) sets `target.<triple>.rustflags` or a `target.'cfg(…)'.rustflags` that holds for
+/// the target, which makes cargo ignore `build.rustflags` — as `target.<triple>.rustflags`. The files are
+/// read as data (`cargo-config2`), never by running cargo as root.
+fn instrument_config(run: &Run, cover: &Cover, host: &str) -> Result<Vec<String>, String> {
+    for name in ["config", "config.toml"] {
+        let rel = join(".cargo", name);
+        let path = run.root.join(&rel);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        // The repository's own file, whole and of a sane size; a link only to another of its files.
+        let inside = std::fs::canonicalize(&path).ok().is_some_and(|real| {
+            std::fs::canonicalize(run.root).is_ok_and(|root| real.starts_with(root))
+                && real.is_file()
+        });
+        if !inside || (meta.is_file() && meta.len() > CONFIG_CAP) {
+            return Err(format!(
+                "`{rel}` is not a file of the repository aayu can read as data (a link out of it, or over 1 MiB): aayu reads the cargo configuration to add its coverage flags, and never runs cargo as root for it"
+            ));
+        }
+    }
+    let config = cargo_config2::de::Config::load_with_options(
+        run.root,
+        cover.cargo_home.map(Path::to_path_buf),
+    )
+    .map_err(|e| format!("the cargo configuration cannot be read as data: {e}"))?;
+    let targets: Vec<String> = match config.build.target.as_ref() {
+        Some(cargo_config2::de::StringOrArray::String(t)) => vec![t.val.clone()],
+        Some(cargo_config2::de::StringOrArray::Array(ts)) => {
+            ts.iter().map(|t| t.val.clone()).collect()
+        }
+        None => vec![host.to_string()],
+    };
+    let mut per_target = false;
+    for target in &targets {
+        let mut host_cfg = None;
+        for (key, table) in &config.target {
+            if table.rustflags.is_none() {
+                continue;
+            }
+            if key == target {
+                per_target = true;
+            } else if let Some(cfg) = Cfg::of_key(key) {
+                if host_cfg.is_none() {
+                    host_cfg = Some(print_cfg(run, target)?);
+                }
+                per_target |= host_cfg.as_ref().is_some_and(|set| cfg.holds(set));
+            }
+        }
+    }
+    Ok(if per_target {
+        targets
+            .iter()
+            .flat_map(|t| {
+                [
+                    "--config".to_string(),
+                    format!("target.{}.rustflags={INSTRUMENT}", toml_key(t)),
+                ]
+            })
+            .collect()
+    } else {
+        vec![
+            "--config".to_string(),
+            format!("build.rustflags={INSTRUMENT}"),
+        ]
+    })
+}
+
+/// A triple as a quoted TOML key.
+fn toml_key(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+/// `rustc --print cfg [--target <t>]`, as the sandbox uid: the cfg values a `[target.'cfg(…)']` table is
+/// decided by.
+fn print_cfg(run: &Run, target: &str) -> Result<BTreeSet<(String, Option<String>)>, String> {
+    let ran = run.launcher.launch(Job {
+        what: "rustc --print cfg".to_string(),
+        argv: ["rustc", "--print", "cfg", "--target", target]
+            .map(String::from)
+            .to_vec(),
+        cwd: run.root.to_path_buf(),
+        env: run.env.clone(),
+        timeout: Duration::from_secs(60),
+        report: None,
+    })?;
+    if ran.code != Some(0) {
+        return Err(exited("`rustc --print cfg`", &ran, run.root));
+    }
+    Ok(printed(&String::from_utf8_lossy(&ran.stdout)))
+}
+
+/// Merges the profiles and reads, with `llvm-cov export -format=lcov` over `objects`, the lines of
+/// `sources`: by repository path, the package's own files only.
+fn lines(
+    run: &Run,
+    package: &Package,
+    llvm: &crate::sandbox::llvm::LlvmTools,
+    profiles: &[PathBuf],
+    objects: &[PathBuf],
+    sources: &[PathBuf],
+    timeout: Duration,
+) -> Result<BTreeMap<String, Lines>, String> {
+    let shown = shown_dir(package.dir);
+    let merged = run.launcher.scratch("profdata")?.join("merged.profdata");
+    let mut argv = vec![
+        llvm.profdata.display().to_string(),
+        "merge".to_string(),
+        "-sparse".to_string(),
+    ];
+    argv.extend(profiles.iter().map(|p| p.display().to_string()));
+    argv.extend(["-o".to_string(), merged.display().to_string()]);
+    let ran = run.launcher.launch(Job {
+        what: format!("merging the coverage profiles of `{shown}`"),
+        argv,
+        cwd: run.root.join(package.dir),
+        env: Vec::new(),
+        timeout,
+        report: None,
+    })?;
+    if ran.code != Some(0) {
+        return Err(exited("`llvm-profdata merge`", &ran, run.root));
+    }
+    let mut argv = vec![
+        llvm.cov.display().to_string(),
+        "export".to_string(),
+        "-format=lcov".to_string(),
+        format!("-instr-profile={}", merged.display()),
+    ];
+    for (i, object) in objects.iter().enumerate() {
+        if i > 0 {
+            argv.push("-object".to_string());
+        }
+        argv.push(object.display().to_string());
+    }
+    argv.extend(sources.iter().map(|s| s.display().to_string()));
+    let ran = run.launcher.launch(Job {
+        what: format!("reading the coverage of `{shown}` (llvm-cov export)"),
+        argv,
+        cwd: run.root.join(package.dir),
+        env: Vec::new(),
+        timeout,
+        report: None,
+    })?;
+    if ran.code != Some(0) {
+        return Err(exited("`llvm-cov export`", &ran, run.root));
+    }
+    if ran.stdout.len() >= crate::sandbox::OUTPUT_CAP {
+        return Err(format!(
+            "llvm-cov's report of `{shown}`'s changed files is over {} MiB: aayu reads no more of it",
+            crate::sandbox::OUTPUT_CAP >> 20
+        ));
+    }
+    Ok(lcov(
+        &String::from_utf8_lossy(&ran.stdout),
+        run.root,
+        package,
+    ))
+}
+
+/// An lcov report's `DA:` lines, by repository path (files of `package`'s own only: not another
+/// package's, not outside the repository). A line listed twice counts with its largest count.
+pub(super) fn lcov(text: &str, root: &Path, package: &Package) -> BTreeMap<String, Lines> {
+    let roots: Vec<PathBuf> = std::iter::once(root.to_path_buf())
+        .chain(std::fs::canonicalize(root).ok())
+        .collect();
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    let mut files: BTreeMap<String, Lines> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if let Some(file) = line.strip_prefix("SF:") {
+            current = roots
+                .iter()
+                .find_map(|r| Path::new(file).strip_prefix(r).ok())
+                .and_then(Path::to_str)
+                .map(str::to_string)
+                .filter(|rel| owner(root, rel, &mut owners) == package.dir);
+        } else if let Some(at) = line.strip_prefix("DA:") {
+            let Some(path) = &current else {
+                continue;
+            };
+            let mut parts = at.split(',');
+            let (Some(Ok(n)), Some(Ok(count))) = (
+                parts.next().map(str::parse::<u32>),
+                parts.next().map(str::parse::<u64>),
+            ) else {
+                continue;
+            };
+            let lines = files.entry(path.clone()).or_default();
+            lines.executable.insert(n);
+            if count > 0 {
+                lines.covered.insert(n);
+            }
+        } else if line == "end_of_record" {
+            current = None;
+        }
+    }
+    files
+}
+
+/// The folder of the nearest `Cargo.toml` at or above a repository path's folder (`""` is the root).
+fn owner(root: &Path, path: &str, known: &mut BTreeMap<String, String>) -> String {
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+    if let Some(found) = known.get(&dir) {
+        return found.clone();
+    }
+    let mut at = dir.clone();
+    let found = loop {
+        if crate::safe_fs::is_regular(root, &join(&at, "Cargo.toml")) || at.is_empty() {
+            break at;
+        }
+        at = at
+            .rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string());
+    };
+    known.insert(dir, found.clone());
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runners::RUNNERS;
+
+    #[test]
+    fn lcov_lines_are_the_package_s_own_by_repository_path() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path();
+        for (path, text) in [
+            ("Cargo.toml", "[package]\nname = \"a\"\n"),
+            ("src/lib.rs", ""),
+            ("tools/b/Cargo.toml", "[package]\nname = \"b\"\n"),
+            ("tools/b/src/lib.rs", ""),
+        ] {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        let text = format!(
+            "SF:{0}/src/lib.rs\nFN:1,x\nDA:1,3\nDA:2,0\nDA:2,5\nDA:4,0\nend_of_record\nSF:{0}/tools/b/src/lib.rs\nDA:1,1\nend_of_record\nSF:/elsewhere/registry/x.rs\nDA:1,1\nend_of_record\n",
+            root.display()
+        );
+        let package = Package {
+            runner: RUNNERS[0],
+            dir: "",
+            home: "",
+        };
+        let files = lcov(&text, root, &package);
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["src/lib.rs"]);
+        let lib = &files["src/lib.rs"];
+        assert_eq!(
+            lib.executable.iter().copied().collect::<Vec<_>>(),
+            [1, 2, 4]
+        );
+        assert_eq!(
+            lib.covered.iter().copied().collect::<Vec<_>>(),
+            [1, 2],
+            "a line listed twice counts with its largest count"
+        );
+    }
+}
