@@ -487,6 +487,29 @@ impl Repo {
         Ok(self.commit(rev)?.id().to_string())
     }
 
+    /// The tracked files whose working-tree or staged content differs from the checkout's `HEAD`
+    /// (at most `limit`, by path); untracked and ignored files are not looked at.
+    pub fn changed_tracked(&self, limit: usize) -> Result<Vec<String>, GitError> {
+        let mut options = git2::StatusOptions::new();
+        options
+            .include_untracked(false)
+            .include_ignored(false)
+            .exclude_submodules(true);
+        let statuses =
+            self.repo
+                .statuses(Some(&mut options))
+                .map_err(|source| GitError::Revision {
+                    rev: "the working tree".to_string(),
+                    source,
+                })?;
+        Ok(statuses
+            .iter()
+            .filter(|s| s.status() != git2::Status::CURRENT)
+            .filter_map(|s| s.path().ok().map(str::to_string))
+            .take(limit)
+            .collect())
+    }
+
     /// Whether git ignores a repository path.
     pub fn is_ignored(&self, path: &str) -> bool {
         self.repo.is_path_ignored(path).unwrap_or(false)

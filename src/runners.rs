@@ -115,10 +115,15 @@ pub trait Runner: Sync {
         ("", "")
     }
 
-    /// Which lines of a repository path of the package are test code, left out of the coverage floor's
-    /// changed lines (each language's own rule).
-    fn test_code(&self, _root: &Path, _package: &Package, _path: &str) -> TestCode {
-        TestCode::None
+    /// Which lines of each repository path of the package are test code, left out of the coverage
+    /// floor's changed lines (each language's own rule).
+    fn test_code(
+        &self,
+        _root: &Path,
+        _package: &Package,
+        paths: &[String],
+    ) -> BTreeMap<String, TestCode> {
+        paths.iter().map(|p| (p.clone(), TestCode::None)).collect()
     }
 
     /// Whether a test id's `<rest>` names the test a whole-suite run reported as `name` (or one of its
@@ -174,8 +179,11 @@ pub enum TestCode {
 #[derive(Debug, Clone, Default)]
 pub struct Suite {
     /// Each test that ended, by the runner's own name (`TestParse`, `TestParse/empty`,
-    /// `calc(lib)/tests::adds`): whether it passed (a skip counts as passed: it broke nothing).
-    pub tests: BTreeMap<String, bool>,
+    /// `calc(lib)/tests::adds`): `None` when it passed (a skip counts as passed: it broke nothing),
+    /// else what its failure said (empty when the runner does not say).
+    pub tests: BTreeMap<String, Option<String>>,
+    /// What the run left out and the floor says (a target without libtest's harness, not run).
+    pub notes: Vec<String>,
     /// Why the run gives no coverage to trust, by the change's fault — it did not build, a test ended it
     /// early — with what to look at; `None` when it ran to its end.
     pub broken: Option<String>,
@@ -482,6 +490,8 @@ pub struct Ran {
     pub stderr: Vec<u8>,
     /// What the process wrote to the file of [`Job::report`] (`None`: no such file).
     pub report: Option<Vec<u8>>,
+    /// Whether its stdout went past what the launcher keeps ([`REPORT_CAP`] in the sandbox).
+    pub truncated: bool,
 }
 
 /// The most of a report file a launcher reads.
@@ -640,6 +650,7 @@ mod tests {
                 stdout: out.stdout,
                 stderr: out.stderr,
                 report: read_report(&file),
+                truncated: false,
             })
         }
     }

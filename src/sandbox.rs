@@ -54,7 +54,8 @@ const PROCESS_WATCH: u64 = NPROC * 9 / 10;
 pub fn said(output: &[u8], root: &Path) -> String {
     // The tree's own folder is this machine's: paths in it are said relative to it (`./src/x.rs`).
     let quoted = said_as_is(output);
-    let absolute = root.display().to_string();
+    // Without a trailing `/` (git's work folder has one), or `ROOT/src` would read `.src`.
+    let absolute = root.display().to_string().trim_end_matches('/').to_string();
     let quoted = if absolute.len() > 1 {
         quoted
             .replace(&format!("{absolute}/"), "./")
@@ -445,6 +446,8 @@ pub struct Job<'a> {
     pub env: Vec<(String, OsString)>,
     /// Told every ~10 s how long the process has been running, for a line in the log.
     pub heartbeat: Option<&'a dyn Fn(Duration)>,
+    /// How much of its stdout is kept ([`OUTPUT_CAP`], or more for a test runner's record).
+    pub stdout_cap: usize,
 }
 
 /// How a sandboxed process ended.
@@ -821,6 +824,7 @@ impl Sandbox {
                 timeout: Duration::from_secs(30),
                 env: Vec::new(),
                 heartbeat: None,
+                stdout_cap: OUTPUT_CAP,
             },
             &BTreeSet::new(),
         );
@@ -1241,6 +1245,7 @@ impl Sandbox {
                     timeout: Duration::from_secs(600),
                     env: env.clone(),
                     heartbeat: Some(heartbeat),
+                    stdout_cap: OUTPUT_CAP,
                 },
                 &BTreeSet::new(),
             );
@@ -1264,6 +1269,7 @@ impl Sandbox {
                     timeout: Duration::from_secs(600),
                     env,
                     heartbeat: Some(heartbeat),
+                    stdout_cap: OUTPUT_CAP,
                 },
                 &BTreeSet::new(),
             )
@@ -1511,7 +1517,7 @@ impl Sandbox {
         match spawn(filter) {
             Ok(child) => self.finish(
                 child,
-                job.stdin,
+                (job.stdin, job.stdout_cap),
                 (job.timeout, heartbeat),
                 job.slot,
                 keep,
@@ -1521,7 +1527,7 @@ impl Sandbox {
             // ENOSYS from the hook: the filter could not be installed here. Run without it and say so.
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => self.finish(
                 spawn(None)?,
-                job.stdin,
+                (job.stdin, job.stdout_cap),
                 (job.timeout, heartbeat),
                 job.slot,
                 keep,
@@ -1540,7 +1546,7 @@ impl Sandbox {
     fn finish(
         &self,
         mut child: std::process::Child,
-        stdin: Vec<u8>,
+        (stdin, stdout_cap): (Vec<u8>, usize),
         (timeout, heartbeat): (Duration, Option<&dyn Fn(Duration)>),
         slot: usize,
         keep: &BTreeSet<i32>,
@@ -1563,11 +1569,11 @@ impl Sandbox {
         });
         // The readers hand their text over a channel: a process that survived the kill may hold a pipe
         // open, and the check must not wait for it forever.
-        let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        let reader = |pipe: Option<Box<dyn Read + Send>>, cap: usize| {
             let (sent, received) = std::sync::mpsc::channel();
             if let Some(pipe) = pipe {
                 std::thread::spawn(move || {
-                    let _ = sent.send(capped(pipe));
+                    let _ = sent.send(capped(pipe, cap));
                 });
             }
             received
@@ -1577,12 +1583,14 @@ impl Sandbox {
                 .stdout
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            stdout_cap,
         );
         let err = reader(
             child
                 .stderr
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            OUTPUT_CAP,
         );
         let owner = match self.uid(slot) {
             Some(uid) => procs::Owner::Uid(uid),
@@ -1810,8 +1818,8 @@ fn lock_uids(
     Ok((uids, locks))
 }
 
-/// Reads a pipe to its end, keeping the first [`OUTPUT_CAP`] bytes.
-fn capped(mut pipe: impl Read) -> (Vec<u8>, bool) {
+/// Reads a pipe to its end, keeping the first `cap` bytes.
+fn capped(mut pipe: impl Read, cap: usize) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
     let mut truncated = false;
     let mut buf = [0u8; 64 * 1024];
@@ -1819,7 +1827,7 @@ fn capped(mut pipe: impl Read) -> (Vec<u8>, bool) {
         match pipe.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let room = OUTPUT_CAP.saturating_sub(kept.len());
+                let room = cap.saturating_sub(kept.len());
                 kept.extend_from_slice(&buf[..n.min(room)]);
                 truncated |= n > room;
             }
@@ -2635,6 +2643,14 @@ mod tests {
             super::said(
                 b"error: failed to read `/w/repo/src/x.rs`\n",
                 std::path::Path::new("/w/repo")
+            ),
+            "error: failed to read `./src/x.rs`"
+        );
+        // git's work folder ends in `/`: the root is said the same.
+        assert_eq!(
+            super::said(
+                b"error: failed to read `/w/repo/src/x.rs`\n",
+                std::path::Path::new("/w/repo/")
             ),
             "error: failed to read `./src/x.rs`"
         );

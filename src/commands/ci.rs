@@ -32,6 +32,33 @@ pub fn run(
     let base = repo.sha(base).map_err(git_failure)?;
     let head = repo.sha(head).map_err(git_failure)?;
     let root = repo.root().to_path_buf();
+    // The gate builds and tests the files of the checkout, and the pack names `--head`: the two must be
+    // the same, or the pack would claim for one commit what another's files did.
+    let checked_out = repo.sha("HEAD").map_err(git_failure)?;
+    if checked_out != head {
+        return Err(Failure::usage(format!(
+            "`--head` is {}, but the checkout is at {}: the gate runs the checkout's files",
+            super::short(&head),
+            super::short(&checked_out)
+        ))
+        .with_hint(format!(
+            "check out the head first (`git checkout {}`), or pass `--head HEAD`",
+            super::short(&head)
+        )));
+    }
+    let changed = repo.changed_tracked(4).map_err(git_failure)?;
+    if !changed.is_empty() {
+        let shown: Vec<String> = changed
+            .iter()
+            .map(|p| format!("`{}`", p.escape_debug()))
+            .collect();
+        return Err(Failure::usage(format!(
+            "the checkout has changes that are not in `--head` {} ({}): the gate would build and test files no commit holds",
+            super::short(&head),
+            shown.join(", ")
+        ))
+        .with_hint("commit them (and pass the new commit as `--head`), or stash them (`git stash`)"));
+    }
 
     // The configuration is never read from a tree the change wrote: the base commit's, or a file the user
     // names ("Trust in the gate").

@@ -307,6 +307,7 @@ fn prebuild(maps: &[Map], selected: &[Selected], options: &Options, sandbox: &Sa
                             timeout: options.timeout,
                             env,
                             heartbeat: None,
+                            stdout_cap: crate::sandbox::OUTPUT_CAP,
                         },
                         &BTreeSet::new(),
                     );
@@ -590,6 +591,7 @@ fn run_one(
         timeout: options.timeout,
         env,
         heartbeat: Some(&heartbeat),
+        stdout_cap: crate::sandbox::OUTPUT_CAP,
     };
     // A kept build folder that is refused (a link in its place) is the reason, not the tool.
     if let Err(e @ sandbox::SandboxError::BuildCache(_)) = sandbox.target_dir(slot) {

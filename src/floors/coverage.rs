@@ -79,10 +79,14 @@ pub fn touched(root: &Path, paths: &[String]) -> Touched {
             .split_once("/testdata/")
             .map(|(d, _)| d)
             .or_else(|| path.strip_prefix("testdata/").map(|_| ""));
+        let name = path.rsplit('/').next().unwrap_or(path);
         let found = if path.ends_with(".go") {
             runners::package(root, dir)
         } else if let Some(dir) = testdata {
             runners::package(root, dir).filter(|f| f.runner.tool() == Tool::Go)
+        } else if path.ends_with(".rs") || matches!(name, "Cargo.toml" | "Cargo.lock") {
+            // Rust's own files belong to a cargo package, whatever other marker sits nearer.
+            cargo_package(root, dir)
         } else {
             own_package(root, dir).filter(|f| f.runner.tool() != Tool::Go)
         };
@@ -129,6 +133,44 @@ fn own_package(root: &Path, dir: &str) -> Option<Found> {
             .rsplit_once('/')
             .map_or(String::new(), |(p, _)| p.to_string());
     }
+}
+
+/// The cargo package a Rust file at `dir` belongs to: the nearest folder at or above it with a
+/// `Cargo.toml`, other markers passed by; `None` when that manifest is a virtual workspace's (which has
+/// no files of its own). A manifest inside another package's `src/` claims nothing: that folder's files
+/// are the outer package's modules.
+pub(crate) fn cargo_package(root: &Path, dir: &str) -> Option<Found> {
+    // Each manifest from the file's folder up: its folder, and whether it has a `[package]`.
+    let mut manifests: Vec<(String, bool)> = Vec::new();
+    let mut at = dir.to_string();
+    loop {
+        if crate::safe_fs::is_regular(root, &runners::join(&at, "Cargo.toml")) {
+            manifests.push((
+                at.clone(),
+                !crate::sandbox::toolchain::is_virtual_manifest(root, &at),
+            ));
+        }
+        if at.is_empty() {
+            break;
+        }
+        at = at
+            .rsplit_once('/')
+            .map_or(String::new(), |(p, _)| p.to_string());
+    }
+    let inside_src = |inner: &str, outer: &str| {
+        let src = runners::join(outer, "src");
+        inner == src || inner.starts_with(&format!("{src}/"))
+    };
+    let (chosen, package) = manifests.iter().enumerate().find_map(|(i, (folder, _))| {
+        let claimed = manifests[i + 1..]
+            .iter()
+            .any(|(outer, package)| *package && inside_src(folder, outer));
+        (!claimed).then_some(&manifests[i])
+    })?;
+    if !package {
+        return None;
+    }
+    runners::package(root, chosen).filter(|f| f.runner.tool() == Tool::Cargo)
 }
 
 /// Whether a changed path is one of a covered package's own files: any file of a Go package's folder;
@@ -301,10 +343,28 @@ pub fn run(
 ) -> Covered {
     let (tool, words) = names(touched);
     let mut mapped = BTreeMap::new();
-    let no_number = |verdict, detail: String, mapped| Covered {
-        floor: FloorResult::new(Floor::Coverage, verdict, tool.clone(), detail),
-        report: None,
-        mapped,
+    let mut versions: Vec<String> = Vec::new();
+    // A result without a number still names the threshold, and — once product code ran — the
+    // toolchain and the network it ran with.
+    let no_number = |verdict, detail: String, mapped, versions: &[String], ran: bool| {
+        let mut floor = FloorResult::new(
+            Floor::Coverage,
+            verdict,
+            tool.clone(),
+            runners::scrub(&detail, run.root),
+        )
+        .numbers(0.0, f64::from(settings.threshold));
+        if !versions.is_empty() {
+            floor.version = Some(versions.join("; "));
+        }
+        if ran {
+            floor.network = Some(run.sandbox.no_network());
+        }
+        Covered {
+            floor,
+            report: None,
+            mapped,
+        }
     };
     if touched.packages.is_empty() {
         let why = if touched.without_runner.is_empty() {
@@ -312,17 +372,32 @@ pub fn run(
         } else {
             format!("no coverage runner for {} yet", touched.stacks())
         };
-        return no_number(Verdict::Skipped, why, mapped);
+        return no_number(Verdict::Skipped, why, mapped, &versions, false);
+    }
+    // A path is data: one with a control character is refused (its lines could not be told apart in
+    // the tools' reports), never left out of the count.
+    if let Some(path) = added.keys().find(|p| p.chars().any(char::is_control)) {
+        return no_number(
+            Verdict::Blocked,
+            format!(
+                "`{}` has a control character in its name: aayu refuses such a path, and cannot count its lines — rename it",
+                path.escape_debug()
+            ),
+            mapped,
+            &versions,
+            false,
+        );
     }
     if let Some(why) = run.sandbox.reach_problem(run.root) {
-        return no_number(Verdict::Blocked, why, mapped);
+        return no_number(Verdict::Blocked, why, mapped, &versions, false);
     }
     let launcher = InSandbox { run };
     let mut files: BTreeMap<String, Lines> = BTreeMap::new();
-    let mut test_code: BTreeMap<String, TestCode> = BTreeMap::new();
     let (mut failing, mut broken, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
     let mut untested: Vec<String> = Vec::new();
-    let mut versions: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut ran = false;
+    let changed: Vec<String> = added.keys().cloned().collect();
     for found in &touched.packages {
         let package = found.package();
         let shown = crate::sandbox::toolchain::shown_dir(package.dir);
@@ -366,6 +441,9 @@ pub fn run(
                 }
             }
         };
+        if !versions.contains(&version) {
+            versions.push(version);
+        }
         let ids: Vec<&TestId> = settings
             .mapped
             .iter()
@@ -373,16 +451,6 @@ pub fn run(
                 runners::package_of(run.root, id)
                     .is_some_and(|f| f.dir == found.dir && f.runner.name() == found.runner.name())
             })
-            .collect();
-        let changed: Vec<String> = added
-            .keys()
-            .filter(|path| {
-                found.dir.is_empty()
-                    || path
-                        .strip_prefix(found.dir.as_str())
-                        .is_some_and(|r| r.starts_with('/'))
-            })
-            .cloned()
             .collect();
         let on = runners::Run {
             root: run.root,
@@ -396,6 +464,7 @@ pub fn run(
             llvm: llvm.as_ref(),
             cargo_home: run.sandbox.env_value("CARGO_HOME").map(Path::new),
         };
+        ran = true;
         let suite = match runners::cover_suite(&on, &package, &cover) {
             Ok(suite) => suite,
             Err(why) => {
@@ -416,26 +485,26 @@ pub fn run(
             // No package after all (every file excluded by a build constraint): nothing to count.
             continue;
         }
-        if !versions.contains(&version) {
-            versions.push(version);
-        }
-        for (name, passed) in &suite.tests {
-            if !passed
-                && !ids
-                    .iter()
-                    .any(|id| package.runner.names_test(&id.rest, name))
+        notes.extend(suite.notes);
+        for (name, failed) in &suite.tests {
+            let Some(why) = failed else {
+                continue;
+            };
+            if !ids
+                .iter()
+                .any(|id| package.runner.names_test(&id.rest, name))
             {
-                failing.push(format!("`{name}` in `{shown}`"));
+                failing.push(if why.is_empty() {
+                    format!("`{name}` in `{shown}`")
+                } else {
+                    format!("`{name}` in `{shown}` ({why})")
+                });
             }
         }
         if suite.uncounted {
             untested.push(format!("`{shown}`"));
         }
         for (path, lines) in suite.lines {
-            if added.contains_key(&path) && !test_code.contains_key(&path) {
-                let code = package.runner.test_code(run.root, &package, &path);
-                test_code.insert(path.clone(), code);
-            }
             files.entry(path).or_default().add(lines);
         }
     }
@@ -447,11 +516,13 @@ pub fn run(
         ));
     }
     if !broken.is_empty() {
-        return no_number(Verdict::Fail, broken.join("; "), mapped);
+        broken.extend(blocked);
+        return no_number(Verdict::Fail, broken.join("; "), mapped, &versions, ran);
     }
     if !blocked.is_empty() {
-        return no_number(Verdict::Blocked, blocked.join("; "), mapped);
+        return no_number(Verdict::Blocked, blocked.join("; "), mapped, &versions, ran);
     }
+    let test_code = test_code(run.root, &files, added);
     let report = compare(&files, added, &test_code, settings, &tool);
     let (n, m) = (report.covered, report.changed_executable);
     let mut counted = format!("{n} of {m} changed executable lines covered ({words})");
@@ -460,6 +531,9 @@ pub fn run(
             "{counted}; not counted: {} (no tests, and this toolchain lists no line of a package without tests: add tests, or use Go 1.22 or newer, which counts them as uncovered)",
             untested.join(", ")
         );
+    }
+    for note in notes {
+        counted = format!("{counted}; {note}");
     }
     for code in test_code.values() {
         if let TestCode::Unread(why) = code {
@@ -473,6 +547,7 @@ pub fn run(
             touched.stacks()
         );
     }
+    let counted = runners::scrub(&counted, run.root);
     let mut floor = if let Some(value) = (n * 100).checked_div(m) {
         let value = u32::try_from(value).unwrap_or(100);
         let (verdict, detail) = verdict(value, settings, counted);
@@ -484,6 +559,7 @@ pub fn run(
             None => "no changed executable line".to_string(),
         };
         FloorResult::new(Floor::Coverage, Verdict::Skipped, tool.clone(), why)
+            .numbers(0.0, f64::from(settings.threshold))
     };
     floor.network = Some(run.sandbox.no_network());
     floor.version = Some(versions.join("; "));
@@ -492,6 +568,35 @@ pub fn run(
         report: Some(report),
         mapped,
     }
+}
+
+/// Which lines of the change's files that the suites report are test code: each file asked of the
+/// runner of the package it belongs to (a Rust file's cargo package, a Go file's Go package).
+fn test_code(
+    root: &Path,
+    files: &BTreeMap<String, Lines>,
+    added: &BTreeMap<String, BTreeSet<u32>>,
+) -> BTreeMap<String, TestCode> {
+    let mut by_package: BTreeMap<(String, &'static str), (Found, Vec<String>)> = BTreeMap::new();
+    for path in files.keys().filter(|p| added.contains_key(*p)) {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let owner = if path.ends_with(".rs") {
+            cargo_package(root, dir)
+        } else {
+            runners::package(root, dir)
+        };
+        if let Some(owner) = owner {
+            by_package
+                .entry((owner.dir.clone(), owner.runner.name()))
+                .or_insert_with(|| (owner, Vec::new()))
+                .1
+                .push(path.clone());
+        }
+    }
+    by_package
+        .into_values()
+        .flat_map(|(owner, paths)| owner.runner.test_code(root, &owner.package(), &paths))
+        .collect()
 }
 
 /// The change's changed executable lines against what the suites ran, test code left out.
@@ -619,6 +724,14 @@ mod tests {
             ("svc/api/testdata/in.json", ""),
             ("py/pyproject.toml", ""),
             ("py/src/pkg/mod.py", ""),
+            // A manifest inside the root crate's `src/`, and a Python marker beside Rust files: neither
+            // takes the root crate's modules from it.
+            (
+                "src/engine/Cargo.toml",
+                "[package]\nname = \"decoy\"\n[workspace]\n",
+            ),
+            ("src/engine/mod.rs", ""),
+            ("src/cli/pyproject.toml", ""),
         ] {
             let path = root.join(path);
             std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -659,6 +772,10 @@ mod tests {
                 ],
                 vec!["Python"]
             )
+        );
+        assert_eq!(
+            of(&["src/engine/mod.rs", "src/cli/args.rs"]),
+            (vec!["cargo package `.`".to_string()], vec![])
         );
         // A Go package's files are its `.go` files and its tests' `testdata/`.
         assert_eq!(of(&["svc/api/README.md"]), (vec![], vec![]));

@@ -88,6 +88,8 @@ pub fn run_tests(
         let mut env = match package_env(run, &package) {
             Ok(env) => env,
             Err(why) => {
+                // Said as on every machine (a toolchain's folder is this machine's).
+                let why = runners::scrub(&why, run.root);
                 results.extend(runners::all(&tests, Outcome::Blocked(why)));
                 continue;
             }
@@ -185,6 +187,7 @@ impl Launcher for InSandbox<'_, '_> {
                     timeout: job.timeout,
                     env,
                     heartbeat: Some(&beat),
+                    stdout_cap: runners::REPORT_CAP as usize,
                 },
                 &BTreeSet::new(),
             )
@@ -209,6 +212,7 @@ impl Launcher for InSandbox<'_, '_> {
             stdout: outcome.stdout,
             stderr: outcome.stderr,
             report: report.and_then(|file| runners::read_report(&file)),
+            truncated: outcome.stdout_truncated,
         })
     }
 }

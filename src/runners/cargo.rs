@@ -115,6 +115,13 @@ impl Runner for Cargo {
                 return results;
             }
         };
+        let library = match library_env(run, &built) {
+            Ok(env) => env,
+            Err(why) => {
+                results.extend(super::all(&ids, Outcome::NotRun(why)));
+                return results;
+            }
+        };
         // Run every executable that may hold a wanted test, with exactly those names. A target whose
         // executable gave no result at all is remembered with why: a test missing from it was not looked for.
         let mut gathered = Gathered::default();
@@ -134,7 +141,7 @@ impl Runner for Cargo {
             // libtest's form about another test is a test the run did not ask for.
             for name in names {
                 let alone = BTreeSet::from([name]);
-                match run_executable(run, package, target, exe, &alone) {
+                match run_executable(run, package, (target, exe), &alone, &library) {
                     Ok((events, unfinished)) => {
                         if let Some(why) = unfinished {
                             gathered
@@ -185,8 +192,13 @@ impl Runner for Cargo {
         ("llvm-cov", "llvm-cov")
     }
 
-    fn test_code(&self, root: &Path, package: &Package, path: &str) -> super::TestCode {
-        test_code::test_code(root, package, path)
+    fn test_code(
+        &self,
+        root: &Path,
+        package: &Package,
+        paths: &[String],
+    ) -> BTreeMap<String, super::TestCode> {
+        test_code::test_code(root, package, paths)
     }
 
     /// An id names the suite's `<target>/<path>` when its path is the same and its target (if it names
@@ -416,6 +428,10 @@ struct Built {
     broken: BTreeMap<Target, String>,
     /// The package's own bin executables (built for its integration tests' `CARGO_BIN_EXE_*`).
     bins: BTreeMap<Target, PathBuf>,
+    /// The folders of the library path its test executables need (see [`library_env`]).
+    library: Vec<PathBuf>,
+    /// Whether something links Rust's std as a dylib (the toolchain's folder is needed too).
+    dynamic: bool,
 }
 
 /// `cargo build --tests` of the package, with `extra` arguments (the coverage floor's `--config`).
@@ -456,11 +472,34 @@ fn build(
     let mut executables: BTreeMap<Target, PathBuf> = BTreeMap::new();
     let mut bins: BTreeMap<Target, PathBuf> = BTreeMap::new();
     let mut broken: BTreeMap<Target, String> = BTreeMap::new();
+    let mut linked: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut dynamic = false;
     let package_root = dir.canonicalize().unwrap_or_else(|_| dir.clone());
     for line in String::from_utf8_lossy(&built.stdout).lines() {
         let Ok(message) = serde_json::from_str::<Value>(line) else {
             continue;
         };
+        // Where build scripts put native libraries, and whether anything links Rust's std as a
+        // dylib: what `cargo test` puts on the library path.
+        if message.get("reason").and_then(Value::as_str) == Some("build-script-executed") {
+            for path in message
+                .get("linked_paths")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                let path = path.split_once('=').map_or(path, |(_, p)| p);
+                linked.insert(PathBuf::from(path));
+            }
+        }
+        if message
+            .pointer("/target/kind")
+            .and_then(Value::as_array)
+            .is_some_and(|kinds| kinds.iter().any(|k| k == "dylib"))
+        {
+            dynamic = true;
+        }
         let manifest_of = message
             .get("manifest_path")
             .and_then(Value::as_str)
@@ -478,6 +517,7 @@ fn build(
             .and_then(Value::as_array)
             .map(|k| k.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        dynamic |= kinds.contains(&"proc-macro");
         let Some(kind) = TargetKind::of_cargo(&kinds) else {
             continue;
         };
@@ -522,11 +562,61 @@ fn build(
         };
         return Err(Outcome::NotBuilt(why));
     }
+    // Native library folders inside the build's own folder, as cargo keeps them (never one elsewhere).
+    let profile_dir = executables
+        .values()
+        .next()
+        .and_then(|exe| exe.parent())
+        .and_then(Path::parent)
+        .map(Path::to_path_buf);
+    let mut library: Vec<PathBuf> = Vec::new();
+    if let Some(profile_dir) = &profile_dir {
+        library.extend(linked.into_iter().filter(|p| p.starts_with(profile_dir)));
+        if dynamic || !library.is_empty() {
+            library.insert(0, profile_dir.join("deps"));
+            library.insert(1, profile_dir.clone());
+        }
+    }
     Ok(Built {
         executables,
         broken,
         bins,
+        library,
+        dynamic,
     })
+}
+
+/// The library path a test executable needs, as `cargo test` gives it: the build's folders and the
+/// native ones its build scripts named, and — when something links Rust's std as a dylib (a proc-macro
+/// crate's own tests, a `dylib` crate) — the toolchain's library folder (`rustc --print
+/// target-libdir`, asked as the process's uid). Empty when nothing needs one.
+fn library_env(run: &Run, built: &Built) -> Result<Vec<(String, std::ffi::OsString)>, String> {
+    if built.library.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if built.dynamic {
+        let ran = run.launcher.launch(Job {
+            what: "rustc --print target-libdir".to_string(),
+            argv: ["rustc", "--print", "target-libdir"]
+                .map(String::from)
+                .to_vec(),
+            cwd: run.root.to_path_buf(),
+            env: run.env.clone(),
+            timeout: Duration::from_secs(60),
+            report: None,
+        })?;
+        if ran.code != Some(0) {
+            return Err(exited("`rustc --print target-libdir`", &ran, run.root));
+        }
+        let dir = String::from_utf8_lossy(&ran.stdout).trim().to_string();
+        if !dir.is_empty() {
+            dirs.push(PathBuf::from(dir));
+        }
+    }
+    dirs.extend(built.library.iter().cloned());
+    let joined = std::env::join_paths(&dirs).map_err(|e| e.to_string())?;
+    Ok(vec![("LD_LIBRARY_PATH".to_string(), joined)])
 }
 
 /// Each test's own events, by the name libtest gives it.
@@ -668,9 +758,9 @@ fn read_record(stdout: &str, names: Option<&BTreeSet<&str>>, code: Option<i32>) 
 fn run_executable(
     run: &Run,
     package: &Package,
-    target: &Target,
-    exe: &Path,
+    (target, exe): (&Target, &Path),
     names: &BTreeSet<&str>,
+    library: &[(String, std::ffi::OsString)],
 ) -> Result<(Events, Option<String>), String> {
     let (record, ran) = launch_executable(
         run,
@@ -679,7 +769,8 @@ fn run_executable(
         Asked {
             names,
             whole: false,
-            env: Vec::new(),
+            skip: &BTreeSet::new(),
+            env: library.to_vec(),
             timeout: run.timeout,
         },
     )?;
@@ -707,6 +798,8 @@ struct Asked<'a> {
     /// test the executable listed, run without naming them.
     names: &'a BTreeSet<&'a str>,
     whole: bool,
+    /// Tests a whole run leaves out (`--skip`, exact): the ones that run alone.
+    skip: &'a BTreeSet<&'a str>,
     /// Variables beside libtest's own (the coverage floor's `LLVM_PROFILE_FILE`).
     env: Vec<(String, std::ffi::OsString)>,
     timeout: Duration,
@@ -721,10 +814,14 @@ fn launch_executable(
 ) -> Result<(Record, Ran), String> {
     let shown = shown_dir(package.dir);
     let mut argv = vec![exe.display().to_string()];
-    if !asked.whole {
+    if asked.whole {
+        for name in asked.skip {
+            argv.extend(["--skip".to_string(), name.to_string()]);
+        }
+    } else {
         argv.extend(asked.names.iter().map(|n| n.to_string()));
-        argv.push("--exact".into());
     }
+    argv.push("--exact".into());
     argv.extend(["-Z", "unstable-options", "--format", "json"].map(String::from));
     // Tests named one by one run alone; a whole suite runs as `cargo test` runs it.
     if !asked.whole {

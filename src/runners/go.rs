@@ -161,12 +161,23 @@ impl Runner for Go {
     }
 
     /// `_test.go` files.
-    fn test_code(&self, _root: &Path, _package: &Package, path: &str) -> super::TestCode {
-        if path.ends_with("_test.go") {
-            super::TestCode::Whole
-        } else {
-            super::TestCode::None
-        }
+    fn test_code(
+        &self,
+        _root: &Path,
+        _package: &Package,
+        paths: &[String],
+    ) -> BTreeMap<String, super::TestCode> {
+        paths
+            .iter()
+            .map(|path| {
+                let code = if path.ends_with("_test.go") {
+                    super::TestCode::Whole
+                } else {
+                    super::TestCode::None
+                };
+                (path.clone(), code)
+            })
+            .collect()
     }
 
     /// A subtest's result is its function's, and a function's its subtests'.
@@ -267,7 +278,7 @@ fn go_pkg(package: &Package) -> String {
 /// coverage to trust.
 fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
     let stdout = String::from_utf8_lossy(&ran.stdout);
-    let mut tests: BTreeMap<String, bool> = BTreeMap::new();
+    let mut tests: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut started: Vec<String> = Vec::new();
     let mut ended_package = false;
     let mut package_failed = false;
@@ -285,10 +296,10 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
             Some(test) => match action {
                 "run" => started.push(test.to_string()),
                 "pass" | "skip" => {
-                    tests.insert(test.to_string(), true);
+                    tests.insert(test.to_string(), None);
                 }
                 "fail" => {
-                    tests.insert(test.to_string(), false);
+                    tests.insert(test.to_string(), Some(String::new()));
                 }
                 _ => {}
             },
@@ -335,7 +346,7 @@ fn suite_of(ran: &super::Ran, pkg: &str, root: &Path) -> super::Suite {
         .any(|l| !l.starts_with("mode:") && !l.trim().is_empty());
     let failed: Vec<&String> = tests
         .iter()
-        .filter(|(_, ok)| !**ok)
+        .filter(|(_, failed)| failed.is_some())
         .map(|(t, _)| t)
         .collect();
     let has_tests = !started.is_empty();

@@ -227,6 +227,7 @@ impl Sandbox {
                         timeout: Duration::from_secs(600),
                         env,
                         heartbeat: Some(heartbeat),
+                        stdout_cap: crate::sandbox::OUTPUT_CAP,
                     },
                     &BTreeSet::new(),
                 )

@@ -184,7 +184,15 @@ impl Sandbox {
                     .and_then(|text| tool_version(&text))
             });
             let [Some(profdata_version), Some(cov_version)] = versions else {
-                others.push(format!("`{}` (it does not say its version)", cov.display()));
+                let silent = if versions[0].is_none() {
+                    &profdata
+                } else {
+                    &cov
+                };
+                others.push(format!(
+                    "`{}` does not say its LLVM version",
+                    silent.display()
+                ));
                 continue;
             };
             if major(&profdata_version) != Some(want) || major(&cov_version) != Some(want) {
@@ -201,6 +209,14 @@ impl Sandbox {
                 version: format!("rustc {}, llvm-cov {cov_version}", rustc.release),
                 host: rustc.host,
             });
+        }
+        if let Some(folder) = &self.llvm_tools {
+            return Err(format!(
+                "{described}, and `[verify] llvm_tools` names `{}`: {} — a profile is read only by the tools of its own LLVM: point it at LLVM {want}'s tools, or leave it empty to use the installed ones ({})",
+                folder.display(),
+                others.join("; "),
+                fix(want, self.in_action)
+            ));
         }
         let found = if others.is_empty() {
             format!("no llvm-profdata and llvm-cov of LLVM {want} are installed")
@@ -232,6 +248,7 @@ impl Sandbox {
                     timeout: Duration::from_secs(60),
                     env: env.to_vec(),
                     heartbeat: None,
+                    stdout_cap: crate::sandbox::OUTPUT_CAP,
                 },
                 &BTreeSet::new(),
             )

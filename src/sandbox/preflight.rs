@@ -351,6 +351,7 @@ impl Sandbox {
                         timeout: Duration::from_secs(60),
                         env: Vec::new(),
                         heartbeat: None,
+                        stdout_cap: crate::sandbox::OUTPUT_CAP,
                     },
                     &BTreeSet::new(),
                 )

@@ -540,6 +540,7 @@ impl Launcher for Child {
             stdout: output.stdout,
             stderr: output.stderr,
             report: report.and_then(|file| runners::read_report(&file)),
+            truncated: false,
         })
     }
 }

@@ -317,10 +317,11 @@ fn a_comment_only_change_has_no_changed_executable_line() {
 // `report` (not touched) calls into `calc` from its tests. Every test appends its name to a file, so the
 // test can tell how often each ran.
 
-/// A test helper that appends `name` to the marks file (written into each test target).
+/// A test helper that appends `name` to the marks file (written into each test target), a line in one
+/// write: tests run side by side.
 fn mark_fn(marks: &std::path::Path) -> String {
     format!(
-        "fn mark(name: &str) {{\n        use std::io::Write;\n        let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n        writeln!(f, \"{{name}}\").unwrap();\n    }}\n",
+        "fn mark(name: &str) {{\n        use std::io::Write;\n        let mut f = std::fs::OpenOptions::new().append(true).open({:?}).unwrap();\n        f.write_all(format!(\"{{name}}\\n\").as_bytes()).unwrap();\n    }}\n",
         marks.display().to_string()
     )
 }
@@ -674,7 +675,7 @@ fn a_rust_suite_that_breaks_fails_the_floor_and_other_llvm_tools_block_it() {
     assert_eq!(floor["result"], "fail", "{said}");
     assert_eq!(
         floor["detail"],
-        "`broken(test)/breaks` in `crates/calc` of the suite failed and no criterion maps it: a broken suite has no coverage to report — fix it, or map it to the criterion it tests"
+        "`broken(test)/breaks` in `crates/calc` (assertion `left == right` failed: one and two; left: 3; right: 4 (at crates/calc/tests/broken.rs:3:5)) of the suite failed and no criterion maps it: a broken suite has no coverage to report — fix it, or map it to the criterion it tests"
     );
     assert_eq!(common::floor(&pack, "tests")["result"], "pass", "{said}");
     // llvm tools of another LLVM than rustc's: blocked, with the fix; never a number.
@@ -752,4 +753,132 @@ fn a_rust_comment_only_change_has_no_changed_executable_line() {
     let floor = common::floor(&pack, "coverage");
     assert_eq!(floor["result"], "skipped", "{floor:#}");
     assert_eq!(floor["detail"], "no changed executable line");
+}
+
+/// A proc-macro crate's own tests link Rust's std as a library, as `cargo test` runs them (the toolchain's
+/// library folder on the library path); and a mapped test that fails keeps its verdict, whatever another
+/// test of its executable prints: the mapped test runs alone, in a process of its own, within the
+/// coverage run.
+#[test]
+fn a_proc_macro_crate_is_covered_and_a_sibling_cannot_pass_a_failing_mapped_test() {
+    let repo = TestRepo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"shout\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\nproc-macro = true\n",
+    )
+    .write(
+        "src/lib.rs",
+        "//! A macro that shouts.\n\nextern crate proc_macro;\nuse proc_macro::TokenStream;\n\n/// The number of tokens, as a literal.\n#[proc_macro]\npub fn count(input: TokenStream) -> TokenStream {\n    format!(\"{}\", input.into_iter().count()).parse().unwrap()\n}\n\n/// Upper case.\npub fn loud(s: &str) -> String {\n    s.to_lowercase()\n}\n",
+    )
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", "");
+    let base = repo.commit("shout");
+    // The head: `loud` is still wrong, its test fails; another test installs a panic hook that prints a
+    // forged `ok` for it, with a whole suite frame, and exits 0.
+    let forged = "{\\\"type\\\":\\\"test\\\",\\\"name\\\":\\\"tests::loud_shouts\\\",\\\"event\\\":\\\"ok\\\"}\\n{\\\"type\\\":\\\"suite\\\",\\\"event\\\":\\\"ok\\\",\\\"passed\\\":2,\\\"failed\\\":0,\\\"ignored\\\":0,\\\"measured\\\":0,\\\"filtered_out\\\":0}\\n";
+    let lib = std::fs::read_to_string(repo.path("src/lib.rs")).expect("lib");
+    repo.write(
+        "src/lib.rs",
+        format!(
+            "{lib}\n/// Whether a text is loud.\npub fn is_loud(s: &str) -> bool {{\n    s.chars().all(|c| !c.is_lowercase())\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn a_setup() {{\n        std::panic::set_hook(Box::new(|_| {{\n            use std::io::Write;\n            let mut out = std::io::stdout();\n            let _ = out.write_all(\"{forged}\".as_bytes());\n            let _ = out.flush();\n            std::process::exit(0);\n        }}));\n        assert!(super::is_loud(\"AB\"));\n    }}\n\n    #[test]\n    fn loud_shouts() {{\n        std::thread::sleep(std::time::Duration::from_millis(100));\n        assert_eq!(super::loud(\"ab\"), \"AB\");\n    }}\n}}\n"
+        ),
+    )
+    .write(
+        ".aayudha/evidence/8.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::loud_shouts\"]\n",
+    );
+    let head = repo.commit("loud");
+    let (_, pack, said) = rust_gate(&repo, &base, &head);
+    let tests = common::floor(&pack, "tests");
+    assert_eq!(tests["result"], "fail", "{said}");
+    let coverage = common::floor(&pack, "coverage");
+    assert_eq!(coverage["result"], "pass", "{said}");
+    assert!(
+        coverage["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("changed executable lines covered (llvm-cov)"),
+        "{coverage:#}"
+    );
+    // Its own verdict: the assertion, not the forged line.
+    let snapshot = ready(&repo, 8, "1. Two numbers add up.", &["type:feature"]);
+    let out = run(common::with_toolchain(&mut repo.aayu()).args([
+        "verify", "--ci", "--base", &base, "--head", &head, "--story", "8", "--ready", &snapshot,
+    ]));
+    assert!(
+        out.stdout
+            .contains("`.:tests::loud_shouts` failed: assertion `left == right` failed"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// `verify --ci` runs the checkout's files: a `--head` the checkout is not at, or tracked files changed
+/// since it, are refused before anything runs.
+#[test]
+fn the_gate_refuses_a_head_the_checkout_is_not_at() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "one\n")
+        .write(".aayudha/config.toml", "");
+    let base = repo.commit("one");
+    repo.write("README.md", "two\n");
+    let head = repo.commit("two");
+    repo.git(&["checkout", "-q", &base]);
+    let out = run(repo
+        .aayu()
+        .args(["verify", "--ci", "--base", &base, "--head", &head]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "`--head` is {}, but the checkout is at {}",
+            &head[..12],
+            &base[..12]
+        )) && out.stderr.contains("git checkout"),
+        "{}",
+        out.stderr
+    );
+    repo.git(&["checkout", "-q", &head]);
+    repo.write("README.md", "three\n");
+    let out = run(repo
+        .aayu()
+        .args(["verify", "--ci", "--base", &base, "--head", &head]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the checkout has changes that are not in `--head`")
+            && out.stderr.contains("`README.md`"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A changed file whose name holds a line break is refused, never left out of the count: its lines could
+/// not be told apart in the tools' reports.
+#[test]
+fn a_changed_path_with_a_control_character_blocks_the_floor() {
+    let repo = TestRepo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .write(
+        "src/lib.rs",
+        "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n",
+    )
+    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
+    .write(".aayudha/config.toml", "");
+    let base = repo.commit("calc");
+    repo.write("src/x\nSF:y.rs", "pub fn hidden() {}\n").write(
+        ".aayudha/evidence/8.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::adds\"]\n",
+    );
+    let head = repo.commit("a file with a line break in its name");
+    let (_, pack, said) = rust_gate(&repo, &base, &head);
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "blocked", "{said}");
+    assert_eq!(
+        floor["detail"],
+        "`src/x\\nSF:y.rs` has a control character in its name: aayu refuses such a path, and cannot count its lines — rename it"
+    );
 }

@@ -1,13 +1,14 @@
 //! A cargo package's whole suite, once, instrumented (the coverage floor): `cargo build --tests` with
 //! `-C instrument-coverage` added through `--config` (cargo joins configuration arrays, where `RUSTFLAGS`
 //! would replace the repository's own flags), into a target folder of its own; every test executable of
-//! the package listed (`--list --format terse`) and then run whole, each writing its profiles into a
-//! folder of its own (`LLVM_PROFILE_FILE=<folder>/%p-%m.profraw`, which the package's own binaries
-//! inherit when a test runs them); `llvm-profdata merge -sparse` and `llvm-cov export -format=lcov` over
-//! every test executable that ran and the package's bin executables — all of it as the sandbox uid,
-//! offline. libtest's record rules apply per executable, "asked" being every test it listed: a run that
-//! did not end, or whose record does not add up, gives no number. The mapped tests' results are read from
-//! the same run.
+//! the package listed (`--list --format terse`), then run — its mapped tests each alone, in a process of
+//! their own as the tests floor runs them, the rest together — writing its profiles into a folder of its
+//! own (`LLVM_PROFILE_FILE=<folder>/%p-%m.profraw`, which the package's own binaries inherit when a test
+//! runs them); `llvm-profdata merge -sparse` and `llvm-cov export -format=lcov` over every test
+//! executable that ran and the package's bin executables — all of it as the sandbox uid, offline, within
+//! one deadline. libtest's record rules apply to each run, "asked" being the tests it was given: a run
+//! that did not end, or whose record does not add up, gives no number. The mapped tests' results are read
+//! from their own runs, so no test runs twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use super::super::{Cover, Job, Lines, Outcome, Package, Run, Suite, exited, join
 use super::cfg::{Cfg, printed};
 use super::{
     Asked, CargoTest, Gathered, Record, build, classify, describe_broken, harnessless_targets,
-    launch_executable, libtest_outcome,
+    launch_executable, library_env, libtest_outcome,
 };
 use crate::sandbox::toolchain::shown_dir;
 
@@ -36,16 +37,16 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
     let shown = shown_dir(package.dir);
     let deadline = Instant::now() + run.timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
-    let over = || {
+    let over = |during: &str| {
         Suite::blocked(format!(
-            "the instrumented suite of `{shown}` ran past `[verify] suite_timeout_s` ({} s)",
+            "the instrumented suite of `{shown}` ran past `[verify] suite_timeout_s` ({} s) while {during}",
             run.timeout.as_secs()
         ))
     };
-    let config = instrument_config(run, cover, &llvm.host)?;
+    let config = instrument_config(run, cover, &llvm.host, left().min(Duration::from_secs(60)))?;
     let built = match build(run, package, &config, left()) {
         Ok(built) => built,
-        Err(_) if left().is_zero() => return Ok(over()),
+        Err(_) if left().is_zero() => return Ok(over("building its tests (cargo build --tests)")),
         Err(outcome) => {
             return Ok(Suite::broken(format!(
                 "the tests of `{shown}` did not build (cargo build --tests, instrumented): {}",
@@ -57,6 +58,9 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
         return Ok(Suite::broken(describe_broken(built.broken.iter())));
     }
     let harnessless = harnessless_targets(run.root, package);
+    let library = library_env(run, &built)?;
+    let (wanted, refused) = super::super::read_ids(cover.mapped, CargoTest::parse);
+    let none = BTreeSet::new();
     let mut suite = Suite::default();
     let mut gathered = Gathered::default();
     let mut profiles: Vec<PathBuf> = Vec::new();
@@ -64,64 +68,117 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
     for (n, (target, exe)) in built.executables.iter().enumerate() {
         // A target without libtest's harness prints its own output, which is no record to read.
         if harnessless.contains(target) {
+            suite.notes.push(format!(
+                "not run: target `{target}` of `{shown}` (`harness = false`: its output is no libtest record)"
+            ));
             continue;
         }
-        let listed = match list(run, package, (target, exe), left()) {
+        let listed = match list(run, package, (target, exe), &library, left()) {
             Ok(listed) => listed,
-            Err(_) if left().is_zero() => return Ok(over()),
-            Err(why) => return Ok(Suite::broken(why)),
-        };
-        let names: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
-        let folder = run.launcher.scratch(&format!("profraw-{n}"))?;
-        let (record, ran) = match launch_executable(
-            run,
-            package,
-            (target, exe),
-            Asked {
-                names: &names,
-                whole: true,
-                env: vec![(
-                    "LLVM_PROFILE_FILE".to_string(),
-                    folder.join("%p-%m.profraw").into_os_string(),
-                )],
-                timeout: left(),
-            },
-        ) {
-            Ok(ran) => ran,
-            Err(why) if why.starts_with("cannot run") => return Err(why),
-            Err(why) => return Ok(Suite::broken(why)),
-        };
-        if ran.timed_out {
-            return Ok(over());
-        }
-        match record {
-            Record::Whole(events) => {
-                for (name, list) in events {
-                    let passed = !matches!(libtest_outcome(&list), Outcome::Failed(_));
-                    suite.tests.insert(format!("{target}/{name}"), passed);
-                    gathered
-                        .seen
-                        .entry(name)
-                        .or_default()
-                        .push((target.clone(), list));
-                }
+            Err(_) if left().is_zero() => {
+                return Ok(over(&format!("listing the tests of target `{target}`")));
             }
-            Record::Unfinished(events) => {
-                let how = exited("its test executable", &ran, run.root);
-                let culprit = events.iter().find(|(_, list)| !has_result(list));
-                return Ok(Suite::broken(match culprit {
-                    Some((name, _)) => format!(
-                        "`{target}/{name}` in `{shown}` ended the run before it finished ({how}): no coverage from a partial profile — fix the test"
-                    ),
-                    None => format!(
-                        "target `{target}` of `{shown}` ended before its suite finished ({how}): no coverage from a partial profile"
-                    ),
+            Err(why) => return Ok(Suite::broken(why)),
+        };
+        // The mapped tests this executable holds run alone, each in a process of its own, as the tests
+        // floor runs them (one test's code cannot write another's result); the rest run together.
+        let mapped: BTreeSet<&str> = wanted
+            .iter()
+            .filter(|(_, spec)| spec.wants(target) && listed.contains(&spec.path))
+            .map(|(_, spec)| spec.path.as_str())
+            .collect();
+        let rest: BTreeSet<&str> = listed
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !mapped.contains(name))
+            .collect();
+        let folder = run.launcher.scratch(&format!("profraw-{n}"))?;
+        let mut profile = library.clone();
+        profile.push((
+            "LLVM_PROFILE_FILE".to_string(),
+            folder.join("%p-%m.profraw").into_os_string(),
+        ));
+        let mut runs: Vec<(BTreeSet<&str>, bool)> = Vec::new();
+        if !rest.is_empty() {
+            runs.push((rest, true));
+        }
+        runs.extend(mapped.iter().map(|name| (BTreeSet::from([*name]), false)));
+        if runs.is_empty() {
+            // No test in it (a bin's own harness, say): nothing runs, nothing to count.
+            continue;
+        }
+        for (names, whole) in &runs {
+            let (record, ran) = match launch_executable(
+                run,
+                package,
+                (target, exe),
+                Asked {
+                    names,
+                    whole: *whole,
+                    skip: if *whole { &mapped } else { &none },
+                    env: profile.clone(),
+                    timeout: left(),
+                },
+            ) {
+                Ok(ran) => ran,
+                Err(why) if why.starts_with("cannot run") => return Err(why),
+                Err(why) => return Ok(Suite::broken(why)),
+            };
+            if ran.timed_out {
+                let what: Vec<&str> = names.iter().copied().collect();
+                return Ok(over(&if *whole {
+                    format!("running target `{target}`")
+                } else {
+                    format!("running `{target}/{}`", what.join(", "))
                 }));
             }
-            Record::Forged(what) => {
-                return Ok(Suite::broken(format!(
-                    "the test output of target `{target}` of `{shown}` does not match libtest's record ({what}): its run gives no coverage to trust"
+            if ran.truncated {
+                return Ok(Suite::blocked(format!(
+                    "the test output of target `{target}` of `{shown}` is over {} MiB, more than aayu reads of a process",
+                    super::super::REPORT_CAP >> 20
                 )));
+            }
+            match record {
+                Record::Whole(events) => {
+                    for (name, list) in events {
+                        let failed = match libtest_outcome(&list) {
+                            Outcome::Failed(why) => Some(why),
+                            _ => None,
+                        };
+                        suite.tests.insert(format!("{target}/{name}"), failed);
+                        gathered
+                            .seen
+                            .entry(name)
+                            .or_default()
+                            .push((target.clone(), list));
+                    }
+                }
+                Record::Unfinished(events) => {
+                    let how = exited("its test executable", &ran, run.root);
+                    // Tests run side by side: every one that had started and not ended may be the one.
+                    let running: Vec<String> = events
+                        .iter()
+                        .filter(|(_, list)| !has_result(list))
+                        .map(|(name, _)| format!("`{target}/{name}`"))
+                        .collect();
+                    return Ok(Suite::broken(match running.as_slice() {
+                        [] => format!(
+                            "target `{target}` of `{shown}` ended before its tests finished ({how}): no coverage from a partial profile"
+                        ),
+                        [one] => format!(
+                            "{one} in `{shown}` ended the run before it finished ({how}): no coverage from a partial profile — fix the test"
+                        ),
+                        many => format!(
+                            "one of {} in `{shown}` ended the run before it finished ({how}; they were running side by side): no coverage from a partial profile — fix the test",
+                            many.join(", ")
+                        ),
+                    }));
+                }
+                Record::Forged(what) => {
+                    return Ok(Suite::broken(format!(
+                        "the test output of target `{target}` of `{shown}` does not match libtest's record ({what}): its run gives no coverage to trust"
+                    )));
+                }
             }
         }
         if !has_profile(&folder) {
@@ -132,15 +189,15 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
         profiles.push(folder);
         objects.push(exe.clone());
     }
-    let (wanted, refused) = super::super::read_ids(cover.mapped, CargoTest::parse);
     suite.mapped = refused;
     suite
         .mapped
         .extend(classify(package, &wanted, &built, &harnessless, &gathered));
+    // Every changed Rust file of the change: its lines count wherever the package's tests ran them.
     let sources: Vec<PathBuf> = cover
         .changed
         .iter()
-        .filter(|p| p.ends_with(".rs"))
+        .filter(|p| p.ends_with(".rs") && crate::safe_fs::is_regular(run.root, p))
         .map(|p| run.root.join(p))
         .collect();
     if sources.is_empty() {
@@ -151,9 +208,11 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
         return Ok(suite);
     }
     objects.extend(built.bins.values().cloned());
-    match lines(run, package, llvm, &profiles, &objects, &sources, left()) {
+    match lines(run, package, llvm, (&profiles, &objects, &sources), &left) {
         Ok(lines) => suite.lines = lines,
-        Err(_) if left().is_zero() => return Ok(over()),
+        Err(_) if left().is_zero() => {
+            return Ok(over("reading the profiles (llvm-profdata, llvm-cov)"));
+        }
         Err(why) => return Ok(Suite::blocked(why)),
     }
     Ok(suite)
@@ -202,6 +261,7 @@ fn list(
     run: &Run,
     package: &Package,
     (target, exe): (&super::Target, &Path),
+    library: &[(String, std::ffi::OsString)],
     timeout: Duration,
 ) -> Result<BTreeSet<String>, String> {
     let shown = shown_dir(package.dir);
@@ -216,13 +276,23 @@ fn list(
             "terse".into(),
         ],
         cwd: run.root.join(package.dir),
-        env: vec![(
-            "LLVM_PROFILE_FILE".to_string(),
-            folder.join("%p-%m.profraw").into_os_string(),
-        )],
+        env: library
+            .iter()
+            .cloned()
+            .chain([(
+                "LLVM_PROFILE_FILE".to_string(),
+                folder.join("%p-%m.profraw").into_os_string(),
+            )])
+            .collect(),
         timeout,
         report: None,
     })?;
+    if ran.truncated {
+        return Err(format!(
+            "the test list of target `{target}` of `{shown}` is over {} MiB, more than aayu reads of a process",
+            super::super::REPORT_CAP >> 20
+        ));
+    }
     if ran.code != Some(0) || ran.timed_out {
         return Err(exited(
             &format!("`--list` of the test executable of target `{target}` of `{shown}`"),
@@ -245,19 +315,26 @@ fn list(
 /// sandbox's cargo home) sets `target.<triple>.rustflags` or a `target.'cfg(…)'.rustflags` that holds for
 /// the target, which makes cargo ignore `build.rustflags` — as `target.<triple>.rustflags`. The files are
 /// read as data (`cargo-config2`), never by running cargo as root.
-fn instrument_config(run: &Run, cover: &Cover, host: &str) -> Result<Vec<String>, String> {
+fn instrument_config(
+    run: &Run,
+    cover: &Cover,
+    host: &str,
+    timeout: Duration,
+) -> Result<Vec<String>, String> {
     for name in ["config", "config.toml"] {
         let rel = join(".cargo", name);
         let path = run.root.join(&rel);
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        // The repository's own file, whole and of a sane size; a link only to another of its files.
+        // The repository's own file, whole and of a sane size; a link only to another of its files
+        // (whose size is the one that counts).
+        let _ = meta;
         let inside = std::fs::canonicalize(&path).ok().is_some_and(|real| {
             std::fs::canonicalize(run.root).is_ok_and(|root| real.starts_with(root))
-                && real.is_file()
+                && std::fs::metadata(&real).is_ok_and(|m| m.is_file() && m.len() <= CONFIG_CAP)
         });
-        if !inside || (meta.is_file() && meta.len() > CONFIG_CAP) {
+        if !inside {
             return Err(format!(
                 "`{rel}` is not a file of the repository aayu can read as data (a link out of it, or over 1 MiB): aayu reads the cargo configuration to add its coverage flags, and never runs cargo as root for it"
             ));
@@ -286,7 +363,7 @@ fn instrument_config(run: &Run, cover: &Cover, host: &str) -> Result<Vec<String>
                 per_target = true;
             } else if let Some(cfg) = Cfg::of_key(key) {
                 if host_cfg.is_none() {
-                    host_cfg = Some(print_cfg(run, target)?);
+                    host_cfg = Some(print_cfg(run, target, timeout)?);
                 }
                 per_target |= host_cfg.as_ref().is_some_and(|set| cfg.holds(set));
             }
@@ -317,7 +394,11 @@ fn toml_key(text: &str) -> String {
 
 /// `rustc --print cfg [--target <t>]`, as the sandbox uid: the cfg values a `[target.'cfg(…)']` table is
 /// decided by.
-fn print_cfg(run: &Run, target: &str) -> Result<BTreeSet<(String, Option<String>)>, String> {
+fn print_cfg(
+    run: &Run,
+    target: &str,
+    timeout: Duration,
+) -> Result<BTreeSet<(String, Option<String>)>, String> {
     let ran = run.launcher.launch(Job {
         what: "rustc --print cfg".to_string(),
         argv: ["rustc", "--print", "cfg", "--target", target]
@@ -325,7 +406,7 @@ fn print_cfg(run: &Run, target: &str) -> Result<BTreeSet<(String, Option<String>
             .to_vec(),
         cwd: run.root.to_path_buf(),
         env: run.env.clone(),
-        timeout: Duration::from_secs(60),
+        timeout,
         report: None,
     })?;
     if ran.code != Some(0) {
@@ -335,15 +416,14 @@ fn print_cfg(run: &Run, target: &str) -> Result<BTreeSet<(String, Option<String>
 }
 
 /// Merges the profiles and reads, with `llvm-cov export -format=lcov` over `objects`, the lines of
-/// `sources`: by repository path, the package's own files only.
+/// `sources` (the change's Rust files), by repository path; each tool run as the sandbox uid, within
+/// what is `left` of the suite's time.
 fn lines(
     run: &Run,
     package: &Package,
     llvm: &crate::sandbox::llvm::LlvmTools,
-    profiles: &[PathBuf],
-    objects: &[PathBuf],
-    sources: &[PathBuf],
-    timeout: Duration,
+    (profiles, objects, sources): (&[PathBuf], &[PathBuf], &[PathBuf]),
+    left: &dyn Fn() -> Duration,
 ) -> Result<BTreeMap<String, Lines>, String> {
     let shown = shown_dir(package.dir);
     let merged = run.launcher.scratch("profdata")?.join("merged.profdata");
@@ -359,7 +439,7 @@ fn lines(
         argv,
         cwd: run.root.join(package.dir),
         env: Vec::new(),
-        timeout,
+        timeout: left(),
         report: None,
     })?;
     if ran.code != Some(0) {
@@ -383,42 +463,63 @@ fn lines(
         argv,
         cwd: run.root.join(package.dir),
         env: Vec::new(),
-        timeout,
+        timeout: left(),
         report: None,
     })?;
     if ran.code != Some(0) {
         return Err(exited("`llvm-cov export`", &ran, run.root));
     }
-    if ran.stdout.len() >= crate::sandbox::OUTPUT_CAP {
+    if ran.truncated {
         return Err(format!(
-            "llvm-cov's report of `{shown}`'s changed files is over {} MiB: aayu reads no more of it",
-            crate::sandbox::OUTPUT_CAP >> 20
+            "llvm-cov's report of the changed files is over {} MiB: aayu reads no more of it",
+            super::super::REPORT_CAP >> 20
         ));
     }
-    Ok(lcov(
-        &String::from_utf8_lossy(&ran.stdout),
-        run.root,
-        package,
-    ))
+    lcov(&String::from_utf8_lossy(&ran.stdout), run.root, sources)
 }
 
-/// An lcov report's `DA:` lines, by repository path (files of `package`'s own only: not another
-/// package's, not outside the repository). A line listed twice counts with its largest count.
-pub(super) fn lcov(text: &str, root: &Path, package: &Package) -> BTreeMap<String, Lines> {
-    let roots: Vec<PathBuf> = std::iter::once(root.to_path_buf())
-        .chain(std::fs::canonicalize(root).ok())
-        .collect();
-    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+/// An lcov report's `DA:` lines, by repository path. Each record must name one of `sources` (the
+/// absolute paths asked for), each at most once: a record of anything else, or a second one of a
+/// file, is a report aayu does not read. A line listed twice counts with its largest count.
+pub(super) fn lcov(
+    text: &str,
+    root: &Path,
+    sources: &[PathBuf],
+) -> Result<BTreeMap<String, Lines>, String> {
+    let canonical = std::fs::canonicalize(root).ok();
+    let mut asked: BTreeMap<String, String> = BTreeMap::new();
+    for source in sources {
+        let Some(rel) = source
+            .strip_prefix(root)
+            .ok()
+            .and_then(Path::to_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        asked.insert(source.display().to_string(), rel.clone());
+        if let Some(canonical) = &canonical {
+            asked.insert(canonical.join(&rel).display().to_string(), rel);
+        }
+    }
     let mut files: BTreeMap<String, Lines> = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
         if let Some(file) = line.strip_prefix("SF:") {
-            current = roots
-                .iter()
-                .find_map(|r| Path::new(file).strip_prefix(r).ok())
-                .and_then(Path::to_str)
-                .map(str::to_string)
-                .filter(|rel| owner(root, rel, &mut owners) == package.dir);
+            let Some(rel) = asked.get(file) else {
+                return Err(format!(
+                    "llvm-cov's report names `{}`, a file aayu did not ask for: its report is not read",
+                    file.escape_debug()
+                ));
+            };
+            if files.contains_key(rel) {
+                return Err(format!(
+                    "llvm-cov's report names `{}` twice: its report is not read",
+                    rel.escape_debug()
+                ));
+            }
+            files.insert(rel.clone(), Lines::default());
+            current = Some(rel.clone());
         } else if let Some(at) = line.strip_prefix("DA:") {
             let Some(path) = &current else {
                 continue;
@@ -439,58 +540,27 @@ pub(super) fn lcov(text: &str, root: &Path, package: &Package) -> BTreeMap<Strin
             current = None;
         }
     }
-    files
-}
-
-/// The folder of the nearest `Cargo.toml` at or above a repository path's folder (`""` is the root).
-fn owner(root: &Path, path: &str, known: &mut BTreeMap<String, String>) -> String {
-    let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
-    if let Some(found) = known.get(&dir) {
-        return found.clone();
-    }
-    let mut at = dir.clone();
-    let found = loop {
-        if crate::safe_fs::is_regular(root, &join(&at, "Cargo.toml")) || at.is_empty() {
-            break at;
-        }
-        at = at
-            .rsplit_once('/')
-            .map_or(String::new(), |(p, _)| p.to_string());
-    };
-    known.insert(dir, found.clone());
-    found
+    Ok(files)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runners::RUNNERS;
 
     #[test]
-    fn lcov_lines_are_the_package_s_own_by_repository_path() {
+    fn lcov_lines_are_read_by_repository_path_for_the_files_asked_only() {
         let dir = tempfile::tempdir().expect("dir");
         let root = dir.path();
-        for (path, text) in [
-            ("Cargo.toml", "[package]\nname = \"a\"\n"),
-            ("src/lib.rs", ""),
-            ("tools/b/Cargo.toml", "[package]\nname = \"b\"\n"),
-            ("tools/b/src/lib.rs", ""),
-        ] {
-            let path = root.join(path);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(path, text).expect("write");
-        }
+        let sources = [root.join("src/lib.rs"), root.join("crates/b/src/lib.rs")];
         let text = format!(
-            "SF:{0}/src/lib.rs\nFN:1,x\nDA:1,3\nDA:2,0\nDA:2,5\nDA:4,0\nend_of_record\nSF:{0}/tools/b/src/lib.rs\nDA:1,1\nend_of_record\nSF:/elsewhere/registry/x.rs\nDA:1,1\nend_of_record\n",
+            "SF:{0}/src/lib.rs\nFN:1,x\nDA:1,3\nDA:2,0\nDA:2,5\nDA:4,0\nend_of_record\nSF:{0}/crates/b/src/lib.rs\nDA:1,1\nend_of_record\n",
             root.display()
         );
-        let package = Package {
-            runner: RUNNERS[0],
-            dir: "",
-            home: "",
-        };
-        let files = lcov(&text, root, &package);
-        assert_eq!(files.keys().collect::<Vec<_>>(), ["src/lib.rs"]);
+        let files = lcov(&text, root, &sources).expect("read");
+        assert_eq!(
+            files.keys().collect::<Vec<_>>(),
+            ["crates/b/src/lib.rs", "src/lib.rs"]
+        );
         let lib = &files["src/lib.rs"];
         assert_eq!(
             lib.executable.iter().copied().collect::<Vec<_>>(),
@@ -501,5 +571,17 @@ mod tests {
             [1, 2],
             "a line listed twice counts with its largest count"
         );
+        // A record of a file not asked for (a path with a line break that forges one), or a second record
+        // of a file, is a report not read.
+        let forged = format!(
+            "SF:{0}/x\nSF:{0}/src/lib.rs\nDA:1,1\nend_of_record\n",
+            root.display()
+        );
+        assert!(lcov(&forged, root, &sources).is_err_and(|e| e.contains("did not ask for")));
+        let twice = format!(
+            "SF:{0}/src/lib.rs\nDA:1,0\nend_of_record\nSF:{0}/src/lib.rs\nDA:1,1\nend_of_record\n",
+            root.display()
+        );
+        assert!(lcov(&twice, root, &sources).is_err_and(|e| e.contains("twice")));
     }
 }

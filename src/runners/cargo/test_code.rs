@@ -1,10 +1,13 @@
 //! Which lines of a Rust file are test code, left out of the coverage floor's changed lines: whole files
 //! under a package's `tests/`, `benches/` and `examples/` and its `build.rs`; `#[cfg(test)]` items (an
-//! inline `mod tests { … }`, a test helper); and module files that a `#[cfg(test)] mod tests;` brings in
-//! (with every module below them). Files are parsed with `syn`, as data; a file that does not parse
-//! excludes nothing, and says so.
+//! inline `mod tests { … }`, a test helper); and module files that only `#[cfg(test)] mod tests;`
+//! declarations bring in (with every module below them). Files are parsed with `syn`, as data, and as
+//! root: each file is read without following a link and at most [`FILE_CAP`], refused when its brackets
+//! nest deeper than [`NESTING`], parsed on a thread of its own (a large stack, and proc-macro2's record of
+//! the file's text freed with the thread), each at most once per call, and no more than [`BUDGET`] bytes
+//! in all. A file that cannot be read as code excludes nothing, and says so.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use syn::spanned::Spanned;
@@ -12,52 +15,287 @@ use syn::spanned::Spanned;
 use super::super::{Package, TestCode, join};
 use super::cfg::Cfg;
 
-/// How much of a source file is read.
-const FILE_CAP: u64 = 8 << 20;
+/// The largest source file parsed (a larger one is generated code, and excludes nothing).
+const FILE_CAP: u64 = 1 << 20;
+
+/// How deep brackets may nest in a file that is parsed.
+const NESTING: usize = 256;
+
+/// How much source one call parses in all.
+const BUDGET: u64 = 32 << 20;
 
 /// How many module levels a file's declaration is looked for above it.
 const DEPTH: usize = 8;
 
-/// The test code of `path` (a repository path of `package`'s).
-pub(in crate::runners) fn test_code(root: &Path, package: &Package, path: &str) -> TestCode {
-    let Some(rel) = within(package.dir, path) else {
-        return TestCode::None;
+/// The stack of the thread a file is parsed on.
+const STACK: usize = 64 << 20;
+
+/// The test code of each of `paths` (repository paths of `package`'s).
+pub(in crate::runners) fn test_code(
+    root: &Path,
+    package: &Package,
+    paths: &[String],
+) -> BTreeMap<String, TestCode> {
+    let mut reader = Reader {
+        root,
+        package: package.dir,
+        files: BTreeMap::new(),
+        parsed: 0,
     };
-    if !rel.ends_with(".rs") {
-        return TestCode::None;
+    paths
+        .iter()
+        .map(|path| (path.clone(), reader.test_code(path)))
+        .collect()
+}
+
+/// What a parsed file says: its module declarations (the files each may be, and whether it is only
+/// under `test`) and the lines of its `#[cfg(test)]` items.
+#[derive(Debug, Clone, Default)]
+struct Facts {
+    declarations: Vec<(Vec<String>, bool)>,
+    lines: BTreeSet<u32>,
+}
+
+/// A file as read: its facts, or why it cannot be read as code; `None` when there is no such file.
+type Read = Option<Result<Facts, String>>;
+
+struct Reader<'a> {
+    root: &'a Path,
+    package: &'a str,
+    files: BTreeMap<String, Read>,
+    parsed: u64,
+}
+
+impl Reader<'_> {
+    fn test_code(&mut self, path: &str) -> TestCode {
+        let Some(rel) = within(self.package, path) else {
+            return TestCode::None;
+        };
+        if !rel.ends_with(".rs") {
+            return TestCode::None;
+        }
+        let first = rel.split('/').next().unwrap_or("");
+        if rel.contains('/') && matches!(first, "tests" | "benches" | "examples")
+            || rel == "build.rs"
+        {
+            return TestCode::Whole;
+        }
+        match self.declared_for_tests(path, DEPTH) {
+            Ok(true) => return TestCode::Whole,
+            Ok(false) => {}
+            Err(why) => return TestCode::Unread(why),
+        }
+        match self.facts(path) {
+            None => TestCode::None,
+            Some(Err(why)) => TestCode::Unread(why),
+            Some(Ok(facts)) if facts.lines.is_empty() => TestCode::None,
+            Some(Ok(facts)) => TestCode::Lines(facts.lines),
+        }
     }
-    let first = rel.split('/').next().unwrap_or("");
-    if rel.contains('/') && matches!(first, "tests" | "benches" | "examples") || rel == "build.rs" {
-        return TestCode::Whole;
+
+    /// A file's facts, read and parsed once.
+    fn facts(&mut self, path: &str) -> Read {
+        if let Some(known) = self.files.get(path) {
+            return known.clone();
+        }
+        let read = self.read(path);
+        self.files.insert(path.to_string(), read.clone());
+        read
     }
-    match declared_for_tests(root, package.dir, path, DEPTH) {
-        Ok(true) => return TestCode::Whole,
-        Ok(false) => {}
-        Err(why) => return TestCode::Unread(why),
+
+    fn read(&mut self, path: &str) -> Read {
+        if !crate::safe_fs::is_regular(self.root, path) {
+            return None;
+        }
+        let bytes = match crate::safe_fs::read(self.root, path, FILE_CAP + 1) {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                return Some(Err(format!(
+                    "`{path}` cannot be read: its `#[cfg(test)]` items are counted as product code"
+                )));
+            }
+        };
+        if bytes.len() as u64 > FILE_CAP {
+            return Some(Err(format!(
+                "`{path}` is over {} MiB, which aayu does not parse: its `#[cfg(test)]` items are counted as product code",
+                FILE_CAP >> 20
+            )));
+        }
+        if self.parsed + bytes.len() as u64 > BUDGET {
+            return Some(Err(format!(
+                "`{path}` was not parsed (aayu parses at most {} MiB of a change's Rust files): its `#[cfg(test)]` items are counted as product code",
+                BUDGET >> 20
+            )));
+        }
+        self.parsed += bytes.len() as u64;
+        let Ok(text) = String::from_utf8(bytes) else {
+            return Some(Err(format!(
+                "`{path}` is not UTF-8: its `#[cfg(test)]` items are counted as product code"
+            )));
+        };
+        if nesting(&text) > NESTING {
+            return Some(Err(format!(
+                "`{path}` nests brackets deeper than {NESTING}, which aayu does not parse: its `#[cfg(test)]` items are counted as product code"
+            )));
+        }
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+        let name = path.rsplit('/').next().unwrap_or(path);
+        // `lib.rs`, `main.rs` and `mod.rs` declare the modules of their own folder; `store.rs` those of
+        // `store/`.
+        let children = if matches!(name, "lib.rs" | "main.rs" | "mod.rs") {
+            dir.clone()
+        } else {
+            join(&dir, name.trim_end_matches(".rs"))
+        };
+        let shown = path.to_string();
+        let parsed = std::thread::Builder::new()
+            .stack_size(STACK)
+            .spawn(move || parse(&text, &children, &dir).map_err(|line| not_parsed(&shown, line)))
+            .map_err(|e| format!("`{path}` could not be parsed: {e}"))
+            .and_then(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(format!("`{path}` could not be parsed")))
+            });
+        Some(parsed)
     }
-    let text = match read(root, path) {
-        Some(text) => text,
-        None => return TestCode::None,
-    };
-    match syn::parse_file(&text) {
-        Ok(file) => {
-            let mut lines = BTreeSet::new();
-            items_lines(&file.items, &mut lines);
-            if lines.is_empty() {
-                TestCode::None
-            } else {
-                TestCode::Lines(lines)
+
+    /// Whether a module file (`src/store/tests.rs`, `src/tests/mod.rs`) is brought in only by `#[cfg(test)]
+    /// mod …;` declarations — in the files that declare it, through inline modules, or by module files
+    /// that are themselves test code: every declaration of it must be test-only. The declaring files
+    /// looked at are those that can name it: `lib.rs`, `main.rs` and `mod.rs` of a folder above it, a
+    /// `<folder>.rs` beside that folder, and the files beside it that hold a `#[path]` attribute. A
+    /// declaring file that cannot be parsed and may declare it is `Err` (nothing excluded, said).
+    fn declared_for_tests(&mut self, path: &str, depth: usize) -> Result<bool, String> {
+        if depth == 0 {
+            return Ok(false);
+        }
+        let Some(rel) = within(self.package, path) else {
+            return Ok(false);
+        };
+        let package = self.package;
+        let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+        let mut folders = vec![dir.to_string()];
+        let mut at = dir;
+        while let Some((parent, _)) = at.rsplit_once('/') {
+            folders.push(parent.to_string());
+            at = parent;
+        }
+        if !dir.is_empty() {
+            folders.push(String::new());
+        }
+        let mut declarers: Vec<String> = Vec::new();
+        for folder in &folders {
+            for name in ["lib.rs", "main.rs", "mod.rs"] {
+                declarers.push(join(folder, name));
+            }
+            if !folder.is_empty() {
+                declarers.push(format!("{folder}.rs"));
             }
         }
-        Err(e) => TestCode::Unread(not_parsed(path, &e)),
+        declarers.extend(self.path_siblings(&join(package, dir)));
+        let name = module_name(rel);
+        let mut declared = Vec::new();
+        for declarer in declarers {
+            let full = join(package, &declarer);
+            if full == path || declared.iter().any(|(d, _)| *d == full) {
+                continue;
+            }
+            let facts = match self.facts(&full) {
+                None => continue,
+                Some(Ok(facts)) => facts,
+                Some(Err(why)) => {
+                    // A file that cannot be read may still declare it: said only when it could.
+                    let text = crate::safe_fs::read(self.root, &full, FILE_CAP).unwrap_or_default();
+                    if memchr::memmem::find(&text, format!("mod {name}").as_bytes()).is_some()
+                        || memchr::memmem::find(&text, b"#[path").is_some()
+                    {
+                        return Err(why);
+                    }
+                    continue;
+                }
+            };
+            for (candidates, test) in &facts.declarations {
+                // The candidates are repository paths (the declarer's own folder is one).
+                if candidates.iter().any(|c| c == path) {
+                    declared.push((full.clone(), *test));
+                }
+            }
+        }
+        if declared.is_empty() {
+            return Ok(false);
+        }
+        // Test code only when every declaration is: a `#[cfg(test)]` one, or one in test code.
+        for (declarer, test) in declared {
+            if !test && !self.declared_for_tests(&declarer, depth - 1)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The files of a folder (repository path) other than `lib.rs`, `main.rs` and `mod.rs` that hold a
+    /// `#[path` attribute (at most 64, by name), as paths relative to the package.
+    fn path_siblings(&self, dir: &str) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.root.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| {
+                n.ends_with(".rs") && !matches!(n.as_str(), "lib.rs" | "main.rs" | "mod.rs")
+            })
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .filter(|name| {
+                crate::safe_fs::read(self.root, &join(dir, name), FILE_CAP)
+                    .is_ok_and(|b| memchr::memmem::find(&b, b"#[path").is_some())
+            })
+            .take(64)
+            .filter_map(|name| within(self.package, &join(dir, &name)).map(str::to_string))
+            .collect()
     }
 }
 
-fn not_parsed(path: &str, e: &syn::Error) -> String {
-    let at = e.span().start();
+/// How deep a text's brackets nest, counted without regard to strings or comments (an over-count only
+/// makes a file unparsed).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut most) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                most = most.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    most
+}
+
+/// Parses a file (whose modules live in `children`, the file itself in `own_dir`) into its facts; `Err`
+/// is the line where it does not parse.
+fn parse(text: &str, children: &str, own_dir: &str) -> Result<Facts, usize> {
+    let file = syn::parse_file(text).map_err(|e| e.span().start().line)?;
+    let mut facts = Facts::default();
+    items_lines(&file.items, &mut facts.lines);
+    declarations(
+        &file.items,
+        children,
+        own_dir,
+        false,
+        &mut facts.declarations,
+    );
+    Ok(facts)
+}
+
+fn not_parsed(path: &str, line: usize) -> String {
     format!(
-        "`{path}` does not parse as Rust (line {}): its `#[cfg(test)]` items are counted as product code",
-        at.line
+        "`{path}` does not parse as Rust (line {line}): its `#[cfg(test)]` items are counted as product code"
     )
 }
 
@@ -68,11 +306,6 @@ fn within<'a>(dir: &str, path: &'a str) -> Option<&'a str> {
     } else {
         path.strip_prefix(dir)?.strip_prefix('/')
     }
-}
-
-fn read(root: &Path, path: &str) -> Option<String> {
-    let bytes = crate::safe_fs::read(root, path, FILE_CAP).ok()?;
-    String::from_utf8(bytes).ok()
 }
 
 /// Whether an attribute list holds a `#[cfg(…)]` true only under `test`.
@@ -201,96 +434,6 @@ fn trait_item_attrs(item: &syn::TraitItem) -> &[syn::Attribute] {
     }
 }
 
-/// Whether a module file (`src/store/tests.rs`, `src/tests/mod.rs`) is brought in by a `#[cfg(test)]
-/// mod …;` — in the file that declares it, through inline modules, or by a module file that is itself
-/// test code. The declaring files looked at are those that can name it: `lib.rs`, `main.rs` and `mod.rs`
-/// of a folder above it, and a `<folder>.rs` beside that folder. A declaring file that does not parse is
-/// `Err` (nothing excluded, said).
-fn declared_for_tests(
-    root: &Path,
-    package: &str,
-    path: &str,
-    depth: usize,
-) -> Result<bool, String> {
-    if depth == 0 {
-        return Ok(false);
-    }
-    let Some(rel) = within(package, path) else {
-        return Ok(false);
-    };
-    // The folder the module's file sits in.
-    let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
-    let mut ancestors = vec![dir.to_string()];
-    let mut at = dir;
-    while let Some((parent, _)) = at.rsplit_once('/') {
-        ancestors.push(parent.to_string());
-        at = parent;
-    }
-    if !dir.is_empty() {
-        ancestors.push(String::new());
-    }
-    for folder in ancestors {
-        let mut declarers: Vec<(String, String)> = ["lib.rs", "main.rs", "mod.rs"]
-            .iter()
-            .map(|name| (join(&folder, name), folder.clone()))
-            .collect();
-        // `src/store.rs` declares the modules of `src/store/`.
-        if !folder.is_empty() {
-            declarers.push((format!("{folder}.rs"), folder.clone()));
-        }
-        // A file beside it may name it with `#[path = "…"]`.
-        if folder == dir {
-            declarers.extend(siblings(root, &join(package, dir)).into_iter().map(|name| {
-                let stem = name.trim_end_matches(".rs").to_string();
-                (join(&folder, &name), join(&folder, &stem))
-            }));
-        }
-        for (declarer, children) in declarers {
-            let full = join(package, &declarer);
-            if full == path || !crate::safe_fs::is_regular(root, &full) {
-                continue;
-            }
-            let Some(text) = read(root, &full) else {
-                continue;
-            };
-            let file = match syn::parse_file(&text) {
-                Ok(file) => file,
-                Err(e) => {
-                    // A file that does not parse may still declare it: say so only when it could.
-                    let name = module_name(rel);
-                    if text.contains(&format!("mod {name}")) {
-                        return Err(not_parsed(&full, &e));
-                    }
-                    continue;
-                }
-            };
-            let declarer_dir = declarer.rsplit_once('/').map_or("", |(d, _)| d);
-            match declares(&file.items, &children, declarer_dir, rel, false) {
-                Some(true) => return Ok(true),
-                Some(false) => {
-                    return declared_for_tests(root, package, &full, depth - 1);
-                }
-                None => {}
-            }
-        }
-    }
-    Ok(false)
-}
-
-/// The `.rs` files of a folder other than `lib.rs`, `main.rs` and `mod.rs` (at most 200, by name).
-fn siblings(root: &Path, dir: &str) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".rs") && !matches!(n.as_str(), "lib.rs" | "main.rs" | "mod.rs"))
-        .collect();
-    names.sort();
-    names.truncate(200);
-    names
-}
-
 /// The module name a file path gives (`src/store/tests.rs` → `tests`, `src/tests/mod.rs` → `tests`).
 fn module_name(rel: &str) -> &str {
     let mut parts = rel.rsplit('/');
@@ -302,16 +445,16 @@ fn module_name(rel: &str) -> &str {
     }
 }
 
-/// Whether `items` (of a file whose modules live in `children`, the file itself in `own_dir`) declare the
-/// module whose file is `target`: `Some(test)` when one does, `test` saying whether that declaration (or
-/// an inline module around it) is `#[cfg(test)]`.
-fn declares(
+/// Every `mod x;` among `items` (of a file whose modules live in `children`, the file itself in
+/// `own_dir`), inline modules looked into: the files it may be, and whether it (or an inline module
+/// around it) is `#[cfg(test)]`.
+fn declarations(
     items: &[syn::Item],
     children: &str,
     own_dir: &str,
-    target: &str,
     inherited: bool,
-) -> Option<bool> {
+    found: &mut Vec<(Vec<String>, bool)>,
+) {
     for item in items {
         let syn::Item::Mod(m) = item else {
             continue;
@@ -321,15 +464,8 @@ fn declares(
         let name = name.trim_start_matches("r#");
         match &m.content {
             Some((_, inner)) => {
-                if let Some(found) = declares(
-                    inner,
-                    &join(children, name),
-                    &join(children, name),
-                    target,
-                    test,
-                ) {
-                    return Some(found);
-                }
+                let inside = join(children, name);
+                declarations(inner, &inside, &inside, test, found);
             }
             None => {
                 let candidates = match path_attr(&m.attrs) {
@@ -339,13 +475,10 @@ fn declares(
                         join(children, &format!("{name}/mod.rs")),
                     ],
                 };
-                if candidates.iter().any(|c| c == target) {
-                    return Some(test);
-                }
+                found.push((candidates, test));
             }
         }
     }
-    None
 }
 
 /// `a/./b/../c.rs` → `a/c.rs`.
@@ -384,7 +517,9 @@ mod tests {
             dir,
             home: dir,
         };
-        test_code(root, &package, path)
+        test_code(root, &package, &[path.to_string()])
+            .remove(path)
+            .expect("asked")
     }
 
     #[test]
@@ -435,7 +570,6 @@ mod tests {
             "{:?}",
             at("crates/a/src/broken.rs")
         );
-        // A `tests` folder inside `src` is nothing special: only what declares it decides.
         assert_eq!(at("crates/a/Cargo.toml"), TestCode::None);
     }
 
@@ -450,5 +584,42 @@ mod tests {
         assert_eq!(code(dir.path(), "", "src/cli/tests.rs"), TestCode::Whole);
         assert_eq!(code(dir.path(), "", "src/cli/parse.rs"), TestCode::None);
         assert_eq!(normalise("a/./b/../c.rs"), "a/c.rs");
+    }
+
+    /// A file some declaration brings in as product code is product code, whatever a `#[cfg(test)]`
+    /// alias of it says; a file too deep or too large to parse excludes nothing, said, and does not
+    /// bring the parser down.
+    #[test]
+    fn product_code_stays_product_code() {
+        let nested = format!(
+            "fn f() {{ {}1{} }}\n",
+            "(".repeat(200_000),
+            ")".repeat(200_000)
+        );
+        let dir = tree(&[
+            (
+                "src/lib.rs",
+                "#[cfg(test)]\n#[path = \"engine.rs\"]\nmod engine_shadow;\npub mod engine;\n",
+            ),
+            ("src/engine.rs", "pub fn run() -> u32 {\n    7\n}\n"),
+            ("src/deep.rs", nested.as_str()),
+        ]);
+        assert_eq!(code(dir.path(), "", "src/engine.rs"), TestCode::None);
+        assert!(
+            matches!(code(dir.path(), "", "src/deep.rs"), TestCode::Unread(why) if why.contains("nests brackets deeper than 256")),
+            "{:?}",
+            code(dir.path(), "", "src/deep.rs")
+        );
+        // Under the nesting limit, deep expressions still parse (on the parser's own large stack).
+        let deep_ok = format!(
+            "fn f() -> u32 {{ {}1{} }}\n",
+            "(".repeat(250),
+            ")".repeat(250)
+        );
+        let dir = tree(&[
+            ("src/lib.rs", "#[cfg(test)]\nmod t {}\n"),
+            ("src/ok.rs", deep_ok.as_str()),
+        ]);
+        assert_eq!(code(dir.path(), "", "src/ok.rs"), TestCode::None);
     }
 }
