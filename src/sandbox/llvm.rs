@@ -94,10 +94,12 @@ impl Sandbox {
     /// The LLVM tools that read the profiles of the toolchain `toolchain` names (its `RUSTUP_TOOLCHAIN`,
     /// or none for the default), checked once per toolchain and run; or why there are none, with the fix.
     pub fn llvm_tools(&self, toolchain: &[(String, OsString)]) -> Result<LlvmTools, String> {
+        // The toolchain named, else the one every process gets: one lookup for both spellings.
         let key = toolchain
             .iter()
             .find(|(k, _)| k == "RUSTUP_TOOLCHAIN")
-            .map(|(_, v)| v.clone());
+            .map(|(_, v)| v.clone())
+            .or_else(|| self.env.get("RUSTUP_TOOLCHAIN").cloned());
         let mut checked = self.llvm_checked.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(found) = checked.get(&key) {
             return found.clone();
