@@ -588,7 +588,7 @@ pub(crate) fn join(dir: &str, name: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -671,7 +671,8 @@ mod tests {
         }
     }
 
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    /// A temporary folder holding `files` (path, text).
+    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("dir");
         for (path, text) in files {
             let path = dir.path().join(path);

@@ -810,32 +810,54 @@ impl Sandbox {
         {
             return;
         }
-        let Ok(cwd) = self.fresh_dir(0, "ask") else {
-            return;
-        };
-        let argv = ["go", "env", "GOVERSION"].map(String::from);
-        let asked = self.run(
-            Job {
-                argv: &argv,
-                cwd: &cwd,
-                slot: 0,
-                network: false,
-                stdin: Vec::new(),
-                timeout: Duration::from_secs(30),
-                env: Vec::new(),
-                heartbeat: None,
-                stdout_cap: OUTPUT_CAP,
-            },
-            &BTreeSet::new(),
-        );
-        if let (Ok(outcome), Some(go)) = (asked, self.toolchains.go.as_mut())
-            && outcome.code == Some(0)
-        {
-            let text = String::from_utf8_lossy(&outcome.stdout).trim().to_string();
+        let asked = self.ask(&["go", "env", "GOVERSION"], &[], Duration::from_secs(30));
+        if let (Ok(text), Some(go)) = (asked, self.toolchains.go.as_mut()) {
+            let text = text.trim().to_string();
             if text.starts_with("go") {
                 go.version = Some(text);
             }
         }
+    }
+
+    /// Runs a program as the first slot's uid, offline, from a fresh folder, for what it prints (its
+    /// first 1 MiB); `Err` says how it failed.
+    pub(crate) fn ask(
+        &self,
+        argv: &[&str],
+        env: &[(String, OsString)],
+        timeout: Duration,
+    ) -> Result<String, String> {
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        let cwd = self.fresh_dir(0, "ask").map_err(|e| e.to_string())?;
+        let ran = self
+            .run(
+                Job {
+                    argv: &argv,
+                    cwd: &cwd,
+                    slot: 0,
+                    network: false,
+                    stdin: Vec::new(),
+                    timeout,
+                    env: env.to_vec(),
+                    heartbeat: None,
+                    stdout_cap: crate::sandbox::OUTPUT_CAP,
+                },
+                &BTreeSet::new(),
+            )
+            .map_err(|e| format!("`{}` cannot run as the sandbox uid: {e}", argv.join(" ")))?;
+        if ran.code != Some(0) {
+            let said = said(&ran.stderr, &cwd);
+            return Err(format!(
+                "`{}` fails as the sandbox uid{}",
+                argv.join(" "),
+                if said.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {said}")
+                }
+            ));
+        }
+        Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
     }
 
     /// The toolchains of this machine or image, and what a checkout may ask of them.

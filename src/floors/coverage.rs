@@ -705,9 +705,7 @@ mod tests {
     /// file's package is its folder; a Python package is named as having no coverage runner.
     #[test]
     fn the_touched_packages_are_the_nearest_package_of_each_changed_file() {
-        let dir = tempfile::tempdir().expect("dir");
-        let root = dir.path();
-        for (path, text) in [
+        let dir = crate::runners::tests::tree(&[
             ("Cargo.toml", "[package]\nname = \"app\"\n"),
             ("src/cli/args.rs", ""),
             ("README.md", ""),
@@ -732,11 +730,8 @@ mod tests {
             ),
             ("src/engine/mod.rs", ""),
             ("src/cli/pyproject.toml", ""),
-        ] {
-            let path = root.join(path);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(path, text).expect("write");
-        }
+        ]);
+        let root = dir.path();
         let of = |paths: &[&str]| {
             let t = touched(
                 root,

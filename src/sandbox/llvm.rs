@@ -16,7 +16,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{Job, Sandbox};
+use super::Sandbox;
+
+/// How long a version question may take.
+const ASK: Duration = Duration::from_secs(60);
 
 /// The tools found for one toolchain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +113,7 @@ impl Sandbox {
     }
 
     fn find_llvm_tools(&self, toolchain: &[(String, OsString)]) -> Result<LlvmTools, String> {
-        let said = self.ask(&["rustc", "-vV"], toolchain)?;
+        let said = self.ask(&["rustc", "-vV"], toolchain, ASK)?;
         let rustc = Rustc::parse(&said).ok_or_else(|| {
             "`rustc -vV` names no LLVM version: aayu cannot tell which llvm-cov reads its profiles"
                 .to_string()
@@ -145,7 +148,7 @@ impl Sandbox {
             }
             pairs.push(pair);
         } else {
-            if let Ok(sysroot) = self.ask(&["rustc", "--print", "sysroot"], toolchain) {
+            if let Ok(sysroot) = self.ask(&["rustc", "--print", "sysroot"], toolchain, ASK) {
                 let bin = Path::new(sysroot.trim())
                     .join("lib/rustlib")
                     .join(&rustc.host)
@@ -181,7 +184,7 @@ impl Sandbox {
                 continue;
             }
             let versions = [&profdata, &cov].map(|tool| {
-                self.ask(&[&tool.display().to_string(), "--version"], &[])
+                self.ask(&[&tool.display().to_string(), "--version"], &[], ASK)
                     .ok()
                     .and_then(|text| tool_version(&text))
             });
@@ -232,42 +235,6 @@ impl Sandbox {
             "{described}, and {found}: {}",
             fix(want, self.in_action)
         ))
-    }
-
-    /// Runs a program as the first slot's uid, offline, from a fresh folder, for what it prints (its
-    /// first 1 MiB); `Err` says how it failed.
-    fn ask(&self, argv: &[&str], env: &[(String, OsString)]) -> Result<String, String> {
-        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
-        let cwd = self.fresh_dir(0, "ask").map_err(|e| e.to_string())?;
-        let ran = self
-            .run(
-                Job {
-                    argv: &argv,
-                    cwd: &cwd,
-                    slot: 0,
-                    network: false,
-                    stdin: Vec::new(),
-                    timeout: Duration::from_secs(60),
-                    env: env.to_vec(),
-                    heartbeat: None,
-                    stdout_cap: crate::sandbox::OUTPUT_CAP,
-                },
-                &BTreeSet::new(),
-            )
-            .map_err(|e| format!("`{}` cannot run as the sandbox uid: {e}", argv.join(" ")))?;
-        if ran.code != Some(0) {
-            let said = super::said(&ran.stderr, &cwd);
-            return Err(format!(
-                "`{}` fails as the sandbox uid{}",
-                argv.join(" "),
-                if said.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {said}")
-                }
-            ));
-        }
-        Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
     }
 }
 

@@ -721,20 +721,25 @@ fn a_rust_suite_that_breaks_fails_the_floor_and_other_llvm_tools_block_it() {
     );
 }
 
-#[test]
-fn a_rust_comment_only_change_has_no_changed_executable_line() {
+/// A crate `calc` at the repository root with this `src/lib.rs`, committed: the repository and the base.
+fn root_crate(lib: &str) -> (TestRepo, String) {
     let repo = TestRepo::new();
     repo.write(
         "Cargo.toml",
         "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
     )
-    .write(
-        "src/lib.rs",
-        "/// Adds.\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n",
-    )
+    .write("src/lib.rs", lib)
     .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
     .write(".aayudha/config.toml", "");
     let base = repo.commit("calc");
+    (repo, base)
+}
+
+#[test]
+fn a_rust_comment_only_change_has_no_changed_executable_line() {
+    let (repo, base) = root_crate(
+        "/// Adds.\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n",
+    );
     let text = std::fs::read_to_string(repo.path("src/lib.rs")).expect("lib");
     repo.write(
         "src/lib.rs",
@@ -857,18 +862,7 @@ fn the_gate_refuses_a_head_the_checkout_is_not_at() {
 /// not be told apart in the tools' reports.
 #[test]
 fn a_changed_path_with_a_control_character_blocks_the_floor() {
-    let repo = TestRepo::new();
-    repo.write(
-        "Cargo.toml",
-        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    )
-    .write(
-        "src/lib.rs",
-        "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n",
-    )
-    .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
-    .write(".aayudha/config.toml", "");
-    let base = repo.commit("calc");
+    let (repo, base) = root_crate("pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n");
     repo.write("src/x\nSF:y.rs", "pub fn hidden() {}\n").write(
         ".aayudha/evidence/8.toml",
         "[[criterion]]\nid = 1\ntests = [\".:tests::adds\"]\n",

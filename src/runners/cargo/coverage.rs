@@ -434,17 +434,26 @@ fn lines(
     ];
     argv.extend(profiles.iter().map(|p| p.display().to_string()));
     argv.extend(["-o".to_string(), merged.display().to_string()]);
-    let ran = run.launcher.launch(Job {
-        what: format!("merging the coverage profiles of `{shown}`"),
+    // Each tool as the sandbox uid (they read what the pull request's code wrote), in what is left.
+    let tool = |what: String, name: &str, argv: Vec<String>| -> Result<super::super::Ran, String> {
+        let ran = run.launcher.launch(Job {
+            what,
+            argv,
+            cwd: run.root.join(package.dir),
+            env: Vec::new(),
+            timeout: left(),
+            report: None,
+        })?;
+        if ran.code != Some(0) {
+            return Err(exited(&format!("`{name}`"), &ran, run.root));
+        }
+        Ok(ran)
+    };
+    tool(
+        format!("merging the coverage profiles of `{shown}`"),
+        "llvm-profdata merge",
         argv,
-        cwd: run.root.join(package.dir),
-        env: Vec::new(),
-        timeout: left(),
-        report: None,
-    })?;
-    if ran.code != Some(0) {
-        return Err(exited("`llvm-profdata merge`", &ran, run.root));
-    }
+    )?;
     let mut argv = vec![
         llvm.cov.display().to_string(),
         "export".to_string(),
@@ -458,17 +467,11 @@ fn lines(
         argv.push(object.display().to_string());
     }
     argv.extend(sources.iter().map(|s| s.display().to_string()));
-    let ran = run.launcher.launch(Job {
-        what: format!("reading the coverage of `{shown}` (llvm-cov export)"),
+    let ran = tool(
+        format!("reading the coverage of `{shown}` (llvm-cov export)"),
+        "llvm-cov export",
         argv,
-        cwd: run.root.join(package.dir),
-        env: Vec::new(),
-        timeout: left(),
-        report: None,
-    })?;
-    if ran.code != Some(0) {
-        return Err(exited("`llvm-cov export`", &ran, run.root));
-    }
+    )?;
     if ran.truncated {
         return Err(format!(
             "llvm-cov's report of the changed files is over {} MiB: aayu reads no more of it",

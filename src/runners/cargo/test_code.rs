@@ -500,16 +500,7 @@ fn normalise(path: &str) -> String {
 mod tests {
     use super::*;
     use crate::runners::RUNNERS;
-
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("dir");
-        for (path, text) in files {
-            let path = dir.path().join(path);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(path, text).expect("write");
-        }
-        dir
-    }
+    use crate::runners::tests::tree;
 
     fn code(root: &Path, dir: &str, path: &str) -> TestCode {
         let package = Package {
