@@ -343,7 +343,12 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         }
         (Some(_), Some(sandbox)) => {
             let mut phases = crate::timing::Phases::start();
-            let added = repo.added_lines(base, head)?;
+            let added = repo.added_lines(
+                (base, head),
+                &crate::floors::coverage::SOURCES,
+                crate::floors::coverage::MAX_FILE,
+                crate::floors::coverage::MAX_LINES,
+            )?;
             let covered = in_group(
                 progress,
                 "aayudha coverage floor: the touched packages' whole suites",

@@ -44,6 +44,14 @@ pub struct Repo {
     root: PathBuf,
 }
 
+/// The lines a change adds, by file of the head ([`Repo::added_lines`]), and the files it left out (too
+/// large, not text, or past the budget).
+#[derive(Debug, Default, Clone)]
+pub struct Added {
+    pub lines: BTreeMap<String, BTreeSet<u32>>,
+    pub left_out: Vec<String>,
+}
+
 /// The files git sees in the working tree: tracked and present, plus untracked and not ignored, as
 /// `/`-separated paths relative to the root, sorted.
 pub struct WorktreeFiles {
@@ -295,11 +303,17 @@ impl Repo {
     /// The lines a change from `base` to `head` adds, by file of the head (its `+` lines, numbered in the
     /// head; no context; git's default rename detection, so a renamed and edited file brings only its
     /// edited lines). A binary file brings none.
+    ///
+    /// Only the files `pathspecs` name (`*.rs`), each at most `max_size` bytes (a larger one is left out,
+    /// and named), and at most `budget` lines in all (the files past it are left out, and named): what a
+    /// pull request adds never fills aayu's memory.
     pub fn added_lines(
         &self,
-        base: &str,
-        head: &str,
-    ) -> Result<BTreeMap<String, BTreeSet<u32>>, GitError> {
+        (base, head): (&str, &str),
+        pathspecs: &[&str],
+        max_size: u64,
+        budget: usize,
+    ) -> Result<Added, GitError> {
         let old = self.tree_at(base)?;
         let new = self.tree_at(head)?;
         let revision = |source| GitError::Revision {
@@ -308,6 +322,11 @@ impl Repo {
         };
         let mut options = git2::DiffOptions::new();
         options.context_lines(0);
+        for spec in pathspecs {
+            options.pathspec(spec);
+        }
+        // A larger blob is marked binary: no lines are read from it.
+        options.max_size(i64::try_from(max_size).unwrap_or(i64::MAX));
         let mut diff = self
             .repo
             .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut options))
@@ -315,10 +334,24 @@ impl Repo {
         let mut find = git2::DiffFindOptions::new();
         find.renames(true);
         diff.find_similar(Some(&mut find)).map_err(revision)?;
-        let mut added: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        let mut added = Added::default();
+        let mut count = 0usize;
+        let left_out = std::cell::RefCell::new(BTreeSet::new());
         diff.foreach(
-            &mut |_, _| true,
-            None,
+            &mut |delta, _| {
+                if delta.flags().is_binary()
+                    && let Some(path) = delta.new_file().path().and_then(Path::to_str)
+                {
+                    left_out.borrow_mut().insert(path.to_string());
+                }
+                true
+            },
+            Some(&mut |delta, _| {
+                if let Some(path) = delta.new_file().path().and_then(Path::to_str) {
+                    left_out.borrow_mut().insert(path.to_string());
+                }
+                true
+            }),
             None,
             Some(&mut |delta, _, line| {
                 if line.origin() == '+'
@@ -327,12 +360,22 @@ impl Repo {
                         line.new_lineno(),
                     )
                 {
-                    added.entry(path.to_string()).or_default().insert(n);
+                    if count >= budget && !added.lines.contains_key(path) {
+                        left_out.borrow_mut().insert(path.to_string());
+                    } else {
+                        count += 1;
+                        added.lines.entry(path.to_string()).or_default().insert(n);
+                    }
                 }
                 true
             }),
         )
         .map_err(revision)?;
+        added.left_out = left_out
+            .into_inner()
+            .into_iter()
+            .filter(|p| !added.lines.contains_key(p))
+            .collect();
         Ok(added)
     }
 

@@ -194,8 +194,9 @@ pub struct Suite {
     pub lines: BTreeMap<String, Lines>,
     /// No package to run after all (every file excluded by a build constraint).
     pub nothing: bool,
-    /// A package without tests whose lines this toolchain does not list (Go before 1.22).
-    pub uncounted: bool,
+    /// Why the package's lines are not counted, when they are not (a Go before 1.22 lists no line of a
+    /// package without tests).
+    pub uncounted: Option<String>,
     /// The mapped tests read from this run, each as the tests floor would have found it.
     pub mapped: BTreeMap<TestId, TestResult>,
 }

@@ -13,10 +13,20 @@ use serde::{Deserialize, Serialize};
 use crate::config::BlockingDate;
 use crate::floors::test_evidence::{InSandbox, Run};
 use crate::floors::{Floor, FloorResult, Verdict};
+use crate::git::Added;
 use crate::runners::{self, Found, Lines, TestCode, TestId, TestResult};
 use crate::sandbox::preflight::Tool;
 
 const TOOL: &str = "aayudha diff coverage";
+
+/// The files whose added lines the floor reads: the languages it has a coverage runner for.
+pub const SOURCES: [&str; 2] = ["*.go", "*.rs"];
+
+/// The largest file whose added lines are read (a larger one is named as not counted).
+pub const MAX_FILE: u64 = 4 << 20;
+
+/// The most added lines read in all (the files past it are named as not counted).
+pub const MAX_LINES: usize = 1_000_000;
 
 /// The packages a change touches (a file of theirs, or of their tests, added or modified), by runner;
 /// and the stacks of those no coverage runner covers yet.
@@ -335,12 +345,8 @@ fn verdict(value: u32, settings: &Settings, counted: String) -> (Verdict, String
 }
 
 /// Runs the touched packages' suites and computes the number over the change's `added` lines.
-pub fn run(
-    run: &Run,
-    touched: &Touched,
-    added: &BTreeMap<String, BTreeSet<u32>>,
-    settings: &Settings,
-) -> Covered {
+pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) -> Covered {
+    let added = &change.lines;
     let (tool, words) = names(touched);
     let mut mapped = BTreeMap::new();
     let mut versions: Vec<String> = Vec::new();
@@ -376,7 +382,11 @@ pub fn run(
     }
     // A path is data: one with a control character is refused (its lines could not be told apart in
     // the tools' reports), never left out of the count.
-    if let Some(path) = added.keys().find(|p| p.chars().any(char::is_control)) {
+    if let Some(path) = added
+        .keys()
+        .chain(&change.left_out)
+        .find(|p| p.chars().any(char::is_control))
+    {
         return no_number(
             Verdict::Blocked,
             format!(
@@ -501,8 +511,8 @@ pub fn run(
                 });
             }
         }
-        if suite.uncounted {
-            untested.push(format!("`{shown}`"));
+        if let Some(why) = suite.uncounted {
+            untested.push(format!("`{shown}` ({why})"));
         }
         for (path, lines) in suite.lines {
             files.entry(path).or_default().add(lines);
@@ -527,13 +537,22 @@ pub fn run(
     let (n, m) = (report.covered, report.changed_executable);
     let mut counted = format!("{n} of {m} changed executable lines covered ({words})");
     if !untested.is_empty() {
-        counted = format!(
-            "{counted}; not counted: {} (no tests, and this toolchain lists no line of a package without tests: add tests, or use Go 1.22 or newer, which counts them as uncovered)",
-            untested.join(", ")
-        );
+        counted = format!("{counted}; not counted: {}", untested.join(", "));
     }
     for note in notes {
         counted = format!("{counted}; {note}");
+    }
+    if !change.left_out.is_empty() {
+        let named: Vec<String> = change
+            .left_out
+            .iter()
+            .map(|p| format!("`{}`", p.escape_debug()))
+            .collect();
+        counted = format!(
+            "{counted}; not counted: {} (over {} MiB, not text, or past {MAX_LINES} added lines in all)",
+            named.join(", "),
+            MAX_FILE >> 20
+        );
     }
     for code in test_code.values() {
         if let TestCode::Unread(why) = code {

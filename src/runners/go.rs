@@ -148,7 +148,9 @@ impl Runner for Go {
         }
         suite.lines = profile_lines(&String::from_utf8_lossy(&profile), &module, package.home);
         // Go before 1.22 lists no line of a package without tests: its lines cannot be counted.
-        suite.uncounted = suite.lines.is_empty() && suite.tests.is_empty();
+        suite.uncounted = (suite.lines.is_empty() && suite.tests.is_empty()).then(|| {
+            "no tests, and this Go lists no line of a package without tests: add tests, or use Go 1.22 or newer, which counts them as uncovered".to_string()
+        });
         Ok(suite)
     }
 

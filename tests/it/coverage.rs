@@ -876,3 +876,53 @@ fn a_changed_path_with_a_control_character_blocks_the_floor() {
         "`src/x\\nSF:y.rs` has a control character in its name: aayu refuses such a path, and cannot count its lines — rename it"
     );
 }
+
+/// A module the root crate brings in from another folder (`#[path = "../engine/lib.rs"]`, a folder with a
+/// manifest of its own and no tests) counts where the root crate's tests ran it, by the name the build
+/// gave it (`src/../engine/lib.rs`); an added Rust file too large to read is named as not counted.
+#[test]
+fn a_path_module_from_another_folder_counts_and_a_huge_file_is_named() {
+    let (repo, base) = root_crate(
+        "#[path = \"../engine/lib.rs\"]\npub mod engine;\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::engine::add(2, 2), 4);\n    }\n}\n",
+    );
+    repo.write(
+        "engine/Cargo.toml",
+        "[package]\nname = \"engine\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n\n[workspace]\n",
+    )
+    .write(
+        "engine/lib.rs",
+        "/// Adds.\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n/// Never run.\npub fn sub(a: i64, b: i64) -> i64 {\n    a - b\n}\n",
+    )
+    .write("src/generated.rs", "// generated\n".repeat(400_000))
+    .write(
+        ".aayudha/evidence/8.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::adds\"]\n",
+    );
+    let head = repo.commit("the engine, from another folder");
+    let _ = base;
+    let base = repo.git(&["rev-parse", "HEAD~1"]);
+    let (_, pack, said) = rust_gate(&repo, &base, &head);
+    let floor = common::floor(&pack, "coverage");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path(".aayudha/proof/8/artifacts/reports/coverage.json"))
+            .unwrap_or_else(|_| panic!("reports/coverage.json: {said}")),
+    )
+    .expect("json");
+    let engine = report["files"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["path"] == "engine/lib.rs"))
+        .unwrap_or_else(|| panic!("engine/lib.rs is counted: {report:#}\n{said}"));
+    assert!(
+        !engine["uncovered"].as_array().expect("lines").is_empty()
+            && engine["changed_executable"].as_array().map(Vec::len)
+                > engine["uncovered"].as_array().map(Vec::len),
+        "{report:#}"
+    );
+    assert!(
+        floor["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not counted: `src/generated.rs` (over 4 MiB"),
+        "{floor:#}"
+    );
+}

@@ -99,14 +99,11 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
             folder.join("%p-%m.profraw").into_os_string(),
         ));
         let mut runs: Vec<(BTreeSet<&str>, bool)> = Vec::new();
-        if !rest.is_empty() {
+        // An executable without tests runs too: its code's lines read uncovered, as Go 1.22's do.
+        if !rest.is_empty() || mapped.is_empty() {
             runs.push((rest, true));
         }
         runs.extend(mapped.iter().map(|name| (BTreeSet::from([*name]), false)));
-        if runs.is_empty() {
-            // No test in it (a bin's own harness, say): nothing runs, nothing to count.
-            continue;
-        }
         for (names, whole) in &runs {
             let (record, ran) = match launch_executable(
                 run,
@@ -204,7 +201,10 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
         return Ok(suite);
     }
     if objects.is_empty() {
-        suite.uncounted = true;
+        suite.uncounted = Some(
+            "no test executable with libtest's harness ran in it (only `harness = false` targets)"
+                .to_string(),
+        );
         return Ok(suite);
     }
     objects.extend(built.bins.values().cloned());
@@ -324,12 +324,11 @@ fn instrument_config(
     for name in ["config", "config.toml"] {
         let rel = join(".cargo", name);
         let path = run.root.join(&rel);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        if std::fs::symlink_metadata(&path).is_err() {
             continue;
-        };
+        }
         // The repository's own file, whole and of a sane size; a link only to another of its files
         // (whose size is the one that counts).
-        let _ = meta;
         let inside = std::fs::canonicalize(&path).ok().is_some_and(|real| {
             std::fs::canonicalize(run.root).is_ok_and(|root| real.starts_with(root))
                 && std::fs::metadata(&real).is_ok_and(|m| m.is_file() && m.len() <= CONFIG_CAP)
@@ -434,12 +433,17 @@ fn lines(
     ];
     argv.extend(profiles.iter().map(|p| p.display().to_string()));
     argv.extend(["-o".to_string(), merged.display().to_string()]);
-    // Each tool as the sandbox uid (they read what the pull request's code wrote), in what is left.
+    // Each tool as the sandbox uid (they read what the pull request's code wrote), in what is left, from
+    // the folder cargo ran rustc in (the workspace's): a file the build named relative is relative to it.
+    let workspace = run.root.join(crate::sandbox::toolchain::cargo_workspace(
+        run.root,
+        package.dir,
+    ));
     let tool = |what: String, name: &str, argv: Vec<String>| -> Result<super::super::Ran, String> {
         let ran = run.launcher.launch(Job {
             what,
             argv,
-            cwd: run.root.join(package.dir),
+            cwd: workspace.clone(),
             env: Vec::new(),
             timeout: left(),
             report: None,
@@ -454,75 +458,151 @@ fn lines(
         "llvm-profdata merge",
         argv,
     )?;
-    let mut argv = vec![
-        llvm.cov.display().to_string(),
-        "export".to_string(),
-        "-format=lcov".to_string(),
-        format!("-instr-profile={}", merged.display()),
-    ];
-    for (i, object) in objects.iter().enumerate() {
-        if i > 0 {
-            argv.push("-object".to_string());
+    let export = |format: &str| {
+        let mut argv = vec![
+            llvm.cov.display().to_string(),
+            "export".to_string(),
+            format!("-format={format}"),
+            format!("-instr-profile={}", merged.display()),
+            // Dependencies' sources (a registry's, a git checkout's, the standard library's): not the
+            // repository's, and most of a report's size.
+            "-ignore-filename-regex=(/registry/src/[^/]*-[0-9a-f]{16}/|/git/checkouts/[^/]*-[0-9a-f]{16}/|^/rustc/[0-9a-f]{40}/)".to_string(),
+        ];
+        argv.push(if format == "text" {
+            "-summary-only".to_string()
+        } else {
+            "-skip-functions".to_string()
+        });
+        for (i, object) in objects.iter().enumerate() {
+            if i > 0 {
+                argv.push("-object".to_string());
+            }
+            argv.push(object.display().to_string());
         }
-        argv.push(object.display().to_string());
+        let ran = tool(
+            format!("reading the coverage of `{shown}` (llvm-cov export)"),
+            "llvm-cov export",
+            argv,
+        )?;
+        if ran.truncated {
+            return Err(format!(
+                "llvm-cov's report is over {} MiB: aayu reads no more of it",
+                super::super::REPORT_CAP >> 20
+            ));
+        }
+        Ok(ran.stdout)
+    };
+    // The names the build gave the files (`src/../engine/lib.rs` for a `#[path]` module), from the
+    // summary, which is JSON: none may hold a control character (lcov prints a name raw). Then the lines
+    // of every file (llvm-cov's own filter misses a name with `..` in it and then prints every file), by
+    // those very names, the change's files kept.
+    let summary = export("text")?;
+    let (names, asked) = compiled_names(&summary, (run.root, &workspace), sources)?;
+    if asked.is_empty() {
+        return Ok(BTreeMap::new());
     }
-    argv.extend(sources.iter().map(|s| s.display().to_string()));
-    let ran = tool(
-        format!("reading the coverage of `{shown}` (llvm-cov export)"),
-        "llvm-cov export",
-        argv,
-    )?;
-    if ran.truncated {
-        return Err(format!(
-            "llvm-cov's report of the changed files is over {} MiB: aayu reads no more of it",
-            super::super::REPORT_CAP >> 20
-        ));
-    }
-    lcov(&String::from_utf8_lossy(&ran.stdout), run.root, sources)
+    let text = export("lcov")?;
+    lcov(&String::from_utf8_lossy(&text), &names, &asked)
 }
 
-/// An lcov report's `DA:` lines, by repository path. Each record must name one of `sources` (the
-/// absolute paths asked for), each at most once: a record of anything else, or a second one of a
-/// file, is a report aayu does not read. A line listed twice counts with its largest count.
-pub(super) fn lcov(
-    text: &str,
-    root: &Path,
+/// Every name of llvm-cov's JSON summary, and those of the change's files (`sources`, absolute) — a name
+/// whose path, `.` and `..` resolved (relative to the folder rustc ran in when it is relative), is one of
+/// them — with their repository paths. A name with a control character is refused: lcov prints names
+/// raw, so such a name could forge records.
+fn compiled_names(
+    summary: &[u8],
+    (root, workspace): (&Path, &Path),
     sources: &[PathBuf],
-) -> Result<BTreeMap<String, Lines>, String> {
-    let canonical = std::fs::canonicalize(root).ok();
-    let mut asked: BTreeMap<String, String> = BTreeMap::new();
-    for source in sources {
-        let Some(rel) = source
-            .strip_prefix(root)
-            .ok()
-            .and_then(Path::to_str)
-            .map(str::to_string)
-        else {
+) -> Result<(BTreeSet<String>, BTreeMap<String, String>), String> {
+    let parsed: Value = serde_json::from_slice(summary)
+        .map_err(|e| format!("llvm-cov's summary is not JSON aayu reads: {e}"))?;
+    let roots: Vec<PathBuf> = std::iter::once(root.to_path_buf())
+        .chain(std::fs::canonicalize(root).ok())
+        .collect();
+    let wanted: BTreeSet<String> = sources
+        .iter()
+        .filter_map(|s| Some(s.strip_prefix(root).ok()?.to_str()?.to_string()))
+        .collect();
+    let mut names = BTreeSet::new();
+    let mut asked = BTreeMap::new();
+    for file in parsed
+        .pointer("/data/0/files")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = file.get("filename").and_then(Value::as_str) else {
             continue;
         };
-        asked.insert(source.display().to_string(), rel.clone());
-        if let Some(canonical) = &canonical {
-            asked.insert(canonical.join(&rel).display().to_string(), rel);
+        if name.chars().any(char::is_control) {
+            return Err(format!(
+                "the build names a file `{}`, with a control character: aayu refuses such a name, and reads no report that holds it",
+                name.escape_debug()
+            ));
+        }
+        names.insert(name.to_string());
+        let resolved = if name.starts_with('/') {
+            resolve(name)
+        } else {
+            resolve(&format!("{}/{name}", workspace.display()))
+        };
+        if let Some(rel) = roots
+            .iter()
+            .find_map(|r| resolved.strip_prefix(r).ok())
+            .and_then(Path::to_str)
+            .filter(|rel| wanted.contains(*rel))
+        {
+            asked.insert(name.to_string(), rel.to_string());
         }
     }
+    Ok((names, asked))
+}
+
+/// A path with its `.` and `..` parts resolved as text (no link followed).
+fn resolve(path: &str) -> PathBuf {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    PathBuf::from(format!("/{}", parts.join("/")))
+}
+
+/// An lcov report's `DA:` lines of the files `asked` (by the name the build gave each, with its
+/// repository path). Every record must name one of the summary's `names`, each at most once: a record of
+/// anything else, or a second one of a name, is a report aayu does not read. A line listed twice counts
+/// with its largest count.
+pub(super) fn lcov(
+    text: &str,
+    names: &BTreeSet<String>,
+    asked: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, Lines>, String> {
     let mut files: BTreeMap<String, Lines> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
         if let Some(file) = line.strip_prefix("SF:") {
-            let Some(rel) = asked.get(file) else {
+            if !names.contains(file) {
                 return Err(format!(
-                    "llvm-cov's report names `{}`, a file aayu did not ask for: its report is not read",
+                    "llvm-cov's report names `{}`, which its summary does not: its report is not read",
                     file.escape_debug()
                 ));
-            };
-            if files.contains_key(rel) {
+            }
+            if !seen.insert(file.to_string()) {
                 return Err(format!(
                     "llvm-cov's report names `{}` twice: its report is not read",
-                    rel.escape_debug()
+                    file.escape_debug()
                 ));
             }
-            files.insert(rel.clone(), Lines::default());
-            current = Some(rel.clone());
+            current = asked.get(file).cloned();
+            if let Some(rel) = &current {
+                files.entry(rel.clone()).or_default();
+            }
         } else if let Some(at) = line.strip_prefix("DA:") {
             let Some(path) = &current else {
                 continue;
@@ -552,17 +632,27 @@ mod tests {
 
     #[test]
     fn lcov_lines_are_read_by_repository_path_for_the_files_asked_only() {
-        let dir = tempfile::tempdir().expect("dir");
-        let root = dir.path();
-        let sources = [root.join("src/lib.rs"), root.join("crates/b/src/lib.rs")];
-        let text = format!(
-            "SF:{0}/src/lib.rs\nFN:1,x\nDA:1,3\nDA:2,0\nDA:2,5\nDA:4,0\nend_of_record\nSF:{0}/crates/b/src/lib.rs\nDA:1,1\nend_of_record\n",
-            root.display()
-        );
-        let files = lcov(&text, root, &sources).expect("read");
+        let names: BTreeSet<String> = [
+            "/r/src/lib.rs",
+            "/r/src/../engine/lib.rs",
+            "/r/src/other.rs",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+        let asked: BTreeMap<String, String> = [
+            ("/r/src/lib.rs", "src/lib.rs"),
+            ("/r/src/../engine/lib.rs", "engine/lib.rs"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        let text = "SF:/r/src/lib.rs\nFN:1,x\nDA:1,3\nDA:2,0\nDA:2,5\nDA:4,0\nend_of_record\nSF:/r/src/other.rs\nDA:1,1\nend_of_record\nSF:/r/src/../engine/lib.rs\nDA:1,1\nend_of_record\n";
+        let files = lcov(text, &names, &asked).expect("read");
         assert_eq!(
             files.keys().collect::<Vec<_>>(),
-            ["crates/b/src/lib.rs", "src/lib.rs"]
+            ["engine/lib.rs", "src/lib.rs"],
+            "only the files asked for"
         );
         let lib = &files["src/lib.rs"];
         assert_eq!(
@@ -574,17 +664,63 @@ mod tests {
             [1, 2],
             "a line listed twice counts with its largest count"
         );
-        // A record of a file not asked for (a path with a line break that forges one), or a second record
-        // of a file, is a report not read.
-        let forged = format!(
-            "SF:{0}/x\nSF:{0}/src/lib.rs\nDA:1,1\nend_of_record\n",
-            root.display()
+        // A record of a name the summary does not have (a line break forging one), or a second record of
+        // a name, is a report not read.
+        let forged = "SF:/r/x\nSF:/r/src/lib.rs\nDA:1,1\nend_of_record\n";
+        assert!(lcov(forged, &names, &asked).is_err_and(|e| e.contains("summary does not")));
+        let twice =
+            "SF:/r/src/lib.rs\nDA:1,0\nend_of_record\nSF:/r/src/lib.rs\nDA:1,1\nend_of_record\n";
+        assert!(lcov(twice, &names, &asked).is_err_and(|e| e.contains("twice")));
+    }
+
+    /// The build's names of the change's files are found whatever `..` they hold, relative names from the
+    /// folder rustc ran in; any name with a control character refuses the report.
+    #[test]
+    fn the_compiled_names_of_the_change_s_files_are_read_from_the_summary() {
+        let root = Path::new("/r");
+        let sources = [root.join("src/lib.rs"), root.join("engine/lib.rs")];
+        let summary = |files: &[&str]| {
+            let files: Vec<Value> = files
+                .iter()
+                .map(|f| serde_json::json!({"filename": f}))
+                .collect();
+            serde_json::to_vec(&serde_json::json!({"data": [{"files": files}]})).expect("json")
+        };
+        let (names, asked) = compiled_names(
+            &summary(&[
+                "/r/src/lib.rs",
+                "/r/src/../engine/lib.rs",
+                "/r/src/other.rs",
+            ]),
+            (root, root),
+            &sources,
+        )
+        .expect("names");
+        assert_eq!(names.len(), 3);
+        assert_eq!(
+            asked.into_iter().collect::<Vec<_>>(),
+            [
+                (
+                    "/r/src/../engine/lib.rs".to_string(),
+                    "engine/lib.rs".to_string()
+                ),
+                ("/r/src/lib.rs".to_string(), "src/lib.rs".to_string())
+            ]
         );
-        assert!(lcov(&forged, root, &sources).is_err_and(|e| e.contains("did not ask for")));
-        let twice = format!(
-            "SF:{0}/src/lib.rs\nDA:1,0\nend_of_record\nSF:{0}/src/lib.rs\nDA:1,1\nend_of_record\n",
-            root.display()
+        let (_, asked) =
+            compiled_names(&summary(&["src/lib.rs"]), (root, root), &sources).expect("names");
+        assert_eq!(
+            asked.into_iter().collect::<Vec<_>>(),
+            [("src/lib.rs".to_string(), "src/lib.rs".to_string())],
+            "a name relative to the folder rustc ran in"
         );
-        assert!(lcov(&twice, root, &sources).is_err_and(|e| e.contains("twice")));
+        assert!(
+            compiled_names(
+                &summary(&["/r/src/x\nSF:/r/src/lib.rs"]),
+                (root, root),
+                &sources
+            )
+            .is_err_and(|e| e.contains("control character"))
+        );
     }
 }

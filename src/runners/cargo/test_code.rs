@@ -41,6 +41,7 @@ pub(in crate::runners) fn test_code(
         package: package.dir,
         files: BTreeMap::new(),
         parsed: 0,
+        mentions: None,
     };
     paths
         .iter()
@@ -64,6 +65,59 @@ struct Reader<'a> {
     package: &'a str,
     files: BTreeMap<String, Read>,
     parsed: u64,
+    /// Each Rust file of the package with its lines that hold `include!` or `#[path` (read once).
+    mentions: Option<Vec<(String, Vec<String>)>>,
+}
+
+/// How many Rust files of a package are read for `include!` and `#[path` lines.
+const MENTION_FILES: usize = 5000;
+
+/// The Rust files under a package's folder (hidden folders, `target/` and other packages' folders left
+/// out; no link followed) and, of each, the lines that hold `include!` or `#[path`.
+fn mentions(root: &Path, package: &str) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut folders = vec![package.to_string()];
+    let mut seen = 0usize;
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&folder)) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let rel = join(&folder, &name);
+            if kind.is_dir() {
+                let other_package = crate::safe_fs::is_regular(root, &join(&rel, "Cargo.toml"));
+                if !name.starts_with('.') && name != "target" && !other_package {
+                    folders.push(rel);
+                }
+            } else if kind.is_file() && name.ends_with(".rs") {
+                seen += 1;
+                if seen > MENTION_FILES {
+                    return found;
+                }
+                let Ok(bytes) = crate::safe_fs::read(root, &rel, FILE_CAP) else {
+                    continue;
+                };
+                let text = String::from_utf8_lossy(&bytes);
+                let lines: Vec<String> = text
+                    .lines()
+                    .filter(|l| l.contains("include!") || l.contains("#[path"))
+                    .map(str::to_string)
+                    .collect();
+                if !lines.is_empty() {
+                    found.push((rel, lines));
+                }
+            }
+        }
+    }
+    found
 }
 
 impl Reader<'_> {
@@ -226,12 +280,33 @@ impl Reader<'_> {
             return Ok(false);
         }
         // Test code only when every declaration is: a `#[cfg(test)]` one, or one in test code.
-        for (declarer, test) in declared {
-            if !test && !self.declared_for_tests(&declarer, depth - 1)? {
+        for (declarer, test) in &declared {
+            if !test && !self.declared_for_tests(declarer, depth - 1)? {
                 return Ok(false);
             }
         }
-        Ok(true)
+        // Nor may any other file bring it in where the declarers above were not looked for: an
+        // `include!` of it anywhere, or a `#[path]` naming it in a file not read above.
+        let parsed: Vec<&str> = declared.iter().map(|(d, _)| d.as_str()).collect();
+        Ok(!self.named_elsewhere(path, &parsed))
+    }
+
+    /// Whether a line of another Rust file of the package names `path`'s file name in an `include!`,
+    /// or in a `#[path]` outside the files in `parsed` (read as text: each line that holds either, in
+    /// at most [`MENTION_FILES`] files of the package, read once).
+    fn named_elsewhere(&mut self, path: &str, parsed: &[&str]) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let mentions = self
+            .mentions
+            .get_or_insert_with(|| mentions(self.root, self.package));
+        mentions.iter().any(|(file, lines)| {
+            file != path
+                && lines.iter().any(|line| {
+                    line.contains(name)
+                        && (line.contains("include!")
+                            || (line.contains("#[path") && !parsed.contains(&file.as_str())))
+                })
+        })
     }
 
     /// The files of a folder (repository path) other than `lib.rs`, `main.rs` and `mod.rs` that hold a
@@ -596,6 +671,27 @@ mod tests {
             ("src/deep.rs", nested.as_str()),
         ]);
         assert_eq!(code(dir.path(), "", "src/engine.rs"), TestCode::None);
+        // An `include!` of it is a product declaration too, wherever it is.
+        let dir_inc = tree(&[
+            (
+                "src/lib.rs",
+                "#[cfg(test)]\n#[path = \"engine.rs\"]\nmod engine_shadow;\npub mod glue;\n",
+            ),
+            (
+                "src/glue.rs",
+                "pub mod engine {\n    include!(\"../src/engine.rs\");\n}\n",
+            ),
+            ("src/engine.rs", "pub fn run() -> u32 {\n    7\n}\n"),
+        ]);
+        assert_eq!(code(dir_inc.path(), "", "src/engine.rs"), TestCode::None);
+        let dir = tree(&[
+            (
+                "src/lib.rs",
+                "#[cfg(test)]\n#[path = \"engine.rs\"]\nmod engine_shadow;\npub mod engine;\n",
+            ),
+            ("src/engine.rs", "pub fn run() -> u32 {\n    7\n}\n"),
+            ("src/deep.rs", nested.as_str()),
+        ]);
         assert!(
             matches!(code(dir.path(), "", "src/deep.rs"), TestCode::Unread(why) if why.contains("nests brackets deeper than 256")),
             "{:?}",
