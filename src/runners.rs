@@ -138,8 +138,8 @@ pub struct Cover<'a> {
     /// The package's tests an evidence map names: read from this run when the runner's record rules
     /// allow it ([`Suite::mapped`]).
     pub mapped: &'a [&'a TestId],
-    /// The repository paths of the package that the change adds or modifies: the files whose lines are
-    /// asked for.
+    /// The repository paths of the change's source files (its Go and Rust files): the files whose lines
+    /// are asked for, wherever the package's tests ran them.
     pub changed: &'a [String],
     /// The LLVM tools of the package's toolchain (cargo's).
     pub llvm: Option<&'a crate::sandbox::llvm::LlvmTools>,
