@@ -77,6 +77,8 @@ impl Touched {
 pub fn touched(root: &Path, paths: &[String]) -> Touched {
     let mut touched = Touched::default();
     let mut seen = BTreeSet::new();
+    // A folder's cargo package, looked up once (a change's files share folders).
+    let mut cargo_of: BTreeMap<String, Option<Found>> = BTreeMap::new();
     for path in paths {
         if path.split('/').any(|part| part.starts_with('.'))
             || !crate::safe_fs::is_regular(root, path)
@@ -96,7 +98,10 @@ pub fn touched(root: &Path, paths: &[String]) -> Touched {
             runners::package(root, dir).filter(|f| f.runner.tool() == Tool::Go)
         } else if path.ends_with(".rs") || matches!(name, "Cargo.toml" | "Cargo.lock") {
             // Rust's own files belong to a cargo package, whatever other marker sits nearer.
-            cargo_package(root, dir)
+            cargo_of
+                .entry(dir.to_string())
+                .or_insert_with(|| cargo_package(root, dir))
+                .clone()
         } else {
             own_package(root, dir).filter(|f| f.runner.tool() != Tool::Go)
         };
@@ -411,44 +416,11 @@ pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) ->
     for found in &touched.packages {
         let package = found.package();
         let shown = crate::sandbox::toolchain::shown_dir(package.dir);
-        let mut env = match crate::floors::test_evidence::package_env(run, &package) {
-            Ok(env) => env,
+        let Prepared { env, version, llvm } = match prepare(run, &package) {
+            Ok(prepared) => prepared,
             Err(why) => {
                 blocked.push(format!("`{shown}`: {why}"));
                 continue;
-            }
-        };
-        let (version, llvm) = if package.runner.tool() == Tool::Cargo {
-            let llvm = match run.sandbox.llvm_tools(&env) {
-                Ok(llvm) => llvm,
-                Err(why) => {
-                    blocked.push(format!("`{shown}`: {why}"));
-                    continue;
-                }
-            };
-            // Instrumented builds in a folder of their own: the plain builds of the checks, the mapped
-            // tests outside the touched packages and the base keep theirs.
-            match run.sandbox.named_target_dir(0, "coverage") {
-                Ok(dir) => env.push(("CARGO_TARGET_DIR".to_string(), dir.into_os_string())),
-                Err(e) => {
-                    blocked.push(format!("`{shown}`: {e}"));
-                    continue;
-                }
-            }
-            (llvm.version.clone(), Some(llvm))
-        } else {
-            match run.sandbox.tool(package.runner.tool()) {
-                Ok(line) => (
-                    line.split_whitespace()
-                        .find(|w| w.starts_with("go1"))
-                        .unwrap_or(&line)
-                        .to_string(),
-                    None,
-                ),
-                Err(why) => {
-                    blocked.push(format!("`{shown}`: {why}"));
-                    continue;
-                }
             }
         };
         if !versions.contains(&version) {
@@ -587,6 +559,45 @@ pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) ->
         report: Some(report),
         mapped,
     }
+}
+
+/// A package ready to run its suite ([`prepare`]).
+struct Prepared {
+    env: Vec<(String, std::ffi::OsString)>,
+    version: String,
+    llvm: Option<crate::sandbox::llvm::LlvmTools>,
+}
+
+/// What a package's suite needs before it runs: its processes' variables (for cargo, with the
+/// instrumented build's own target folder, so that the plain builds of the checks, of the mapped tests
+/// outside the touched packages and of the base keep theirs), the toolchain's version as the floor names
+/// it, and for cargo the LLVM tools; or why it cannot run.
+fn prepare(run: &Run, package: &runners::Package) -> Result<Prepared, String> {
+    let mut env = crate::floors::test_evidence::package_env(run, package)?;
+    if package.runner.tool() != Tool::Cargo {
+        let line = run.sandbox.tool(package.runner.tool())?;
+        let version = line
+            .split_whitespace()
+            .find(|w| w.starts_with("go1"))
+            .unwrap_or(&line)
+            .to_string();
+        return Ok(Prepared {
+            env,
+            version,
+            llvm: None,
+        });
+    }
+    let llvm = run.sandbox.llvm_tools(&env)?;
+    let dir = run
+        .sandbox
+        .named_target_dir(0, "coverage")
+        .map_err(|e| e.to_string())?;
+    env.push(("CARGO_TARGET_DIR".to_string(), dir.into_os_string()));
+    Ok(Prepared {
+        env,
+        version: llvm.version.clone(),
+        llvm: Some(llvm),
+    })
 }
 
 /// Which lines of the change's files that the suites report are test code: each file asked of the

@@ -307,7 +307,7 @@ pub fn cargo_workspace(root: &Path, package: &str) -> String {
 }
 
 /// `base` joined with a relative path that may climb (`../..`), normalised; `None` above the root.
-fn relative_join(base: &str, rel: &str) -> Option<String> {
+pub(crate) fn relative_join(base: &str, rel: &str) -> Option<String> {
     let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
     for part in rel.split('/') {
         match part {

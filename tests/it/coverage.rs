@@ -61,25 +61,7 @@ fn gate(repo: &TestRepo, base: &str, head: &str) -> (i32, Value, String) {
 /// What the test itself finds: `git diff -U0`'s `+` lines of `calc/calc.go`, and of those, the ones a block
 /// of `go test -coverprofile ./calc` (run here, in a copy) spans, and the ones a block that ran spans.
 fn expected(repo: &TestRepo, base: &str, head: &str) -> (BTreeSet<u32>, BTreeSet<u32>) {
-    let diff = repo.git(&[
-        "diff",
-        "-U0",
-        "--no-color",
-        base,
-        head,
-        "--",
-        "calc/calc.go",
-    ]);
-    let mut added = BTreeSet::new();
-    for line in diff.lines().filter(|l| l.starts_with("@@")) {
-        let plus = line.split_whitespace().nth(2).expect("+a,b");
-        let (start, count) = plus
-            .trim_start_matches('+')
-            .split_once(',')
-            .map_or((plus.trim_start_matches('+'), "1"), |(s, c)| (s, c));
-        let (start, count): (u32, u32) = (start.parse().expect("n"), count.parse().expect("n"));
-        added.extend(start..start + count);
-    }
+    let added = added(repo, base, head, "calc/calc.go");
     // In the checkout at the head: go test writes nothing there (the profile and the cache are outside).
     let copy = tempfile::tempdir().expect("scratch");
     let profile = copy.path().join("cover.out");

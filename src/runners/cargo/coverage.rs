@@ -22,7 +22,7 @@ use super::{
     Asked, CargoTest, Gathered, Record, build, classify, describe_broken, harnessless_targets,
     launch_executable, library_env, libtest_outcome,
 };
-use crate::sandbox::toolchain::shown_dir;
+use crate::sandbox::toolchain::{relative_join, shown_dir};
 
 /// The flags added: as a TOML array, for `--config`.
 const INSTRUMENT: &str = r#"["-C", "instrument-coverage"]"#;
@@ -135,47 +135,15 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
                     super::super::REPORT_CAP >> 20
                 )));
             }
-            match record {
-                Record::Whole(events) => {
-                    for (name, list) in events {
-                        let failed = match libtest_outcome(&list) {
-                            Outcome::Failed(why) => Some(why),
-                            _ => None,
-                        };
-                        suite.tests.insert(format!("{target}/{name}"), failed);
-                        gathered
-                            .seen
-                            .entry(name)
-                            .or_default()
-                            .push((target.clone(), list));
-                    }
-                }
-                Record::Unfinished(events) => {
-                    let how = exited("its test executable", &ran, run.root);
-                    // Tests run side by side: every one that had started and not ended may be the one.
-                    let running: Vec<String> = events
-                        .iter()
-                        .filter(|(_, list)| !has_result(list))
-                        .map(|(name, _)| format!("`{target}/{name}`"))
-                        .collect();
-                    return Ok(Suite::broken(match running.as_slice() {
-                        [] => format!(
-                            "target `{target}` of `{shown}` ended before its tests finished ({how}): no coverage from a partial profile"
-                        ),
-                        [one] => format!(
-                            "{one} in `{shown}` ended the run before it finished ({how}): no coverage from a partial profile — fix the test"
-                        ),
-                        many => format!(
-                            "one of {} in `{shown}` ended the run before it finished ({how}; they were running side by side): no coverage from a partial profile — fix the test",
-                            many.join(", ")
-                        ),
-                    }));
-                }
-                Record::Forged(what) => {
-                    return Ok(Suite::broken(format!(
-                        "the test output of target `{target}` of `{shown}` does not match libtest's record ({what}): its run gives no coverage to trust"
-                    )));
-                }
+            if let Err(why) = take_record(
+                record,
+                &ran,
+                (target, shown),
+                run.root,
+                &mut suite,
+                &mut gathered,
+            ) {
+                return Ok(Suite::broken(why));
             }
         }
         if !has_profile(&folder) {
@@ -216,6 +184,59 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
         Err(why) => return Ok(Suite::blocked(why)),
     }
     Ok(suite)
+}
+
+/// A run's record into the suite: each test's result and its own events (`Whole`); or why the run gives
+/// no coverage to trust — every test that had started and not ended (they run side by side), or what does
+/// not add up.
+fn take_record(
+    record: Record,
+    ran: &super::super::Ran,
+    (target, shown): (&super::Target, &str),
+    root: &Path,
+    suite: &mut Suite,
+    gathered: &mut Gathered,
+) -> Result<(), String> {
+    match record {
+        Record::Whole(events) => {
+            for (name, list) in events {
+                let failed = match libtest_outcome(&list) {
+                    Outcome::Failed(why) => Some(why),
+                    _ => None,
+                };
+                suite.tests.insert(format!("{target}/{name}"), failed);
+                gathered
+                    .seen
+                    .entry(name)
+                    .or_default()
+                    .push((target.clone(), list));
+            }
+            Ok(())
+        }
+        Record::Unfinished(events) => {
+            let how = exited("its test executable", ran, root);
+            let running: Vec<String> = events
+                .iter()
+                .filter(|(_, list)| !has_result(list))
+                .map(|(name, _)| format!("`{target}/{name}`"))
+                .collect();
+            Err(match running.as_slice() {
+                [] => format!(
+                    "target `{target}` of `{shown}` ended before its tests finished ({how}): no coverage from a partial profile"
+                ),
+                [one] => format!(
+                    "{one} in `{shown}` ended the run before it finished ({how}): no coverage from a partial profile — fix the test"
+                ),
+                many => format!(
+                    "one of {} in `{shown}` ended the run before it finished ({how}; they were running side by side): no coverage from a partial profile — fix the test",
+                    many.join(", ")
+                ),
+            })
+        }
+        Record::Forged(what) => Err(format!(
+            "the test output of target `{target}` of `{shown}` does not match libtest's record ({what}): its run gives no coverage to trust"
+        )),
+    }
 }
 
 impl Suite {
@@ -541,10 +562,15 @@ fn compiled_names(
             ));
         }
         names.insert(name.to_string());
-        let resolved = if name.starts_with('/') {
-            resolve(name)
+        // `.` and `..` resolved as text (no link followed).
+        let absolute = if name.starts_with('/') {
+            name.to_string()
         } else {
-            resolve(&format!("{}/{name}", workspace.display()))
+            format!("{}/{name}", workspace.display())
+        };
+        let Some(resolved) = relative_join("", &absolute).map(|p| PathBuf::from(format!("/{p}")))
+        else {
+            continue;
         };
         if let Some(rel) = roots
             .iter()
@@ -556,21 +582,6 @@ fn compiled_names(
         }
     }
     Ok((names, asked))
-}
-
-/// A path with its `.` and `..` parts resolved as text (no link followed).
-fn resolve(path: &str) -> PathBuf {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            other => parts.push(other),
-        }
-    }
-    PathBuf::from(format!("/{}", parts.join("/")))
 }
 
 /// An lcov report's `DA:` lines of the files `asked` (by the name the build gave each, with its

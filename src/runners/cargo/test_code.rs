@@ -14,6 +14,7 @@ use syn::spanned::Spanned;
 
 use super::super::{Package, TestCode, join};
 use super::cfg::Cfg;
+use crate::sandbox::toolchain::relative_join;
 
 /// The largest source file parsed (a larger one is generated code, and excludes nothing).
 const FILE_CAP: u64 = 1 << 20;
@@ -544,7 +545,7 @@ fn declarations(
             }
             None => {
                 let candidates = match path_attr(&m.attrs) {
-                    Some(p) => vec![normalise(&join(own_dir, &p))],
+                    Some(p) => relative_join(own_dir, &p).into_iter().collect(),
                     None => vec![
                         join(children, &format!("{name}.rs")),
                         join(children, &format!("{name}/mod.rs")),
@@ -554,21 +555,6 @@ fn declarations(
             }
         }
     }
-}
-
-/// `a/./b/../c.rs` → `a/c.rs`.
-fn normalise(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            other => parts.push(other),
-        }
-    }
-    parts.join("/")
 }
 
 #[cfg(test)]
@@ -649,7 +635,6 @@ mod tests {
         ]);
         assert_eq!(code(dir.path(), "", "src/cli/tests.rs"), TestCode::Whole);
         assert_eq!(code(dir.path(), "", "src/cli/parse.rs"), TestCode::None);
-        assert_eq!(normalise("a/./b/../c.rs"), "a/c.rs");
     }
 
     /// A file some declaration brings in as product code is product code, whatever a `#[cfg(test)]`
