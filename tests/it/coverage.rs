@@ -705,16 +705,131 @@ fn a_rust_suite_that_breaks_fails_the_floor_and_other_llvm_tools_block_it() {
 
 /// A crate `calc` at the repository root with this `src/lib.rs`, committed: the repository and the base.
 fn root_crate(lib: &str) -> (TestRepo, String) {
+    root_crate_with("", &[("src/lib.rs", lib)])
+}
+
+/// A crate `calc` at the repository root with these files and this `.aayudha/config.toml`, committed.
+fn root_crate_with(config: &str, files: &[(&str, &str)]) -> (TestRepo, String) {
     let repo = TestRepo::new();
     repo.write(
         "Cargo.toml",
         "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
     )
-    .write("src/lib.rs", lib)
     .write(".gitignore", "/target\n.aayudha/runs/\n.aayudha/proof/\n")
-    .write(".aayudha/config.toml", "");
+    .write(".aayudha/config.toml", config);
+    for (path, text) in files {
+        repo.write(path, text);
+    }
     let base = repo.commit("calc");
     (repo, base)
+}
+
+/// The head of a `root_crate`: `add` gains a branch no test runs (after `prefix`), and the evidence map
+/// names its test.
+fn add_a_branch(repo: &TestRepo, prefix: &str) -> String {
+    repo.write(
+        "src/lib.rs",
+        prefix.to_string() + "/// Adds.\npub fn add(a: i64, b: i64) -> i64 {\n    if a < 0 {\n        return b + a;\n    }\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n",
+    )
+    .write(
+        ".aayudha/evidence/8.toml",
+        "[[criterion]]\nid = 1\ntests = [\".:tests::adds\"]\n",
+    );
+    repo.commit("add, with a branch")
+}
+
+const ADDS: &str = "/// Adds.\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n";
+
+/// The repository's cargo configuration keeps its own flags: a `[target.'cfg(unix)'] rustflags` (which
+/// makes cargo ignore `build.rustflags`) is joined by aayu's `target.<host>.rustflags`, and the suite is
+/// still instrumented; a `RUSTFLAGS` passed into the sandbox replaces both, and the floor says "not
+/// instrumented" — never 0 %.
+#[test]
+fn the_repository_s_rustflags_stay_and_an_uninstrumented_suite_blocks() {
+    let guard = "#[cfg(not(aayu_flag))]\ncompile_error!(\"the repository's flag is lost\");\n\n";
+    let (repo, base) = root_crate_with(
+        "",
+        &[
+            ("src/lib.rs", &format!("{guard}{ADDS}")),
+            (
+                ".cargo/config.toml",
+                "[target.'cfg(unix)']\nrustflags = [\"--cfg\", \"aayu_flag\"]\n",
+            ),
+        ],
+    );
+    let head = add_a_branch(&repo, guard);
+    let (_, pack, said) = rust_gate(&repo, &base, &head);
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "pass", "{said}");
+    assert!(
+        floor["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("of 3 changed executable lines covered (llvm-cov)"),
+        "{floor:#}"
+    );
+    let (repo, base) =
+        root_crate_with("[verify]\nenv = [\"RUSTFLAGS\"]\n", &[("src/lib.rs", ADDS)]);
+    let head = add_a_branch(&repo, "");
+    let snapshot = ready(&repo, 8, "1. Two numbers add up.", &["type:feature"]);
+    let out = run(common::with_toolchain(&mut repo.aayu())
+        .env("RUSTFLAGS", "-C debuginfo=0")
+        .args([
+            "verify", "--ci", "--base", &base, "--head", &head, "--story", "8", "--ready",
+            &snapshot, "--json",
+        ]));
+    let pack: Value = serde_json::from_str(&out.stdout).expect("pack");
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "blocked", "{}", out.stderr);
+    assert!(
+        floor["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("wrote no `.profraw`: it is not instrumented"),
+        "{floor:#}"
+    );
+}
+
+/// A suite past `[verify] suite_timeout_s` is blocked, saying what was running; a test that ends its
+/// executable early fails the floor, named — never a number from a partial profile.
+#[test]
+fn a_rust_suite_past_its_time_blocks_and_one_ended_early_fails() {
+    // A test that sleeps a minute: past the second the suite has, whether the build or the test holds it.
+    let (repo, base) = root_crate_with(
+        "[verify]\nsuite_timeout_s = 1\n",
+        &[
+            ("src/lib.rs", ADDS),
+            (
+                "tests/slow.rs",
+                "#[test]\nfn sleeps() {\n    std::thread::sleep(std::time::Duration::from_secs(60));\n}\n",
+            ),
+        ],
+    );
+    let head = add_a_branch(&repo, "");
+    let (_, pack, said) = rust_gate(&repo, &base, &head);
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "blocked", "{said}");
+    assert!(
+        floor["detail"].as_str().unwrap_or("").starts_with(
+            "the instrumented suite of `.` ran past `[verify] suite_timeout_s` (1 s) while "
+        ),
+        "{floor:#}"
+    );
+    let (repo, base) = root_crate(ADDS);
+    repo.write(
+        "tests/exits.rs",
+        "#[test]\nfn leaves() {\n    std::process::exit(0);\n}\n",
+    );
+    let head = add_a_branch(&repo, "");
+    let (_, pack, said) = rust_gate(&repo, &base, &head);
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "fail", "{said}");
+    assert!(
+        floor["detail"].as_str().unwrap_or("").starts_with(
+            "`exits(test)/leaves` in `.` ended the run before it finished (its test executable exited with status 0)"
+        ),
+        "{floor:#}"
+    );
 }
 
 #[test]
