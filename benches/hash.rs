@@ -67,7 +67,7 @@ fn main() -> std::io::Result<()> {
             if side == 0 {
                 let mut bytes = 0u64;
                 for path in &paths {
-                    bytes += aayudha::pack::hash_file(path)?.1;
+                    bytes += aayudha::hash::file(path)?.1;
                 }
                 assert_eq!(bytes as usize, per_file * files);
             } else {
@@ -93,7 +93,7 @@ fn main() -> std::io::Result<()> {
     };
     let (ours, theirs) = (median(&mut ours), median(&mut theirs));
     println!(
-        "aayu (pack::hash_file)  {ours:>7.3} s  {:>7.1} MiB/s   (median of {rounds})",
+        "aayu (crate::hash::file)  {ours:>7.3} s  {:>7.1} MiB/s   (median of {rounds})",
         mib / ours
     );
     println!(

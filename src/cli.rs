@@ -24,13 +24,13 @@ pub fn main() -> ExitCode {
     let env = Env::from_process();
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let mut err = crate::output::github::Log::new(Box::new(io::stderr()), env.github_actions);
+    let mut err = crate::log::Log::new(Box::new(io::stderr()), env.github_actions);
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let status = run(std::env::args_os(), env, &mut input, &mut out, &mut err);
     let _ = err.close();
     // An interrupted run ends from the signal thread, once it has cleaned up, with 128 + the signal.
-    while crate::cleanup::interrupted() {
+    while crate::sandbox::cleanup::interrupted() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     ExitCode::from(status)
@@ -42,7 +42,7 @@ pub fn run(
     env: Env,
     input: &mut dyn io::Read,
     out: &mut dyn Write,
-    err: &mut crate::output::github::Log,
+    err: &mut crate::log::Log,
 ) -> ExitStatus {
     let matches = match build().try_get_matches_from(args) {
         Ok(matches) => matches,
@@ -74,11 +74,13 @@ pub fn run(
         }
     };
     let global = settings::Global::from_matches(&matches);
+    let github = settings::github::GitHubEnv::from_env(&env);
     let mut ctx = Context {
         input,
         out,
         err,
         env: &env,
+        github: &github,
         global: &global,
     };
     let result = dispatch(id, sub, &mut ctx);
@@ -99,7 +101,7 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             commands::control::run(ctx, m.get_one::<String>("op").map_or("", String::as_str))
         }
         CommandId::Action => {
-            let options = commands::action::ActionOptions::resolve(m, ctx.env)?;
+            let options = settings::action::ActionOptions::resolve(m, ctx.env, ctx.github)?;
             commands::action::run(ctx, options)
         }
         CommandId::ProofVerify => commands::proof_verify::run(
@@ -137,7 +139,7 @@ fn not_built(command: &Command) -> Failure {
 }
 
 /// Prints a failure as `error:`, `caused by:` and `hint:` lines; a closed pipe is not an error. A message
-/// may quote a pull request's text: on a [`Log`](crate::output::github::Log) it is fenced data in Actions.
+/// may quote a pull request's text: on a [`Log`](crate::log::Log) it is fenced data in Actions.
 pub(crate) fn render_failure(failure: &Failure, err: &mut dyn Write) -> ExitStatus {
     let mut text = format!("error: {}\n", failure.message);
     for cause in &failure.causes {

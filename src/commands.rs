@@ -20,17 +20,20 @@ pub(crate) mod verify;
 use std::io::Write;
 
 use crate::exit::ExitStatus;
-pub(crate) use crate::failure::{Failure, github_failure, ledger_failure};
+pub(crate) use crate::failure::{Failure, github_failure};
+use crate::settings::github::GitHubEnv;
 use crate::settings::{Env, Global};
 
 /// What every command gets: its output streams, the environment read at start-up, the shared options.
-/// stderr is a [`Log`](crate::output::github::Log): inside GitHub Actions whatever is written to it is
+/// stderr is a [`Log`](crate::log::Log): inside GitHub Actions whatever is written to it is
 /// fenced data, and aayu's own workflow commands go through its `command`.
 pub struct Context<'a> {
     pub input: &'a mut dyn std::io::Read,
     pub out: &'a mut dyn Write,
-    pub err: &'a mut crate::output::github::Log,
+    pub err: &'a mut crate::log::Log,
     pub env: &'a Env,
+    /// Where GitHub is and what the runner says of this run, read once from `env`.
+    pub github: &'a GitHubEnv,
     pub global: &'a Global,
 }
 
@@ -62,46 +65,14 @@ pub(crate) fn repo_and_config(
     Ok((repo, config))
 }
 
-/// The configuration of the repository's default branch on GitHub (through the contents API): what the
-/// comment job and `aayu ship` go by, whatever a working tree or a pull request says ("Trust in the gate").
-/// `path` is the file in that branch (`.aayudha/config.toml` unless the workflow names another); a missing
-/// file means the defaults. Returns the configuration and the branch's name.
-pub(crate) fn default_branch_config(
-    client: &crate::github::Client,
-    repo: &crate::github::RepoSlug,
-    path: Option<&str>,
-) -> Result<(crate::config::Config, String), Failure> {
-    use crate::config::{CONFIG_PATH, Config};
-    let branch = client
-        .repository(repo)
-        .map_err(github_failure)?
-        .default_branch;
-    let path = path.unwrap_or(CONFIG_PATH);
-    let config = match client.file(repo, path, &branch) {
-        Ok(bytes) => Config::from_text(
-            &String::from_utf8_lossy(&bytes),
-            &format!("{branch}:{path}"),
-        )
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?,
-        Err(crate::github::GitHubError::NotFound { .. }) if path == CONFIG_PATH => {
-            Config::defaults()
-        }
-        Err(e) => return Err(github_failure(e)),
-    };
-    Ok((config, branch))
-}
-
-/// The first 12 characters of a SHA (or the whole string when shorter), for people to read.
-pub(crate) fn short(sha: &str) -> &str {
-    sha.get(..12).unwrap_or(sha)
-}
+pub(crate) use crate::git::short;
 
 /// Writes a readable report to stdout, fenced inside GitHub Actions (it names paths, ids and reasons that
 /// come from the pull request); a closed pipe ends the command quietly with success. JSON needs no fence:
 /// no line of it can start with `::`.
 pub(crate) fn write_report(ctx: &mut Context, text: &str) -> Result<bool, Failure> {
     if ctx.env.github_actions && !text.is_empty() {
-        let fenced = crate::output::github::fenced(text)
+        let fenced = crate::log::fenced(text)
             .map_err(|e| Failure::unexpected("cannot fence the report").caused_by(e))?;
         write_out(ctx.out, &fenced)
     } else {
@@ -115,5 +86,66 @@ pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<bool, Failure
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(Failure::unexpected("cannot write to standard output").caused_by(e)),
+    }
+}
+
+/// `verify --map` (and the action's `maintain` mode): the report, the annotations in Actions, the brief when asked; exit 2, 3 or 0.
+pub(crate) fn map_run(
+    ctx: &mut Context,
+    repo: &crate::git::Repo,
+    config: &crate::config::Config,
+    as_json: bool,
+    maintain: Option<&crate::maintain::post::Maintain>,
+) -> Result<ExitStatus, Failure> {
+    let now = ctx.env.now()?;
+    let report = map_check(ctx, repo, config)?;
+
+    let written = if as_json {
+        write_out(ctx.out, &crate::output::json::render(&report))?
+    } else {
+        write_report(ctx, &crate::output::plain::map_report(&report))?
+    };
+    if written && ctx.env.github_actions {
+        let blocking = config.verify.drift_blocking_from.blocks_at(now);
+        // Annotations go to stderr so that `--json` on stdout stays one clean document; the runner reads
+        // workflow commands from both streams.
+        for line in crate::output::github::map_annotations(&report, blocking) {
+            let _ = ctx.err.command(&line);
+        }
+    }
+    if let Some(maintain) = maintain {
+        maintain.post(ctx.err, repo, "aayu verify --map", Some(&report), None)?;
+    }
+    if !written {
+        return Ok(ExitStatus::Ok);
+    }
+    Ok(report.exit_status())
+}
+
+/// The maps against the working tree, within the scan's bounds, with its heartbeat on stderr.
+pub(crate) fn map_check(
+    ctx: &mut Context,
+    repo: &crate::git::Repo,
+    config: &crate::config::Config,
+) -> Result<crate::floors::feature_map::MapReport, Failure> {
+    let err = &mut *ctx.err;
+    crate::floors::feature_map::check(
+        repo,
+        crate::floors::scan::Bounds::of(&config.verify),
+        &mut |done, total, elapsed| crate::log::scan_beat(err, done, total, elapsed),
+    )
+    .map_err(crate::failure::git_failure)
+}
+
+/// The comment job (`aayu proof comment`, and the action's `comment` mode): the pack verified, the comment
+/// and the status kept, the verdict written to stdout (fenced: it names the pack's paths and details).
+pub(crate) fn publish_proof(
+    ctx: &mut Context,
+    options: &crate::settings::ProofCommentOptions,
+) -> Result<ExitStatus, Failure> {
+    let said = crate::publish::proof::comment(options, ctx.github, ctx.err)?;
+    match said.report {
+        Some(report) if !write_report(ctx, &report)? => Ok(ExitStatus::Ok),
+        _ => Ok(said.exit),
     }
 }

@@ -75,16 +75,6 @@ pub struct Gate {
     pub workflow: String,
 }
 
-impl Verify {
-    /// What the feature-map scan may take.
-    pub fn scan_bounds(&self) -> crate::floors::scan::Bounds {
-        crate::floors::scan::Bounds {
-            budget: std::time::Duration::from_secs(self.scan_timeout_s),
-            max_source_bytes: self.max_source_bytes,
-        }
-    }
-}
-
 /// A dated rule: advisory before the date, blocking from 00:00 UTC on it; empty keeps it advisory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BlockingDate(pub Option<Date>);
@@ -387,6 +377,38 @@ pub(crate) fn line_of(text: &str, offset: usize) -> usize {
         .filter(|&&b| b == b'\n')
         .count()
         + 1
+}
+
+impl Config {
+    /// The configuration of the repository's default branch on GitHub (through the contents API): what the
+    /// comment job and `aayu ship` go by, whatever a working tree or a pull request says ("Trust in the gate").
+    /// `path` is the file in that branch (`.aayudha/config.toml` unless the workflow names another); a missing
+    /// file means the defaults. Returns the configuration and the branch's name.
+    pub fn of_default_branch(
+        client: &crate::github::Client,
+        repo: &crate::github::RepoSlug,
+        path: Option<&str>,
+    ) -> Result<(Config, String), crate::failure::Failure> {
+        use crate::exit::ExitStatus;
+        use crate::failure::{Failure, github_failure};
+        let branch = client
+            .repository(repo)
+            .map_err(github_failure)?
+            .default_branch;
+        let path = path.unwrap_or(CONFIG_PATH);
+        let config = match client.file(repo, path, &branch) {
+            Ok(bytes) => Config::from_text(
+                &String::from_utf8_lossy(&bytes),
+                &format!("{branch}:{path}"),
+            )
+            .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?,
+            Err(crate::github::GitHubError::NotFound { .. }) if path == CONFIG_PATH => {
+                Config::defaults()
+            }
+            Err(e) => return Err(github_failure(e)),
+        };
+        Ok((config, branch))
+    }
 }
 
 #[cfg(test)]

@@ -11,19 +11,6 @@ pub(crate) fn github_failure(e: crate::github::GitHubError) -> Failure {
     Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
 }
 
-/// A ledger error as a failure with its hint (exit 1).
-pub(crate) fn ledger_failure(e: crate::ledger::store::LedgerError) -> Failure {
-    use crate::ledger::store::LedgerError;
-    let hint = match &e {
-        LedgerError::Push { .. } | LedgerError::Fetch { .. } => Some(
-            "check that the token may write to the repository (contents: write) and that `origin` is reachable",
-        ),
-        LedgerError::CheckedOut(_) => Some("switch to another branch first"),
-        _ => None,
-    };
-    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint.map(str::to_string))
-}
-
 /// A command that could not do its work: what failed, why, and how to fix it.
 #[derive(Debug)]
 pub struct Failure {

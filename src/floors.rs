@@ -13,7 +13,6 @@ pub(crate) mod scan;
 pub(crate) mod test_evidence;
 pub(crate) mod weakening;
 
-use crate::pack;
 use crate::sandbox::Network;
 
 /// The floors, by the names SPEC §5 gives them.
@@ -110,23 +109,5 @@ impl FloorResult {
     pub fn network(mut self, network: Network) -> FloorResult {
         self.network = Some(network);
         self
-    }
-
-    /// The pack's record of it (SPEC §5: `floor`, `result`, `value`, `threshold`, `tool`, `version`,
-    /// `detail`, `network`).
-    pub fn to_check(&self) -> pack::Check {
-        pack::Check {
-            floor: self.floor.as_str().to_string(),
-            result: self.verdict.as_str().to_string(),
-            value: self.value,
-            threshold: self.threshold,
-            tool: self.tool.to_string(),
-            version: self
-                .version
-                .clone()
-                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string()),
-            detail: self.detail.clone(),
-            network: self.network.map_or("none", Network::as_str).to_string(),
-        }
     }
 }

@@ -7,6 +7,9 @@
 //! packages, the mapped tests' packages, and the same packages in red-on-base's copy of the base — is
 //! fetched once, as a sandbox uid, before any product code runs; every later step runs offline.
 
+pub(crate) mod checks;
+pub(crate) mod inputs;
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -21,20 +24,14 @@ use crate::floors::test_evidence::{self, TestId};
 use crate::floors::weakening;
 use crate::floors::{FloorResult, Verdict};
 use crate::git::{GitError, Repo};
-use crate::ledger::ready::Snapshot;
+use crate::log::Log;
 use crate::maps;
-use crate::output::github::Log;
 use crate::pack::{self, Pack};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::{FetchTree, Sandbox, SandboxError, SandboxSettings};
-use crate::select::{self, evidence_map};
-use crate::settings::Binding;
-
-/// A story and its frozen Completion Goal.
-pub struct Story {
-    pub number: u64,
-    pub snapshot: Snapshot,
-}
+use crate::select;
+use crate::story::evidence_map;
+use crate::story::{Binding, Story};
 
 /// Everything the gate needs, resolved by its caller.
 pub struct Inputs<'a> {
@@ -119,6 +116,27 @@ pub enum GateError {
     Schema(String),
 }
 
+/// A gate that made no pack, as a failure: the user's to fix (exit 2) or not (exit 1).
+impl From<GateError> for crate::failure::Failure {
+    fn from(e: GateError) -> Self {
+        use crate::exit::ExitStatus;
+        use crate::failure::Failure;
+        match e {
+            GateError::Git(g) => crate::failure::git_failure(g),
+            GateError::Contract(message) => Failure::usage(message),
+            GateError::Sandbox(s @ SandboxError::ForbiddenId { .. }) => {
+                Failure::from_error(ExitStatus::Usage, &s).with_hint(
+                    "set `[verify] sandbox_uids` in the default branch's .aayudha/config.toml to a range of unused ids at or above 1000, e.g. [61000, 61063]",
+                )
+            }
+            GateError::Behaviour(b @ behaviour::BehaviourError::Target(_)) => {
+                Failure::from_error(ExitStatus::Usage, &b)
+            }
+            other => Failure::from_error(ExitStatus::Failure, &other),
+        }
+    }
+}
+
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> GateError {
     let what = what.into();
     move |source| GateError::Io { what, source }
@@ -130,19 +148,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
     let root = repo.root().to_path_buf();
     let config = inputs.config;
     let (base, head) = (&inputs.base, &inputs.head);
-    let evidence = match &inputs.story {
-        Some(story) => {
-            let file = evidence_map::path(story.number);
-            match repo.file_at(head, &file)? {
-                Some(bytes) => Some(
-                    evidence_map::parse(&String::from_utf8_lossy(&bytes), &file)
-                        .map_err(GateError::Contract)?,
-                ),
-                None => None,
-            }
-        }
-        None => None,
-    };
+    let evidence = inputs.story.as_ref().and_then(|s| s.evidence.as_ref());
 
     // The run folder lives outside the checkout (a pull request may commit `.aayudha/proof` as a link);
     // the finished pack is moved into place at the end.
@@ -154,15 +160,15 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             inputs.temp.display()
         )))?;
     let out = staging.path();
-    let _interrupted = crate::cleanup::dir(out);
+    let _interrupted = crate::sandbox::cleanup::dir(out);
     let mut floors = Vec::new();
 
     // feature-map: no product code runs.
     let map = in_group(progress, "aayudha feature-map floor", |log| {
         Ok(feature_map::check(
             repo,
-            config.verify.scan_bounds(),
-            &mut |done, total, elapsed| scan_beat(log, done, total, elapsed),
+            crate::floors::scan::Bounds::of(&config.verify),
+            &mut |done, total, elapsed| crate::log::scan_beat(log, done, total, elapsed),
         )?)
     })?;
     write_json(out, "reports/feature-map.json", &map)?;
@@ -525,14 +531,14 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         actions: inputs.actions,
         criteria,
         artifacts,
-        checks: floors.iter().map(FloorResult::to_check).collect(),
+        checks: floors.iter().map(pack::build::check).collect(),
         now: inputs.now,
     });
     let value = serde_json::to_value(&pack).map_err(|e| GateError::Schema(e.to_string()))?;
     pack::validate(&value).map_err(GateError::Schema)?;
     pack::write(&inputs.out, &pack, out)
         .map_err(io(format!("write the pack to `{}`", inputs.out.display())))?;
-    let (pack_sha256, _) = pack::hash_file(&inputs.out.join("pack.json"))
+    let (pack_sha256, _) = crate::hash::file(&inputs.out.join("pack.json"))
         .map_err(io("read the pack back to hash it"))?;
     Ok(GateRun {
         pack,
@@ -555,27 +561,10 @@ fn in_group<T>(
     title: &str,
     work: impl FnOnce(&mut Log) -> Result<T, GateError>,
 ) -> Result<T, GateError> {
-    let _ = log.command(&format!(
-        "::group::{}",
-        crate::output::github::escape_data(title)
-    ));
+    let _ = log.command(&format!("::group::{}", crate::log::escape_data(title)));
     let result = work(log);
     let _ = log.command("::endgroup::");
     result
-}
-
-/// A plain line (never an annotation) every ~10 s while the feature-map scan runs.
-pub(crate) fn scan_beat(
-    log: &mut dyn std::io::Write,
-    done: usize,
-    total: usize,
-    elapsed: Duration,
-) {
-    let _ = writeln!(
-        log,
-        "… scanning the sources: {done} of {total} files after {} s",
-        elapsed.as_secs()
-    );
 }
 
 /// A line from aayu itself, at least every ~10 s, while a long build or test runs: what, and for how
@@ -593,8 +582,7 @@ fn write_json<T: serde::Serialize>(out: &Path, rel: &str, value: &T) -> Result<(
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io(format!("create `{}`", parent.display())))?;
     }
-    crate::safe_fs::write_atomic(&path, crate::output::json::render(value).as_bytes())
-        .map_err(io(format!("write `{}`", path.display())))
+    crate::safe_fs::write_json(&path, value).map_err(io(format!("write `{}`", path.display())))
 }
 
 /// The sandbox settings of a run: the environment read at start-up, `[verify] env`, `sandbox_uids` and

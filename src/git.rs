@@ -735,6 +735,16 @@ fn url_has_password(url: &str) -> bool {
 }
 
 /// The id git gives a blob with these bytes (what `git hash-object` prints), without touching the disk.
+/// The first 12 characters of a SHA (or the whole string when shorter), for people to read.
+pub fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// Whether `text` is a full commit SHA: 40 hex digits (either case). The one place this is decided.
+pub fn is_full_sha(text: &str) -> bool {
+    text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 pub fn blob_id(bytes: &[u8]) -> Option<Oid> {
     Oid::hash_object(ObjectType::Blob, bytes).ok()
 }

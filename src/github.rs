@@ -492,10 +492,10 @@ mod tests {
 
     #[test]
     fn the_next_page_comes_from_the_link_header() {
-        let link = r#"<https://api.github.com/repositories/1/issues/2/comments?per_page=100&page=2>; rel="next", <https://api.github.com/repositories/1/issues/2/comments?per_page=100&page=3>; rel="last""#;
+        let link = r#"<https://ghe.example/api/v3/repositories/1/issues/2/comments?per_page=100&page=2>; rel="next", <https://ghe.example/api/v3/repositories/1/issues/2/comments?per_page=100&page=3>; rel="last""#;
         assert_eq!(
             next_link(link).as_deref(),
-            Some("https://api.github.com/repositories/1/issues/2/comments?per_page=100&page=2")
+            Some("https://ghe.example/api/v3/repositories/1/issues/2/comments?per_page=100&page=2")
         );
         assert_eq!(next_link(r#"<https://x/y?page=1>; rel="prev""#), None);
     }

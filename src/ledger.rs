@@ -1,5 +1,4 @@
-//! The ledger branch: Ready snapshots, landed packs and ship records.
+//! The ledger branch: where Ready snapshots (`crate::story::ready`), landed packs and ship records live.
 
-pub(crate) mod ready;
 pub(crate) mod store;
 pub(crate) mod verify;

@@ -13,11 +13,11 @@
 //! through a link), `clock` (UTC stamps), `machine_paths` (a machine's paths written the same on every machine), `failure` (what a command returns when it cannot do its work), `timing` (where a run's time goes,
 //! on request) and `commands` (one module per command, each taking a context and plain options).
 
-pub(crate) mod cleanup;
 pub mod cli;
 pub(crate) mod clock;
 pub(crate) mod commands;
 pub mod config;
+pub(crate) mod event;
 pub mod exit;
 pub(crate) mod failure;
 pub(crate) mod floors;
@@ -25,7 +25,9 @@ pub(crate) mod gate;
 pub mod generate;
 pub(crate) mod git;
 pub mod github;
+pub mod hash;
 pub(crate) mod ledger;
+pub(crate) mod log;
 pub(crate) mod machine_paths;
 pub(crate) mod maintain;
 pub(crate) mod maps;
@@ -40,4 +42,5 @@ pub(crate) mod sandbox;
 pub(crate) mod select;
 pub(crate) mod settings;
 pub(crate) mod steps;
+pub(crate) mod story;
 pub(crate) mod timing;

@@ -3,12 +3,12 @@
 //! the rules it keeps — posted as a new comment on one tracking issue ([`tracker`]), ending with the digest
 //! of its report so that `--maintain drift` posts the same report once.
 
+pub mod post;
 pub mod tracker;
 
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 
 use crate::floors::behaviour::{BehaviourReport, Status};
 use crate::floors::feature_map::{Drift, MapReport, Stale};
@@ -23,25 +23,6 @@ pub const LABEL: &str = "aayudha:verify-maintain";
 const DIGEST_OPEN: &str = "<!-- aayudha:digest ";
 /// How many items of a list the brief shows; the digest covers them all.
 const SHOWN: usize = 50;
-
-/// When a brief is posted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Only when something drifted, failed or was blocked, and not when the newest brief says the same.
-    Drift,
-    /// Every time.
-    Always,
-}
-
-impl Mode {
-    pub fn parse(text: &str) -> Option<Mode> {
-        match text {
-            "drift" => Some(Mode::Drift),
-            "always" => Some(Mode::Always),
-            _ => None,
-        }
-    }
-}
 
 /// A failing or blocked check, as the brief and its digest hold it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,7 +168,7 @@ impl Brief {
         if !self.errors.is_empty() {
             report["errors"] = serde_json::to_value(&self.errors).unwrap_or(Value::Null);
         }
-        hex(&Sha256::digest(canonical(&report).as_bytes()))
+        crate::hash::bytes(canonical(&report).as_bytes())
     }
 
     /// The brief's Markdown. Every text that comes from the repository or a check is a code span.
@@ -396,10 +377,6 @@ pub fn canonical(value: &Value) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,7 +414,7 @@ mod tests {
             ..Brief::default()
         };
         let document = r#"{"checks":[{"check":"pays","feature":"buy","reason":"exit 1","status":"failed"}],"drift":[{"detail":"command `refund` is in no feature","feature":"buy","file":"src/main.rs","kind":"unmapped-surface","line":3,"product":"shop"}]}"#;
-        assert_eq!(brief.digest(), hex(&Sha256::digest(document.as_bytes())));
+        assert_eq!(brief.digest(), crate::hash::bytes(document.as_bytes()));
         assert_ne!(brief.digest(), Brief::default().digest());
     }
 

@@ -403,6 +403,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes a JSON document (pretty-printed, a final newline) whole or not at all, making its folder.
+pub fn write_json<T: serde::Serialize>(path: &Path, document: &T) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(document).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    write_atomic(path, &bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@
 //!   caches that are then sealed (root-owned, read-only) for every later, offline step.
 
 pub(crate) mod build_cache;
+pub(crate) mod cleanup;
 pub(crate) mod exec;
 pub(crate) mod fetched;
 pub(crate) mod install;
@@ -216,7 +217,7 @@ pub struct Sandbox {
     /// A local run's hold on its repository's kept cargo home (as root).
     _cargo_home_lock: Option<nix::fcntl::Flock<std::fs::File>>,
     /// The folder and the uids, cleaned up if aayu is interrupted.
-    _cleanup: Vec<crate::cleanup::Registered>,
+    _cleanup: Vec<crate::sandbox::cleanup::Registered>,
     slots: usize,
     /// The seccomp filter of no-network processes (`socket()` for `AF_UNIX` only), and of the others
     /// (`AF_UNIX`, `AF_INET`, `AF_INET6`, `AF_NETLINK`); `None` where seccomp is not available.
@@ -244,7 +245,7 @@ pub struct Sandbox {
     spans: std::sync::Mutex<Vec<(Instant, Instant)>>,
     /// Lock files the checkout does not commit and did not have before this run: removed when the run
     /// ends (also when interrupted), so that `git status` is what it was.
-    created_locks: std::sync::Mutex<Vec<(PathBuf, String, crate::cleanup::Registered)>>,
+    created_locks: std::sync::Mutex<Vec<(PathBuf, String, crate::sandbox::cleanup::Registered)>>,
     /// What the fetch found that blocks a package's work, by tree and package folder (a Go module that
     /// commits no `go.sum`).
     dependency_problems: std::sync::Mutex<BTreeMap<(PathBuf, String), String>>,
@@ -506,10 +507,10 @@ impl Sandbox {
             // check leaves behind can be told apart from another check's and killed.
             (Vec::new(), Vec::new(), 1)
         };
-        let mut cleanup = vec![crate::cleanup::dir(dir.path())];
+        let mut cleanup = vec![crate::sandbox::cleanup::dir(dir.path())];
         cleanup.extend(
             uids.iter()
-                .map(|&uid| crate::cleanup::processes(procs::Owner::Uid(uid))),
+                .map(|&uid| crate::sandbox::cleanup::processes(procs::Owner::Uid(uid))),
         );
         let toolchains = toolchain::Toolchains::detect(&settings.process_env);
         // A local run as root keeps its target folders, and so needs a cargo home at a path that stays
@@ -1122,7 +1123,7 @@ impl Sandbox {
         let resolved = Resolved {
             root: tree.root.clone(),
             path: plan.lock.clone(),
-            sha256: sha256_hex(&bytes),
+            sha256: crate::hash::bytes(&bytes),
             how: LockOrigin::Untracked,
         };
         if let Ok(mut all) = self.resolved.lock() {
@@ -1191,7 +1192,7 @@ impl Sandbox {
                 created.push((
                     root.to_path_buf(),
                     lock.clone(),
-                    crate::cleanup::file(root, &lock),
+                    crate::sandbox::cleanup::file(root, &lock),
                 ));
             }
             if let Some(from) = &tree.lock_from
@@ -1215,7 +1216,7 @@ impl Sandbox {
         let resolved = Resolved {
             root: root.to_path_buf(),
             path: lock,
-            sha256: sha256_hex(&bytes),
+            sha256: crate::hash::bytes(&bytes),
             how: if existed {
                 LockOrigin::Untracked
             } else if copied {
@@ -1578,7 +1579,7 @@ impl Sandbox {
         let leader = child.id() as i32;
         // Without a uid of its own, the check's processes are its session's: killed if aayu is interrupted.
         let _interrupted = self.uid(slot).is_none().then(|| {
-            crate::cleanup::processes(procs::Owner::Tree {
+            crate::sandbox::cleanup::processes(procs::Owner::Tree {
                 leader,
                 keep: keep.clone(),
             })
@@ -1719,14 +1720,6 @@ impl Drop for Sandbox {
             let _ = crate::safe_fs::remove(&root, &rel);
         }
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Where the uid locks live: one machine-wide place (not `$TMPDIR`, which differs between runs) so every aayu

@@ -1,12 +1,11 @@
 //! Which behaviour checks run, and why (SPEC §4 "Selection"): by a diff between two commits, by the
 //! story's evidence map, or explicitly with `--check`.
 
-pub(crate) mod evidence_map;
-
 use std::collections::BTreeMap;
 
 use crate::git::{GitError, Repo};
 use crate::maps::Map;
+use crate::story::evidence_map;
 
 /// A check to run: indexes into the maps, and every reason it was selected.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,8 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::failure::Failure;
 
+pub(crate) mod action;
+pub(crate) mod github;
 pub(crate) mod remote;
 
 /// What the process environment says, read once at start-up.
@@ -51,6 +53,19 @@ impl Env {
         }
     }
 
+    /// A variable of the environment, trimmed; empty is unset.
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.vars
+            .get(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Inside a CI system (`GITHUB_ACTIONS=true`, or `CI` set to anything).
+    pub fn in_ci(&self) -> bool {
+        self.github_actions || self.vars.contains_key("CI")
+    }
+
     pub fn color_stderr(&self) -> bool {
         self.stderr_terminal && !self.no_color
     }
@@ -66,6 +81,25 @@ impl Env {
                         .caused_by(e)
                         .with_hint("write it like 2026-11-13T00:00:00Z, or unset it")
                 }),
+        }
+    }
+}
+
+/// When `verify --maintain` posts a brief.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaintainMode {
+    /// Only when something drifted, failed or was blocked, and not when the newest brief says the same.
+    Drift,
+    /// Every time.
+    Always,
+}
+
+impl MaintainMode {
+    pub fn parse(text: &str) -> Option<MaintainMode> {
+        match text {
+            "drift" => Some(MaintainMode::Drift),
+            "always" => Some(MaintainMode::Always),
+            _ => None,
         }
     }
 }
@@ -102,23 +136,7 @@ pub struct VerifyOptions {
     pub red_on_base: bool,
     pub ready: Option<PathBuf>,
     /// `--maintain drift|always`: post the maintain brief after the run.
-    pub maintain: Option<crate::maintain::Mode>,
-}
-
-/// The pack's binding to a pull request and a run, filled in by `aayu action` from the event and the API —
-/// never from anything the pull request's code wrote.
-#[derive(Debug, Clone, Default)]
-pub struct Binding {
-    pub pr: u64,
-    /// The story's labels now (the API), which decide red-on-base in the action.
-    pub story_labels: Option<Vec<String>>,
-    /// The hash of the story's Completion Goal now (the API).
-    pub completion_goal_hash: Option<String>,
-    /// The gate's workflow file (`.github/workflows/…`) and run.
-    pub workflow: String,
-    pub run_id: u64,
-    pub run_url: String,
-    pub pr_url: String,
+    pub maintain: Option<MaintainMode>,
 }
 
 impl VerifyOptions {
@@ -140,26 +158,18 @@ impl VerifyOptions {
             ready: m.get_one::<PathBuf>("ready").cloned(),
             maintain: m
                 .get_one::<String>("maintain")
-                .and_then(|v| crate::maintain::Mode::parse(v)),
+                .and_then(|v| MaintainMode::parse(v)),
         })
     }
 }
 
-/// What `aayu proof comment` was asked to do, and the GitHub environment it runs in.
+/// What `aayu proof comment` was asked to do (the run it is in is [`github::GitHubEnv`]).
 #[derive(Debug, Clone, Default)]
 pub struct ProofCommentOptions {
     pub pr: Option<u64>,
     pub pack: Option<PathBuf>,
     pub bot_login: Option<String>,
-    pub api_url: String,
-    pub server_url: String,
     pub token: Option<String>,
-    pub repository: Option<String>,
-    pub run_id: Option<u64>,
-    pub results_url: Option<String>,
-    pub runtime_token: Option<String>,
-    pub step_summary: Option<PathBuf>,
-    pub event_path: Option<PathBuf>,
     /// The configuration file in the default branch (the action's `config` input); `None`: the usual one.
     pub config_path: Option<String>,
     /// The merge-gate job's result (`success`, `failure`, `cancelled`, `skipped`), when the workflow
@@ -169,30 +179,14 @@ pub struct ProofCommentOptions {
 
 impl ProofCommentOptions {
     pub fn from_matches(m: &ArgMatches, env: &Env) -> ProofCommentOptions {
-        let var = |name: &str| {
-            env.vars
-                .get(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
         ProofCommentOptions {
             pr: m.get_one::<u64>("pr").copied(),
             pack: m.get_one::<PathBuf>("pack").cloned(),
             bot_login: m
                 .get_one::<String>("bot-login")
                 .cloned()
-                .or_else(|| var("INPUT_BOT_LOGIN")),
-            api_url: var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into()),
-            server_url: var("GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into()),
-            token: var("INPUT_TOKEN")
-                .or_else(|| var("GITHUB_TOKEN"))
-                .or_else(|| var("GH_TOKEN")),
-            repository: var("GITHUB_REPOSITORY"),
-            run_id: var("GITHUB_RUN_ID").and_then(|v| v.parse().ok()),
-            results_url: var("ACTIONS_RESULTS_URL"),
-            runtime_token: var("ACTIONS_RUNTIME_TOKEN"),
-            step_summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
-            event_path: var("GITHUB_EVENT_PATH").map(PathBuf::from),
+                .or_else(|| env.var("INPUT_BOT_LOGIN")),
+            token: github::token(env, github::TokenFor::Action).map(|(t, _)| t),
             config_path: None,
             gate_result: None,
         }

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
+use crate::settings::github::TokenFor;
 
 /// One problem found.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -337,8 +338,7 @@ fn evidence_tests(root: &Path) -> Vec<crate::floors::test_evidence::TestId> {
         let Ok(bytes) = crate::safe_fs::read(root, &rel, 1 << 20) else {
             continue;
         };
-        if let Ok(map) = crate::select::evidence_map::parse(&String::from_utf8_lossy(&bytes), &rel)
-        {
+        if let Ok(map) = crate::story::evidence_map::parse(&String::from_utf8_lossy(&bytes), &rel) {
             for criterion in &map.criterion {
                 ids.extend(
                     criterion
@@ -407,7 +407,7 @@ fn workflow_checks(
             .split_once('@')
             .map(|(_, r)| r.split_whitespace().next().unwrap_or(""))
             .unwrap_or("");
-        let sha = reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit());
+        let sha = crate::git::is_full_sha(reference);
         if sha {
             pin.get_or_insert_with(|| {
                 line[line.find('@').map_or(0, |a| a + 1)..]
@@ -519,26 +519,19 @@ fn online_checks(
     found: &mut Vec<Problem>,
     notes: &mut Vec<String>,
 ) {
-    let var = |name: &str| {
-        ctx.env
-            .vars
-            .get(name)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    let Some(token) = var("GITHUB_TOKEN").or_else(|| var("GH_TOKEN")) else {
+    let Some((token, _)) = crate::settings::github::token(ctx.env, TokenFor::Read) else {
         notes.push("note: no GITHUB_TOKEN or GH_TOKEN: the token and the required status `aayudha/proof` were not checked".to_string());
         return;
     };
-    let Some(slug) = var("GITHUB_REPOSITORY").or_else(|| repo.origin_slug()) else {
+    let Some(slug) = ctx.github.repository.clone().or_else(|| repo.origin_slug()) else {
         notes.push("note: no GitHub repository (GITHUB_REPOSITORY or an origin on GitHub): the required status was not checked".to_string());
         return;
     };
-    let api_url = var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+    let api_url = &ctx.github.api_url;
     let Some(slug) = crate::github::RepoSlug::parse(&slug) else {
         return;
     };
-    let client = match crate::github::Client::new(&api_url, &crate::github::Token::new(token)) {
+    let client = match crate::github::Client::new(api_url, &crate::github::Token::new(token)) {
         Ok(client) => client,
         Err(e) => {
             notes.push(format!("note: GitHub could not be reached ({e}): the token and the required status were not checked"));

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
+use crate::settings::github::TokenFor;
 
 mod skill;
 use skill::Stack;
@@ -80,10 +81,7 @@ pub fn built_release() -> Option<(&'static str, &'static str)> {
 
 fn release_of<'a>(sha: Option<&'a str>, tag: Option<&'a str>) -> Option<(&'a str, &'a str)> {
     let (sha, tag) = (sha?.trim(), tag?.trim());
-    let full_sha = sha.len() == 40
-        && sha
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    let full_sha = crate::git::is_full_sha(sha) && !sha.bytes().any(|b| b.is_ascii_uppercase());
     (full_sha && tag.starts_with('v') && tag.len() > 1).then_some((sha, tag))
 }
 
@@ -167,7 +165,7 @@ fn tag_commit(api_url: &str, token: Option<&str>, tag: &str) -> Result<String, S
     } else {
         sha
     };
-    if sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if crate::git::is_full_sha(&sha) {
         Ok(sha.to_ascii_lowercase())
     } else {
         Err(format!("GitHub gave no commit for {tag}"))
@@ -238,16 +236,8 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
         f.with_hint("aayu init sets up a git repository: run it inside one (or `git init` first)")
     })?;
     let root = repo.root().to_path_buf();
-    let var = |name: &str| {
-        ctx.env
-            .vars
-            .get(name)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    let api_url = var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
-    let token = var("GITHUB_TOKEN").or_else(|| var("GH_TOKEN"));
-    let pin = resolve_pin(&api_url, token.as_deref());
+    let token = crate::settings::github::token(ctx.env, TokenFor::Read).map(|(t, _)| t);
+    let pin = resolve_pin(&ctx.github.api_url, token.as_deref());
     let mut report = String::new();
     let mut config_text = commented_config();
     let mut planned = Vec::new();
@@ -515,12 +505,9 @@ fn choose_maintainer(
             ))
         });
     }
-    let home = ctx.env.vars.get("HOME").map(std::path::PathBuf::from);
-    let detected = skill::detect_maintainers(
-        root,
-        home.as_deref(),
-        ctx.env.vars.get("PATH").map(String::as_str),
-    );
+    let home = ctx.env.var("HOME").map(std::path::PathBuf::from);
+    let path = ctx.env.var("PATH");
+    let detected = skill::detect_maintainers(root, home.as_deref(), path.as_deref());
     let names = |ids: &[&str]| {
         ids.iter()
             .filter_map(|id| skill::MAINTAINERS.iter().find(|(k, _)| k == id))

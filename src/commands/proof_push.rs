@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
+use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
 use crate::pack;
@@ -33,7 +33,7 @@ impl ProofPushOptions {
 }
 
 pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, Failure> {
-    if ctx.env.github_actions || ctx.env.vars.contains_key("CI") {
+    if ctx.env.in_ci() {
         return Err(Failure::usage(
             "`aayu proof push` lands a local, advisory pack: it does not run in CI",
         )
@@ -98,7 +98,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
             )
             .caused_by(e)
         })?;
-        let actual = pack::hash_bytes(&data);
+        let actual = crate::hash::bytes(&data);
         if actual != a.sha256 || data.len() as u64 != a.size {
             return Err(Failure::new(
                 ExitStatus::ProofFails,
@@ -122,7 +122,12 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
         files.insert(pack.artifacts[i].path.clone(), data);
     }
 
-    let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
+    let remote = remote::resolve(
+        options.repo.as_deref(),
+        ctx.env,
+        ctx.github,
+        repo.origin_slug(),
+    )?;
     let (login, id) = remote
         .client
         .user()
@@ -157,10 +162,10 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
     let mut json = serde_json::to_vec_pretty(&pack)
         .map_err(|e| Failure::unexpected("cannot write the pack").caused_by(e))?;
     json.push(b'\n');
-    let pack_sha256 = pack::hash_bytes(&json);
+    let pack_sha256 = crate::hash::bytes(&json);
     landed.insert(format!("{dir}/pack.json"), json);
     let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
-        .map_err(ledger_failure)?;
+        .map_err(Failure::from)?;
     let author = ledger.author(&login, id);
     ledger
         .write(
@@ -172,7 +177,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
             ),
             &author,
         )
-        .map_err(ledger_failure)?;
+        .map_err(Failure::from)?;
 
     // Its own comment on the pull request, when there is one.
     let pr = if pack.pr > 0 {

@@ -7,13 +7,13 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use crate::commands::{Context, Failure, ledger_failure, write_out};
+use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
-use crate::ledger::ready;
 use crate::ledger::store::Ledger;
 use crate::ledger::verify::{self, Finding, Stored};
 use crate::pack::{self, Pack};
 use crate::settings::remote;
+use crate::story::ready;
 
 #[derive(Debug, Clone, Default)]
 pub struct ProofVerifyOptions {
@@ -91,15 +91,15 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
     let story = options.story;
     // The token is looked for once (it may run `gh auth token`): for the fetch, and for the PR's head.
     let token = remote::token(ctx.env).ok();
-    let network = remote::network(ctx.env, token.as_ref());
+    let network = remote::network(ctx.github, token.as_ref());
     let ledger =
-        Ledger::open(repo.root(), &config.ledger.branch, network).map_err(ledger_failure)?;
-    ledger.fetch().map_err(ledger_failure)?;
+        Ledger::open(repo.root(), &config.ledger.branch, network).map_err(Failure::from)?;
+    ledger.fetch().map_err(Failure::from)?;
 
     // The candidates: proof/<story>/<head>/authoritative/ and proof/<story>/<head>/advisory/<stamp>/.
     let mut candidates: Vec<Candidate> = ledger
         .list(&format!("proof/{story}"))
-        .map_err(ledger_failure)?
+        .map_err(Failure::from)?
         .into_iter()
         .filter_map(|path| {
             let dir = path.strip_suffix("/pack.json")?.to_string();
@@ -159,8 +159,8 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
         }
     };
 
-    let snapshot_path = format!("specs/{story}/ready.md");
-    let snapshot = match ledger.read(&snapshot_path).map_err(ledger_failure)? {
+    let snapshot_path = crate::story::ready_path(story);
+    let snapshot = match ledger.read(&snapshot_path).map_err(Failure::from)? {
         Some(bytes) => ready::parse(
             &String::from_utf8_lossy(&bytes),
             &format!("{}:{snapshot_path}", config.ledger.branch),
@@ -177,7 +177,13 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
             .as_ref()
             .ok_or_else(remote::no_token)
             .and_then(|t| {
-                remote::resolve_with(options.repo.as_deref(), ctx.env, repo.origin_slug(), t)
+                remote::resolve_with(
+                    options.repo.as_deref(),
+                    ctx.env,
+                    ctx.github,
+                    repo.origin_slug(),
+                    t,
+                )
             })
             .map_err(|f| {
                 let mut why = f.message;

@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
+use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
-use crate::ledger::ready;
 use crate::ledger::store::{Existing, Ledger};
 use crate::settings::remote;
+use crate::story::ready;
 
 /// What `aayu ready` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -180,7 +180,12 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
             )
         }
         None => {
-            let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
+            let remote = remote::resolve(
+                options.repo.as_deref(),
+                ctx.env,
+                ctx.github,
+                repo.origin_slug(),
+            )?;
             let issue = remote
                 .client
                 .issue(&remote.repo, story)
@@ -222,7 +227,7 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     let now = ctx.env.now()?;
     let frozen_at = crate::clock::utc_stamp(now, false);
 
-    let path = format!("specs/{story}/ready.md");
+    let path = crate::story::ready_path(story);
     let mut meta = json!({
         "story": story,
         "completion_goal_hash": hash,
@@ -239,13 +244,13 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     let ledger = match &remote {
         Some(remote) => {
             let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
-                .map_err(ledger_failure)?;
-            ledger.fetch().map_err(ledger_failure)?;
+                .map_err(Failure::from)?;
+            ledger.fetch().map_err(Failure::from)?;
             ledger
         }
-        None => Ledger::open_local(repo.root(), &config.ledger.branch).map_err(ledger_failure)?,
+        None => Ledger::open_local(repo.root(), &config.ledger.branch).map_err(Failure::from)?,
     };
-    let existing = match ledger.read(&path).map_err(ledger_failure)? {
+    let existing = match ledger.read(&path).map_err(Failure::from)? {
         Some(bytes) => Some(ready::parse(
             &String::from_utf8_lossy(&bytes),
             &format!("{}:{path}", config.ledger.branch),
@@ -289,10 +294,9 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
         }
         // git's own order: the repository's configuration, then the variables git reads.
         None => ledger.git_author().or_else(|| {
-            let var = |n: &str| ctx.env.vars.get(n).filter(|v| !v.trim().is_empty()).cloned();
             Some(crate::ledger::store::Author {
-                name: var("GIT_AUTHOR_NAME")?,
-                email: var("GIT_AUTHOR_EMAIL")?,
+                name: ctx.env.var("GIT_AUTHOR_NAME")?,
+                email: ctx.env.var("GIT_AUTHOR_EMAIL")?,
             })
         }).ok_or_else(|| {
             Failure::usage("git has no `user.name` and `user.email` here: the ledger commit needs an author")
@@ -310,7 +314,7 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     };
     let commit = ledger
         .write(&files, Existing::Replace, &message, &author)
-        .map_err(ledger_failure)?;
+        .map_err(Failure::from)?;
     let local = if remote.is_none() {
         " (this clone's branch; push it to share it)"
     } else {

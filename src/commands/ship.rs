@@ -10,16 +10,16 @@ use std::io::Write as _;
 
 use serde_json::json;
 
-use crate::commands::{Context, Failure, github_failure, ledger_failure, short, write_out};
+use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
-use crate::ledger::ready;
 use crate::ledger::store::{Existing, Ledger};
 use crate::ledger::verify::{self, Stored};
+use crate::pack::ARTIFACT;
 use crate::pack::{self, Pack};
-use crate::publish::ARTIFACT;
 use crate::publish::archive::{self, Limits, Unpacked};
 use crate::settings::remote::{self, Remote};
+use crate::story::ready;
 
 #[derive(Debug, Clone, Default)]
 pub struct ShipOptions {
@@ -250,16 +250,21 @@ fn approver(remote: &Remote, pull: &Pull) -> Result<Option<String>, Failure> {
 
 pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failure> {
     let repo = super::repo(ctx)?;
-    if ctx.env.github_actions || ctx.env.vars.contains_key("CI") {
+    if ctx.env.in_ci() {
         return Err(
             Failure::usage("`aayu ship` is a person's decision: it does not run in CI")
                 .with_hint("run it on your machine once the merge gate has proven the head"),
         );
     }
-    let remote = remote::resolve(options.repo.as_deref(), ctx.env, repo.origin_slug())?;
+    let remote = remote::resolve(
+        options.repo.as_deref(),
+        ctx.env,
+        ctx.github,
+        repo.origin_slug(),
+    )?;
     // The default branch's configuration on GitHub, never the working tree's: a shipper with the pull
     // request checked out would otherwise go by its `[gate] workflow` and `[ledger] branch`.
-    let (config, _) = super::default_branch_config(&remote.client, &remote.repo, None)?;
+    let (config, _) = crate::config::Config::of_default_branch(&remote.client, &remote.repo, None)?;
     let pull = remote
         .client
         .pull(&remote.repo, options.pr)
@@ -267,19 +272,19 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let story = pull
         .body
         .as_deref()
-        .and_then(super::action::story_in_body)
+        .and_then(crate::story::story_in_body)
         .ok_or_else(|| {
             Failure::usage(format!("pull request #{} names no story", options.pr)).with_hint(
                 "add a `Story: #N` line (or `Fixes #N`) to its body, and let the gate run",
             )
         })?;
     let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
-        .map_err(ledger_failure)?;
-    ledger.fetch().map_err(ledger_failure)?;
+        .map_err(Failure::from)?;
+    ledger.fetch().map_err(Failure::from)?;
     let record_path = format!("ship/{story}.json");
     if pull.merged {
         // Shipped before: complete what a failure may have left (the story's section, the branch).
-        let Some(record) = ledger.read(&record_path).map_err(ledger_failure)? else {
+        let Some(record) = ledger.read(&record_path).map_err(Failure::from)? else {
             return Err(Failure::new(
                 ExitStatus::ProofFails,
                 format!(
@@ -328,8 +333,8 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         .client
         .repository(&remote.repo)
         .map_err(github_failure)?;
-    let snapshot_path = format!("specs/{story}/ready.md");
-    let snapshot = match ledger.read(&snapshot_path).map_err(ledger_failure)? {
+    let snapshot_path = crate::story::ready_path(story);
+    let snapshot = match ledger.read(&snapshot_path).map_err(Failure::from)? {
         Some(bytes) => ready::parse(
             &String::from_utf8_lossy(&bytes),
             &format!("{}:{snapshot_path}", config.ledger.branch),
@@ -512,7 +517,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
             ),
             &author,
         )
-        .map_err(ledger_failure)?;
+        .map_err(Failure::from)?;
     let merged = remote
         .client
         .squash_merge(&remote.repo, pull.number, &pull.head_sha)

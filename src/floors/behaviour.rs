@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::log::Log;
 use crate::maps::Map;
 use crate::maps::blocks::{ArtifactKind, CheckKind};
-use crate::output::github::Log;
 use crate::sandbox::preflight::{Tool, closed_folder};
 use crate::sandbox::{self, Network, Sandbox};
 use crate::select::Selected;
@@ -246,7 +246,7 @@ pub fn run(
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
-    if crate::cleanup::interrupted() {
+    if crate::sandbox::cleanup::interrupted() {
         return Err(BehaviourError::Interrupted);
     }
     let mut checks = results;
@@ -258,8 +258,7 @@ pub fn run(
         checks,
     };
     let path = options.out.join("reports/behaviour.json");
-    crate::safe_fs::write_atomic(&path, crate::output::json::render(&report).as_bytes())
-        .map_err(write_err(&path))?;
+    crate::safe_fs::write_json(&path, &report).map_err(write_err(&path))?;
     Ok(report)
 }
 
@@ -807,7 +806,7 @@ fn copy_artifact(
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot be copied: {e}"))?;
     }
     let file = std::fs::File::create(&target).map_err(|e| format!("cannot be copied: {e}"))?;
-    let mut sink = crate::pack::HashingWriter::new(file);
+    let mut sink = crate::hash::Writer::new(file);
     std::io::copy(&mut std::io::Read::take(source, ARTIFACT_CAP), &mut sink)
         .map_err(|e| format!("cannot be copied: {e}"))?;
     let (_, sha256, size) = sink.finish();
@@ -1086,7 +1085,7 @@ struct SeedApp {
     child: std::process::Child,
     /// The end of what it printed on stderr (at most [`SEED_SAID`] bytes).
     stderr: std::sync::Arc<Mutex<Vec<u8>>>,
-    _interrupted: crate::cleanup::Registered,
+    _interrupted: crate::sandbox::cleanup::Registered,
 }
 
 /// How much of the seed app's stderr is kept, for the reason when it does not come up.
@@ -1152,7 +1151,7 @@ fn start_seed(sandbox: &Sandbox, options: &Options) -> std::io::Result<SeedApp> 
         pid,
         child,
         stderr,
-        _interrupted: crate::cleanup::processes(owner),
+        _interrupted: crate::sandbox::cleanup::processes(owner),
     })
 }
 

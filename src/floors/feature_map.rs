@@ -1,6 +1,7 @@
 //! The feature-map check (SPEC §3): drift between each map and the source, and stale features. No
 //! product code runs and the control tool is neither run nor checked.
 
+use crate::exit::ExitStatus;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use std::path::Path;
@@ -671,5 +672,25 @@ pub fn floor(
             format!("{}: {drift} drift", rule.advisory_detail()),
         )
         .numbers(drift as f64, 0.0)
+    }
+}
+/// 2 for contract errors or a scan the map's rules made run out of time, 1 for one that ran out reading
+/// files, else 3 for drift, else 0. Stale is never drift.
+impl MapReport {
+    pub fn exit_status(&self) -> ExitStatus {
+        let report = self;
+        if let Some(stopped) = &report.scan_stopped {
+            if stopped.rules_caused_it {
+                ExitStatus::Usage
+            } else {
+                ExitStatus::Failure
+            }
+        } else if !report.errors.is_empty() {
+            ExitStatus::Usage
+        } else if !report.drift.is_empty() {
+            ExitStatus::FloorFails
+        } else {
+            ExitStatus::Ok
+        }
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::floors::test_evidence::{self, Outcome, TestId};
 use crate::git::Repo;
-use crate::select::evidence_map::EvidenceMap;
+use crate::story::evidence_map::EvidenceMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -59,7 +59,7 @@ impl Report {
 pub struct Prepared {
     base: String,
     tree: Result<tempfile::TempDir, String>,
-    _interrupted: Option<crate::cleanup::Registered>,
+    _interrupted: Option<crate::sandbox::cleanup::Registered>,
 }
 
 impl Prepared {
@@ -121,7 +121,7 @@ pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
     match prepared {
         Ok(folder) => Prepared {
             base: base_sha,
-            _interrupted: Some(crate::cleanup::dir(folder.path())),
+            _interrupted: Some(crate::sandbox::cleanup::dir(folder.path())),
             tree: Ok(folder),
         },
         Err(e) => failed(base_sha, format!("the base could not be checked out: {e}")),

@@ -48,6 +48,16 @@ pub struct Bounds {
     pub max_source_bytes: u64,
 }
 
+impl Bounds {
+    /// What the configuration's `[verify]` gives the scan.
+    pub fn of(verify: &crate::config::Verify) -> Bounds {
+        Bounds {
+            budget: std::time::Duration::from_secs(verify.scan_timeout_s),
+            max_source_bytes: verify.max_source_bytes,
+        }
+    }
+}
+
 /// A scan stopped at its budget: the rule that took longest (map, rule, time) and the file that did.
 #[derive(Debug, Clone)]
 pub struct Stopped {

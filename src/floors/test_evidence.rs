@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use crate::floors::behaviour::{self, BehaviourReport, Status};
 use crate::floors::{Floor, FloorResult, Verdict};
-use crate::ledger::ready::{self, Snapshot};
-use crate::pack;
 use crate::runners::{self, Job, Launcher, Ran};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::{self, Network, Sandbox};
-use crate::select::evidence_map::EvidenceMap;
+use crate::story::evidence_map::EvidenceMap;
+use crate::story::ready::{self, Snapshot};
 
 pub use crate::runners::{Outcome, TestId, TestResult};
 
@@ -220,18 +219,25 @@ impl Launcher for InSandbox<'_, '_> {
 const TOOL: &str =
     "aayu test evidence (cargo test, go test -json, pytest, vitest, jest, node --test)";
 
+/// A criterion's evidence: the artifact paths that prove it (empty when it has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Criterion {
+    pub id: u32,
+    pub evidence: Vec<String>,
+}
+
 /// What the tests floor found: its verdict, each criterion's evidence (artifact paths, empty when it has
 /// none) and a line per criterion saying why.
 #[derive(Debug)]
 pub struct Evidenced {
     pub floor: FloorResult,
-    pub criteria: Vec<pack::Criterion>,
+    pub criteria: Vec<Criterion>,
     pub lines: Vec<String>,
 }
 
 /// The tests floor of a story without an evidence map: it fails, naming the file to commit.
 pub fn floor_without_map(snapshot: &Snapshot) -> Evidenced {
-    let file = crate::select::evidence_map::path(snapshot.meta.story);
+    let file = crate::story::evidence_map::path(snapshot.meta.story);
     Evidenced {
         floor: FloorResult::new(
             Floor::Tests,
@@ -245,7 +251,7 @@ pub fn floor_without_map(snapshot: &Snapshot) -> Evidenced {
         criteria: snapshot
             .criteria
             .iter()
-            .map(|c| pack::Criterion {
+            .map(|c| Criterion {
                 id: c.id,
                 evidence: Vec::new(),
             })
@@ -278,7 +284,7 @@ pub fn floor(
                 "criterion {}: no evidence — the evidence map does not name it",
                 criterion.id
             ));
-            criteria.push(pack::Criterion {
+            criteria.push(Criterion {
                 id: criterion.id,
                 evidence: Vec::new(),
             });
@@ -362,7 +368,7 @@ pub fn floor(
                 criterion.id,
                 paths.join(", ")
             ));
-            criteria.push(pack::Criterion {
+            criteria.push(Criterion {
                 id: criterion.id,
                 evidence: paths,
             });
@@ -372,7 +378,7 @@ pub fn floor(
                 criterion.id,
                 problems.join("; ")
             ));
-            criteria.push(pack::Criterion {
+            criteria.push(Criterion {
                 id: criterion.id,
                 evidence: Vec::new(),
             });

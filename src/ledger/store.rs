@@ -339,6 +339,21 @@ impl Ledger {
     }
 }
 
+/// A ledger error as a failure with its hint (exit 1).
+impl From<LedgerError> for crate::failure::Failure {
+    fn from(e: LedgerError) -> Self {
+        let hint = match &e {
+            LedgerError::Push { .. } | LedgerError::Fetch { .. } => Some(
+                "check that the token may write to the repository (contents: write) and that `origin` is reachable",
+            ),
+            LedgerError::CheckedOut(_) => Some("switch to another branch first"),
+            _ => None,
+        };
+        crate::failure::Failure::from_error(crate::exit::ExitStatus::Failure, &e)
+            .with_optional_hint(hint.map(str::to_string))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

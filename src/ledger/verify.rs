@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::ledger::ready::Snapshot;
 use crate::pack::{self, Pack};
+use crate::story::ready::Snapshot;
 
 /// One check that failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,7 +98,7 @@ pub fn verify(
             }
             Stored::Bytes(bytes) => {
                 out.artifacts_checked += 1;
-                let actual = pack::hash_bytes(&bytes);
+                let actual = crate::hash::bytes(&bytes);
                 if actual != a.sha256 {
                     out.failures.push(finding(
                         "artifact-hash",

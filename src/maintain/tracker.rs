@@ -6,8 +6,9 @@
 //! again and the one created first (the lowest number) wins; every other gets a comment naming the winner
 //! and is closed as a duplicate. Every run that finds more than one settles them the same way.
 
-use super::{ISSUE_MARKER, LABEL, Mode, digest_in};
+use super::{ISSUE_MARKER, LABEL, digest_in};
 use crate::github::{Client, GitHubError, Issue, IssueFilter, RepoSlug};
+use crate::settings::MaintainMode as Mode;
 
 const TITLE: &str = "aayudha: keep the feature maps honest";
 const LABEL_COLOR: &str = "5319e7";

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use crate::floors::behaviour::CheckResult;
 use crate::output::markdown::{block, cell, code};
+use crate::pack::ARTIFACT;
 use crate::pack::Pack;
-use crate::publish::ARTIFACT;
 
 /// The criteria that screenshots evidence, each screenshot with its hash and a link to the run's
 /// `aayudha-pack` artifact, which holds their bytes (media are `store: none` or `bucket` in pack.json:

@@ -4,13 +4,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::floors::FloorResult;
 use crate::floors::behaviour::BehaviourReport;
-use crate::gate::Story;
+use crate::floors::test_evidence::Criterion;
 use crate::git::Repo;
 use crate::maps::blocks::ArtifactKind;
 use crate::pack::{self, Pack};
 use crate::registry::CommandId;
-use crate::settings::Binding;
+use crate::sandbox::Network;
+use crate::story::Binding;
+use crate::story::Story;
 
 /// Every file of the run folder, hashed (streamed), with its kind and store: reports and evidence are
 /// `git`; a check's artifact has the kind it declared. Media — a media kind, or content that is an image,
@@ -30,7 +33,7 @@ pub fn artifacts(
         .collect();
     let mut artifacts = Vec::new();
     for rel in pack::files_under(out)? {
-        let (sha256, size) = pack::hash_file(&out.join(&rel))?;
+        let (sha256, size) = crate::hash::file(&out.join(&rel))?;
         let kind = if rel.starts_with("reports/") {
             ArtifactKind::Report
         } else if rel.starts_with("evidence/") {
@@ -69,7 +72,7 @@ pub struct Parts<'a> {
     pub base: &'a str,
     pub head: &'a str,
     pub actions: bool,
-    pub criteria: Vec<pack::Criterion>,
+    pub criteria: Vec<Criterion>,
     pub artifacts: Vec<pack::Artifact>,
     pub checks: Vec<pack::Check>,
     pub now: time::OffsetDateTime,
@@ -129,7 +132,13 @@ pub fn assemble(parts: Parts) -> Pack {
                 .unwrap_or_default(),
         },
         footprint: footprint(repo.root(), &changed),
-        criteria,
+        criteria: criteria
+            .into_iter()
+            .map(|c| pack::Criterion {
+                id: c.id,
+                evidence: c.evidence,
+            })
+            .collect(),
         artifacts,
         checks,
         cost: pack::Cost::default(),
@@ -141,7 +150,7 @@ pub fn assemble(parts: Parts) -> Pack {
             },
             pr: binding.map(|b| b.pr_url.clone()).unwrap_or_default(),
             ready_snapshot: if number > 0 {
-                format!("specs/{number}/ready.md")
+                crate::story::ready_path(number)
             } else {
                 String::new()
             },
@@ -189,4 +198,22 @@ fn footprint(root: &Path, changed: &[String]) -> Vec<String> {
         }
     }
     layers.into_iter().collect()
+}
+
+/// The pack's record of a floor's result (SPEC §5: `floor`, `result`, `value`, `threshold`, `tool`,
+/// `version`, `detail`, `network`).
+pub fn check(result: &FloorResult) -> pack::Check {
+    pack::Check {
+        floor: result.floor.as_str().to_string(),
+        result: result.verdict.as_str().to_string(),
+        value: result.value,
+        threshold: result.threshold,
+        tool: result.tool.to_string(),
+        version: result
+            .version
+            .clone()
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string()),
+        detail: result.detail.clone(),
+        network: result.network.map_or("none", Network::as_str).to_string(),
+    }
 }

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
 use zip::write::SimpleFileOptions;
 
@@ -67,7 +66,7 @@ pub enum ArchiveError {
 pub fn build(dir: &Path, out: impl Write) -> Result<(u64, String), ArchiveError> {
     let write_err = |e: &dyn std::fmt::Display| ArchiveError::Write(e.to_string());
     let files = pack::files_under(dir).map_err(|e| write_err(&e))?;
-    let mut zip = zip::ZipWriter::new_stream(pack::HashingWriter::new(out));
+    let mut zip = zip::ZipWriter::new_stream(crate::hash::Writer::new(out));
     let options = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .compression_level(Some(6))
@@ -183,7 +182,7 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
     }
     let manifest = files.remove("pack.json").ok_or(ArchiveError::NoPack)?;
     let pack = pack::decode(&manifest).map_err(|e| ArchiveError::Pack(e.to_string()))?;
-    let pack_sha256 = pack::hash_bytes(&manifest);
+    let pack_sha256 = crate::hash::bytes(&manifest);
     let mut listed = BTreeSet::new();
     for artifact in &pack.artifacts {
         if !pack::safe_path(&artifact.path) || !listed.insert(artifact.path.as_str()) {
@@ -210,7 +209,7 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
             }
             return Err(ArchiveError::Missing(artifact.path.clone()));
         };
-        let actual = pack::hex(&Sha256::digest(data));
+        let actual = crate::hash::bytes(data);
         if actual != artifact.sha256 || data.len() as u64 != artifact.size {
             return Err(ArchiveError::Mismatch {
                 path: artifact.path.clone(),

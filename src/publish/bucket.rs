@@ -115,13 +115,6 @@ impl std::fmt::Debug for Bucket {
 /// The prefix when `[proof] media` names only a bucket.
 pub const DEFAULT_PREFIX: &str = "aayudha";
 
-fn var(env: &Env, name: &str) -> Option<String> {
-    env.vars
-        .get(name)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-}
-
 /// `scheme://bucket/prefix` split, checked.
 pub fn parse(url: &str) -> Result<(Scheme, String, String), BucketError> {
     let bad = |why: &str| BucketError::Url {
@@ -176,12 +169,13 @@ impl Bucket {
             .map_err(|e| open(e.to_string()))?;
         let (store, s3): (Arc<dyn ObjectStore>, Option<S3Api>) = match scheme {
             Scheme::S3 | Scheme::R2 => {
-                let endpoint = var(env, "AWS_ENDPOINT_URL")
-                    .or_else(|| var(env, "AWS_ENDPOINT"))
+                let endpoint = env
+                    .var("AWS_ENDPOINT_URL")
+                    .or_else(|| env.var("AWS_ENDPOINT"))
                     .or_else(|| {
                         (scheme == Scheme::R2).then(|| {
-                            var(env, "R2_ACCOUNT_ID")
-                                .or_else(|| var(env, "CLOUDFLARE_ACCOUNT_ID"))
+                            env.var("R2_ACCOUNT_ID")
+                                .or_else(|| env.var("CLOUDFLARE_ACCOUNT_ID"))
                                 .map(|a| format!("https://{a}.r2.cloudflarestorage.com"))
                         })?
                     });
@@ -190,8 +184,9 @@ impl Bucket {
                         "r2:// needs the account's endpoint: set AWS_ENDPOINT_URL (https://<account>.r2.cloudflarestorage.com) or R2_ACCOUNT_ID".into(),
                     ));
                 }
-                let region = var(env, "AWS_REGION")
-                    .or_else(|| var(env, "AWS_DEFAULT_REGION"))
+                let region = env
+                    .var("AWS_REGION")
+                    .or_else(|| env.var("AWS_DEFAULT_REGION"))
                     .unwrap_or_else(|| {
                         if scheme == Scheme::R2 {
                             "auto".into()

@@ -1,26 +1,21 @@
 //! Where a local command's GitHub comes from (the same for every command that talks to GitHub): the
 //! repository from `--repo OWNER/NAME`, else `GH_REPO`, else `GITHUB_REPOSITORY`, else the `origin` remote's
-//! GitHub URL; the token from `GITHUB_TOKEN`, else `GH_TOKEN`, else `gh auth token` when `gh` is installed;
+//! GitHub URL; the token from `GITHUB_TOKEN`, else `GH_TOKEN`, else `gh auth token` when `gh` is installed
+//! (never inside GitHub Actions);
 //! the API from `GITHUB_API_URL` (GitHub Enterprise too).
 
 use crate::failure::{Failure, github_failure};
 
+use super::Env;
+use super::github::{GitHubEnv, TokenFor};
 use crate::git::Network;
 use crate::github::{Client, RepoSlug, Token};
-use crate::settings::Env;
 
 /// A repository on GitHub and a client for it.
 pub struct Remote {
     pub repo: RepoSlug,
     pub client: Client,
     pub network: Network,
-}
-
-fn var(env: &Env, name: &str) -> Option<String> {
-    env.vars
-        .get(name)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
 }
 
 /// The repository: `--repo`, `GH_REPO`, `GITHUB_REPOSITORY`, then `origin`.
@@ -31,9 +26,9 @@ pub fn repository(
 ) -> Result<RepoSlug, Failure> {
     let (slug, from) = if let Some(flag) = flag {
         (flag.to_string(), "--repo")
-    } else if let Some(v) = var(env, "GH_REPO") {
+    } else if let Some(v) = env.var("GH_REPO") {
         (v, "GH_REPO")
-    } else if let Some(v) = var(env, "GITHUB_REPOSITORY") {
+    } else if let Some(v) = env.var("GITHUB_REPOSITORY") {
         (v, "GITHUB_REPOSITORY")
     } else if let Some(v) = origin {
         (v, "the origin remote")
@@ -56,21 +51,12 @@ pub fn repository(
     })
 }
 
-/// The token: `GITHUB_TOKEN`, `GH_TOKEN`, then `gh auth token`.
+/// The token: `GITHUB_TOKEN`, `GH_TOKEN`, then `gh auth token` (not inside GitHub Actions): the order of
+/// [`TokenFor::Remote`].
 pub fn token(env: &Env) -> Result<Token, Failure> {
-    if let Some(t) = var(env, "GITHUB_TOKEN").or_else(|| var(env, "GH_TOKEN")) {
-        return Ok(Token::new(t));
-    }
-    let from_gh = std::process::Command::new("gh")
-        .args(["auth", "token"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|t| !t.is_empty());
-    from_gh.map(Token::new).ok_or_else(no_token)
+    super::github::token(env, TokenFor::Remote)
+        .map(|(t, _)| Token::new(t))
+        .ok_or_else(no_token)
 }
 
 /// The error of a missing token, naming the ways to give one.
@@ -80,29 +66,34 @@ pub fn no_token() -> Failure {
 }
 
 /// How git reaches the server (`GITHUB_SERVER_URL`), with the token when there is one.
-pub fn network(env: &Env, token: Option<&Token>) -> Network {
+pub fn network(github: &GitHubEnv, token: Option<&Token>) -> Network {
     Network {
-        server_url: var(env, "GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into()),
+        server_url: github.server_url.clone(),
         token: token.map(|t| t.expose().to_string()),
     }
 }
 
 /// The repository, a client with the token, and how git reaches the server.
-pub fn resolve(flag: Option<&str>, env: &Env, origin: Option<String>) -> Result<Remote, Failure> {
-    resolve_with(flag, env, origin, &token(env)?)
+pub fn resolve(
+    flag: Option<&str>,
+    env: &Env,
+    github: &GitHubEnv,
+    origin: Option<String>,
+) -> Result<Remote, Failure> {
+    resolve_with(flag, env, github, origin, &token(env)?)
 }
 
 /// [`resolve`] with a token already found.
 pub fn resolve_with(
     flag: Option<&str>,
     env: &Env,
+    github: &GitHubEnv,
     origin: Option<String>,
     token: &Token,
 ) -> Result<Remote, Failure> {
     let repo = repository(flag, env, origin)?;
-    let api_url = var(env, "GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
-    let network = network(env, Some(token));
-    let client = Client::new(&api_url, token).map_err(github_failure)?;
+    let network = network(github, Some(token));
+    let client = Client::new(&github.api_url, token).map_err(github_failure)?;
     Ok(Remote {
         repo,
         client,

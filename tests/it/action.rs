@@ -69,7 +69,7 @@ fn with_ledger(source: &TestRepo) {
 
 /// [`with_ledger`], with `more` at the end of the snapshot's JSON line (`, "source": "…"`).
 fn with_ledger_from(source: &TestRepo, more: &str) {
-    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    let hash = aayudha::hash::bytes(GOAL.as_bytes());
     source.git(&["switch", "-q", "--orphan", "ledger"]);
     source.write(
         "specs/902/ready.md",
@@ -1276,7 +1276,7 @@ fn the_config_input_is_read_at_the_default_branch_not_the_pull_requests_copy() {
 fn a_weaker_config_on_the_target_branch_is_not_used() {
     crate::needs!(go);
     let (source, base, head) = tally(TALLY_EVIDENCE, "");
-    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    let hash = aayudha::hash::bytes(GOAL.as_bytes());
     source.git(&["switch", "-q", "--orphan", "ledger"]);
     source.write(
         "specs/902/ready.md",

@@ -16,7 +16,7 @@ fn pack_dir(artifacts: &[(&str, &[u8])]) -> (tempfile::TempDir, Value) {
             let file = dir.path().join("artifacts").join(path);
             std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
             std::fs::write(&file, bytes).expect("write");
-            json!({"path": path, "kind": "report", "sha256": aayudha::pack::hash_bytes(bytes), "size": bytes.len(), "store": "git"})
+            json!({"path": path, "kind": "report", "sha256": aayudha::hash::bytes(bytes), "size": bytes.len(), "store": "git"})
         })
         .collect();
     let pack = json!({
@@ -43,7 +43,7 @@ fn zip_of(dir: &std::path::Path) -> Vec<u8> {
     assert_eq!(size, bytes.len() as u64);
     assert_eq!(
         hash,
-        aayudha::pack::hash_bytes(&bytes),
+        aayudha::hash::bytes(&bytes),
         "the hash is of the zip's own bytes"
     );
     bytes

@@ -57,7 +57,7 @@ fn uploads_of_every_size_around_the_block_boundary_round_trip() {
             .upload(&name, file_of(&bytes).path(), None, now())
             .expect("upload");
         assert_eq!(uploaded.size, len as u64);
-        assert_eq!(uploaded.sha256, aayudha::pack::hash_bytes(&bytes));
+        assert_eq!(uploaded.sha256, aayudha::hash::bytes(&bytes));
         let blocks = server.state.lock().expect("lock").block_puts - before;
         assert_eq!(
             blocks,
@@ -164,7 +164,7 @@ fn a_pack_zip_survives_the_trip() {
         "schema_version": 1, "repo": "o/r", "story": 3, "pr_head_sha": "0123456789abcdef0123456789abcdef01234567",
         "seat": "ai-native-engineer", "host": "action", "identity": "ci", "authority": {"kind": "advisory"},
         "completion_goal_hash": "", "criteria": [],
-        "artifacts": [{"path": "reports/behaviour.json", "kind": "report", "sha256": aayudha::pack::hash_bytes(artifact), "size": artifact.len(), "store": "git"}],
+        "artifacts": [{"path": "reports/behaviour.json", "kind": "report", "sha256": aayudha::hash::bytes(artifact), "size": artifact.len(), "store": "git"}],
         "checks": [], "cost": {"tokens_in": 0, "tokens_out": 0, "usd": 0}, "links": {}, "created_at": "2026-11-29T10:00:00Z"
     });
     std::fs::write(dir.path().join("pack.json"), pack.to_string()).expect("write");

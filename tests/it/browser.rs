@@ -332,7 +332,7 @@ fn the_gate_proves_a_web_story_with_screenshots_linked_from_summary_and_comment(
     let stories = example("benefits-qa").join("stories");
     let ready = std::fs::read_to_string(stories.join("903.ready.md")).expect("903.ready.md");
     assert!(
-        ready.contains(&aayudha::pack::hash_bytes(GOAL.as_bytes())),
+        ready.contains(&aayudha::hash::bytes(GOAL.as_bytes())),
         "the example's snapshot is this goal's"
     );
     source.write(
@@ -340,7 +340,7 @@ fn the_gate_proves_a_web_story_with_screenshots_linked_from_summary_and_comment(
         std::fs::read(stories.join("903.evidence.toml")).expect("903.evidence.toml"),
     );
     let head = source.commit("fix: punctuation is not part of a word");
-    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    let hash = aayudha::hash::bytes(GOAL.as_bytes());
     source.git(&["switch", "-q", "--orphan", "ledger"]);
     source.write(
         "specs/903/ready.md",

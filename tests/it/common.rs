@@ -465,7 +465,7 @@ pub const TALLY_EVIDENCE: &str =
 /// A Ready snapshot for `story` with this Completion Goal and labels, in a file inside `.git` (for
 /// `verify --ci --ready FILE`); returns its path.
 pub fn ready(repo: &TestRepo, story: u64, goal: &str, labels: &[&str]) -> String {
-    let hash = aayudha::pack::hash_bytes(goal.as_bytes());
+    let hash = aayudha::hash::bytes(goal.as_bytes());
     let labels: Vec<String> = labels.iter().map(|l| format!("\"{l}\"")).collect();
     let text = format!(
         "# Story {story}: t\n\n<!-- aayudha:ready {{\"story\": {story}, \"completion_goal_hash\": \"{hash}\", \"labels\": [{}]}} -->\n\n## Completion Goal\n\n{goal}\n",

@@ -148,7 +148,7 @@ fn image_env() -> Vec<(&'static str, &'static str)> {
 
 /// The root filesystem's tarball, built once per package list and kept outside the clone.
 fn rootfs_tarball() -> PathBuf {
-    let key = aayudha::pack::hash_bytes(
+    let key = aayudha::hash::bytes(
         format!(
             "{SUITE} {} {} {IMAGE_SETUP}",
             MIRRORS.join(","),

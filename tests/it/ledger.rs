@@ -90,7 +90,7 @@ fn ready_freezes_the_completion_goal_on_origins_ledger_and_touches_nothing_else(
     let status_before = w.clone.git(&["status", "--porcelain"]);
     let out = aayu(&w, w.clone.root(), &["ready", "7"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let hash = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    let hash = aayudha::hash::bytes(GOAL.as_bytes());
     assert!(
         out.stdout.contains(&format!(
             "story #7 is Ready: 2 criteria, Completion Goal sha256 {hash}"
@@ -146,7 +146,7 @@ fn a_ready_story_is_not_refrozen_unless_asked_and_then_it_is_recorded() {
         again.stderr
     );
     assert!(again.stderr.contains("--refreeze"), "{}", again.stderr);
-    let old = aayudha::pack::hash_bytes(GOAL.as_bytes());
+    let old = aayudha::hash::bytes(GOAL.as_bytes());
     w.github
         .state
         .lock()
@@ -314,7 +314,7 @@ const STORY_FILE: &str = "# Story 1: Blank lines count as words\n\nWhy: a blank 
 /// The snapshot `ready --file` writes for [`STORY_FILE`], with these labels.
 fn file_snapshot(labels: &str) -> String {
     let goal = "1. A blank text has no words.\n2. The count of \"a b\" is 2.";
-    let hash = aayudha::pack::hash_bytes(goal.as_bytes());
+    let hash = aayudha::hash::bytes(goal.as_bytes());
     format!(
         "# Story 1: Blank lines count as words\n\n<!-- aayudha:ready {{\"story\": 1, \"completion_goal_hash\": \"{hash}\", \"labels\": [{labels}], \"source\": \"file:stories/1.md\", \"frozen_at\": \"2026-11-29T10:00:00Z\"}} -->\n\n## Completion Goal\n\n{goal}\n"
     )
@@ -352,7 +352,7 @@ fn ready_from_a_file_needs_no_network_and_writes_only_this_clone_s_ledger_branch
     );
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let expected = file_snapshot(r#""type:bug", "area:count", "map:reshape""#);
-    let hash = aayudha::pack::hash_bytes(
+    let hash = aayudha::hash::bytes(
         "1. A blank text has no words.\n2. The count of \"a b\" is 2.".as_bytes(),
     );
     assert!(

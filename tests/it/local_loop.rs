@@ -153,7 +153,7 @@ fn from_init_to_a_proven_bug_fix_offline() {
     assert_eq!(pack["story"], 1);
     assert_eq!(
         pack["completion_goal_hash"],
-        aayudha::pack::hash_bytes(b"1. A blank text has no words.").as_str()
+        aayudha::hash::bytes(b"1. A blank text has no words.").as_str()
     );
     // Nothing of the run is left in the working tree (the lock resolved for the run is removed).
     assert_eq!(repo.git(&["status", "--porcelain"]), "");

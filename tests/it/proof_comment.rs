@@ -24,9 +24,9 @@ fn pack(head: &str, floor_fails: bool) -> tempfile::TempDir {
     let pack = json!({
         "schema_version": 1, "repo": "octo/shop", "story": 7, "pr": 3, "pr_head_sha": head,
         "seat": "ai-native-engineer", "host": "action", "identity": "ci", "authority": {"kind": "advisory"},
-        "completion_goal_hash": aayudha::pack::hash_bytes(GOAL.as_bytes()),
+        "completion_goal_hash": aayudha::hash::bytes(GOAL.as_bytes()),
         "criteria": [{"id": 1, "evidence": ["evidence/criterion-1.jsonl"]}],
-        "artifacts": [{"path": "evidence/criterion-1.jsonl", "kind": "api-trace", "sha256": aayudha::pack::hash_bytes(evidence), "size": evidence.len(), "store": "git"}],
+        "artifacts": [{"path": "evidence/criterion-1.jsonl", "kind": "api-trace", "sha256": aayudha::hash::bytes(evidence), "size": evidence.len(), "store": "git"}],
         "checks": [{"floor": "tests", "result": if floor_fails { "fail" } else { "pass" }, "value": 1, "threshold": 1, "tool": "t", "version": "v", "detail": "@octocat <!-- x -->", "network": "isolated"}],
         "cost": {"tokens_in": 0, "tokens_out": 0, "usd": 0}, "links": {}, "created_at": "2026-11-29T10:00:00Z"
     });
@@ -50,7 +50,7 @@ fn github(read_only: bool) -> Server {
     fake.pulls.insert(3, FakePull::open(HEAD));
     let snapshot = format!(
         "# Story 7: t\n\n<!-- aayudha:ready {{\"story\": 7, \"completion_goal_hash\": \"{}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n",
-        aayudha::pack::hash_bytes(GOAL.as_bytes())
+        aayudha::hash::bytes(GOAL.as_bytes())
     );
     fake.files.insert(
         ("ledger".into(), "specs/7/ready.md".into()),

@@ -16,12 +16,12 @@ const EVIDENCE_2: &[u8] = b"{\"Action\":\"pass\",\"Test\":\"TestTotal\"}\n";
 fn snapshot(goal: &str) -> String {
     format!(
         "# Story 7: Totals\n\n<!-- aayudha:ready {{\"story\": 7, \"completion_goal_hash\": \"{}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{goal}\n",
-        aayudha::pack::hash_bytes(goal.as_bytes())
+        aayudha::hash::bytes(goal.as_bytes())
     )
 }
 
 fn artifact(path: &str, bytes: &[u8]) -> Value {
-    json!({"path": path, "kind": "api-trace", "sha256": aayudha::pack::hash_bytes(bytes), "size": bytes.len(), "store": "git"})
+    json!({"path": path, "kind": "api-trace", "sha256": aayudha::hash::bytes(bytes), "size": bytes.len(), "store": "git"})
 }
 
 /// A pack for story 7 on HEAD, both criteria evidenced.
@@ -29,7 +29,7 @@ fn good_pack(kind: &str, created_at: &str) -> Value {
     json!({
         "schema_version": 1, "repo": "octo/shop", "story": 7, "pr": 3, "pr_head_sha": HEAD,
         "seat": "ai-native-engineer", "host": "action", "identity": "ci", "authority": {"kind": kind},
-        "completion_goal_hash": aayudha::pack::hash_bytes(GOAL.as_bytes()),
+        "completion_goal_hash": aayudha::hash::bytes(GOAL.as_bytes()),
         "criteria": [{"id": 1, "evidence": ["evidence/criterion-1.jsonl"]}, {"id": 2, "evidence": ["evidence/criterion-2.jsonl"]}],
         "artifacts": [artifact("evidence/criterion-1.jsonl", EVIDENCE_1), artifact("evidence/criterion-2.jsonl", EVIDENCE_2)],
         "checks": [{"floor": "tests", "result": "pass", "value": 2, "threshold": 2, "tool": "t", "version": "v", "detail": "", "network": "isolated"}],
@@ -203,8 +203,8 @@ fn the_plain_report_names_each_failure() {
     assert!(
         out.stdout.contains(&format!(
             "artifact-hash evidence/criterion-1.jsonl: sha256 expected {}, actual {}",
-            aayudha::pack::hash_bytes(EVIDENCE_1),
-            aayudha::pack::hash_bytes(b"tampered\n")
+            aayudha::hash::bytes(EVIDENCE_1),
+            aayudha::hash::bytes(b"tampered\n")
         )),
         "{}",
         out.stdout
@@ -307,7 +307,7 @@ fn a_ready_snapshot_edited_after_freeze_and_another_goal_do_not_verify() {
     assert!(detail.contains("the snapshot was edited"), "{detail}");
 
     let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
-    pack["completion_goal_hash"] = json!(aayudha::pack::hash_bytes(b"another goal"));
+    pack["completion_goal_hash"] = json!(aayudha::hash::bytes(b"another goal"));
     let (code, report, _) = verify(standard(&pack), HEAD);
     assert_eq!(code, 4);
     assert_eq!(
@@ -357,13 +357,13 @@ fn old_packs_count_tombstones_and_lfs_media_as_not_stored() {
     let mut pack = good_pack("authoritative", "2026-11-29T10:00:00Z");
     let video = b"a recording";
     pack["artifacts"].as_array_mut().expect("a").extend([
-        json!({"path": "media/run.webm", "kind": "recording", "sha256": aayudha::pack::hash_bytes(video), "size": video.len(), "store": "lfs"}),
-        json!({"path": "media/old.png", "kind": "screenshot", "sha256": aayudha::pack::hash_bytes(b"png"), "size": 3, "store": "git",
+        json!({"path": "media/run.webm", "kind": "recording", "sha256": aayudha::hash::bytes(video), "size": video.len(), "store": "lfs"}),
+        json!({"path": "media/old.png", "kind": "screenshot", "sha256": aayudha::hash::bytes(b"png"), "size": 3, "store": "git",
                "tombstone": {"purged_at": "2026-06-01T00:00:00Z", "reason": "retention"}}),
     ]);
     let pointer = format!(
         "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
-        aayudha::pack::hash_bytes(video),
+        aayudha::hash::bytes(video),
         video.len()
     );
     let mut files = standard(&pack);

@@ -360,7 +360,7 @@ impl Registry {
             registry.join("index/ti/ny/tinydep"),
             format!(
                 "{{\"name\":\"tinydep\",\"vers\":\"0.1.0\",\"deps\":[],\"cksum\":\"{}\",\"features\":{{}},\"yanked\":false}}\n",
-                aayudha::pack::hash_bytes(&bytes)
+                aayudha::hash::bytes(&bytes)
             ),
         )
         .expect("write");

@@ -18,7 +18,7 @@ const GATE: &str = ".github/workflows/aayudha-merge-gate.yml";
 fn snapshot() -> String {
     format!(
         "# Story 7: Totals\n\n<!-- aayudha:ready {{\"story\": 7, \"completion_goal_hash\": \"{}\", \"labels\": [\"type:bug\"]}} -->\n\n## Completion Goal\n\n{GOAL}\n",
-        aayudha::pack::hash_bytes(GOAL.as_bytes())
+        aayudha::hash::bytes(GOAL.as_bytes())
     )
 }
 
@@ -27,9 +27,9 @@ fn pack_json(pr: u64, head: &str, floor: &str) -> Value {
         "schema_version": 1, "repo": REPO, "story": 7, "pr": pr, "pr_head_sha": head,
         "seat": "ai-native-engineer", "host": "action", "identity": "ci",
         "authority": {"kind": "advisory", "workflow": GATE, "run_id": 1, "writer": "aayu action (merge gate)"},
-        "completion_goal_hash": aayudha::pack::hash_bytes(GOAL.as_bytes()),
+        "completion_goal_hash": aayudha::hash::bytes(GOAL.as_bytes()),
         "criteria": [{"id": 1, "evidence": ["evidence/criterion-1.jsonl"]}],
-        "artifacts": [{"path": "evidence/criterion-1.jsonl", "kind": "api-trace", "sha256": aayudha::pack::hash_bytes(EVIDENCE), "size": EVIDENCE.len(), "store": "git"}],
+        "artifacts": [{"path": "evidence/criterion-1.jsonl", "kind": "api-trace", "sha256": aayudha::hash::bytes(EVIDENCE), "size": EVIDENCE.len(), "store": "git"}],
         "checks": [{"floor": "tests", "result": floor, "value": 1, "threshold": 1, "tool": "t", "version": "v", "detail": "", "network": "isolated"}],
         "cost": {"tokens_in": 0, "tokens_out": 0, "usd": 0}, "links": {}, "created_at": "2026-11-29T10:00:00Z"
     })
@@ -54,7 +54,7 @@ fn zip(pack: &Value, tamper: bool, extra: bool) -> (Vec<u8>, String) {
     }
     let mut bytes = serde_json::to_vec_pretty(pack).expect("json");
     bytes.push(b'\n');
-    let sha = aayudha::pack::hash_bytes(&bytes);
+    let sha = aayudha::hash::bytes(&bytes);
     std::fs::write(dir.path().join("pack.json"), bytes).expect("write");
     let mut out = Vec::new();
     aayudha::publish::archive::build(dir.path(), &mut out).expect("zip");
@@ -585,7 +585,7 @@ fn raw_zip(pack: &Value, entries: &[(&str, Option<&[u8]>)]) -> (Vec<u8>, String)
     use zip::write::SimpleFileOptions;
     let mut manifest = serde_json::to_vec_pretty(pack).expect("json");
     manifest.push(b'\n');
-    let sha = aayudha::pack::hash_bytes(&manifest);
+    let sha = aayudha::hash::bytes(&manifest);
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     zip.start_file("pack.json", SimpleFileOptions::default())
         .expect("start");
@@ -734,7 +734,7 @@ fn listed<'a>(pack: &'a Value, path: &str) -> &'a Value {
 fn media_zip() -> (Vec<u8>, String) {
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01";
     let mut pack = pack_json(3, HEAD, "pass");
-    let sha = aayudha::pack::hash_bytes(PNG);
+    let sha = aayudha::hash::bytes(PNG);
     for (path, kind, store) in [
         ("behaviour/page.shows/shot.png", "screenshot", "none"),
         ("behaviour/page.shows/graph.json", "report", "git"),
@@ -760,7 +760,7 @@ fn media_zip() -> (Vec<u8>, String) {
     }
     let mut bytes = serde_json::to_vec_pretty(&pack).expect("json");
     bytes.push(b'\n');
-    let sha = aayudha::pack::hash_bytes(&bytes);
+    let sha = aayudha::hash::bytes(&bytes);
     std::fs::write(dir.path().join("pack.json"), bytes).expect("write");
     let mut out = Vec::new();
     aayudha::publish::archive::build(dir.path(), &mut out).expect("zip");

@@ -191,7 +191,7 @@ async fn twirp(
             let Some(blob) = fake.blobs.get(&key) else {
                 return text(StatusCode::BAD_REQUEST, "the blob was never committed");
             };
-            let actual = format!("sha256:{}", aayudha::pack::hash_bytes(blob));
+            let actual = format!("sha256:{}", aayudha::hash::bytes(blob));
             if blob.len() as u64 != size || actual != hash {
                 return text(
                     StatusCode::BAD_REQUEST,

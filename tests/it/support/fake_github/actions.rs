@@ -70,7 +70,7 @@ pub(super) fn artifact_json(repo: &str, a: &(u64, u64, String, Vec<u8>, bool)) -
             ("/workflow_run/id", json!(run)),
         ],
     );
-    v["digest"] = json!(format!("sha256:{}", aayudha::pack::hash_bytes(bytes)));
+    v["digest"] = json!(format!("sha256:{}", aayudha::hash::bytes(bytes)));
     v
 }
 

@@ -1,60 +1,73 @@
-//! `verify --maintain drift|always`: the brief of the run posted on the tracking issue (see
-//! [`crate::maintain`]). What GitHub and the maintainer are is settled before the run (a missing token or an
+//! `verify --maintain drift|always` (and the action's `maintain` mode): the brief of the run posted on the
+//! tracking issue (see [`crate::maintain`]). What GitHub and the maintainer are is settled before the run (a missing token or an
 //! unknown maintainer is exit 2 with nothing run); a brief that cannot be posted is exit 1 after the run's
 //! report is written.
 
 use std::io::Write as _;
 
-use crate::commands::{Context, Failure, github_failure, short};
 use crate::config::Config;
+use crate::failure::{Failure, github_failure};
 use crate::floors::behaviour::BehaviourReport;
 use crate::floors::feature_map::MapReport;
 use crate::git::Repo;
+use crate::git::short;
 use crate::github::Token;
+use crate::log::Log;
 use crate::maintain::tracker::{Outcome, Tracker};
-use crate::maintain::{Audience, Brief, Maintainer, Mode};
+use crate::maintain::{Audience, Brief, Maintainer};
+use crate::settings::Env;
+use crate::settings::MaintainMode as Mode;
+use crate::settings::github::GitHubEnv;
 use crate::settings::remote::{self, Remote};
 
 /// A workflow's token acts as this user (its `GET /user` is forbidden).
 const ACTIONS_LOGIN: &str = "github-actions[bot]";
 
 /// What posting needs, checked before the run.
-pub(super) struct Maintain {
+pub struct Maintain {
     mode: Mode,
+    /// Inside GitHub Actions: the brief is a record with no mention, and the job summary says so.
+    in_actions: bool,
+    github: GitHubEnv,
     maintainer: Option<Maintainer>,
     remote: Remote,
 }
 
-pub(super) fn prepare(
-    ctx: &Context,
-    repo: &Repo,
-    config: &Config,
-    mode: Mode,
-    token: Option<Token>,
-) -> Result<Maintain, Failure> {
-    let maintainer = Maintainer::parse(&config.verify.maintainer).map_err(|message| {
-        Failure::usage(message).with_hint("set `[verify] maintainer` in `.aayudha/config.toml`")
-    })?;
-    let remote = match token {
-        Some(token) => remote::resolve_with(None, ctx.env, repo.origin_slug(), &token),
-        None => remote::resolve(None, ctx.env, repo.origin_slug()),
-    }
-    .map_err(|mut f| {
-        f.message = format!("`--maintain` posts the brief on GitHub: {}", f.message);
-        f
-    })?;
-    Ok(Maintain {
-        mode,
-        maintainer,
-        remote,
-    })
-}
-
 impl Maintain {
+    /// What posting needs, settled before the run: the maintainer, the repository and a token (exit 2
+    /// when one is missing, with nothing run).
+    pub fn prepare(
+        env: &Env,
+        github: &GitHubEnv,
+        repo: &Repo,
+        config: &Config,
+        mode: Mode,
+        token: Option<Token>,
+    ) -> Result<Maintain, Failure> {
+        let maintainer = Maintainer::parse(&config.verify.maintainer).map_err(|message| {
+            Failure::usage(message).with_hint("set `[verify] maintainer` in `.aayudha/config.toml`")
+        })?;
+        let remote = match token {
+            Some(token) => remote::resolve_with(None, env, github, repo.origin_slug(), &token),
+            None => remote::resolve(None, env, github, repo.origin_slug()),
+        }
+        .map_err(|mut f| {
+            f.message = format!("`--maintain` posts the brief on GitHub: {}", f.message);
+            f
+        })?;
+        Ok(Maintain {
+            mode,
+            in_actions: env.github_actions,
+            github: github.clone(),
+            maintainer,
+            remote,
+        })
+    }
+
     /// Posts the brief of a map run and/or a check run; says on stderr what was done.
-    pub(super) fn post(
+    pub fn post(
         &self,
-        ctx: &mut Context,
+        log: &mut Log,
         repo: &Repo,
         run: &str,
         map: Option<&MapReport>,
@@ -67,7 +80,7 @@ impl Maintain {
             checks,
             scope(repo),
         );
-        let in_actions = ctx.env.github_actions;
+        let in_actions = self.in_actions;
         // Who posts decides whom the brief addresses; nothing is asked of GitHub when drift mode has
         // nothing to say.
         let quiet = self.mode == Mode::Drift && brief.is_clean();
@@ -120,9 +133,9 @@ impl Maintain {
             }
             Outcome::Silent { why } => format!("maintain: nothing posted: {why}"),
         };
-        let _ = writeln!(ctx.err, "{line}");
+        let _ = writeln!(log, "{line}");
         if in_actions {
-            summary(ctx, &outcome, &brief);
+            summary(&self.github, log, &outcome, &brief);
         }
         Ok(())
     }
@@ -136,15 +149,7 @@ fn not_posted(e: crate::github::GitHubError) -> Failure {
 }
 
 /// The job summary says what was posted, and that an Actions run wakes no agent.
-fn summary(ctx: &mut Context, outcome: &Outcome, brief: &Brief) {
-    let Some(file) = ctx
-        .env
-        .vars
-        .get("GITHUB_STEP_SUMMARY")
-        .filter(|v| !v.trim().is_empty())
-    else {
-        return;
-    };
+fn summary(github: &GitHubEnv, log: &mut Log, outcome: &Outcome, brief: &Brief) {
     let text = match outcome {
         Outcome::Posted {
             issue,
@@ -159,14 +164,7 @@ fn summary(ctx: &mut Context, outcome: &Outcome, brief: &Brief) {
             format!("### aayudha maintain brief — nothing posted\n\n{why}.\n")
         }
     };
-    if let Err(e) =
-        crate::commands::action::files::append_summary(std::path::Path::new(file), &text)
-    {
-        let _ = writeln!(
-            ctx.err,
-            "warning: cannot write the job summary `{file}`: {e}"
-        );
-    }
+    crate::publish::job::Job::of(github).summary(log, &text);
 }
 
 /// The skill directories of the maps: the only places the maintainer edits.

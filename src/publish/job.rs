@@ -1,11 +1,11 @@
 //! What a step writes to the runner's files: outputs and the job summary (`$GITHUB_OUTPUT`,
-//! `$GITHUB_STEP_SUMMARY`). Workflow commands — annotations, groups, fences — are made in
-//! [`crate::output::github`].
+//! `$GITHUB_STEP_SUMMARY`). Workflow commands are made in [`crate::log`] (groups, fences) and
+//! [`crate::output::github`] (annotations).
 
 use std::io::Write;
 use std::path::Path;
 
-use crate::output::github::random_token;
+use crate::log::random_token;
 
 /// GitHub drops a step summary over 1 MiB.
 pub const SUMMARY_LIMIT: usize = 1024 * 1024;
@@ -37,6 +37,50 @@ pub fn append_summary(file: &Path, text: &str) -> std::io::Result<()> {
         cut -= 1;
     }
     append(file, &format!("{}{note}", &text[..cut]))
+}
+
+/// The job's output and summary files (`None` outside Actions); a file that cannot be written is a
+/// warning on the log, never a failure of the step.
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a> {
+    pub output: Option<&'a Path>,
+    pub summary: Option<&'a Path>,
+}
+
+impl<'a> Job<'a> {
+    /// The files the runner named (`$GITHUB_OUTPUT`, `$GITHUB_STEP_SUMMARY`).
+    pub fn of(github: &'a crate::settings::github::GitHubEnv) -> Job<'a> {
+        Job {
+            output: github.output.as_deref(),
+            summary: github.step_summary.as_deref(),
+        }
+    }
+
+    /// Sets the step output `name`.
+    pub fn output(&self, log: &mut dyn Write, name: &str, value: &str) {
+        if let Some(file) = self.output
+            && let Err(e) = set_output(file, name, value)
+        {
+            let _ = writeln!(
+                log,
+                "warning: cannot write the output `{name}` to `{}`: {e}",
+                file.display()
+            );
+        }
+    }
+
+    /// Appends Markdown to the job summary.
+    pub fn summary(&self, log: &mut dyn Write, text: &str) {
+        if let Some(file) = self.summary
+            && let Err(e) = append_summary(file, text)
+        {
+            let _ = writeln!(
+                log,
+                "warning: cannot write the job summary `{}`: {e}",
+                file.display()
+            );
+        }
+    }
 }
 
 fn append(file: &Path, text: &str) -> std::io::Result<()> {

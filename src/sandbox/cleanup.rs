@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-use crate::sandbox::procs::{self, Owner};
+use super::procs::{self, Owner};
 
 #[derive(Debug, Clone)]
 enum Item {

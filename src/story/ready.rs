@@ -64,7 +64,7 @@ pub fn completion_goal(body: &str) -> Option<String> {
 
 /// SHA-256 of the Completion Goal's UTF-8 bytes, hex.
 pub fn goal_hash(goal: &str) -> String {
-    crate::pack::hash_bytes(goal.as_bytes())
+    crate::hash::bytes(goal.as_bytes())
 }
 
 /// The numbered criteria of a Completion Goal.
