@@ -104,30 +104,33 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             let options = settings::action::ActionOptions::resolve(m, ctx.env, ctx.github)?;
             commands::action::run(ctx, options)
         }
-        CommandId::ProofVerify => commands::proof_verify::run(
-            ctx,
-            commands::proof_verify::ProofVerifyOptions::from_matches(m),
-        ),
-        CommandId::Ship => commands::ship::run(ctx, commands::ship::ShipOptions::from_matches(m)),
+        CommandId::ProofVerify => {
+            commands::proof_verify::run(ctx, settings::options::ProofVerifyOptions::from_matches(m))
+        }
+        CommandId::Ship => {
+            commands::ship::run(ctx, settings::options::ShipOptions::from_matches(m))
+        }
         CommandId::ProofPush => {
-            commands::proof_push::run(ctx, commands::proof_push::ProofPushOptions::from_matches(m))
+            commands::proof_push::run(ctx, settings::options::ProofPushOptions::from_matches(m))
         }
         CommandId::ProofComment => {
             let options = settings::ProofCommentOptions::from_matches(m, ctx.env);
             commands::proof_comment::run(ctx, options)
         }
         CommandId::Ready => {
-            commands::ready::run(ctx, commands::ready::ReadyOptions::from_matches(m))
+            commands::ready::run(ctx, settings::options::ReadyOptions::from_matches(m))
         }
         CommandId::Generate => commands::generate::run(ctx, m.get_flag("check")),
         CommandId::Completions => commands::generate::completions(
             ctx,
             m.get_one::<String>("shell").map_or("", String::as_str),
         ),
-        CommandId::Init => commands::init::run(ctx, commands::init::InitOptions::from_matches(m)),
+        CommandId::Init => {
+            commands::init::run(ctx, settings::options::InitOptions::from_matches(m))
+        }
         CommandId::Install => commands::install::run(ctx),
         CommandId::Doctor => {
-            commands::doctor::run(ctx, commands::doctor::DoctorOptions::from_matches(m))
+            commands::doctor::run(ctx, settings::options::DoctorOptions::from_matches(m))
         }
         CommandId::Clean => commands::clean::run(ctx, m.get_flag("all")),
     }

@@ -1,14 +1,12 @@
 //! One module per command. Each takes a [`Context`] and plain options and returns an [`ExitStatus`].
 
 pub(crate) mod action;
-pub(crate) mod ci;
 pub(crate) mod clean;
 pub(crate) mod control;
 pub(crate) mod doctor;
 pub(crate) mod generate;
 pub(crate) mod init;
 pub(crate) mod install;
-pub(crate) mod media;
 pub(crate) mod proof_comment;
 pub(crate) mod proof_push;
 pub(crate) mod proof_verify;

@@ -9,9 +9,10 @@
 
 pub(crate) mod checks;
 pub(crate) mod inputs;
+pub(crate) mod plan;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,13 +26,11 @@ use crate::floors::weakening;
 use crate::floors::{FloorResult, Verdict};
 use crate::git::{GitError, Repo};
 use crate::log::Log;
-use crate::maps;
 use crate::pack::{self, Pack};
-use crate::sandbox::preflight::Tool;
 use crate::sandbox::{FetchTree, Sandbox, SandboxError, SandboxSettings};
-use crate::select;
 use crate::story::evidence_map;
 use crate::story::{Binding, Story};
+use plan::Plan;
 
 /// Everything the gate needs, resolved by its caller.
 pub struct Inputs<'a> {
@@ -142,14 +141,9 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> GateError {
     move |source| GateError::Io { what, source }
 }
 
-/// Runs every floor on the change and writes the pack (also when floors fail).
+/// Runs every floor on the change and writes the pack (also when floors fail): the map floors, the plan,
+/// the one fetch, then the floors that run product code, then the pack.
 pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
-    let repo = inputs.repo;
-    let root = repo.root().to_path_buf();
-    let config = inputs.config;
-    let (base, head) = (&inputs.base, &inputs.head);
-    let evidence = inputs.story.as_ref().and_then(|s| s.evidence.as_ref());
-
     // The run folder lives outside the checkout (a pull request may commit `.aayudha/proof` as a link);
     // the finished pack is moved into place at the end.
     let staging = tempfile::Builder::new()
@@ -159,356 +153,39 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
             "create the run folder in `{}`",
             inputs.temp.display()
         )))?;
-    let out = staging.path();
-    let _interrupted = crate::sandbox::cleanup::dir(out);
+    let _interrupted = crate::sandbox::cleanup::dir(staging.path());
+    let mut stage = Stage {
+        inputs,
+        root: inputs.repo.root().to_path_buf(),
+        out: staging.path(),
+        progress,
+    };
     let mut floors = Vec::new();
-
-    // feature-map: no product code runs.
-    let map = in_group(progress, "aayudha feature-map floor", |log| {
-        Ok(feature_map::check(
-            repo,
-            crate::floors::scan::Bounds::of(&config.verify),
-            &mut |done, total, elapsed| crate::log::scan_beat(log, done, total, elapsed),
-        )?)
-    })?;
-    write_json(out, "reports/feature-map.json", &map)?;
-    floors.push(feature_map::floor(
-        &map,
-        config.verify.drift_blocking_from,
-        inputs.now,
-    ));
-
-    // weakening: the maps at the base and the head, from git's objects; no product code runs.
-    let story_labels: Vec<String> =
-        match inputs.binding.as_ref().and_then(|b| b.story_labels.clone()) {
-            // In the action the story's labels come from the API (SPEC §5).
-            Some(labels) => labels,
-            None => inputs
-                .story
-                .as_ref()
-                .map(|s| s.snapshot.meta.labels.clone())
-                .unwrap_or_default(),
-        };
-    let weakened = in_group(progress, "aayudha weakening floor", |_| {
-        Ok(weakening::compare(repo, base, head)?)
-    })?;
-    write_json(out, "reports/weakening.json", &weakened)?;
-    floors.push(weakening::floor(
-        &weakened,
-        config.verify.weakening_blocking_from,
-        inputs.now,
-        story_labels.iter().any(|l| l == weakening::WAIVER),
-    ));
+    let (map, weakened) = stage.map_floors(&mut floors)?;
 
     // What will run: the behaviour checks the diff and the story's evidence map select, the mapped tests,
-    // and for a bug, the same tests on the base.
-    let loaded = maps::load_repo(repo)?;
-    let selected = if loaded.errors.is_empty() {
-        select::by_diff(
-            repo,
-            &loaded.maps,
-            base,
-            head,
-            inputs.story.as_ref().map(|s| s.number),
-        )
-        .map_err(|e| match e {
-            select::SelectError::Git(g) => GateError::Git(g),
-            other => GateError::Contract(other.to_string()),
-        })?
-    } else {
-        Vec::new()
-    };
-    let mut ids = Vec::new();
-    if let (Some(story), Some(evidence)) = (&inputs.story, &evidence) {
-        for criterion in &evidence.criterion {
-            for text in &criterion.tests {
-                let contract = |why: String| {
-                    GateError::Contract(format!(
-                        "{}: criterion {}: {why}",
-                        evidence_map::path(story.number),
-                        criterion.id
-                    ))
-                };
-                let id = TestId::parse(text).map_err(contract)?;
-                // The runner of the package reads the rest of the id: a doc test, a malformed target
-                // qualifier or Go name is refused before anything runs.
-                if let Some(found) = crate::runners::package_of(&root, &id) {
-                    id.check(&root, &found.package()).map_err(contract)?;
-                }
-                ids.push(id);
-            }
-        }
-    }
-    // coverage: the packages the change touches, for a story.
-    let touched = match &inputs.story {
-        Some(_) => crate::floors::coverage::touched(&root, &repo.changed_paths(base, head)?),
-        None => crate::floors::coverage::Touched::default(),
-    };
-    let is_bug = story_labels.iter().any(|l| l == "type:bug");
-    let on_base = (evidence.is_some() && (is_bug || inputs.force_red_on_base))
-        .then(|| red_on_base::prepare(repo, base, head));
-
-    // Every dependency is fetched now, before any product code runs, as a sandbox uid; then offline.
-    let sandbox = if selected.is_empty() && ids.is_empty() && touched.packages.is_empty() {
-        None
-    } else {
-        let sandbox = Sandbox::new(&inputs.sandbox)?;
-        let test_packages: BTreeSet<(String, Option<String>)> = ids
-            .iter()
-            .map(|t| (t.package.clone(), Some(t.rest.clone())))
-            .chain(touched.fetch())
-            .collect();
-        let seed = behaviour::seed_package(&loaded.maps, &selected, &root, &config.verify.seed);
-        // Whether each lock file is committed is read from git: the checkout's index, the base's commit.
-        let mut trees = vec![FetchTree::new(
-            &root,
-            crate::runners::fetch_packages(
-                sandbox.toolchains(),
-                &root,
-                behaviour::packages(&loaded.maps, &selected)
-                    .into_iter()
-                    .chain(seed.map(|dir| (dir, None)))
-                    .chain(test_packages.iter().cloned()),
-            ),
-            |lock| repo.is_tracked(lock),
-        )];
-        if let Some(prepared) = &on_base
-            && let Some(base_root) = prepared.root()
-        {
-            let packages = crate::runners::fetch_packages(
-                sandbox.toolchains(),
-                base_root,
-                test_packages.iter().cloned(),
-            );
-            let mut base_tree = FetchTree::new(base_root, packages, |lock| {
-                repo.id_at(prepared.base(), lock).is_some()
-            });
-            base_tree.lock_from = Some(root.clone());
-            trees.push(base_tree);
-        }
-        // Before any floor: are the tools there, and do they run as the sandbox uid?
-        let needs: BTreeSet<Tool> = behaviour::needs(&loaded.maps, &selected, &root)
-            .into_iter()
-            .chain(test_evidence::needs(&root, &ids))
-            .chain(touched.needs())
-            .collect();
-        // In Actions every tool's version goes in the (folded) group; locally only what is blocked.
-        let checked = in_group(progress, "aayudha preflight", |log| {
-            let all = log.actions();
-            for line in sandbox.preflight(&root, &needs) {
-                if all || line.contains(": blocked: ") {
-                    let _ = writeln!(log, "{line}");
-                }
-            }
-            Ok(())
-        });
-        checked?;
-        if trees.iter().any(|t| !t.packages.is_empty()) {
-            let _ = progress.command("::group::aayudha: fetching dependencies");
-            sandbox.fetch(&trees, progress);
-            let _ = progress.command("::endgroup::");
-        }
-        Some(sandbox)
-    };
-
-    // behaviour
-    let behaviour = match (&sandbox, selected.is_empty() || !loaded.errors.is_empty()) {
-        (Some(sandbox), false) => {
-            let options = behaviour::Options {
-                root: root.clone(),
-                out: out.to_path_buf(),
-                jobs: inputs.sandbox.jobs,
-                timeout: Duration::from_secs(config.verify.check_timeout_s),
-                base_url: config.verify.base_url.clone(),
-                seed: config.verify.seed.clone(),
-                production: config.verify.production.clone(),
-                targets: config.verify.targets.clone(),
-                require_isolation: config.verify.require_isolation,
-                aayu: inputs.aayu.clone(),
-            };
-            let report = behaviour::run(&loaded.maps, &selected, &options, sandbox, progress)?;
-            floors.push(behaviour::floor(&report));
-            Some(report)
-        }
-        _ => {
-            floors.push(behaviour::floor_without_checks(!loaded.errors.is_empty()));
-            None
-        }
-    };
-
+    // the touched packages' suites, and for a bug, the same tests on the base.
+    let plan = plan::plan(inputs)?;
+    let on_base = plan
+        .red_on_base
+        .then(|| red_on_base::prepare(inputs.repo, &inputs.base, &inputs.head));
+    let sandbox = stage.sandbox(&plan, on_base.as_ref())?;
+    let behaviour = stage.behaviour(&plan, sandbox.as_ref(), &mut floors)?;
     // coverage (first in the pack's checks): the touched packages' whole suites, run before the tests
     // floor, which reads the mapped tests of those packages from these runs.
-    let mut coverage_report = None;
-    let mut suites_ran = BTreeMap::new();
-    let coverage = match (&inputs.story, &sandbox) {
-        (None, _) => crate::floors::coverage::skipped(
-            "no story: only the map floors (feature-map and behaviour) ran",
-        ),
-        (Some(_), None) => {
-            crate::floors::coverage::skipped("no package with tests is touched by the change")
-        }
-        (Some(_), Some(sandbox)) => {
-            let mut phases = crate::timing::Phases::start();
-            let added = repo.added_lines(
-                (base, head),
-                &crate::floors::coverage::SOURCES,
-                crate::floors::coverage::MAX_FILE,
-                crate::floors::coverage::MAX_LINES,
-            )?;
-            let covered = in_group(
-                progress,
-                "aayudha coverage floor: the touched packages' whole suites",
-                |log| {
-                    let log = RefCell::new(log);
-                    let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
-                    Ok(crate::floors::coverage::run(
-                        &test_evidence::Run {
-                            sandbox,
-                            root: &root,
-                            timeout: Duration::from_secs(config.verify.suite_timeout_s),
-                            target: None,
-                            heartbeat: Some(&heartbeat),
-                        },
-                        &touched,
-                        &added,
-                        &crate::floors::coverage::Settings {
-                            base,
-                            head,
-                            threshold: config.verify.coverage_threshold,
-                            blocking: config.verify.coverage_blocking_from,
-                            now: inputs.now,
-                            mapped: &ids,
-                        },
-                    ))
-                },
-            )?;
-            if let Some(report) = &covered.report {
-                write_json(out, "reports/coverage.json", report)?;
-            }
-            coverage_report = covered.report;
-            suites_ran = covered.mapped;
-            phases.end("coverage floor (the touched packages' suites, instrumented)");
-            covered.floor
-        }
-    };
-    // tests and red-on-base: only for a story
-    let timeout = Duration::from_secs(config.verify.check_timeout_s);
-    let mut criteria_lines = Vec::new();
-    let mut criteria = Vec::new();
-    let mut red = None;
-    match (&inputs.story, &evidence) {
-        (None, _) => {
-            for floor in [crate::floors::Floor::Tests, crate::floors::Floor::RedOnBase] {
-                floors.push(FloorResult::new(
-                    floor,
-                    Verdict::Skipped,
-                    "aayu verify --ci",
-                    "no story: only the map floors (feature-map and behaviour) ran".into(),
-                ));
-            }
-        }
-        (Some(story), None) => {
-            let evidenced = test_evidence::floor_without_map(&story.snapshot);
-            floors.push(evidenced.floor);
-            floors.push(red_on_base::skipped("no evidence map"));
-            criteria = evidenced.criteria;
-        }
-        (Some(story), Some(evidence)) => {
-            let fresh;
-            let sandbox = match &sandbox {
-                Some(sandbox) => sandbox,
-                None => {
-                    fresh = Sandbox::new(&inputs.sandbox)?;
-                    &fresh
-                }
-            };
-            let results = in_group(progress, "aayudha tests floor: the mapped tests", |log| {
-                let log = RefCell::new(log);
-                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
-                Ok(test_evidence::run_tests(
-                    &test_evidence::Run {
-                        sandbox,
-                        root: &root,
-                        timeout,
-                        target: None,
-                        heartbeat: Some(&heartbeat),
-                    },
-                    &ids,
-                    &suites_ran,
-                ))
-            })?;
-            // Two targets holding an unqualified test is the evidence map's to fix (exit 2), not a result.
-            if let Some((id, why)) = results.iter().find_map(|(id, r)| match &r.outcome {
-                test_evidence::Outcome::Ambiguous(why) => Some((id, why.clone())),
-                _ => None,
-            }) {
-                let criterion = evidence
-                    .criterion
-                    .iter()
-                    .find(|c| c.tests.iter().any(|t| TestId::parse(t).as_ref() == Ok(id)))
-                    .map_or(0, |c| c.id);
-                return Err(GateError::Contract(format!(
-                    "{}: criterion {criterion}: {why}",
-                    evidence_map::path(story.number)
-                )));
-            }
-            let mut evidenced = test_evidence::floor(
-                out,
-                &story.snapshot,
-                evidence,
-                &results,
-                behaviour.as_ref(),
-                sandbox.no_network(),
-            )
-            .map_err(io("write the evidence"))?;
-            for resolved in sandbox.resolved_locks(&root) {
-                evidenced.floor.detail =
-                    format!("{}; {}", evidenced.floor.detail, resolved.sentence());
-            }
-            floors.push(evidenced.floor);
-            criteria = evidenced.criteria;
-            criteria_lines = evidenced.lines;
-            match &on_base {
-                Some(prepared) => {
-                    let report = in_group(
-                        progress,
-                        "aayudha red-on-base floor: the mapped tests on the base",
-                        |log| {
-                            let log = RefCell::new(log);
-                            let heartbeat =
-                                |what: &str, elapsed: Duration| beat(&log, what, elapsed);
-                            Ok(red_on_base::run(
-                                prepared,
-                                evidence,
-                                &test_evidence::Run {
-                                    sandbox,
-                                    root: &root,
-                                    timeout,
-                                    target: None,
-                                    heartbeat: Some(&heartbeat),
-                                },
-                                &results,
-                            ))
-                        },
-                    )?;
-                    write_json(out, "reports/red-on-base.json", &report)?;
-                    criteria_lines.extend(report.lines());
-                    floors.push(red_on_base::floor(
-                        &report,
-                        config.verify.red_on_base_blocking_from,
-                        inputs.now,
-                        sandbox.no_network(),
-                    ));
-                    red = Some(report);
-                }
-                None => floors.push(red_on_base::skipped("the story is not labelled type:bug")),
-            }
-        }
+    let covered = stage.coverage(&plan, sandbox.as_ref())?;
+    let mut story = stage.story_floors(
+        &plan,
+        sandbox.as_ref(),
+        on_base.as_ref(),
+        &covered.mapped,
+        behaviour.as_ref(),
+    )?;
+    floors.append(&mut story.floors);
+    if let Some(report) = &covered.report {
+        story.lines.extend(report.lines());
     }
-    if let Some(report) = &coverage_report {
-        criteria_lines.extend(report.lines());
-    }
-    floors.insert(0, coverage);
+    floors.insert(0, covered.floor);
     if let Some(sandbox) = &sandbox {
         let mut phases = crate::timing::Phases::start();
         phases.report(
@@ -517,29 +194,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         );
     }
     drop(sandbox);
-
-    // The pack.
-    let artifacts =
-        pack::build::artifacts(out, behaviour.as_ref()).map_err(io("hash the run folder"))?;
-    let pack = pack::build::assemble(pack::build::Parts {
-        repo,
-        slug: &inputs.slug,
-        story: inputs.story.as_ref(),
-        binding: inputs.binding.as_ref(),
-        base,
-        head,
-        actions: inputs.actions,
-        criteria,
-        artifacts,
-        checks: floors.iter().map(pack::build::check).collect(),
-        now: inputs.now,
-    });
-    let value = serde_json::to_value(&pack).map_err(|e| GateError::Schema(e.to_string()))?;
-    pack::validate(&value).map_err(GateError::Schema)?;
-    pack::write(&inputs.out, &pack, out)
-        .map_err(io(format!("write the pack to `{}`", inputs.out.display())))?;
-    let (pack_sha256, _) = crate::hash::file(&inputs.out.join("pack.json"))
-        .map_err(io("read the pack back to hash it"))?;
+    let (pack, pack_sha256) = stage.pack(&floors, story.criteria, behaviour.as_ref())?;
     Ok(GateRun {
         pack,
         pack_dir: inputs.out.clone(),
@@ -548,10 +203,396 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         map,
         weakening: weakened,
         behaviour,
-        red_on_base: red,
-        criteria_lines,
-        coverage: coverage_report,
+        red_on_base: story.red,
+        criteria_lines: story.lines,
+        coverage: covered.report,
     })
+}
+
+/// One gate run in progress: its inputs, the repository's folder, the run folder, the log.
+struct Stage<'a, 'i> {
+    inputs: &'a Inputs<'i>,
+    root: PathBuf,
+    out: &'a Path,
+    progress: &'a mut Log,
+}
+
+/// The tests and red-on-base floors of a story.
+struct StoryFloors {
+    floors: Vec<FloorResult>,
+    criteria: Vec<test_evidence::Criterion>,
+    /// A line per criterion for a person.
+    lines: Vec<String>,
+    red: Option<red_on_base::Report>,
+}
+
+/// A test run's settings in the sandbox, with a heartbeat.
+fn tests_run<'r>(
+    sandbox: &'r Sandbox,
+    root: &'r Path,
+    timeout: Duration,
+    heartbeat: &'r dyn Fn(&str, Duration),
+) -> test_evidence::Run<'r> {
+    test_evidence::Run {
+        sandbox,
+        root,
+        timeout,
+        target: None,
+        heartbeat: Some(heartbeat),
+    }
+}
+
+impl Stage<'_, '_> {
+    /// feature-map and weakening: the maps against the source, and at the base and the head, from git's
+    /// objects; no product code runs.
+    fn map_floors(
+        &mut self,
+        floors: &mut Vec<FloorResult>,
+    ) -> Result<(MapReport, weakening::Report), GateError> {
+        let (inputs, out) = (self.inputs, self.out);
+        let (repo, config) = (inputs.repo, inputs.config);
+        let map = in_group(self.progress, "aayudha feature-map floor", |log| {
+            Ok(feature_map::check(
+                repo,
+                crate::floors::scan::Bounds::of(&config.verify),
+                &mut |done, total, elapsed| crate::log::scan_beat(log, done, total, elapsed),
+            )?)
+        })?;
+        write_json(out, "reports/feature-map.json", &map)?;
+        floors.push(feature_map::floor(
+            &map,
+            config.verify.drift_blocking_from,
+            inputs.now,
+        ));
+        let story_labels = plan::story_labels(inputs);
+        let weakened = in_group(self.progress, "aayudha weakening floor", |_| {
+            Ok(weakening::compare(repo, &inputs.base, &inputs.head)?)
+        })?;
+        write_json(out, "reports/weakening.json", &weakened)?;
+        floors.push(weakening::floor(
+            &weakened,
+            config.verify.weakening_blocking_from,
+            inputs.now,
+            story_labels.iter().any(|l| l == weakening::WAIVER),
+        ));
+        Ok((map, weakened))
+    }
+
+    /// The sandbox, when product code runs: the preflight, then every dependency fetched once, as a
+    /// sandbox uid, before any product code runs (the base's too); every later step runs offline.
+    fn sandbox(
+        &mut self,
+        plan: &Plan,
+        on_base: Option<&red_on_base::Prepared>,
+    ) -> Result<Option<Sandbox>, GateError> {
+        if !plan.runs_product_code() {
+            return Ok(None);
+        }
+        let (repo, root) = (self.inputs.repo, &self.root);
+        let sandbox = Sandbox::new(&self.inputs.sandbox)?;
+        // Whether each lock file is committed is read from git: the checkout's index, the base's commit.
+        let mut trees = vec![FetchTree::new(
+            root,
+            crate::runners::fetch_packages(
+                sandbox.toolchains(),
+                root,
+                plan.check_packages()
+                    .into_iter()
+                    .chain(plan.test_packages.iter().cloned()),
+            ),
+            |lock| repo.is_tracked(lock),
+        )];
+        if let Some(prepared) = on_base
+            && let Some(base_root) = prepared.root()
+        {
+            let packages = crate::runners::fetch_packages(
+                sandbox.toolchains(),
+                base_root,
+                plan.test_packages.iter().cloned(),
+            );
+            let mut base_tree = FetchTree::new(base_root, packages, |lock| {
+                repo.id_at(prepared.base(), lock).is_some()
+            });
+            base_tree.lock_from = Some(root.clone());
+            trees.push(base_tree);
+        }
+        // Before any floor: are the tools there, and do they run as the sandbox uid? In Actions every
+        // tool's version goes in the (folded) group; locally only what is blocked.
+        in_group(self.progress, "aayudha preflight", |log| {
+            let all = log.actions();
+            for line in sandbox.preflight(root, &plan.needs) {
+                if all || line.contains(": blocked: ") {
+                    let _ = writeln!(log, "{line}");
+                }
+            }
+            Ok(())
+        })?;
+        if trees.iter().any(|t| !t.packages.is_empty()) {
+            let _ = self
+                .progress
+                .command("::group::aayudha: fetching dependencies");
+            sandbox.fetch(&trees, self.progress);
+            let _ = self.progress.command("::endgroup::");
+        }
+        Ok(Some(sandbox))
+    }
+
+    /// behaviour: the selected checks, each in the sandbox.
+    fn behaviour(
+        &mut self,
+        plan: &Plan,
+        sandbox: Option<&Sandbox>,
+        floors: &mut Vec<FloorResult>,
+    ) -> Result<Option<BehaviourReport>, GateError> {
+        let (inputs, config) = (self.inputs, self.inputs.config);
+        let loaded = &plan.maps;
+        match (
+            sandbox,
+            plan.selected.is_empty() || !loaded.errors.is_empty(),
+        ) {
+            (Some(sandbox), false) => {
+                let options = behaviour::Options {
+                    root: self.root.clone(),
+                    out: self.out.to_path_buf(),
+                    jobs: inputs.sandbox.jobs,
+                    timeout: Duration::from_secs(config.verify.check_timeout_s),
+                    base_url: config.verify.base_url.clone(),
+                    seed: config.verify.seed.clone(),
+                    production: config.verify.production.clone(),
+                    targets: config.verify.targets.clone(),
+                    require_isolation: config.verify.require_isolation,
+                    aayu: inputs.aayu.clone(),
+                };
+                let report = behaviour::run(
+                    &loaded.maps,
+                    &plan.selected,
+                    &options,
+                    sandbox,
+                    self.progress,
+                )?;
+                floors.push(behaviour::floor(&report));
+                Ok(Some(report))
+            }
+            _ => {
+                floors.push(behaviour::floor_without_checks(!loaded.errors.is_empty()));
+                Ok(None)
+            }
+        }
+    }
+
+    /// coverage: the touched packages' whole suites, instrumented, for a story.
+    fn coverage(
+        &mut self,
+        plan: &Plan,
+        sandbox: Option<&Sandbox>,
+    ) -> Result<crate::floors::coverage::Covered, GateError> {
+        use crate::floors::coverage;
+        let skipped = |why: &str| coverage::Covered {
+            floor: coverage::skipped(why),
+            report: None,
+            mapped: BTreeMap::new(),
+        };
+        let inputs = self.inputs;
+        let config = inputs.config;
+        let sandbox = match (&inputs.story, sandbox) {
+            (None, _) => {
+                return Ok(skipped(
+                    "no story: only the map floors (feature-map and behaviour) ran",
+                ));
+            }
+            (Some(_), None) => {
+                return Ok(skipped("no package with tests is touched by the change"));
+            }
+            (Some(_), Some(sandbox)) => sandbox,
+        };
+        let mut phases = crate::timing::Phases::start();
+        let (base, head) = (&inputs.base, &inputs.head);
+        let added = inputs.repo.added_lines(
+            (base, head),
+            &coverage::SOURCES,
+            coverage::MAX_FILE,
+            coverage::MAX_LINES,
+        )?;
+        let timeout = Duration::from_secs(config.verify.suite_timeout_s);
+        let settings = coverage::Settings {
+            base,
+            head,
+            threshold: config.verify.coverage_threshold,
+            blocking: config.verify.coverage_blocking_from,
+            now: inputs.now,
+            mapped: &plan.tests,
+        };
+        let (root, progress) = (&self.root, &mut *self.progress);
+        let covered = in_group(
+            progress,
+            "aayudha coverage floor: the touched packages' whole suites",
+            |log| {
+                let log = RefCell::new(log);
+                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
+                let run = test_evidence::Run {
+                    sandbox,
+                    root,
+                    timeout,
+                    target: None,
+                    heartbeat: Some(&heartbeat),
+                };
+                Ok(coverage::run(&run, &plan.touched, &added, &settings))
+            },
+        )?;
+        if let Some(report) = &covered.report {
+            write_json(self.out, "reports/coverage.json", report)?;
+        }
+        phases.end("coverage floor (the touched packages' suites, instrumented)");
+        Ok(covered)
+    }
+
+    /// tests and red-on-base: the mapped tests (those the coverage run gave are not run again), then, for
+    /// a bug, the same tests on the base; only for a story.
+    fn story_floors(
+        &mut self,
+        plan: &Plan,
+        sandbox: Option<&Sandbox>,
+        on_base: Option<&red_on_base::Prepared>,
+        suites_ran: &BTreeMap<TestId, test_evidence::TestResult>,
+        behaviour: Option<&BehaviourReport>,
+    ) -> Result<StoryFloors, GateError> {
+        let inputs = self.inputs;
+        let config = inputs.config;
+        let timeout = Duration::from_secs(config.verify.check_timeout_s);
+        let mut found = StoryFloors {
+            floors: Vec::new(),
+            criteria: Vec::new(),
+            lines: Vec::new(),
+            red: None,
+        };
+        let Some(story) = &inputs.story else {
+            for floor in [crate::floors::Floor::Tests, crate::floors::Floor::RedOnBase] {
+                found.floors.push(FloorResult::new(
+                    floor,
+                    Verdict::Skipped,
+                    "aayu verify --ci",
+                    "no story: only the map floors (feature-map and behaviour) ran".into(),
+                ));
+            }
+            return Ok(found);
+        };
+        let Some(evidence) = &story.evidence else {
+            let evidenced = test_evidence::floor_without_map(&story.snapshot);
+            found.floors.push(evidenced.floor);
+            found.floors.push(red_on_base::skipped("no evidence map"));
+            found.criteria = evidenced.criteria;
+            return Ok(found);
+        };
+        let fresh;
+        let sandbox = match sandbox {
+            Some(sandbox) => sandbox,
+            None => {
+                fresh = Sandbox::new(&inputs.sandbox)?;
+                &fresh
+            }
+        };
+        let (root, out) = (self.root.as_path(), self.out);
+        let progress = RefCell::new(&mut *self.progress);
+        let heartbeat = |what: &str, elapsed: Duration| beat(&progress, what, elapsed);
+        let _ = progress
+            .borrow_mut()
+            .command("::group::aayudha tests floor: the mapped tests");
+        let results = test_evidence::run_tests(
+            &tests_run(sandbox, root, timeout, &heartbeat),
+            &plan.tests,
+            suites_ran,
+        );
+        let _ = progress.borrow_mut().command("::endgroup::");
+        // Two targets holding an unqualified test is the evidence map's to fix (exit 2), not a result.
+        if let Some((id, why)) = results.iter().find_map(|(id, r)| match &r.outcome {
+            test_evidence::Outcome::Ambiguous(why) => Some((id, why.clone())),
+            _ => None,
+        }) {
+            let criterion = evidence
+                .criterion
+                .iter()
+                .find(|c| c.tests.iter().any(|t| TestId::parse(t).as_ref() == Ok(id)))
+                .map_or(0, |c| c.id);
+            return Err(GateError::Contract(format!(
+                "{}: criterion {criterion}: {why}",
+                evidence_map::path(story.number)
+            )));
+        }
+        let mut evidenced = test_evidence::floor(
+            out,
+            &story.snapshot,
+            evidence,
+            &results,
+            behaviour,
+            sandbox.no_network(),
+        )
+        .map_err(io("write the evidence"))?;
+        for resolved in sandbox.resolved_locks(root) {
+            evidenced.floor.detail = format!("{}; {}", evidenced.floor.detail, resolved.sentence());
+        }
+        found.floors.push(evidenced.floor);
+        found.criteria = evidenced.criteria;
+        found.lines = evidenced.lines;
+        let Some(prepared) = on_base else {
+            found
+                .floors
+                .push(red_on_base::skipped("the story is not labelled type:bug"));
+            return Ok(found);
+        };
+        let _ = progress
+            .borrow_mut()
+            .command("::group::aayudha red-on-base floor: the mapped tests on the base");
+        let report = red_on_base::run(
+            prepared,
+            evidence,
+            &tests_run(sandbox, root, timeout, &heartbeat),
+            &results,
+        );
+        let _ = progress.borrow_mut().command("::endgroup::");
+        write_json(out, "reports/red-on-base.json", &report)?;
+        found.lines.extend(report.lines());
+        found.floors.push(red_on_base::floor(
+            &report,
+            config.verify.red_on_base_blocking_from,
+            inputs.now,
+            sandbox.no_network(),
+        ));
+        found.red = Some(report);
+        Ok(found)
+    }
+
+    /// The pack: the run folder hashed into artifacts, the floors as checks, checked against the schema,
+    /// written whole into `out`, and the SHA-256 of its `pack.json`.
+    fn pack(
+        &self,
+        floors: &[FloorResult],
+        criteria: Vec<test_evidence::Criterion>,
+        behaviour: Option<&BehaviourReport>,
+    ) -> Result<(Pack, String), GateError> {
+        let inputs = self.inputs;
+        let artifacts =
+            pack::build::artifacts(self.out, behaviour).map_err(io("hash the run folder"))?;
+        let pack = pack::build::assemble(pack::build::Parts {
+            repo: inputs.repo,
+            slug: &inputs.slug,
+            story: inputs.story.as_ref(),
+            binding: inputs.binding.as_ref(),
+            base: &inputs.base,
+            head: &inputs.head,
+            actions: inputs.actions,
+            criteria,
+            artifacts,
+            checks: floors.iter().map(pack::build::check).collect(),
+            now: inputs.now,
+        });
+        let value = serde_json::to_value(&pack).map_err(|e| GateError::Schema(e.to_string()))?;
+        pack::validate(&value).map_err(GateError::Schema)?;
+        pack::write(&inputs.out, &pack, self.out)
+            .map_err(io(format!("write the pack to `{}`", inputs.out.display())))?;
+        let (pack_sha256, _) = crate::hash::file(&inputs.out.join("pack.json"))
+            .map_err(io("read the pack back to hash it"))?;
+        Ok((pack, pack_sha256))
+    }
 }
 
 /// Runs one floor's work inside a `::group::` of the log (in Actions), so that what it reports while it

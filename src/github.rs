@@ -155,7 +155,7 @@ pub struct Answer {
 }
 
 impl Client {
-    /// A client for `api_url` (`GITHUB_API_URL`, default `https://api.github.com`).
+    /// A client for `api_url` (`GITHUB_API_URL`, default github.com's: `settings::github::DEFAULT_API_URL`).
     pub fn new(api_url: &str, token: &Token) -> Result<Client, GitHubError> {
         let api = api_url.trim_end_matches('/').to_string();
         let transport = |message: String| GitHubError::Transport {

@@ -1,4 +1,3 @@
 //! The ledger branch: where Ready snapshots (`crate::story::ready`), landed packs and ship records live.
 
 pub(crate) mod store;
-pub(crate) mod verify;

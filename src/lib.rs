@@ -41,6 +41,7 @@ pub(crate) mod safe_fs;
 pub(crate) mod sandbox;
 pub(crate) mod select;
 pub(crate) mod settings;
+pub(crate) mod setup;
 pub(crate) mod steps;
 pub(crate) mod story;
 pub(crate) mod timing;

@@ -3,6 +3,7 @@
 //! Schema (`schemas/pack.v1.json`, embedded), and refuses a newer version.
 
 pub(crate) mod build;
+pub(crate) mod verify;
 use std::io::Write;
 use std::path::Path;
 

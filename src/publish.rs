@@ -6,5 +6,6 @@ pub mod bucket;
 pub mod comment;
 pub(crate) mod gate;
 pub(crate) mod job;
+pub(crate) mod media;
 pub(crate) mod proof;
 pub mod results;

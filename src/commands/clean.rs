@@ -11,7 +11,7 @@ use crate::floors::scan::mib;
 use crate::sandbox::build_cache;
 
 pub fn run(ctx: &mut Context, all: bool) -> Result<ExitStatus, Failure> {
-    let roots = build_cache::roots(&ctx.env.vars);
+    let roots = build_cache::roots(ctx.env);
     let (targets, whose): (Vec<PathBuf>, String) = if all {
         (roots, "any repository".to_string())
     } else {

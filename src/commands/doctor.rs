@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
 use crate::settings::github::TokenFor;
+use crate::settings::options::DoctorOptions;
 
 /// One problem found.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -33,22 +34,6 @@ pub struct Problem {
 struct Report<'a> {
     schema_version: u32,
     problems: &'a [Problem],
-}
-
-/// What `aayu doctor` was asked to do.
-#[derive(Debug, Clone, Default)]
-pub struct DoctorOptions {
-    pub fix: bool,
-    pub json: bool,
-}
-
-impl DoctorOptions {
-    pub fn from_matches(m: &clap::ArgMatches) -> DoctorOptions {
-        DoctorOptions {
-            fix: m.get_flag("fix"),
-            json: m.get_flag("json"),
-        }
-    }
 }
 
 fn problem(
@@ -123,7 +108,7 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
         &root,
         &gate_path,
         "gate-workflow",
-        crate::commands::init::GATE_TEMPLATE,
+        crate::setup::GATE_TEMPLATE,
         true,
         &mut found,
         &mut notes,
@@ -132,7 +117,7 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
         &root,
         ".github/workflows/aayudha-nightly.yml",
         "nightly-workflow",
-        crate::commands::init::NIGHTLY_TEMPLATE,
+        crate::setup::NIGHTLY_TEMPLATE,
         false,
         &mut found,
         &mut notes,
@@ -179,12 +164,12 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
     let files = loaded
         .as_ref()
         .map_or(&[][..], |l| l.listed.files.as_slice());
-    for (pointer, skill_md, wanted) in crate::commands::install::pointers(&root, files) {
+    for (pointer, skill_md, wanted) in crate::setup::pointers::pointers(&root, files) {
         let Ok(bytes) = crate::safe_fs::read(&root, &pointer, 1 << 20) else {
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
-        if crate::commands::install::description_of(&text).as_deref() != Some(wanted.as_str()) {
+        if crate::setup::pointers::description_of(&text).as_deref() != Some(wanted.as_str()) {
             found.push(problem(
                 "pointer",
                 pointer,
@@ -255,7 +240,7 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
     {
         use crate::sandbox::build_cache;
         let key = build_cache::repo_key(&root);
-        for dir in build_cache::roots(&ctx.env.vars) {
+        for dir in build_cache::roots(ctx.env) {
             let kept = dir.join(&key);
             if std::fs::symlink_metadata(&kept).is_ok_and(|m| m.is_dir()) {
                 notes.push(format!(
@@ -456,9 +441,9 @@ fn workflow_checks(
         let (reference, comment) = pin
             .split_once(" # ")
             .map_or((pin.as_str(), ""), |(r, c)| (r, c));
-        let expected = crate::commands::init::workflow(
+        let expected = crate::setup::workflow(
             template,
-            &crate::commands::init::Pin {
+            &crate::setup::Pin {
                 reference: reference.to_string(),
                 comment: comment.to_string(),
                 unpinned_because: None,
@@ -596,7 +581,7 @@ fn fix_one(root: &Path, repo: &crate::git::Repo, p: &Problem, ledger: &str) -> R
             text.push('\n');
             crate::safe_fs::write(root, ".gitignore", text.as_bytes()).map_err(|e| e.to_string())
         }
-        "pointer" => crate::commands::install::write_pointers(root).map(|_| ()),
+        "pointer" => crate::setup::pointers::write_pointers(root).map(|_| ()),
         "ledger" => repo.create_empty_branch(ledger).map_err(|e| e.to_string()),
         _ => Err("not fixable".to_string()),
     }

@@ -9,28 +9,11 @@ use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
 use crate::pack;
+use crate::settings::options::ProofPushOptions;
 use crate::settings::remote;
 
 /// The marker of the advisory comment: another marker than the gate's, so neither replaces the other.
 pub const ADVISORY_MARKER: &str = "<!-- aayudha:advisory -->";
-
-#[derive(Debug, Clone, Default)]
-pub struct ProofPushOptions {
-    pub story: u64,
-    pub repo: Option<String>,
-    /// `--media`: upload the pack's media to the bucket of `[proof] media`.
-    pub media: bool,
-}
-
-impl ProofPushOptions {
-    pub fn from_matches(m: &clap::ArgMatches) -> ProofPushOptions {
-        ProofPushOptions {
-            story: m.get_one::<u64>("story").copied().unwrap_or(0),
-            repo: m.get_one::<String>("repo").cloned(),
-            media: m.get_flag("media"),
-        }
-    }
-}
 
 pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, Failure> {
     if ctx.env.in_ci() {
@@ -111,7 +94,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
                 ),
             ));
         }
-        if a.store == "none" || super::media::is_media(a, &data) {
+        if a.store == "none" || crate::publish::media::is_media(a, &data) {
             // Never in git, whatever pack.json said.
             pack.artifacts[i].store = "none".into();
             if options.media {
@@ -136,8 +119,9 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
             Failure::usage("the token has no user: `aayu proof push` needs a person's token")
         })?;
     // The media go to the bucket before anything lands: a pack says `bucket` only for what is there.
-    let uploaded = super::media::upload(
-        ctx,
+    let uploaded = crate::publish::media::upload(
+        ctx.env,
+        ctx.err,
         &config.proof.media,
         config.proof.retention_days,
         &mut pack,

@@ -10,27 +10,11 @@ use serde::Serialize;
 use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::Ledger;
-use crate::ledger::verify::{self, Finding, Stored};
+use crate::pack::verify::{self, Finding, Stored};
 use crate::pack::{self, Pack};
+use crate::settings::options::ProofVerifyOptions;
 use crate::settings::remote;
 use crate::story::ready;
-
-#[derive(Debug, Clone, Default)]
-pub struct ProofVerifyOptions {
-    pub story: u64,
-    pub json: bool,
-    pub repo: Option<String>,
-}
-
-impl ProofVerifyOptions {
-    pub fn from_matches(m: &clap::ArgMatches) -> ProofVerifyOptions {
-        ProofVerifyOptions {
-            story: m.get_one::<u64>("story").copied().unwrap_or(0),
-            json: m.get_flag("json"),
-            repo: m.get_one::<String>("repo").cloned(),
-        }
-    }
-}
 
 /// `--json`: one object, schema_version 1.
 #[derive(Debug, Serialize)]

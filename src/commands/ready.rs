@@ -9,36 +9,9 @@ use serde_json::json;
 use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
+use crate::settings::options::ReadyOptions;
 use crate::settings::remote;
 use crate::story::ready;
-
-/// What `aayu ready` was asked to do.
-#[derive(Debug, Clone, Default)]
-pub struct ReadyOptions {
-    pub story: u64,
-    pub refreeze: bool,
-    pub repo: Option<String>,
-    /// `--file`: the story from a Markdown file of the repository, not the issue.
-    pub file: Option<std::path::PathBuf>,
-    pub labels: Vec<String>,
-    pub print: bool,
-}
-
-impl ReadyOptions {
-    pub fn from_matches(m: &clap::ArgMatches) -> ReadyOptions {
-        ReadyOptions {
-            story: m.get_one::<u64>("story").copied().unwrap_or(0),
-            refreeze: m.get_flag("refreeze"),
-            repo: m.get_one::<String>("repo").cloned(),
-            file: m.get_one::<std::path::PathBuf>("file").cloned(),
-            labels: m
-                .get_many::<String>("label")
-                .map(|v| v.cloned().collect())
-                .unwrap_or_default(),
-            print: m.get_flag("print"),
-        }
-    }
-}
 
 /// The story as it is frozen: from the issue, or from a local file.
 struct Story {

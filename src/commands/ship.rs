@@ -14,31 +14,13 @@ use crate::commands::{Context, Failure, github_failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
 use crate::ledger::store::{Existing, Ledger};
-use crate::ledger::verify::{self, Stored};
 use crate::pack::ARTIFACT;
+use crate::pack::verify::{self, Stored};
 use crate::pack::{self, Pack};
 use crate::publish::archive::{self, Limits, Unpacked};
+use crate::settings::options::ShipOptions;
 use crate::settings::remote::{self, Remote};
 use crate::story::ready;
-
-#[derive(Debug, Clone, Default)]
-pub struct ShipOptions {
-    pub pr: u64,
-    pub solo_bypass: bool,
-    pub dry_run: bool,
-    pub repo: Option<String>,
-}
-
-impl ShipOptions {
-    pub fn from_matches(m: &clap::ArgMatches) -> ShipOptions {
-        ShipOptions {
-            pr: m.get_one::<u64>("pr").copied().unwrap_or(0),
-            solo_bypass: m.get_flag("solo-bypass"),
-            dry_run: m.get_flag("dry-run"),
-            repo: m.get_one::<String>("repo").cloned(),
-        }
-    }
-}
 
 /// The run that qualified, and what it proves.
 struct Qualified {
@@ -436,7 +418,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         if a.tombstone.is_some() || !matches!(a.store.as_str(), "git" | "none") {
             continue;
         }
-        if a.store == "none" || super::media::is_media(a, bytes) {
+        if a.store == "none" || crate::publish::media::is_media(a, bytes) {
             a.store = "none".into();
             if bucket {
                 media.insert(a.path.clone(), bytes.clone());
@@ -493,8 +475,9 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         return Ok(ExitStatus::Ok);
     }
     // The media first: the landed pack says `bucket` only for what the bucket holds.
-    super::media::upload(
-        ctx,
+    crate::publish::media::upload(
+        ctx.env,
+        ctx.err,
         &config.proof.media,
         config.proof.retention_days,
         &mut authoritative,

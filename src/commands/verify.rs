@@ -1,5 +1,7 @@
 //! `aayu verify`: the map check (`--map`, SPEC §3), the behaviour floor (`--check`, or `--base` and
-//! `--head` with `--story`, SPEC §4), and the whole gate with its pack (`--ci`, in [`super::ci`]).
+//! `--head` with `--story`, SPEC §4), and the whole gate with its pack (`--ci`, in [`ci`]).
+
+mod ci;
 
 use crate::commands::{Context, Failure, write_out, write_report};
 use crate::config::Config;
@@ -37,7 +39,7 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
     let repo = Repo::discover(&start).map_err(crate::failure::git_failure)?;
     if options.ci {
         // The gate reads the base commit's configuration, not the working tree's.
-        return crate::commands::ci::run(ctx, &repo, &options, &start);
+        return ci::run(ctx, &repo, &options, &start);
     }
     // Like git -C, a relative `--config` is taken from the directory aayu runs in.
     let config = Config::load(repo.root(), options.config.as_deref(), &start)

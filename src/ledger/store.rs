@@ -376,7 +376,7 @@ mod tests {
     fn files_land_in_nested_folders_and_a_repeat_changes_nothing() {
         let (_dir, ledger) = repo();
         let files: BTreeMap<String, Vec<u8>> = [
-            ("specs/7/ready.md".to_string(), b"ready".to_vec()),
+            (crate::story::ready_path(7), b"ready".to_vec()),
             (
                 "proof/7/abc/advisory/x/pack.json".to_string(),
                 b"{}".to_vec(),
@@ -387,7 +387,7 @@ mod tests {
             .write(&files, Existing::Refuse, "one", &author())
             .expect("write");
         assert_eq!(
-            ledger.read("specs/7/ready.md").expect("read"),
+            ledger.read(&crate::story::ready_path(7)).expect("read"),
             Some(b"ready".to_vec())
         );
         assert_eq!(
@@ -399,7 +399,7 @@ mod tests {
             .expect("repeat");
         assert_eq!(first, again, "no second commit");
         let other: BTreeMap<String, Vec<u8>> =
-            [("specs/7/ready.md".to_string(), b"changed".to_vec())].into();
+            [(crate::story::ready_path(7), b"changed".to_vec())].into();
         assert!(matches!(
             ledger.write(&other, Existing::Refuse, "three", &author()),
             Err(LedgerError::Conflict { .. })
@@ -408,7 +408,7 @@ mod tests {
             .write(&other, Existing::Replace, "three", &author())
             .expect("replace");
         assert_eq!(
-            ledger.read("specs/7/ready.md").expect("read"),
+            ledger.read(&crate::story::ready_path(7)).expect("read"),
             Some(b"changed".to_vec())
         );
         assert_eq!(

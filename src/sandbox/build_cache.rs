@@ -66,8 +66,10 @@ pub fn user_root(env: &BTreeMap<String, String>) -> Option<PathBuf> {
         .map(|c| c.join("aayudha/target"))
 }
 
-/// Where this user's (or, as root, the sandbox uids') build folders of every repository are.
-pub fn roots(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+/// Where this user's (or, as root, the sandbox uids') build folders of every repository are, by the
+/// environment aayu started with.
+pub fn roots(env: &crate::settings::Env) -> Vec<PathBuf> {
+    let env = &env.vars;
     if nix::unistd::geteuid().is_root() {
         vec![system_root(env)]
     } else {

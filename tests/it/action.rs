@@ -279,7 +279,11 @@ pub(crate) fn pr_event(action: &str, nth: usize, origin: &Origin, body: Option<&
 }
 
 fn github() -> fake_github::Server {
-    let server = fake_github::Server::start();
+    seeded(fake_github::Server::start())
+}
+
+/// The fake with the job's token and story #902.
+fn seeded(server: fake_github::Server) -> fake_github::Server {
     let mut fake = server.state.lock().expect("lock");
     fake.repo = REPO.into();
     fake.tokens
@@ -310,6 +314,67 @@ fn seed_ledger(server: &fake_github::Server, origin: &Origin) {
         .stdout;
     fake.files
         .insert(("ledger".into(), "specs/902/ready.md".into()), snapshot);
+}
+
+/// GitHub Enterprise Server: the API under `/api/v3` (`GITHUB_API_URL`) and the server elsewhere
+/// (`GITHUB_SERVER_URL`). The gate reads the story through that API and links the run on that server; the
+/// comment job reads the pack, comments and sets the status there; nothing goes to github.com.
+#[test]
+fn github_enterprise_works_for_the_gate_and_the_comment_job() {
+    crate::needs!(go);
+    let origin = origin();
+    let ws = workspace(&origin);
+    let github = seeded(fake_github::Server::enterprise());
+    assert!(github.url.ends_with("/api/v3"), "{}", github.url);
+    seed_ledger(&github, &origin);
+    let results = fake_results::Server::start(&runtime_token(101));
+    let event = pr_event("opened", 0, &origin, Some("Story: #902"));
+    let on_ghe = |runner: &Runner, inputs: &[(&str, &str)]| {
+        let mut cmd = action(
+            ws.root(),
+            runner,
+            &github.url,
+            &results.url,
+            101,
+            "pull_request_target",
+            inputs,
+        );
+        cmd.env("GITHUB_SERVER_URL", "https://ghe.example");
+        run(&mut cmd)
+    };
+    let runner = Runner::new(&event);
+    let gate = on_ghe(&runner, &[]);
+    assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
+    assert_eq!(
+        runner.outputs().get("result").map(String::as_str),
+        Some("proven"),
+        "{}",
+        gate.stderr
+    );
+    let comment = on_ghe(&Runner::new(&event), &[("MODE", "comment")]);
+    assert_eq!(comment.code, 0, "{}\n{}", comment.stdout, comment.stderr);
+    let comments = github.comments();
+    assert_eq!(comments.len(), 1);
+    assert!(
+        comments[0]
+            .body
+            .contains("https://ghe.example/Codertocat/Hello-World/actions/runs/101"),
+        "{}",
+        comments[0].body
+    );
+    let fake = github.state.lock().expect("lock");
+    let status = fake.statuses.last().expect("a status");
+    assert_eq!(status.state, "success");
+    assert_eq!(
+        status.target_url.as_deref(),
+        Some("https://ghe.example/Codertocat/Hello-World/actions/runs/101")
+    );
+    assert!(fake.unexpected.is_empty(), "{:?}", fake.unexpected);
+    assert!(
+        fake.requests.iter().any(|r| r == "GET issue 902"),
+        "the story was read through the Enterprise API: {:?}",
+        fake.requests
+    );
 }
 
 #[test]

@@ -72,6 +72,34 @@ fn a_clean_repository_has_no_problem() {
     assert_eq!(code, 0);
     assert_shape(&report);
     assert_eq!(report["problems"], serde_json::json!([]));
+    // doctor's token order is GITHUB_TOKEN, then GH_TOKEN, never `gh` (docs/github.md): a logged-in `gh`
+    // on PATH is not asked.
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().expect("temp");
+    let asked = bin.path().join("asked");
+    std::fs::write(
+        bin.path().join("gh"),
+        format!("#!/bin/sh\ntouch '{}'\necho ghp_user\n", asked.display()),
+    )
+    .expect("write gh");
+    std::fs::set_permissions(
+        bin.path().join("gh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let with_gh = run(repo.aayu().env("PATH", path).arg("doctor"));
+    assert_eq!(with_gh.code, 0, "{}", with_gh.stderr);
+    assert!(
+        with_gh.stderr.contains("note: no GITHUB_TOKEN or GH_TOKEN"),
+        "{}",
+        with_gh.stderr
+    );
+    assert!(!asked.exists(), "doctor asked `gh` for a token");
 }
 
 #[test]

@@ -563,3 +563,59 @@ fn a_tracking_issue_that_lost_its_label_is_found_by_its_marker_and_labelled_agai
     );
     assert!(briefs(&github, 4).is_empty());
 }
+
+/// The local commands' token order (`docs/github.md`): `GITHUB_TOKEN`, then `GH_TOKEN`, then `gh auth
+/// token` — which is never asked inside GitHub Actions.
+#[test]
+fn a_local_command_asks_gh_for_a_token_but_never_inside_actions() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = shop("claude-code");
+    drift(&repo, &["sell"]);
+    let github = github();
+    let bin = tempfile::tempdir().expect("temp");
+    let gh = bin.path().join("gh");
+    std::fs::write(
+        &gh,
+        format!("#!/bin/sh\n[ \"$1 $2\" = 'auth token' ] && echo {PERSON}\n"),
+    )
+    .expect("write gh");
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let brief = |vars: &[(&str, &str)]| {
+        let mut cmd = repo.aayu();
+        cmd.env("GITHUB_API_URL", &github.url)
+            .env("GH_REPO", "octo/shop")
+            .env("PATH", &path);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        run(cmd.args(["verify", "--map", "--maintain", "always"]))
+    };
+    let from_gh = brief(&[]);
+    assert!(
+        from_gh.stderr.contains("maintain: posted the brief"),
+        "{}",
+        from_gh.stderr
+    );
+    let in_actions = brief(&[("GITHUB_ACTIONS", "true")]);
+    assert_eq!(in_actions.code, 2, "{}", in_actions.stderr);
+    assert!(
+        in_actions.stderr.contains("no GitHub token"),
+        "{}",
+        in_actions.stderr
+    );
+    // GITHUB_TOKEN before GH_TOKEN: an unknown GH_TOKEN would be refused by GitHub, the brief not posted.
+    let ordered = brief(&[("GITHUB_TOKEN", WORKFLOW), ("GH_TOKEN", "ghp_unknown")]);
+    assert!(
+        ordered.stderr.contains("maintain: posted the brief"),
+        "{}",
+        ordered.stderr
+    );
+    assert_eq!(tracking(&github)[0].1, "alice");
+    let fake = github.state.lock().expect("lock");
+    assert!(fake.unexpected.is_empty(), "{:?}", fake.unexpected);
+}

@@ -299,3 +299,25 @@ fn a_hostile_pack_forges_nothing_in_the_log_or_the_comment() {
         "{shape:?}"
     );
 }
+
+/// The action's token order (`docs/github.md`): the `token` input, then `GITHUB_TOKEN`; a `GH_TOKEN` a
+/// workflow carries for another step is never taken.
+#[test]
+fn the_comment_job_never_takes_gh_token() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("temp");
+    let out = run(common::aayu_in(dir.path())
+        .env("GITHUB_API_URL", &server.url)
+        .env("GITHUB_REPOSITORY", "octo/shop")
+        .env("GH_TOKEN", "ghp_personal")
+        .args(["proof", "comment", "--pr", "3", "--pack"])
+        .arg(dir.path()));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("no token: set `GITHUB_TOKEN` (or the action's `token` input)"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.state.lock().expect("lock").requests.is_empty());
+}

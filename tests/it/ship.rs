@@ -70,6 +70,11 @@ struct World {
 /// Origin with `main` and the ledger holding story 7's snapshot; PR #3 at HEAD from `feature`, its body
 /// naming story 7; bob (write) approved HEAD.
 fn world() -> World {
+    world_on(fake_github::Server::start())
+}
+
+/// [`world`] against the given GitHub.
+fn world_on(github: fake_github::Server) -> World {
     let (origin, url) = common::bare_repo();
     let scratch = TestRepo::new();
     scratch.write("specs/7/ready.md", snapshot());
@@ -80,7 +85,6 @@ fn world() -> World {
     clone.commit("main");
     clone.git(&["remote", "add", "origin", &url]);
     clone.git(&["push", "-q", "origin", "main"]);
-    let github = fake_github::Server::start();
     {
         let mut fake = github.state.lock().expect("lock");
         fake.tokens.insert("t".into(), "alice".into());
@@ -444,6 +448,34 @@ fn a_qualifying_run_ships_and_a_repeat_duplicates_nothing() {
     );
     drop(fake);
     w.github.assert_clean();
+}
+
+/// GitHub Enterprise Server (the API under `/api/v3`): ship finds the run, downloads the artifact through
+/// the signed redirect and lands the pack, asking nothing of github.com.
+#[test]
+fn ship_works_against_github_enterprise() {
+    let w = world_on(fake_github::Server::enterprise());
+    assert!(w.github.url.ends_with("/api/v3"), "{}", w.github.url);
+    let (bytes, sha) = zip(&pack_json(3, HEAD, "pass"), false, false);
+    gate_run(
+        &w,
+        FakeRun::gate(40, "aayudha-merge-gate.yml"),
+        (bytes, sha.clone()),
+        false,
+    );
+    let out = run(common::aayu_in(w.clone.root())
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_API_URL", &w.github.url)
+        .env("GITHUB_SERVER_URL", "https://ghe.example")
+        .env("GH_REPO", REPO)
+        .args(["ship", "3"]));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let record: Value =
+        serde_json::from_str(&on_origin(&w, "ship/7.json").expect("ship record")).expect("json");
+    assert_eq!(record["pack_sha256"], sha);
+    let fake = w.github.state.lock().expect("lock");
+    assert!(fake.unexpected.is_empty(), "{:?}", fake.unexpected);
+    assert_eq!(fake.merged.len(), 1, "merged through the Enterprise API");
 }
 
 #[test]

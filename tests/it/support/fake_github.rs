@@ -197,6 +197,8 @@ pub struct Fake {
     pub requests: Vec<String>,
     pub unexpected: Vec<String>,
     pub port: u16,
+    /// Where the REST API is mounted: empty for github.com, `/api/v3` for GitHub Enterprise Server.
+    pub prefix: String,
 }
 
 impl Default for Fake {
@@ -237,6 +239,7 @@ impl Default for Fake {
             requests: Vec::new(),
             unexpected: Vec::new(),
             port: 0,
+            prefix: String::new(),
         }
     }
 }
@@ -251,14 +254,27 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Server {
+        Server::start_at("")
+    }
+
+    /// A GitHub Enterprise Server: the REST API under `/api/v3` (`GITHUB_API_URL` is
+    /// `http://…/api/v3`), the signed blob URLs outside it.
+    pub fn enterprise() -> Server {
+        Server::start_at("/api/v3")
+    }
+
+    fn start_at(prefix: &str) -> Server {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
-        let state: Shared = Arc::new(Mutex::new(Fake::default()));
+        let state: Shared = Arc::new(Mutex::new(Fake {
+            prefix: prefix.to_string(),
+            ..Fake::default()
+        }));
         let r = "/repos/{owner}/{repo}";
-        let app = Router::new()
+        let api = Router::new()
             .route("/user", get(user))
             .route(r, get(repository))
             .route(
@@ -319,9 +335,15 @@ impl Server {
                 &format!("{r}/actions/artifacts/{{id}}/zip"),
                 get(artifact_zip),
             )
-            .route("/signed/{id}", get(signed))
-            .fallback(unexpected)
-            .with_state(state.clone());
+            .fallback(unexpected);
+        let app = if prefix.is_empty() {
+            api
+        } else {
+            Router::new().nest(prefix, api)
+        }
+        .route("/signed/{id}", get(signed))
+        .fallback(unexpected)
+        .with_state(state.clone());
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("bind");
@@ -332,7 +354,7 @@ impl Server {
         });
         Server {
             state,
-            url: format!("http://127.0.0.1:{port}"),
+            url: format!("http://127.0.0.1:{port}{prefix}"),
             _runtime: runtime,
         }
     }
@@ -637,8 +659,8 @@ fn paged(
             .map(|(k, v)| format!("&{k}={v}"))
             .collect();
         let base = format!(
-            "http://127.0.0.1:{}{path}?per_page={per_page}{kept}",
-            fake.port
+            "http://127.0.0.1:{}{}{path}?per_page={per_page}{kept}",
+            fake.port, fake.prefix
         );
         let link = format!(
             "<{base}&page={}>; rel=\"next\", <{base}&page={pages}>; rel=\"last\"",

@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 
-use crate::commands::{Context, Failure};
 use crate::exit::ExitStatus;
+use crate::failure::Failure;
+use crate::log::Log;
 use crate::pack::{self, Pack};
 use crate::publish::bucket::{Bucket, BucketError, Retention};
+use crate::settings::Env;
 
 /// Whether an artifact's bytes are media.
 pub(crate) fn is_media(artifact: &pack::Artifact, bytes: &[u8]) -> bool {
@@ -30,7 +32,8 @@ pub(crate) fn bucket_failure(e: BucketError) -> Failure {
 /// `<prefix>/<story>/<head>/<path>`, and marks each `bucket` with its `object`. The retention is set once
 /// (or the rule to set by hand is said once). Returns how many were uploaded.
 pub(crate) fn upload(
-    ctx: &mut Context,
+    env: &Env,
+    log: &mut Log,
     url: &str,
     retention_days: u32,
     pack: &mut Pack,
@@ -39,7 +42,7 @@ pub(crate) fn upload(
     if media.is_empty() {
         return Ok(0);
     }
-    let bucket = Bucket::open(url, ctx.env).map_err(bucket_failure)?;
+    let bucket = Bucket::open(url, env).map_err(bucket_failure)?;
     let (story, head) = (pack.story, pack.pr_head_sha.clone());
     for a in pack.artifacts.iter_mut() {
         let Some(bytes) = media.get(&a.path) else {
@@ -53,7 +56,7 @@ pub(crate) fn upload(
     match bucket.retention(retention_days) {
         Retention::Set { kept } => {
             let _ = writeln!(
-                ctx.err,
+                log,
                 "media: the lifecycle rule `{}` expires `{}/` in {retention_days} days (the bucket's {kept} other rule(s) kept)",
                 crate::publish::bucket::RULE_ID,
                 bucket.prefix
@@ -62,7 +65,7 @@ pub(crate) fn upload(
         Retention::Unchanged => {}
         Retention::ByHand { why, rule } => {
             let _ = writeln!(
-                ctx.err,
+                log,
                 "note: the media retention ({retention_days} days, `[proof] retention_days`) was not set: {why}\n  set this rule on `{}` yourself:\n  {rule}",
                 bucket.bucket
             );

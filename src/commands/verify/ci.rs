@@ -37,12 +37,12 @@ pub fn run(
     if checked_out != head {
         return Err(Failure::usage(format!(
             "`--head` is {}, but the checkout is at {}: the gate runs the checkout's files",
-            super::short(&head),
-            super::short(&checked_out)
+            crate::git::short(&head),
+            crate::git::short(&checked_out)
         ))
         .with_hint(format!(
             "check out the head first (`git checkout {}`), or pass `--head HEAD`",
-            super::short(&head)
+            crate::git::short(&head)
         )));
     }
     let changed = repo.changed_tracked(4).map_err(git_failure)?;
@@ -53,7 +53,7 @@ pub fn run(
             .collect();
         return Err(Failure::usage(format!(
             "the checkout has changes that are not in `--head` {} ({}): the gate would build and test files no commit holds",
-            super::short(&head),
+            crate::git::short(&head),
             shown.join(", ")
         ))
         .with_hint("commit them (and pass the new commit as `--head`), or stash them (`git stash`)"));
@@ -110,7 +110,7 @@ pub fn run(
     let written = if options.json {
         write_out(ctx.out, &crate::output::json::render(&run.pack))?
     } else {
-        super::write_report(
+        crate::commands::write_report(
             ctx,
             &crate::output::plain::gate_table(
                 &run.pack,

@@ -1,4 +1,4 @@
-//! Verifying a landed pack (SPEC §6 "aayu proof verify"): every stored artifact's bytes against its
+//! Verifying a pack (SPEC §6 "aayu proof verify"; also the comment job and `aayu ship`): every stored artifact's bytes against its
 //! sha256 and size, no path listed twice or escaping the pack, every evidence path naming an artifact,
 //! every Ready criterion evidenced and none outside the snapshot, the Completion Goal hash, and the pull
 //! request's head. Each failure names the artifact path, criterion id or field. Floors are reported, not

@@ -1,0 +1,134 @@
+//! What a gate run will run, decided before anything runs and as data: the behaviour checks the diff and
+//! the story's evidence map select, the mapped tests (each id checked by its package's runner), the
+//! packages the change touches (the coverage floor's suites), whether red-on-base runs, the packages whose
+//! dependencies are fetched and the tools the preflight checks. Reading it runs no product code: maps,
+//! manifests and git objects are read as data. `verify --select` and a sharded gate can print and split it.
+
+use std::collections::BTreeSet;
+
+use super::{GateError, Inputs};
+use crate::floors::behaviour;
+use crate::floors::coverage::{self, Touched};
+use crate::floors::test_evidence::{self, TestId};
+use crate::maps;
+use crate::sandbox::preflight::Tool;
+use crate::select::{self, Selected};
+use crate::story::evidence_map;
+
+/// What runs.
+pub struct Plan {
+    /// The maps of the head, with their contract errors (no behaviour check runs while there is one).
+    pub maps: maps::Loaded,
+    /// The behaviour checks, with why each was selected.
+    pub selected: Vec<Selected>,
+    /// The mapped tests of the story's evidence map, in its order.
+    pub tests: Vec<TestId>,
+    /// The packages the change touches, each suite run once (for a story).
+    pub touched: Touched,
+    /// Red-on-base runs: the story is a bug (or `--red-on-base`) and the change has an evidence map.
+    pub red_on_base: bool,
+    /// The packages of the mapped tests and of the touched suites (`(dir, test id's rest)`): fetched in
+    /// the head's tree, and in the base's when red-on-base runs.
+    pub test_packages: BTreeSet<(String, Option<String>)>,
+    /// The package the built-in runner's `seed` runs in, when a selected check needs the app.
+    pub seed: Option<String>,
+    /// The tools the preflight checks.
+    pub needs: BTreeSet<Tool>,
+}
+
+impl Plan {
+    /// Whether any product code runs (and so a sandbox is made and dependencies are fetched).
+    pub fn runs_product_code(&self) -> bool {
+        !(self.selected.is_empty() && self.tests.is_empty() && self.touched.packages.is_empty())
+    }
+
+    /// The packages the behaviour checks need in the head's tree (their `test` steps' and the seed's).
+    pub fn check_packages(&self) -> BTreeSet<(String, Option<String>)> {
+        behaviour::packages(&self.maps.maps, &self.selected)
+            .into_iter()
+            .chain(self.seed.clone().map(|dir| (dir, None)))
+            .collect()
+    }
+}
+
+/// The story's labels: in the action from the API (SPEC §5), else the snapshot's.
+pub fn story_labels(inputs: &Inputs) -> Vec<String> {
+    match inputs.binding.as_ref().and_then(|b| b.story_labels.clone()) {
+        Some(labels) => labels,
+        None => inputs
+            .story
+            .as_ref()
+            .map(|s| s.snapshot.meta.labels.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// Decides what the gate runs on the change; an evidence map naming a test that cannot be (a doc test, a
+/// malformed target qualifier or Go name) is the user's to fix before anything runs.
+pub fn plan(inputs: &Inputs) -> Result<Plan, GateError> {
+    let repo = inputs.repo;
+    let root = repo.root();
+    let (base, head) = (&inputs.base, &inputs.head);
+    let story = inputs.story.as_ref();
+    let loaded = maps::load_repo(repo)?;
+    let selected = if loaded.errors.is_empty() {
+        select::by_diff(repo, &loaded.maps, base, head, story.map(|s| s.number)).map_err(|e| {
+            match e {
+                select::SelectError::Git(g) => GateError::Git(g),
+                other => GateError::Contract(other.to_string()),
+            }
+        })?
+    } else {
+        Vec::new()
+    };
+    let mut tests = Vec::new();
+    if let Some((story, evidence)) = story.and_then(|s| Some((s, s.evidence.as_ref()?))) {
+        for criterion in &evidence.criterion {
+            for text in &criterion.tests {
+                let contract = |why: String| {
+                    GateError::Contract(format!(
+                        "{}: criterion {}: {why}",
+                        evidence_map::path(story.number),
+                        criterion.id
+                    ))
+                };
+                let id = TestId::parse(text).map_err(contract)?;
+                // The runner of the package reads the rest of the id: a doc test, a malformed target
+                // qualifier or Go name is refused before anything runs.
+                if let Some(found) = crate::runners::package_of(root, &id) {
+                    id.check(root, &found.package()).map_err(contract)?;
+                }
+                tests.push(id);
+            }
+        }
+    }
+    // coverage: the packages the change touches, for a story.
+    let touched = match story {
+        Some(_) => coverage::touched(root, &repo.changed_paths(base, head)?),
+        None => Touched::default(),
+    };
+    let is_bug = story_labels(inputs).iter().any(|l| l == "type:bug");
+    let red_on_base =
+        story.is_some_and(|s| s.evidence.is_some()) && (is_bug || inputs.force_red_on_base);
+    let test_packages = tests
+        .iter()
+        .map(|t| (t.package.clone(), Some(t.rest.clone())))
+        .chain(touched.fetch())
+        .collect();
+    let seed = behaviour::seed_package(&loaded.maps, &selected, root, &inputs.config.verify.seed);
+    let needs = behaviour::needs(&loaded.maps, &selected, root)
+        .into_iter()
+        .chain(test_evidence::needs(root, &tests))
+        .chain(touched.needs())
+        .collect();
+    Ok(Plan {
+        maps: loaded,
+        selected,
+        tests,
+        touched,
+        red_on_base,
+        test_packages,
+        seed,
+        needs,
+    })
+}

@@ -1,0 +1,232 @@
+//! What `aayu init` and `aayu install` write, and `aayu doctor` checks against: the workflow templates
+//! pinned to this binary's release, the commented configuration, and the agent apps' pointers to the
+//! verify skills (`setup/pointers.rs`).
+
+pub(crate) mod pointers;
+
+use std::time::Duration;
+
+/// The templates users copy, as this binary ships them.
+pub const GATE_TEMPLATE: &str = include_str!("../workflows/aayudha-merge-gate.yml");
+pub const NIGHTLY_TEMPLATE: &str = include_str!("../workflows/aayudha-nightly.yml");
+/// What the templates say where a release's commit goes.
+const PLACEHOLDER: &str =
+    "1111111111111111111111111111111111111111 # replace with a release's commit SHA";
+/// The repository whose release tags the workflows name.
+pub const ACTION_REPO: &str = "aayudha/verify";
+/// How the workflows name the action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// What follows `@` in `uses:`.
+    pub reference: String,
+    /// The comment after it.
+    pub comment: String,
+    /// Why it is not a commit SHA, when it is not.
+    pub unpinned_because: Option<String>,
+}
+
+/// The release tag of this binary: `v` and its version.
+pub fn release_tag() -> String {
+    format!("v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The release commit and tag a release build carries, set when it was built (`AAYU_RELEASE_SHA`, a full
+/// commit SHA, and `AAYU_RELEASE_TAG`, `v<version>`, in the release workflow): the one place that reads
+/// them. `None` for any other build (`cargo install --git`, a checkout), or when either is malformed.
+pub fn built_release() -> Option<(&'static str, &'static str)> {
+    release_of(
+        option_env!("AAYU_RELEASE_SHA"),
+        option_env!("AAYU_RELEASE_TAG"),
+    )
+}
+
+fn release_of<'a>(sha: Option<&'a str>, tag: Option<&'a str>) -> Option<(&'a str, &'a str)> {
+    let (sha, tag) = (sha?.trim(), tag?.trim());
+    let full_sha = crate::git::is_full_sha(sha) && !sha.bytes().any(|b| b.is_ascii_uppercase());
+    (full_sha && tag.starts_with('v') && tag.len() > 1).then_some((sha, tag))
+}
+
+/// The pin of this binary's release. A release build pins itself, with no network: the commit and tag it
+/// was built with ([`built_release`]). Any other build looks the tag's commit up, `GET
+/// /repos/aayudha/verify/git/ref/tags/<tag>` (an annotated tag is followed to its commit with `GET
+/// /git/tags/<sha>`); when that fails — offline, or a development build whose version has no tag — the
+/// tag, with a comment to pin it.
+pub fn resolve_pin(api_url: &str, token: Option<&str>) -> Pin {
+    pin_for(built_release(), api_url, token)
+}
+
+fn pin_for(built: Option<(&str, &str)>, api_url: &str, token: Option<&str>) -> Pin {
+    if let Some((sha, tag)) = built {
+        return Pin {
+            reference: sha.to_string(),
+            comment: tag.to_string(),
+            unpinned_because: None,
+        };
+    }
+    let tag = release_tag();
+    match tag_commit(api_url, token, &tag) {
+        Ok(sha) => Pin {
+            reference: sha,
+            comment: tag,
+            unpinned_because: None,
+        },
+        Err(why) => Pin {
+            reference: tag.clone(),
+            comment: "pin this to its commit SHA".to_string(),
+            unpinned_because: Some(why),
+        },
+    }
+}
+
+fn tag_commit(api_url: &str, token: Option<&str>, tag: &str) -> Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(10)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let get = |path: &str| -> Result<serde_json::Value, String> {
+        let url = format!(
+            "{}/repos/{ACTION_REPO}{path}",
+            api_url.trim_end_matches('/')
+        );
+        let mut request = agent
+            .get(&url)
+            .header("accept", "application/vnd.github+json")
+            .header("user-agent", concat!("aayu/", env!("CARGO_PKG_VERSION")));
+        if let Some(token) = token {
+            request = request.header("authorization", &format!("Bearer {token}"));
+        }
+        let mut response = request
+            .call()
+            .map_err(|e| format!("GitHub could not be reached ({e})"))?;
+        match response.status().as_u16() {
+            200 => {
+                let text = response
+                    .body_mut()
+                    .read_to_string()
+                    .map_err(|e| format!("GitHub's answer could not be read ({e})"))?;
+                serde_json::from_str(&text)
+                    .map_err(|e| format!("GitHub's answer is not JSON ({e})"))
+            }
+            404 => Err(format!(
+                "{ACTION_REPO} has no tag {tag} (a development build?)"
+            )),
+            status => Err(format!("GitHub answered {status} for {url}")),
+        }
+    };
+    let reference = get(&format!("/git/ref/tags/{tag}"))?;
+    let object = &reference["object"];
+    let sha = object["sha"].as_str().unwrap_or_default().to_string();
+    let sha = if object["type"] == "tag" {
+        let annotated = get(&format!("/git/tags/{sha}"))?;
+        annotated["object"]["sha"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    } else {
+        sha
+    };
+    if crate::git::is_full_sha(&sha) {
+        Ok(sha.to_ascii_lowercase())
+    } else {
+        Err(format!("GitHub gave no commit for {tag}"))
+    }
+}
+
+/// A workflow template with the action pinned.
+pub fn workflow(template: &str, pin: &Pin) -> String {
+    template.replace(PLACEHOLDER, &format!("{} # {}", pin.reference, pin.comment))
+}
+
+/// `defaults.toml` with every key commented out: the file shows every setting and its default, and
+/// changes none.
+pub fn commented_config() -> String {
+    let mut text = String::from(
+        "# aayudha configuration. Every key is shown with its default, commented out: uncomment a key to\n\
+         # change it. The merge gate reads this file from the default branch (a pull request cannot change\n\
+         # its own gate). Every key: https://github.com/aayudha/verify/blob/main/docs/configuration.md\n",
+    );
+    let defaults = crate::config::DEFAULTS;
+    // The defaults file's own header (up to the first section) is about the embedded file: left out.
+    let body = defaults
+        .find("\n[")
+        .map_or(defaults, |at| &defaults[at + 1..]);
+    for line in body.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('[') {
+            text.push_str(line);
+        } else {
+            text.push_str("# ");
+            text.push_str(line);
+        }
+        text.push('\n');
+    }
+    text.insert(text.find("\n[").map_or(text.len(), |at| at + 1), '\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_release_build_pins_itself_with_no_network() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        // An API nobody answers: a release build never asks it.
+        let pin = pin_for(
+            release_of(Some(sha), Some("v0.4.2")),
+            "http://127.0.0.1:9",
+            None,
+        );
+        assert_eq!(pin.unpinned_because, None);
+        let written = workflow(GATE_TEMPLATE, &pin);
+        assert!(
+            written.contains(&format!("uses: aayudha/verify@{sha} # v0.4.2")),
+            "{written}"
+        );
+        assert!(!written.contains(PLACEHOLDER));
+        // Anything else a build might carry is no release: the look-up (here: nobody answers) decides.
+        for (sha, tag) in [
+            (Some("0123456789abcdef"), Some("v0.4.2")),
+            (
+                Some("0123456789ABCDEF0123456789ABCDEF01234567"),
+                Some("v0.4.2"),
+            ),
+            (Some(sha), Some("0.4.2")),
+            (Some(sha), None),
+            (None, Some("v0.4.2")),
+        ] {
+            assert_eq!(release_of(sha, tag), None, "{sha:?} {tag:?}");
+        }
+        let looked_up = pin_for(None, "http://127.0.0.1:9", None);
+        assert_eq!(looked_up.reference, release_tag());
+        assert!(looked_up.unpinned_because.is_some());
+    }
+
+    #[test]
+    fn the_commented_configuration_is_the_defaults() {
+        let text = commented_config();
+        let parsed = crate::config::Config::from_text(&text, "config.toml").expect("it parses");
+        assert_eq!(
+            format!("{:?}", parsed),
+            format!("{:?}", crate::config::Config::defaults())
+        );
+        assert!(text.contains("# check_timeout_s = 180\n"), "{text}");
+        assert!(text.contains("\n[verify]\n"), "{text}");
+    }
+
+    #[test]
+    fn the_templates_carry_the_placeholder_init_replaces() {
+        let pin = Pin {
+            reference: "a".repeat(40),
+            comment: "v9.9.9".into(),
+            unpinned_because: None,
+        };
+        for template in [GATE_TEMPLATE, NIGHTLY_TEMPLATE] {
+            assert!(template.contains(PLACEHOLDER));
+            let written = workflow(template, &pin);
+            assert!(!written.contains("111111"), "{written}");
+            assert!(written.contains(&format!("@{} # v9.9.9", "a".repeat(40))));
+        }
+    }
+}
