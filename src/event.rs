@@ -93,7 +93,7 @@ impl Event {
             ))
             .caused_by(e)
         })?;
-        let payload: Payload = serde_json::from_str(&text).map_err(|e| {
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             Failure::usage(format!(
                 "the event payload `{}` is not JSON (line {}, column {})",
                 path.display(),
@@ -101,6 +101,8 @@ impl Event {
                 e.column()
             ))
         })?;
+        // JSON that is not an object has no pull request: the errors then name the field.
+        let payload: Payload = serde_json::from_value(value).unwrap_or_default();
         Ok(Event {
             path: path.to_path_buf(),
             pull_request: payload.pull_request,
@@ -196,6 +198,17 @@ mod tests {
             err.message
         );
         assert_eq!(e.pr_number(), None);
+    }
+
+    #[test]
+    fn json_that_is_no_object_has_no_pull_request() {
+        let e = event(serde_json::json!([1, 2]));
+        let err = e.pull_request().expect_err("no pull request");
+        assert!(
+            err.message.ends_with("has no `pull_request`"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

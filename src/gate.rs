@@ -429,13 +429,7 @@ impl Stage<'_, '_> {
             |log| {
                 let log = RefCell::new(log);
                 let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
-                let run = test_evidence::Run {
-                    sandbox,
-                    root,
-                    timeout,
-                    target: None,
-                    heartbeat: Some(&heartbeat),
-                };
+                let run = tests_run(sandbox, root, timeout, &heartbeat);
                 Ok(coverage::run(&run, &plan.touched, &added, &settings))
             },
         )?;
@@ -492,17 +486,16 @@ impl Stage<'_, '_> {
             }
         };
         let (root, out) = (self.root.as_path(), self.out);
-        let progress = RefCell::new(&mut *self.progress);
-        let heartbeat = |what: &str, elapsed: Duration| beat(&progress, what, elapsed);
-        let _ = progress
-            .borrow_mut()
-            .command("::group::aayudha tests floor: the mapped tests");
-        let results = test_evidence::run_tests(
-            &tests_run(sandbox, root, timeout, &heartbeat),
-            &plan.tests,
-            suites_ran,
-        );
-        let _ = progress.borrow_mut().command("::endgroup::");
+        let results = in_group(
+            self.progress,
+            "aayudha tests floor: the mapped tests",
+            |log| {
+                let log = RefCell::new(log);
+                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
+                let run = tests_run(sandbox, root, timeout, &heartbeat);
+                Ok(test_evidence::run_tests(&run, &plan.tests, suites_ran))
+            },
+        )?;
         // Two targets holding an unqualified test is the evidence map's to fix (exit 2), not a result.
         if let Some((id, why)) = results.iter().find_map(|(id, r)| match &r.outcome {
             test_evidence::Outcome::Ambiguous(why) => Some((id, why.clone())),
@@ -539,16 +532,16 @@ impl Stage<'_, '_> {
                 .push(red_on_base::skipped("the story is not labelled type:bug"));
             return Ok(found);
         };
-        let _ = progress
-            .borrow_mut()
-            .command("::group::aayudha red-on-base floor: the mapped tests on the base");
-        let report = red_on_base::run(
-            prepared,
-            evidence,
-            &tests_run(sandbox, root, timeout, &heartbeat),
-            &results,
-        );
-        let _ = progress.borrow_mut().command("::endgroup::");
+        let report = in_group(
+            self.progress,
+            "aayudha red-on-base floor: the mapped tests on the base",
+            |log| {
+                let log = RefCell::new(log);
+                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
+                let run = tests_run(sandbox, root, timeout, &heartbeat);
+                Ok(red_on_base::run(prepared, evidence, &run, &results))
+            },
+        )?;
         write_json(out, "reports/red-on-base.json", &report)?;
         found.lines.extend(report.lines());
         found.floors.push(red_on_base::floor(

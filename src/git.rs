@@ -734,7 +734,6 @@ fn url_has_password(url: &str) -> bool {
     matches!(scheme, "http" | "https") && authority.contains('@')
 }
 
-/// The id git gives a blob with these bytes (what `git hash-object` prints), without touching the disk.
 /// The first 12 characters of a SHA (or the whole string when shorter), for people to read.
 pub fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
@@ -745,6 +744,7 @@ pub fn is_full_sha(text: &str) -> bool {
     text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// The id git gives a blob with these bytes (what `git hash-object` prints), without touching the disk.
 pub fn blob_id(bytes: &[u8]) -> Option<Oid> {
     Oid::hash_object(ObjectType::Blob, bytes).ok()
 }

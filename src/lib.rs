@@ -1,17 +1,23 @@
 //! aayudha verify: turns "done" into a checkable claim.
 //!
-//! The modules follow the pipeline: `maps` reads the feature maps, `select` chooses the checks a change
-//! needs, `floors` judge it (feature map, behaviour checks in the `sandbox`, test evidence, red-on-base)
-//! with `steps` (the built-in step runner's typed steps) and `runners` (one module per test stack behind
-//! one trait; `docs/architecture.md`),
-//! `gate` runs them all on one change and `pack` builds the hashed proof pack, `publish` uploads it and
-//! keeps the comment, `ledger` freezes stories and lands packs, and `output` renders what was found
-//! (plain text, JSON, GitHub workflow commands, Markdown). Beside them: `registry` (every command, as data,
-//! and the clap tree built from it), `cli` (the front end and the one error renderer), `settings` (flags
-//! and environment resolved once, and where GitHub is), `config` (`.aayudha/config.toml` over the embedded
-//! defaults), `git` (git2 helpers), `github` (the REST client), `safe_fs` (files of untrusted trees, never
-//! through a link), `clock` (UTC stamps), `machine_paths` (a machine's paths written the same on every machine), `failure` (what a command returns when it cannot do its work), `timing` (where a run's time goes,
-//! on request) and `commands` (one module per command, each taking a context and plain options).
+//! The modules follow the pipeline `event → story → select → floors → pack → publish → ledger`
+//! (`docs/architecture.md`, whose table the import test enforces): `event` parses the runner's event once,
+//! `story` is the story a change is for (its Ready snapshot and evidence map), `maps` reads the feature
+//! maps, `select` chooses the checks a change needs, `floors` judge it (feature map, weakening, behaviour
+//! checks in the `sandbox`, coverage, test evidence, red-on-base) with `steps` (the built-in step runner's
+//! typed steps) and `runners` (one module per test stack behind one trait), `pack` builds and verifies the
+//! hashed proof pack, `gate` runs one change (its trust setup, its plan, the floors, the pack), `publish`
+//! uploads it and keeps the comment, `ledger` keeps the ledger branch (Ready snapshots, landed packs), and
+//! `output` renders what was found (plain text, JSON, annotations, Markdown). Beside them: `log` (the log
+//! as the runner reads it, every text from a pull request fenced), `registry` (every command, as data, and
+//! the clap tree built from it), `cli` (the front end and the one error renderer), `settings` (flags and
+//! environment resolved once, where GitHub is, the token orders), `config` (`.aayudha/config.toml` over
+//! the embedded defaults), `git` (git2 helpers), `github` (the REST client), `hash` (SHA-256), `safe_fs`
+//! (files of untrusted trees, never through a link), `clock` (UTC stamps), `machine_paths` (a machine's
+//! paths written the same on every machine), `failure` (what a command returns when it cannot do its
+//! work), `timing` (where a run's time goes, on request), `setup` (what `init` and `install` write),
+//! `maintain` (the maintain brief) and `commands` (one module per command, each taking a context and plain
+//! options).
 
 pub mod cli;
 pub(crate) mod clock;

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::maps::blocks::ArtifactKind;
 
-/// The schema version this binary writes and the newest it reads.
 /// The workflow artifact the merge gate uploads and the comment job and `aayu ship` read.
 pub const ARTIFACT: &str = "aayudha-pack";
 
+/// The schema version this binary writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The JSON Schema of version 1, as shipped in `schemas/pack.v1.json`.

@@ -177,6 +177,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
         binding: Some(binding),
         force_red_on_base: false,
         jobs: None,
+        actions: true,
     };
     let base_head = (pr.base_sha.clone(), pr.head_sha.clone());
     let inputs = crate::gate::Inputs::new(&repo, &config, base_head, story, ctx.env, door)?;
@@ -302,14 +303,17 @@ fn maintain(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fa
     // A schedule or a dispatch runs on the default branch: its configuration is the working tree's.
     let config = Config::load(repo.root(), options.config.as_deref(), &root)
         .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
-    let token = options.token.clone().map(Token::new);
+    // The action's token (the input, else `GITHUB_TOKEN`), never the local order's `GH_TOKEN` or `gh`.
+    let token = options.token.clone().map(Token::new).ok_or_else(|| {
+        Failure::usage("no token: the maintain brief is posted with the action's token (input `token`, or `GITHUB_TOKEN`)")
+    })?;
     let maintain = crate::maintain::post::Maintain::prepare(
         ctx.env,
         ctx.github,
         &repo,
         &config,
         crate::settings::MaintainMode::Always,
-        token,
+        Some(token),
     )?;
     super::map_run(ctx, &repo, &config, false, Some(&maintain))
 }

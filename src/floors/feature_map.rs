@@ -1,7 +1,6 @@
 //! The feature-map check (SPEC §3): drift between each map and the source, and stale features. No
 //! product code runs and the control tool is neither run nor checked.
 
-use crate::exit::ExitStatus;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use std::path::Path;
@@ -9,6 +8,7 @@ use std::path::Path;
 use git2::{Oid, Tree};
 use serde::Serialize;
 
+use crate::exit::ExitStatus;
 use crate::floors::scan::{self, Found};
 use crate::git::{GitError, Repo, WorktreeFiles};
 use crate::maps::{self, ContractError, Map, Warning};
@@ -674,9 +674,10 @@ pub fn floor(
         .numbers(drift as f64, 0.0)
     }
 }
-/// 2 for contract errors or a scan the map's rules made run out of time, 1 for one that ran out reading
-/// files, else 3 for drift, else 0. Stale is never drift.
+
 impl MapReport {
+    /// 2 for contract errors or a scan the map's rules made run out of time, 1 for one that ran out
+    /// reading files, else 3 for drift, else 0. Stale is never drift.
     pub fn exit_status(&self) -> ExitStatus {
         let report = self;
         if let Some(stopped) = &report.scan_stopped {

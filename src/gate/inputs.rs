@@ -104,11 +104,13 @@ pub struct Door {
     pub force_red_on_base: bool,
     /// `--jobs`; else the machine's cores.
     pub jobs: Option<usize>,
+    /// The pack's identity is `ci`: the action always, `verify --ci` inside GitHub Actions.
+    pub actions: bool,
 }
 
 impl<'a> Inputs<'a> {
     /// The gate's inputs: the change (`base`, `head`, full SHAs), its story, the door's settings, and what
-    /// the environment says (the sandbox's allow-list, this binary, the clock, whether this is Actions).
+    /// the environment says (the sandbox's allow-list, this binary, the clock).
     pub fn new(
         repo: &'a Repo,
         config: &'a Config,
@@ -126,7 +128,7 @@ impl<'a> Inputs<'a> {
             sandbox: super::sandbox_settings(env, config, door.jobs, repo.root()),
             aayu: env.exe.clone().unwrap_or_else(|| "aayu".into()),
             now: env.now()?,
-            actions: env.github_actions,
+            actions: door.actions,
             binding: door.binding,
             force_red_on_base: door.force_red_on_base,
             out: door.out,

@@ -28,7 +28,8 @@ pub struct Maintain {
     mode: Mode,
     /// Inside GitHub Actions: the brief is a record with no mention, and the job summary says so.
     in_actions: bool,
-    github: GitHubEnv,
+    /// The job summary (`GITHUB_STEP_SUMMARY`), where an Actions run says what it posted.
+    step_summary: Option<std::path::PathBuf>,
     maintainer: Option<Maintainer>,
     remote: Remote,
 }
@@ -58,7 +59,7 @@ impl Maintain {
         Ok(Maintain {
             mode,
             in_actions: env.github_actions,
-            github: github.clone(),
+            step_summary: github.step_summary.clone(),
             maintainer,
             remote,
         })
@@ -135,7 +136,7 @@ impl Maintain {
         };
         let _ = writeln!(log, "{line}");
         if in_actions {
-            summary(&self.github, log, &outcome, &brief);
+            summary(self.step_summary.as_deref(), log, &outcome, &brief);
         }
         Ok(())
     }
@@ -149,7 +150,7 @@ fn not_posted(e: crate::github::GitHubError) -> Failure {
 }
 
 /// The job summary says what was posted, and that an Actions run wakes no agent.
-fn summary(github: &GitHubEnv, log: &mut Log, outcome: &Outcome, brief: &Brief) {
+fn summary(file: Option<&std::path::Path>, log: &mut Log, outcome: &Outcome, brief: &Brief) {
     let text = match outcome {
         Outcome::Posted {
             issue,
@@ -164,7 +165,11 @@ fn summary(github: &GitHubEnv, log: &mut Log, outcome: &Outcome, brief: &Brief) 
             format!("### aayudha maintain brief — nothing posted\n\n{why}.\n")
         }
     };
-    crate::publish::job::Job::of(github).summary(log, &text);
+    let job = crate::publish::job::Job {
+        output: None,
+        summary: file,
+    };
+    job.summary(log, &text);
 }
 
 /// The skill directories of the maps: the only places the maintainer edits.

@@ -389,6 +389,29 @@ fn the_brief_mentions_the_maintainer_with_a_persons_token_and_nobody_from_action
         ),
         "{summary}"
     );
+    // The action's token order is the input, then GITHUB_TOKEN: a person's GH_TOKEN in the job is not
+    // taken, and nothing is posted.
+    let posted = github.state.lock().expect("lock").comments.len();
+    let no_token = run(repo
+        .aayu()
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_WORKSPACE", repo.root())
+        .env("GITHUB_REPOSITORY", "octo/shop")
+        .env("GITHUB_API_URL", &github.url)
+        .env("GITHUB_EVENT_NAME", "schedule")
+        .env("INPUT_MODE", "maintain")
+        .env("INPUT_TOKEN", "")
+        .env("GH_TOKEN", PERSON)
+        .arg("action"));
+    assert_eq!(no_token.code, 2, "{}", no_token.stderr);
+    assert!(
+        no_token
+            .stderr
+            .contains("no token: the maintain brief is posted with the action's token"),
+        "{}",
+        no_token.stderr
+    );
+    assert_eq!(github.state.lock().expect("lock").comments.len(), posted);
     // The workflow token's own briefs are what drift mode compares with.
     let again = run(aayu(&repo, &github, WORKFLOW)
         .env("GITHUB_ACTIONS", "true")

@@ -98,6 +98,7 @@ pub fn run(
         binding: None,
         force_red_on_base: options.red_on_base,
         jobs: options.jobs,
+        actions: ctx.env.github_actions,
     };
     let inputs = gate::Inputs::new(repo, &config, (base, head), story, ctx.env, door)?;
     let run = gate::run(&inputs, ctx.err)?;
