@@ -18,7 +18,7 @@ pub(crate) mod verify;
 use std::io::Write;
 
 use crate::exit::ExitStatus;
-pub(crate) use crate::failure::{Failure, github_failure};
+pub(crate) use crate::failure::Failure;
 use crate::settings::github::GitHubEnv;
 use crate::settings::{Env, Global};
 
@@ -58,8 +58,7 @@ pub(crate) fn repo_and_config(
 ) -> Result<(crate::git::Repo, crate::config::Config), Failure> {
     let start = start_dir(ctx);
     let repo = repo(ctx)?;
-    let config = crate::config::Config::load(repo.root(), None, &start)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let config = crate::config::Config::load(repo.root(), None, &start).map_err(Failure::from)?;
     Ok((repo, config))
 }
 
@@ -107,8 +106,10 @@ pub(crate) fn map_run(
         let blocking = config.verify.drift_blocking_from.blocks_at(now);
         // Annotations go to stderr so that `--json` on stdout stays one clean document; the runner reads
         // workflow commands from both streams.
-        for line in crate::output::github::map_annotations(&report, blocking) {
-            let _ = ctx.err.command(&line);
+        let mut notes = crate::output::github::Annotations::uncapped();
+        crate::output::github::map_annotations(&report, blocking, &mut notes);
+        for line in notes.lines.lines() {
+            let _ = ctx.err.command(line);
         }
     }
     if let Some(maintain) = maintain {
@@ -132,7 +133,7 @@ pub(crate) fn map_check(
         crate::floors::scan::Bounds::of(&config.verify),
         &mut |done, total, elapsed| crate::log::scan_beat(err, done, total, elapsed),
     )
-    .map_err(crate::failure::git_failure)
+    .map_err(Failure::from)
 }
 
 /// The comment job (`aayu proof comment`, and the action's `comment` mode): the pack verified, the comment

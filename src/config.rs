@@ -389,11 +389,10 @@ impl Config {
         repo: &crate::github::RepoSlug,
         path: Option<&str>,
     ) -> Result<(Config, String), crate::failure::Failure> {
-        use crate::exit::ExitStatus;
-        use crate::failure::{Failure, github_failure};
+        use crate::failure::Failure;
         let branch = client
             .repository(repo)
-            .map_err(github_failure)?
+            .map_err(Failure::from)?
             .default_branch;
         let path = path.unwrap_or(CONFIG_PATH);
         let config = match client.file(repo, path, &branch) {
@@ -401,13 +400,24 @@ impl Config {
                 &String::from_utf8_lossy(&bytes),
                 &format!("{branch}:{path}"),
             )
-            .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?,
+            .map_err(Failure::from)?,
             Err(crate::github::GitHubError::NotFound { .. }) if path == CONFIG_PATH => {
                 Config::defaults()
             }
-            Err(e) => return Err(github_failure(e)),
+            Err(e) => return Err(Failure::from(e)),
         };
         Ok((config, branch))
+    }
+}
+
+/// A configuration that does not parse or holds a wrong value: the user's to fix (exit 2), with the hint.
+impl crate::failure::Diagnose for ConfigError {
+    fn status(&self) -> crate::exit::ExitStatus {
+        crate::exit::ExitStatus::Usage
+    }
+
+    fn hint(&self) -> Option<String> {
+        ConfigError::hint(self)
     }
 }
 

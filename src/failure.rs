@@ -1,14 +1,25 @@
-//! A command that could not do its work — what failed, why, and how to fix it — and the conversions of
-//! the library's typed errors into one: the only type a command returns besides its exit status.
+//! A command that could not do its work — what failed, why, and how to fix it: the only type a command
+//! returns besides its exit status. Each error enum of the library says its exit status and hint by
+//! [`Diagnose`], implemented beside it, so a `Failure` comes from `?`.
 
 use std::fmt;
 
 use crate::exit::ExitStatus;
 
-/// A GitHub refusal as a failure with its hint (exit 1).
-pub(crate) fn github_failure(e: crate::github::GitHubError) -> Failure {
-    let hint = e.hint();
-    Failure::from_error(ExitStatus::Failure, &e).with_optional_hint(hint)
+/// What a person is told of an error: the exit status it means, and how to fix it when there is a way.
+pub trait Diagnose: std::error::Error {
+    fn status(&self) -> ExitStatus;
+    fn hint(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Any diagnosed error as a failure: its message, its sources as causes, its status and hint.
+impl<E: Diagnose> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        let hint = Diagnose::hint(&e);
+        Failure::from_error(e.status(), &e).with_optional_hint(hint)
+    }
 }
 
 /// A command that could not do its work: what failed, why, and how to fix it.
@@ -89,27 +100,4 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
-}
-
-/// A git error as a failure: a usage error with a hint when the user can fix it, else exit 1.
-pub(crate) fn git_failure(e: crate::git::GitError) -> Failure {
-    use crate::git::GitError;
-    let (status, hint) = match &e {
-        GitError::NotARepository { .. } => (
-            ExitStatus::Usage,
-            Some("run aayu inside a git repository, or pass `-C DIR`"),
-        ),
-        GitError::Bare { .. } => (
-            ExitStatus::Usage,
-            Some("run aayu in a checkout with a working tree"),
-        ),
-        GitError::Revision { .. } => (
-            ExitStatus::Usage,
-            Some(
-                "name a commit this clone has (a SHA, a branch or HEAD~1); a shallow clone may need `fetch-depth: 0`",
-            ),
-        ),
-        GitError::List { .. } | GitError::Io { .. } => (ExitStatus::Failure, None),
-    };
-    Failure::from_error(status, &e).with_optional_hint(hint)
 }

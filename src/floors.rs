@@ -39,8 +39,9 @@ impl Floor {
     }
 }
 
-/// A floor's result, as SPEC §1 names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A floor's result, as SPEC §1 names them (and the pack's `checks[].result` writes them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Pass,
     Fail,
@@ -63,6 +64,13 @@ impl Verdict {
     /// Whether the floor holds: everything but `fail` and `blocked`.
     pub fn holds(self) -> bool {
         !matches!(self, Verdict::Fail | Verdict::Blocked)
+    }
+}
+
+/// The word, padded as a string would be (`{:<8}` in the plain table).
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
     }
 }
 

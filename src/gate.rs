@@ -70,18 +70,10 @@ pub struct GateRun {
     pub floors: Vec<FloorResult>,
     pub map: MapReport,
     pub weakening: weakening::Report,
-    #[allow(
-        dead_code,
-        reason = "part of the stage's typed result; no caller renders it yet"
-    )]
-    pub behaviour: Option<BehaviourReport>,
-    #[allow(
-        dead_code,
-        reason = "part of the stage's typed result; no caller renders it yet"
-    )]
+    /// Red-on-base's verdict per criterion, when it ran.
     pub red_on_base: Option<red_on_base::Report>,
-    /// A line per criterion for a person: its evidence or why it has none, and its verdict on the base.
-    pub criteria_lines: Vec<String>,
+    /// Each criterion's evidence and why (the evidence map's criteria the snapshot lacks too).
+    pub criteria: Vec<test_evidence::Criterion>,
     /// The coverage floor's report, when it computed a number.
     pub coverage: Option<crate::floors::coverage::Report>,
 }
@@ -98,6 +90,9 @@ impl GateRun {
 pub enum GateError {
     #[error(transparent)]
     Git(#[from] GitError),
+    /// The change's selection could not be made (git, or an evidence map the selection reads).
+    #[error(transparent)]
+    Select(#[from] crate::select::SelectError),
     /// The change's evidence map, or a name in it, is not valid: the user's to fix (exit 2).
     #[error("{0}")]
     Contract(String),
@@ -115,23 +110,28 @@ pub enum GateError {
     Schema(String),
 }
 
-/// A gate that made no pack, as a failure: the user's to fix (exit 2) or not (exit 1).
-impl From<GateError> for crate::failure::Failure {
-    fn from(e: GateError) -> Self {
+/// A gate that made no pack: the user's to fix (exit 2) or not (exit 1), with the hint of its cause.
+impl crate::failure::Diagnose for GateError {
+    fn status(&self) -> crate::exit::ExitStatus {
         use crate::exit::ExitStatus;
-        use crate::failure::Failure;
-        match e {
-            GateError::Git(g) => crate::failure::git_failure(g),
-            GateError::Contract(message) => Failure::usage(message),
-            GateError::Sandbox(s @ SandboxError::ForbiddenId { .. }) => {
-                Failure::from_error(ExitStatus::Usage, &s).with_hint(
-                    "set `[verify] sandbox_uids` in the default branch's .aayudha/config.toml to a range of unused ids at or above 1000, e.g. [61000, 61063]",
-                )
-            }
-            GateError::Behaviour(b @ behaviour::BehaviourError::Target(_)) => {
-                Failure::from_error(ExitStatus::Usage, &b)
-            }
-            other => Failure::from_error(ExitStatus::Failure, &other),
+        match self {
+            GateError::Git(g) => g.status(),
+            GateError::Select(s) => s.status(),
+            GateError::Contract(_)
+            | GateError::Sandbox(SandboxError::ForbiddenId { .. })
+            | GateError::Behaviour(behaviour::BehaviourError::Target(_)) => ExitStatus::Usage,
+            _ => ExitStatus::Failure,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        match self {
+            GateError::Git(g) => g.hint(),
+            GateError::Select(s) => s.hint(),
+            GateError::Sandbox(SandboxError::ForbiddenId { .. }) => Some(
+                "set `[verify] sandbox_uids` in the default branch's .aayudha/config.toml to a range of unused ids at or above 1000, e.g. [61000, 61063]".to_string(),
+            ),
+            _ => None,
         }
     }
 }
@@ -182,9 +182,6 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         behaviour.as_ref(),
     )?;
     floors.append(&mut story.floors);
-    if let Some(report) = &covered.report {
-        story.lines.extend(report.lines());
-    }
     floors.insert(0, covered.floor);
     if let Some(sandbox) = &sandbox {
         let mut phases = crate::timing::Phases::start();
@@ -194,7 +191,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         );
     }
     drop(sandbox);
-    let (pack, pack_sha256) = stage.pack(&floors, story.criteria, behaviour.as_ref())?;
+    let (pack, pack_sha256) = stage.pack(&floors, &story.criteria, behaviour.as_ref())?;
     Ok(GateRun {
         pack,
         pack_dir: inputs.out.clone(),
@@ -202,9 +199,8 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
         floors,
         map,
         weakening: weakened,
-        behaviour,
         red_on_base: story.red,
-        criteria_lines: story.lines,
+        criteria: story.criteria,
         coverage: covered.report,
     })
 }
@@ -221,8 +217,6 @@ struct Stage<'a, 'i> {
 struct StoryFloors {
     floors: Vec<FloorResult>,
     criteria: Vec<test_evidence::Criterion>,
-    /// A line per criterion for a person.
-    lines: Vec<String>,
     red: Option<red_on_base::Report>,
 }
 
@@ -456,7 +450,6 @@ impl Stage<'_, '_> {
         let mut found = StoryFloors {
             floors: Vec::new(),
             criteria: Vec::new(),
-            lines: Vec::new(),
             red: None,
         };
         let Some(story) = &inputs.story else {
@@ -525,7 +518,6 @@ impl Stage<'_, '_> {
         }
         found.floors.push(evidenced.floor);
         found.criteria = evidenced.criteria;
-        found.lines = evidenced.lines;
         let Some(prepared) = on_base else {
             found
                 .floors
@@ -543,7 +535,6 @@ impl Stage<'_, '_> {
             },
         )?;
         write_json(out, "reports/red-on-base.json", &report)?;
-        found.lines.extend(report.lines());
         found.floors.push(red_on_base::floor(
             &report,
             config.verify.red_on_base_blocking_from,
@@ -559,7 +550,7 @@ impl Stage<'_, '_> {
     fn pack(
         &self,
         floors: &[FloorResult],
-        criteria: Vec<test_evidence::Criterion>,
+        criteria: &[test_evidence::Criterion],
         behaviour: Option<&BehaviourReport>,
     ) -> Result<(Pack, String), GateError> {
         let inputs = self.inputs;

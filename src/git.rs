@@ -923,6 +923,31 @@ pub fn git_program(
     command.output()
 }
 
+/// A git error: a usage error with a hint when the user can fix it, else exit 1.
+impl crate::failure::Diagnose for GitError {
+    fn status(&self) -> crate::exit::ExitStatus {
+        use crate::exit::ExitStatus;
+        match self {
+            GitError::NotARepository { .. } | GitError::Bare { .. } | GitError::Revision { .. } => {
+                ExitStatus::Usage
+            }
+            GitError::List { .. } | GitError::Io { .. } => ExitStatus::Failure,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        let hint = match self {
+            GitError::NotARepository { .. } => "run aayu inside a git repository, or pass `-C DIR`",
+            GitError::Bare { .. } => "run aayu in a checkout with a working tree",
+            GitError::Revision { .. } => {
+                "name a commit this clone has (a SHA, a branch or HEAD~1); a shallow clone may need `fetch-depth: 0`"
+            }
+            GitError::List { .. } | GitError::Io { .. } => return None,
+        };
+        Some(hint.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

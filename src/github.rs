@@ -466,6 +466,17 @@ fn next_link(link: &str) -> Option<String> {
     })
 }
 
+/// A GitHub refusal: exit 1, with the hint of what to grant or fix.
+impl crate::failure::Diagnose for GitHubError {
+    fn status(&self) -> crate::exit::ExitStatus {
+        crate::exit::ExitStatus::Failure
+    }
+
+    fn hint(&self) -> Option<String> {
+        GitHubError::hint(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

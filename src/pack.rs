@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::floors::Verdict;
 use crate::maps::blocks::ArtifactKind;
 
 /// The workflow artifact the merge gate uploads and the comment job and `aayu ship` read.
@@ -35,10 +36,10 @@ pub struct Pack {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub checkpoint: String,
     pub seat: String,
-    pub host: String,
+    pub host: Host,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
-    pub identity: String,
+    pub identity: Identity,
     pub authority: Authority,
     pub completion_goal_hash: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -58,8 +59,7 @@ fn is_zero(n: &u64) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Authority {
-    /// `advisory` or `authoritative`.
-    pub kind: String,
+    pub kind: AuthorityKind,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub workflow: String,
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -83,8 +83,7 @@ pub struct Artifact {
     pub kind: ArtifactKind,
     pub sha256: String,
     pub size: u64,
-    /// `git`, `none`, `bucket`, or `lfs` (packs from before 0.2).
-    pub store: String,
+    pub store: Store,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub object: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,8 +102,7 @@ pub struct Tombstone {
 #[serde(deny_unknown_fields)]
 pub struct Check {
     pub floor: String,
-    /// `pass`, `fail`, `skipped`, `waived` or `blocked`.
-    pub result: String,
+    pub result: Verdict,
     pub value: f64,
     pub threshold: f64,
     pub tool: String,
@@ -116,7 +114,53 @@ pub struct Check {
 impl Check {
     /// Whether the floor holds: everything but `fail` and `blocked`.
     pub fn holds(&self) -> bool {
-        !matches!(self.result.as_str(), "fail" | "blocked")
+        self.result.holds()
+    }
+}
+
+/// Where an artifact's bytes are: in git (the ledger), nowhere (media the gate kept out of git), in the
+/// media bucket (`object` names it), or Git LFS (packs from before 0.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Store {
+    Git,
+    None,
+    Bucket,
+    Lfs,
+}
+
+/// Where the pack was made: the merge gate (the action) or the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Host {
+    Action,
+    Cli,
+}
+
+/// Who made it (SPEC §5): a bot, a person, a person standing in for a bot, or CI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Identity {
+    Bot,
+    Human,
+    HumanFallback,
+    Ci,
+}
+
+/// Whether the pack is the ledger's word (`aayu ship` writes `authoritative`) or advice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthorityKind {
+    Advisory,
+    Authoritative,
+}
+
+impl AuthorityKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthorityKind::Advisory => "advisory",
+            AuthorityKind::Authoritative => "authoritative",
+        }
     }
 }
 
@@ -288,7 +332,7 @@ pub fn write(dir: &Path, pack: &Pack, source: &Path) -> std::io::Result<()> {
     for artifact in pack
         .artifacts
         .iter()
-        .filter(|a| a.tombstone.is_none() && a.store != "lfs")
+        .filter(|a| a.tombstone.is_none() && a.store != Store::Lfs)
     {
         if !safe_path(&artifact.path) {
             return Err(std::io::Error::other(format!(

@@ -27,6 +27,29 @@ pub enum SelectError {
     EvidenceMap(String),
 }
 
+/// A selection the user's arguments or files got wrong is theirs to fix (exit 2); git's errors say their own.
+impl crate::failure::Diagnose for SelectError {
+    fn status(&self) -> crate::exit::ExitStatus {
+        match self {
+            SelectError::Git(g) => g.status(),
+            SelectError::Unknown { .. } | SelectError::EvidenceMap(_) => {
+                crate::exit::ExitStatus::Usage
+            }
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        match self {
+            SelectError::Git(g) => g.hint(),
+            SelectError::Unknown { .. } => Some(
+                "`--check all` runs every check, `--check <feature>` every check of a feature"
+                    .to_string(),
+            ),
+            SelectError::EvidenceMap(_) => None,
+        }
+    }
+}
+
 /// Collects selections, merging the reasons of a check selected several times.
 #[derive(Default)]
 struct Picks(BTreeMap<(usize, usize, usize), Vec<String>>);

@@ -50,10 +50,7 @@ impl Story {
     /// user's to fix: its file and line, exit 2).
     pub fn at(repo: &Repo, number: u64, snapshot: Snapshot, head: &str) -> Result<Story, Failure> {
         let file = evidence_map::path(number);
-        let evidence = match repo
-            .file_at(head, &file)
-            .map_err(crate::failure::git_failure)?
-        {
+        let evidence = match repo.file_at(head, &file).map_err(Failure::from)? {
             Some(bytes) => Some(
                 evidence_map::parse(&String::from_utf8_lossy(&bytes), &file)
                     .map_err(Failure::usage)?,

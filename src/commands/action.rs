@@ -10,11 +10,10 @@
 //!
 //! The trust setup is [`crate::gate::inputs`], the publishing [`crate::publish::gate`]; this is the order.
 
-use crate::commands::{Context, Failure, github_failure};
+use crate::commands::{Context, Failure};
 use crate::config::{CONFIG_PATH, Config};
 use crate::event::Event;
 use crate::exit::ExitStatus;
-use crate::failure::git_failure;
 use crate::floors::behaviour::Status;
 use crate::gate::inputs;
 use crate::git::Repo;
@@ -141,7 +140,7 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
                 Failure::usage("no token: the gate reads the story through the API (input `token`)")
             })?;
             let client = Client::new(&github.api_url, &Token::new(token.to_string()))
-                .map_err(github_failure)?;
+                .map_err(Failure::from)?;
             inputs::story_now(&client, &repository, number, &mut binding)?;
             let story = inputs::story(
                 &repo,
@@ -236,7 +235,7 @@ fn sweep_verdict(failed: usize, blocked: usize, total: usize) -> String {
 fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
     let root = options.root()?;
     trust_workspace();
-    let repo = Repo::discover(&root).map_err(git_failure)?;
+    let repo = Repo::discover(&root).map_err(Failure::from)?;
     inputs::refuse_persisted_credentials(&repo)?;
     let job = Job::of(ctx.github);
     let verify = VerifyOptions {
@@ -246,8 +245,8 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
     };
     // The sweep runs on the default branch's checkout (a schedule or a dispatch): its configuration is the
     // working tree's.
-    let config = Config::load(repo.root(), options.config.as_deref(), &root)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let config =
+        Config::load(repo.root(), options.config.as_deref(), &root).map_err(Failure::from)?;
     let ran = crate::gate::checks::run(ctx.env, ctx.err, &repo, &config, &verify, &root)?;
     let checks = ran.map(|(report, _)| report.checks).unwrap_or_default();
     let mut notes = Annotations::default();
@@ -298,11 +297,11 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
 fn maintain(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
     let root = options.root()?;
     trust_workspace();
-    let repo = Repo::discover(&root).map_err(git_failure)?;
+    let repo = Repo::discover(&root).map_err(Failure::from)?;
     inputs::refuse_persisted_credentials(&repo)?;
     // A schedule or a dispatch runs on the default branch: its configuration is the working tree's.
-    let config = Config::load(repo.root(), options.config.as_deref(), &root)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let config =
+        Config::load(repo.root(), options.config.as_deref(), &root).map_err(Failure::from)?;
     // The action's token (the input, else `GITHUB_TOKEN`), never the local order's `GH_TOKEN` or `gh`.
     let token = options.token.clone().map(Token::new).ok_or_else(|| {
         Failure::usage("no token: the maintain brief is posted with the action's token (input `token`, or `GITHUB_TOKEN`)")

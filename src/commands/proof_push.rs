@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::commands::{Context, Failure, github_failure, short, write_out};
+use crate::commands::{Context, Failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
 use crate::pack;
+use crate::pack::{AuthorityKind, Store};
 use crate::settings::options::ProofPushOptions;
 use crate::settings::remote;
 
@@ -62,10 +63,10 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
     let mut media = BTreeMap::new();
     for i in 0..pack.artifacts.len() {
         let a = &pack.artifacts[i];
-        if a.tombstone.is_some() || !matches!(a.store.as_str(), "git" | "none") {
+        if a.tombstone.is_some() || !matches!(a.store, Store::Git | Store::None) {
             continue;
         }
-        if a.store == "none" && !options.media {
+        if a.store == Store::None && !options.media {
             continue;
         }
         if !pack::safe_path(&a.path) {
@@ -94,9 +95,9 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
                 ),
             ));
         }
-        if a.store == "none" || crate::publish::media::is_media(a, &data) {
+        if a.store == Store::None || crate::publish::media::is_media(a, &data) {
             // Never in git, whatever pack.json said.
-            pack.artifacts[i].store = "none".into();
+            pack.artifacts[i].store = Store::None;
             if options.media {
                 media.insert(pack.artifacts[i].path.clone(), data);
             }
@@ -114,7 +115,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
     let (login, id) = remote
         .client
         .user()
-        .map_err(github_failure)?
+        .map_err(Failure::from)?
         .ok_or_else(|| {
             Failure::usage("the token has no user: `aayu proof push` needs a person's token")
         })?;
@@ -128,7 +129,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
         &media,
     )?;
     pack.authority = pack::Authority {
-        kind: "advisory".into(),
+        kind: AuthorityKind::Advisory,
         workflow: String::new(),
         run_id: 0,
         writer: format!("{login} (aayu proof push)"),
@@ -170,7 +171,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
         remote
             .client
             .pulls(&remote.repo, "open", None)
-            .map_err(github_failure)?
+            .map_err(Failure::from)?
             .into_iter()
             .find(|p| p.head_sha == pack.pr_head_sha)
             .map(|p| p.number)
@@ -202,7 +203,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
             let already = remote
                 .client
                 .comments(&remote.repo, pr)
-                .map_err(github_failure)?
+                .map_err(Failure::from)?
                 .iter()
                 .any(|c| {
                     c.login == login
@@ -213,7 +214,7 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
                 remote
                     .client
                     .create_comment(&remote.repo, pr, &body)
-                    .map_err(github_failure)?;
+                    .map_err(Failure::from)?;
             }
             said.push_str(&format!("  commented on pull request #{pr}\n"));
         }

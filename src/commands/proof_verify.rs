@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::commands::{Context, Failure, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::Ledger;
+use crate::pack::Store;
 use crate::pack::verify::{self, Finding, Stored};
 use crate::pack::{self, Pack};
 use crate::settings::options::ProofVerifyOptions;
@@ -186,12 +187,12 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
     let root = repo.root().to_path_buf();
     let env = ctx.env;
     let read = |a: &pack::Artifact| -> Stored {
-        if a.store == "bucket" {
+        if a.store == Store::Bucket {
             return from_bucket(a, env);
         }
         match ledger.read(&format!("{}/artifacts/{}", best.dir, a.path)) {
             Ok(Some(bytes))
-                if a.store == "lfs" || bytes.starts_with(b"version https://git-lfs") =>
+                if a.store == Store::Lfs || bytes.starts_with(b"version https://git-lfs") =>
             {
                 if bytes.starts_with(b"version https://git-lfs") {
                     through_lfs(&root, &bytes)
@@ -208,7 +209,7 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
         schema_version: 1,
         story,
         pack: format!("{}/pack.json", best.dir),
-        authority: pack.authority.kind.clone(),
+        authority: pack.authority.kind.as_str().to_string(),
         pr: pack.pr,
         pr_head_sha: pack.pr_head_sha.clone(),
         verifies: outcome.failures.is_empty(),

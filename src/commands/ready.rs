@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::commands::{Context, Failure, github_failure, short, write_out};
+use crate::commands::{Context, Failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
 use crate::settings::options::ReadyOptions;
@@ -162,7 +162,7 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
             let issue = remote
                 .client
                 .issue(&remote.repo, story)
-                .map_err(github_failure)?;
+                .map_err(Failure::from)?;
             if issue.is_pull_request {
                 return Err(Failure::usage(format!(
                     "#{story} is a pull request, not a story: give the issue the pull request implements"
@@ -261,7 +261,7 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
             let (login, id) = remote
                 .client
                 .user()
-                .map_err(github_failure)?
+                .map_err(Failure::from)?
                 .unwrap_or_else(|| ("github-actions[bot]".into(), 41898282));
             ledger.author(&login, id)
         }

@@ -10,13 +10,14 @@ use std::io::Write as _;
 
 use serde_json::json;
 
-use crate::commands::{Context, Failure, github_failure, short, write_out};
+use crate::commands::{Context, Failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
 use crate::ledger::store::{Existing, Ledger};
 use crate::pack::ARTIFACT;
 use crate::pack::verify::{self, Stored};
 use crate::pack::{self, Pack};
+use crate::pack::{AuthorityKind, Store};
 use crate::publish::archive::{self, Limits, Unpacked};
 use crate::settings::options::ShipOptions;
 use crate::settings::remote::{self, Remote};
@@ -203,7 +204,7 @@ fn approver(remote: &Remote, pull: &Pull) -> Result<Option<String>, Failure> {
     let reviews = remote
         .client
         .reviews(&remote.repo, pull.number)
-        .map_err(github_failure)?;
+        .map_err(Failure::from)?;
     let mut latest: BTreeMap<String, (String, String)> = BTreeMap::new();
     for r in reviews {
         if r.state == "COMMENTED" {
@@ -222,7 +223,7 @@ fn approver(remote: &Remote, pull: &Pull) -> Result<Option<String>, Failure> {
                 GitHubError::NotFound { .. } => Ok("none".into()),
                 e => Err(e),
             })
-            .map_err(github_failure)?;
+            .map_err(Failure::from)?;
         if matches!(permission.as_str(), "admin" | "maintain" | "write") {
             return Ok(Some(user));
         }
@@ -250,7 +251,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let pull = remote
         .client
         .pull(&remote.repo, options.pr)
-        .map_err(github_failure)?;
+        .map_err(Failure::from)?;
     let story = pull
         .body
         .as_deref()
@@ -314,7 +315,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let repository = remote
         .client
         .repository(&remote.repo)
-        .map_err(github_failure)?;
+        .map_err(Failure::from)?;
     let snapshot_path = crate::story::ready_path(story);
     let snapshot = match ledger.read(&snapshot_path).map_err(Failure::from)? {
         Some(bytes) => ready::parse(
@@ -335,7 +336,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let runs = remote
         .client
         .workflow_runs(&remote.repo, &config.gate.workflow, &RunFilter::default())
-        .map_err(github_failure)?;
+        .map_err(Failure::from)?;
     let mut passed_over = String::new();
     let mut found = None;
     for run in &runs {
@@ -375,7 +376,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let (login, id) = remote
         .client
         .user()
-        .map_err(github_failure)?
+        .map_err(Failure::from)?
         .ok_or_else(|| {
             Failure::usage("the token has no user: `aayu ship` needs a person's token")
         })?;
@@ -400,7 +401,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let writer = format!("{login} (aayu ship)");
     let mut authoritative: Pack = q.unpacked.pack.clone();
     authoritative.authority = pack::Authority {
-        kind: "authoritative".into(),
+        kind: AuthorityKind::Authoritative,
         workflow: config.gate.workflow.clone(),
         run_id: q.run.id,
         writer: writer.clone(),
@@ -415,11 +416,11 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         let Some(bytes) = q.unpacked.artifacts.get(&a.path) else {
             continue;
         };
-        if a.tombstone.is_some() || !matches!(a.store.as_str(), "git" | "none") {
+        if a.tombstone.is_some() || !matches!(a.store, Store::Git | Store::None) {
             continue;
         }
-        if a.store == "none" || crate::publish::media::is_media(a, bytes) {
-            a.store = "none".into();
+        if a.store == Store::None || crate::publish::media::is_media(a, bytes) {
+            a.store = Store::None;
             if bucket {
                 media.insert(a.path.clone(), bytes.clone());
             }
@@ -504,7 +505,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let merged = remote
         .client
         .squash_merge(&remote.repo, pull.number, &pull.head_sha)
-        .map_err(github_failure)?;
+        .map_err(Failure::from)?;
     let pull = Pull {
         merged: true,
         ..pull
@@ -533,7 +534,7 @@ fn finish(
     let issue = remote
         .client
         .issue(&remote.repo, story)
-        .map_err(github_failure)?;
+        .map_err(Failure::from)?;
     let body = issue.body.unwrap_or_default();
     let marker = format!("<!-- aayudha:complete pr {} -->", pull.number);
     if !body.contains(&marker) {
@@ -554,7 +555,7 @@ fn finish(
                 Some(&format!("{}{section}", body.trim_end())),
                 None,
             )
-            .map_err(github_failure)?;
+            .map_err(Failure::from)?;
     }
     if record["solo_bypass"] == json!(true) {
         let note = format!(
@@ -564,14 +565,14 @@ fn finish(
         let already = remote
             .client
             .comments(&remote.repo, pull.number)
-            .map_err(github_failure)?
+            .map_err(Failure::from)?
             .iter()
             .any(|c| c.body.starts_with("<!-- aayudha:solo-bypass -->"));
         if !already {
             remote
                 .client
                 .create_comment(&remote.repo, pull.number, &note)
-                .map_err(github_failure)?;
+                .map_err(Failure::from)?;
         }
     }
     if pull.head_repo.as_deref() == Some(remote.repo.as_str()) {

@@ -36,14 +36,14 @@ pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Fail
         .with_hint("`aayu verify --map --maintain drift`, or `aayu verify --check all --maintain drift`"));
     }
     let start = super::start_dir(ctx);
-    let repo = Repo::discover(&start).map_err(crate::failure::git_failure)?;
+    let repo = Repo::discover(&start).map_err(Failure::from)?;
     if options.ci {
         // The gate reads the base commit's configuration, not the working tree's.
         return ci::run(ctx, &repo, &options, &start);
     }
     // Like git -C, a relative `--config` is taken from the directory aayu runs in.
-    let config = Config::load(repo.root(), options.config.as_deref(), &start)
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint()))?;
+    let config =
+        Config::load(repo.root(), options.config.as_deref(), &start).map_err(Failure::from)?;
     let maintain = match options.maintain {
         Some(mode) => Some(Maintain::prepare(
             ctx.env, ctx.github, &repo, &config, mode, None,

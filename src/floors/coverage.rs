@@ -261,21 +261,6 @@ impl Report {
         files.truncate(n);
         files
     }
-
-    /// `file:line-line: uncovered`, a line per run of uncovered changed lines, for a person.
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for file in &self.files {
-            for (start, end) in runs(&file.uncovered) {
-                if start == end {
-                    out.push(format!("{}:{start}: uncovered", file.path));
-                } else {
-                    out.push(format!("{}:{start}-{end}: uncovered", file.path));
-                }
-            }
-        }
-        out
-    }
 }
 
 /// Consecutive numbers as `(first, last)` runs.

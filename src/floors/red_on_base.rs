@@ -369,23 +369,6 @@ pub fn skipped(detail: &str) -> crate::floors::FloorResult {
     )
 }
 
-impl Report {
-    /// One line per criterion for a person: `criterion 1: red on base — <reason>`.
-    pub fn lines(&self) -> Vec<String> {
-        self.criteria
-            .iter()
-            .map(|c| {
-                let word = match c.verdict {
-                    Verdict::Red => "red",
-                    Verdict::Green => "green",
-                    Verdict::Inconclusive => "inconclusive",
-                };
-                format!("criterion {}: {word} on base — {}", c.id, c.reason)
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -219,20 +219,35 @@ impl Launcher for InSandbox<'_, '_> {
 const TOOL: &str =
     "aayu test evidence (cargo test, go test -json, pytest, vitest, jest, node --test)";
 
-/// A criterion's evidence: the artifact paths that prove it (empty when it has none).
+/// A criterion's evidence: the artifact paths that prove it (empty when it has none), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Criterion {
     pub id: u32,
     pub evidence: Vec<String>,
+    pub said: Said,
 }
 
-/// What the tests floor found: its verdict, each criterion's evidence (artifact paths, empty when it has
-/// none) and a line per criterion saying why.
+/// Why a criterion has the evidence it has (rendered by `output`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Said {
+    /// The story has no evidence map at all (the floor's detail says so once).
+    NoMap,
+    /// The evidence map does not name the criterion.
+    Unmapped,
+    /// Every mapped test passed and every mapped check gave its artifact; what the tests' runs noted.
+    Evidenced { notes: Vec<String> },
+    /// What kept it from evidence: each mapped test or check that did not pass, and why.
+    Missing { problems: Vec<String> },
+    /// The evidence map names a criterion the Ready snapshot does not have (never in the pack).
+    NotInSnapshot,
+}
+
+/// What the tests floor found: its verdict and each criterion's evidence (artifact paths, empty when it has
+/// none) with why.
 #[derive(Debug)]
 pub struct Evidenced {
     pub floor: FloorResult,
     pub criteria: Vec<Criterion>,
-    pub lines: Vec<String>,
 }
 
 /// The tests floor of a story without an evidence map: it fails, naming the file to commit.
@@ -254,9 +269,9 @@ pub fn floor_without_map(snapshot: &Snapshot) -> Evidenced {
             .map(|c| Criterion {
                 id: c.id,
                 evidence: Vec::new(),
+                said: Said::NoMap,
             })
             .collect(),
-        lines: Vec::new(),
     }
 }
 
@@ -271,7 +286,6 @@ pub fn floor(
     network: Network,
 ) -> std::io::Result<Evidenced> {
     let mut criteria = Vec::new();
-    let mut lines = Vec::new();
     let mut evidenced = 0usize;
     // A mapped test this machine cannot run (a toolchain the image lacks) blocks the floor rather than
     // failing it, unless a test really failed.
@@ -280,13 +294,10 @@ pub fn floor(
         snapshot.criteria.iter().map(|c| (c.id, c)).collect();
     for criterion in &snapshot.criteria {
         let Some(mapped) = evidence.criterion.iter().find(|c| c.id == criterion.id) else {
-            lines.push(format!(
-                "criterion {}: no evidence — the evidence map does not name it",
-                criterion.id
-            ));
             criteria.push(Criterion {
                 id: criterion.id,
                 evidence: Vec::new(),
+                said: Said::Unmapped,
             });
             continue;
         };
@@ -358,29 +369,16 @@ pub fn floor(
                 paths.insert(0, rel);
             }
             evidenced += 1;
-            let noted = if notes.is_empty() {
-                String::new()
-            } else {
-                format!("; {}", notes.join("; "))
-            };
-            lines.push(format!(
-                "criterion {}: evidenced ({}){noted}",
-                criterion.id,
-                paths.join(", ")
-            ));
             criteria.push(Criterion {
                 id: criterion.id,
                 evidence: paths,
+                said: Said::Evidenced { notes },
             });
         } else {
-            lines.push(format!(
-                "criterion {}: no evidence — {}",
-                criterion.id,
-                problems.join("; ")
-            ));
             criteria.push(Criterion {
                 id: criterion.id,
                 evidence: Vec::new(),
+                said: Said::Missing { problems },
             });
         }
     }
@@ -389,10 +387,11 @@ pub fn floor(
         .iter()
         .filter(|c| !ready.contains_key(&c.id))
     {
-        lines.push(format!(
-            "criterion {}: the evidence map names it, but the Ready snapshot has no such criterion",
-            extra.id
-        ));
+        criteria.push(Criterion {
+            id: extra.id,
+            evidence: Vec::new(),
+            said: Said::NotInSnapshot,
+        });
     }
     let total = snapshot.criteria.len();
     let verdict = if evidenced == total {
@@ -410,9 +409,5 @@ pub fn floor(
     )
     .numbers(evidenced as f64, total as f64)
     .network(network);
-    Ok(Evidenced {
-        floor,
-        criteria,
-        lines,
-    })
+    Ok(Evidenced { floor, criteria })
 }

@@ -28,7 +28,7 @@ pub fn run(
     start: &std::path::Path,
 ) -> Result<Option<(behaviour::BehaviourReport, std::path::PathBuf)>, Failure> {
     let mut phases = crate::timing::Phases::start();
-    let loaded = maps::load_repo(repo).map_err(crate::failure::git_failure)?;
+    let loaded = maps::load_repo(repo).map_err(Failure::from)?;
     if let Some(first) = loaded.errors.first() {
         let mut failure =
             Failure::usage(format!("{}:{}: {}", first.file, first.line, first.message));
@@ -52,12 +52,7 @@ pub fn run(
         (None, _, _) => return Err(Failure::usage("`--base` and `--head` go together: give both commits of the change")),
         (Some(_), _, _) => return Err(Failure::usage("`--check` chooses the checks itself: leave out `--base` and `--head`")),
     }
-    .map_err(|e| match e {
-        select::SelectError::Git(g) => crate::failure::git_failure(g),
-        unknown @ select::SelectError::Unknown { .. } => Failure::usage(unknown.to_string())
-            .with_hint("`--check all` runs every check, `--check <feature>` every check of a feature"),
-        other => Failure::usage(other.to_string()),
-    })?;
+    .map_err(Failure::from)?;
     if selected.is_empty() {
         return Ok(None);
     }

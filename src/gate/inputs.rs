@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::Inputs;
 use crate::config::{CONFIG_PATH, Config};
-use crate::exit::ExitStatus;
-use crate::failure::{Failure, git_failure, github_failure};
+use crate::failure::Failure;
 use crate::git::{Network, Repo, short};
 use crate::github::{Client, RepoSlug};
 use crate::settings::Env;
@@ -21,12 +20,12 @@ use crate::story::{self, Binding, Story, ready};
 /// the file and the line (exit 2). A missing file is the defaults, unless it was `named` (the `config`
 /// input), which must exist.
 pub fn config_at(repo: &Repo, commit: &str, path: &str, named: bool) -> Result<Config, Failure> {
-    match repo.file_at(commit, path).map_err(git_failure)? {
+    match repo.file_at(commit, path).map_err(Failure::from)? {
         Some(bytes) => Config::from_text(
             &String::from_utf8_lossy(&bytes),
             &format!("{}:{path}", short(commit)),
         )
-        .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint())),
+        .map_err(Failure::from),
         None if !named => Ok(Config::defaults()),
         None => Err(Failure::usage(format!(
             "the configuration `{path}` is not in the default branch's commit {}",
@@ -50,8 +49,7 @@ pub fn config_of_base(
     start: &Path,
 ) -> Result<Config, Failure> {
     match file {
-        Some(file) => Config::load(repo.root(), Some(file), start)
-            .map_err(|e| Failure::from_error(ExitStatus::Usage, &e).with_optional_hint(e.hint())),
+        Some(file) => Config::load(repo.root(), Some(file), start).map_err(Failure::from),
         None => config_at(repo, base, CONFIG_PATH, false),
     }
 }
@@ -78,7 +76,7 @@ pub fn story_now(
     number: u64,
     binding: &mut Binding,
 ) -> Result<(), Failure> {
-    let issue = client.issue(repository, number).map_err(github_failure)?;
+    let issue = client.issue(repository, number).map_err(Failure::from)?;
     binding.story_labels = Some(issue.labels);
     // A story whose body lost its Completion Goal hashes to nothing, which no snapshot matches.
     binding.completion_goal_hash = Some(

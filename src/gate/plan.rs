@@ -72,12 +72,7 @@ pub fn plan(inputs: &Inputs) -> Result<Plan, GateError> {
     let story = inputs.story.as_ref();
     let loaded = maps::load_repo(repo)?;
     let selected = if loaded.errors.is_empty() {
-        select::by_diff(repo, &loaded.maps, base, head, story.map(|s| s.number)).map_err(|e| {
-            match e {
-                select::SelectError::Git(g) => GateError::Git(g),
-                other => GateError::Contract(other.to_string()),
-            }
-        })?
+        select::by_diff(repo, &loaded.maps, base, head, story.map(|s| s.number))?
     } else {
         Vec::new()
     };

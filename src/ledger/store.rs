@@ -339,18 +339,21 @@ impl Ledger {
     }
 }
 
-/// A ledger error as a failure with its hint (exit 1).
-impl From<LedgerError> for crate::failure::Failure {
-    fn from(e: LedgerError) -> Self {
-        let hint = match &e {
-            LedgerError::Push { .. } | LedgerError::Fetch { .. } => Some(
-                "check that the token may write to the repository (contents: write) and that `origin` is reachable",
-            ),
-            LedgerError::CheckedOut(_) => Some("switch to another branch first"),
-            _ => None,
+/// A ledger error: exit 1, with a hint where there is one.
+impl crate::failure::Diagnose for LedgerError {
+    fn status(&self) -> crate::exit::ExitStatus {
+        crate::exit::ExitStatus::Failure
+    }
+
+    fn hint(&self) -> Option<String> {
+        let hint = match self {
+            LedgerError::Push { .. } | LedgerError::Fetch { .. } => {
+                "check that the token may write to the repository (contents: write) and that `origin` is reachable"
+            }
+            LedgerError::CheckedOut(_) => "switch to another branch first",
+            _ => return None,
         };
-        crate::failure::Failure::from_error(crate::exit::ExitStatus::Failure, &e)
-            .with_optional_hint(hint.map(str::to_string))
+        Some(hint.to_string())
     }
 }
 

@@ -6,7 +6,7 @@
 use std::io::Write as _;
 
 use crate::config::Config;
-use crate::failure::{Failure, github_failure};
+use crate::failure::Failure;
 use crate::floors::behaviour::BehaviourReport;
 use crate::floors::feature_map::MapReport;
 use crate::git::Repo;
@@ -144,7 +144,7 @@ impl Maintain {
 
 /// A GitHub error while posting: exit 1 with GitHub's hint (the run's report is written already).
 fn not_posted(e: crate::github::GitHubError) -> Failure {
-    let mut failure = github_failure(e);
+    let mut failure = Failure::from(e);
     failure.message = format!("the maintain brief was not posted: {}", failure.message);
     failure
 }

@@ -26,12 +26,8 @@ impl Level {
     }
 }
 
-/// `::warning file=F,line=L,title=T::message`, one line; `file` and `line` left out when there is none.
-pub fn annotation(level: Level, file: Option<(&str, usize)>, title: &str, message: &str) -> String {
-    annotation_of(level, file.map(|(f, l)| (f, l, l)), title, message)
-}
-
-/// [`annotation`] of a range of lines (`line=…,endLine=…`; one line when they are equal).
+/// `::warning file=F,line=L,endLine=E,title=T::message`, one line; `file` and the lines left out when there
+/// is none, `endLine` only when the range is more than one line.
 pub fn annotation_of(
     level: Level,
     file: Option<(&str, usize, usize)>,
@@ -64,11 +60,21 @@ pub fn annotation_of(
 #[derive(Debug, Default)]
 pub struct Annotations {
     printed: [usize; 3],
+    /// Print every annotation (`verify --map`, which has no summary to keep the rest in).
+    uncapped: bool,
     pub lines: String,
     pub overflow: Vec<String>,
 }
 
 impl Annotations {
+    /// Annotations that are all printed, none kept for a summary.
+    pub fn uncapped() -> Annotations {
+        Annotations {
+            uncapped: true,
+            ..Annotations::default()
+        }
+    }
+
     pub fn add(&mut self, level: Level, file: Option<(&str, usize)>, title: &str, message: &str) {
         self.add_lines(level, file.map(|(f, l)| (f, l, l)), title, message);
     }
@@ -82,7 +88,7 @@ impl Annotations {
         message: &str,
     ) {
         let slot = level as usize;
-        if self.printed[slot] >= ANNOTATIONS_PER_LEVEL {
+        if !self.uncapped && self.printed[slot] >= ANNOTATIONS_PER_LEVEL {
             let place = file
                 .map(|(f, l, e)| {
                     if e > l {
@@ -102,34 +108,68 @@ impl Annotations {
     }
 }
 
-/// The annotations of a feature-map report: each drift (an error once the floor blocks, a warning while
-/// advisory) and each contract error.
+/// The annotations of a feature-map report, the same for `verify --map` and the merge gate: each drift
+/// titled `aayudha drift: <kind>` (an error once the feature-map floor blocks on it, a warning while it is
+/// advisory) and each contract error titled `aayudha contract error`, at its file and line.
 pub fn map_annotations(
     report: &crate::floors::feature_map::MapReport,
     blocking: bool,
-) -> Vec<String> {
+    notes: &mut Annotations,
+) {
     let level = if blocking {
         Level::Error
     } else {
         Level::Warning
     };
-    let drift = report.drift.iter().map(|d| {
-        annotation(
-            level,
-            Some((&d.file, d.line)),
-            &format!("drift: {}", d.kind.as_str()),
-            &d.detail,
-        )
-    });
-    let errors = report.errors.iter().map(|e| {
-        annotation(
+    for d in &report.drift {
+        let title = format!("aayudha drift: {}", d.kind.as_str());
+        notes.add(level, Some((&d.file, d.line)), &title, &d.detail);
+    }
+    for e in &report.errors {
+        notes.add(
             Level::Error,
             Some((&e.file, e.line)),
-            "feature map contract error",
+            "aayudha contract error",
             &e.message,
-        )
-    });
-    drift.chain(errors).collect()
+        );
+    }
+}
+
+/// The annotations of a gate run: the map's ([`map_annotations`], blocking when the feature-map floor
+/// fails), each weakening (`aayudha weakening: <kind>`, an error once its floor fails, a warning while
+/// advisory or waived), the changed lines no test ran (warnings, as ranges), and each floor that does not
+/// hold.
+pub fn annotations(run: &crate::gate::GateRun, notes: &mut Annotations) {
+    use crate::floors::Floor;
+    let fails = |floor: Floor| {
+        run.floors
+            .iter()
+            .any(|f| f.floor == floor && !f.verdict.holds())
+    };
+    map_annotations(&run.map, fails(Floor::FeatureMap), notes);
+    let level = if fails(Floor::Weakening) {
+        Level::Error
+    } else {
+        Level::Warning
+    };
+    for w in &run.weakening.weakenings {
+        let title = format!("aayudha weakening: {}", w.kind.as_str());
+        notes.add(level, Some((w.file.as_str(), w.line)), &title, &w.detail);
+    }
+    if let Some(report) = &run.coverage {
+        for (file, first, last) in report.uncovered_runs() {
+            notes.add_lines(
+                Level::Warning,
+                Some((file, first as usize, last as usize)),
+                "aayudha coverage",
+                "changed executable lines no test ran",
+            );
+        }
+    }
+    for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
+        let title = format!("aayudha {} floor: {}", floor.floor.as_str(), floor.verdict);
+        notes.add(Level::Error, None, &title, &floor.detail);
+    }
 }
 
 #[cfg(test)]
@@ -138,9 +178,9 @@ mod tests {
 
     #[test]
     fn an_annotation_cannot_be_broken_out_of() {
-        let line = annotation(
+        let line = annotation_of(
             Level::Warning,
-            Some(("src/a,b.rs", 3)),
+            Some(("src/a,b.rs", 3, 3)),
             "drift: x",
             "evil\n::error::forged",
         );

@@ -137,13 +137,61 @@ pub fn behaviour_report(
 
 /// The table `aayu verify --ci` prints: a line per floor, a line per weakening (`file:line: weakening:
 /// …`), a line per criterion, and the pack.
-pub fn gate_table(
-    pack: &crate::pack::Pack,
-    weakenings: &[crate::floors::weakening::Weakening],
-    criteria: &[String],
-    dir: &std::path::Path,
-    pack_sha256: &str,
-) -> String {
+/// A line per criterion for a person: its evidence or why it has none, then each criterion's verdict on
+/// the base, then each run of changed lines no test ran.
+pub fn criteria_lines(run: &crate::gate::GateRun) -> Vec<String> {
+    use crate::floors::red_on_base::Verdict as OnBase;
+    use crate::floors::test_evidence::Said;
+    let mut lines = Vec::new();
+    for c in &run.criteria {
+        let id = c.id;
+        match &c.said {
+            Said::NoMap => {}
+            Said::Unmapped => lines.push(format!(
+                "criterion {id}: no evidence — the evidence map does not name it"
+            )),
+            Said::Evidenced { notes } => {
+                let noted = if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", notes.join("; "))
+                };
+                lines.push(format!(
+                    "criterion {id}: evidenced ({}){noted}",
+                    c.evidence.join(", ")
+                ));
+            }
+            Said::Missing { problems } => lines.push(format!(
+                "criterion {id}: no evidence — {}",
+                problems.join("; ")
+            )),
+            Said::NotInSnapshot => lines.push(format!(
+                "criterion {id}: the evidence map names it, but the Ready snapshot has no such criterion"
+            )),
+        }
+    }
+    for c in run.red_on_base.iter().flat_map(|r| &r.criteria) {
+        let word = match c.verdict {
+            OnBase::Red => "red",
+            OnBase::Green => "green",
+            OnBase::Inconclusive => "inconclusive",
+        };
+        lines.push(format!("criterion {}: {word} on base — {}", c.id, c.reason));
+    }
+    for (file, start, end) in run.coverage.iter().flat_map(|r| r.uncovered_runs()) {
+        if start == end {
+            lines.push(format!("{file}:{start}: uncovered"));
+        } else {
+            lines.push(format!("{file}:{start}-{end}: uncovered"));
+        }
+    }
+    lines
+}
+
+/// `verify --ci`'s table: the floors, the weakenings, the criteria, where the pack is.
+pub fn gate_table(run: &crate::gate::GateRun) -> String {
+    let (pack, weakenings) = (&run.pack, &run.weakening.weakenings);
+    let (dir, pack_sha256) = (&run.pack_dir, &run.pack_sha256);
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -160,7 +208,7 @@ pub fn gate_table(
     for w in weakenings {
         let _ = writeln!(text, "{}:{}: weakening: {}", w.file, w.line, w.detail);
     }
-    for line in criteria {
+    for line in criteria_lines(run) {
         let _ = writeln!(text, "{line}");
     }
     let _ = writeln!(

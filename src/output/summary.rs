@@ -82,18 +82,11 @@ pub fn gate(
     if fork {
         text.push_str("From a fork: its code ran in aayu's sandbox as an unprivileged user, with no token in its environment.\n\n");
     }
-    text.push_str("| Floor | Result | Value | Threshold | Detail |\n|---|---|---|---|---|\n");
-    for c in &pack.checks {
-        let _ = writeln!(
-            text,
-            "| {} | {} | {} | {} | {} |",
-            cell(&c.floor),
-            cell(&c.result),
-            c.value,
-            c.threshold,
-            cell(&c.detail)
-        );
-    }
+    floor_rows(
+        &mut text,
+        "| Floor | Result | Value | Threshold | Detail |",
+        &pack.checks,
+    );
     text.push_str(&most_uncovered(coverage));
     if !pack.criteria.is_empty() {
         text.push_str("\n| Criterion | Evidence |\n|---|---|\n");
@@ -187,6 +180,23 @@ pub struct Proof<'a> {
     pub coverage: Option<&'a crate::floors::coverage::Report>,
 }
 
+/// The floors table of a pack under `header` (the job summary's and the comment's differ in case only):
+/// a row per check, every cell escaped.
+fn floor_rows(text: &mut String, header: &str, checks: &[crate::pack::Check]) {
+    let _ = writeln!(text, "{header}\n|---|---|---|---|---|");
+    for c in checks {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} | {} |",
+            cell(&c.floor),
+            cell(c.result.as_str()),
+            c.value,
+            c.threshold,
+            cell(&c.detail)
+        );
+    }
+}
+
 /// The proof comment's text (after its hidden marker): the verdict, what does not verify, the floors, the
 /// criteria, the hashes and the run.
 pub fn proof(p: &Proof) -> String {
@@ -204,18 +214,11 @@ pub fn proof(p: &Proof) -> String {
         text.push('\n');
     }
     if let Some(pack) = p.pack {
-        text.push_str("| floor | result | value | threshold | detail |\n|---|---|---|---|---|\n");
-        for c in &pack.checks {
-            let _ = writeln!(
-                text,
-                "| {} | {} | {} | {} | {} |",
-                cell(&c.floor),
-                cell(&c.result),
-                c.value,
-                c.threshold,
-                cell(&c.detail)
-            );
-        }
+        floor_rows(
+            &mut text,
+            "| floor | result | value | threshold | detail |",
+            &pack.checks,
+        );
         text.push_str(&most_uncovered(p.coverage));
         if !p.criteria.is_empty() {
             text.push_str("\n| criterion | verdict | text |\n|---|---|---|\n");

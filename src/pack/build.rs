@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::floors::FloorResult;
 use crate::floors::behaviour::BehaviourReport;
-use crate::floors::test_evidence::Criterion;
+use crate::floors::test_evidence::{Criterion, Said};
 use crate::git::Repo;
 use crate::maps::blocks::ArtifactKind;
 use crate::pack::{self, Pack};
@@ -46,16 +46,16 @@ pub fn artifacts(
         };
         let head = pack::file_head(&out.join(&rel))?;
         let store = if pack::is_media_file(kind, &head) {
-            "none"
+            pack::Store::None
         } else {
-            "git"
+            pack::Store::Git
         };
         artifacts.push(pack::Artifact {
             path: rel,
             kind,
             sha256,
             size,
-            store: store.to_string(),
+            store,
             object: String::new(),
             tombstone: None,
         });
@@ -72,7 +72,7 @@ pub struct Parts<'a> {
     pub base: &'a str,
     pub head: &'a str,
     pub actions: bool,
-    pub criteria: Vec<Criterion>,
+    pub criteria: &'a [Criterion],
     pub artifacts: Vec<pack::Artifact>,
     pub checks: Vec<pack::Check>,
     pub now: time::OffsetDateTime,
@@ -110,12 +110,20 @@ pub fn assemble(parts: Parts) -> Pack {
             })
             .unwrap_or_default(),
         seat: CommandId::Verify.spec().seat.id().to_string(),
-        host: if binding.is_some() { "action" } else { "cli" }.to_string(),
+        host: if binding.is_some() {
+            pack::Host::Action
+        } else {
+            pack::Host::Cli
+        },
         model: trailer(&message, "Aayudha-Model").unwrap_or_default(),
-        identity: if actions { "ci" } else { "human" }.to_string(),
+        identity: if actions {
+            pack::Identity::Ci
+        } else {
+            pack::Identity::Human
+        },
         // Only `aayu ship` writes an authoritative pack; the gate's records the run that built it.
         authority: pack::Authority {
-            kind: "advisory".into(),
+            kind: pack::AuthorityKind::Advisory,
             workflow: binding.map(|b| b.workflow.clone()).unwrap_or_default(),
             run_id: binding.map_or(0, |b| b.run_id),
             writer: if binding.is_some() {
@@ -132,11 +140,13 @@ pub fn assemble(parts: Parts) -> Pack {
                 .unwrap_or_default(),
         },
         footprint: footprint(repo.root(), &changed),
+        // The evidence map's criteria the snapshot lacks are said to a person, never packed.
         criteria: criteria
-            .into_iter()
+            .iter()
+            .filter(|c| c.said != Said::NotInSnapshot)
             .map(|c| pack::Criterion {
                 id: c.id,
-                evidence: c.evidence,
+                evidence: c.evidence.clone(),
             })
             .collect(),
         artifacts,
@@ -205,7 +215,7 @@ fn footprint(root: &Path, changed: &[String]) -> Vec<String> {
 pub fn check(result: &FloorResult) -> pack::Check {
     pack::Check {
         floor: result.floor.as_str().to_string(),
-        result: result.verdict.as_str().to_string(),
+        result: result.verdict,
         value: result.value,
         threshold: result.threshold,
         tool: result.tool.to_string(),

@@ -79,7 +79,7 @@ pub fn verify(
             ));
             continue;
         }
-        if a.tombstone.is_some() || a.store == "none" {
+        if a.tombstone.is_some() || a.store == pack::Store::None {
             out.artifacts_not_stored += 1;
             continue;
         }

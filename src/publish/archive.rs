@@ -204,7 +204,7 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
     }
     for artifact in &pack.artifacts {
         let Some(data) = artifacts.get(&artifact.path) else {
-            if artifact.store == "none" || artifact.tombstone.is_some() {
+            if artifact.store == crate::pack::Store::None || artifact.tombstone.is_some() {
                 continue;
             }
             return Err(ArchiveError::Missing(artifact.path.clone()));

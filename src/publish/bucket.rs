@@ -503,6 +503,21 @@ fn s3_error(xml: &str) -> String {
     }
 }
 
+/// A `[proof] media` that is not a bucket URL is the user's to fix (exit 2); anything the store refused is
+/// exit 1; both with the hint.
+impl crate::failure::Diagnose for BucketError {
+    fn status(&self) -> crate::exit::ExitStatus {
+        match self {
+            BucketError::Url { .. } => crate::exit::ExitStatus::Usage,
+            _ => crate::exit::ExitStatus::Failure,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        BucketError::hint(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,63 +71,7 @@ pub fn gate(
         })?;
 
     // Outputs, annotations, the summary.
-    // Drift is an error once the feature-map floor blocks on it, a warning while it is advisory.
-    let drift_level = match run
-        .floors
-        .iter()
-        .find(|f| f.floor == crate::floors::Floor::FeatureMap)
-    {
-        Some(f) if !f.verdict.holds() => Level::Error,
-        _ => Level::Warning,
-    };
-    for d in &run.map.drift {
-        notes.add(
-            drift_level,
-            Some((d.file.as_str(), d.line)),
-            "aayudha drift",
-            &format!("{}: {}", d.kind.as_str(), d.detail),
-        );
-    }
-    // Weakenings: an error once the floor fails on them, a warning while advisory or waived.
-    let weakening_level = match run
-        .floors
-        .iter()
-        .find(|f| f.floor == crate::floors::Floor::Weakening)
-    {
-        Some(f) if !f.verdict.holds() => Level::Error,
-        _ => Level::Warning,
-    };
-    for w in &run.weakening.weakenings {
-        notes.add(
-            weakening_level,
-            Some((w.file.as_str(), w.line)),
-            "aayudha weakening",
-            &format!("{}: {}", w.kind.as_str(), w.detail),
-        );
-    }
-    // Uncovered changed lines: warnings, as ranges.
-    if let Some(report) = &run.coverage {
-        for (file, first, last) in report.uncovered_runs() {
-            notes.add_lines(
-                Level::Warning,
-                Some((file, first as usize, last as usize)),
-                "aayudha coverage",
-                "changed executable lines no test ran",
-            );
-        }
-    }
-    for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
-        notes.add(
-            Level::Error,
-            None,
-            &format!(
-                "aayudha {} floor: {}",
-                floor.floor.as_str(),
-                floor.verdict.as_str()
-            ),
-            &floor.detail,
-        );
-    }
+    crate::output::github::annotations(run, &mut notes);
     // The story edited after Ready: the pack cannot verify against its snapshot, whatever the floors say.
     let goal_changed = publish
         .snapshot_hash

@@ -5,27 +5,15 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 
-use crate::exit::ExitStatus;
 use crate::failure::Failure;
 use crate::log::Log;
 use crate::pack::{self, Pack};
-use crate::publish::bucket::{Bucket, BucketError, Retention};
+use crate::publish::bucket::{Bucket, Retention};
 use crate::settings::Env;
 
 /// Whether an artifact's bytes are media.
 pub(crate) fn is_media(artifact: &pack::Artifact, bytes: &[u8]) -> bool {
     pack::is_media_file(artifact.kind, &bytes[..bytes.len().min(pack::SNIFF_BYTES)])
-}
-
-/// A bucket error as a failure: a `[proof] media` that is not a bucket URL is the user's to fix (exit 2),
-/// anything the store refused is exit 1; both with the hint.
-pub(crate) fn bucket_failure(e: BucketError) -> Failure {
-    let status = match e {
-        BucketError::Url { .. } => ExitStatus::Usage,
-        _ => ExitStatus::Failure,
-    };
-    let hint = e.hint();
-    Failure::from_error(status, &e).with_optional_hint(hint)
 }
 
 /// Uploads `media` (path → bytes, each an artifact of `pack`) to the bucket `[proof] media` names, under
@@ -42,15 +30,15 @@ pub(crate) fn upload(
     if media.is_empty() {
         return Ok(0);
     }
-    let bucket = Bucket::open(url, env).map_err(bucket_failure)?;
+    let bucket = Bucket::open(url, env).map_err(Failure::from)?;
     let (story, head) = (pack.story, pack.pr_head_sha.clone());
     for a in pack.artifacts.iter_mut() {
         let Some(bytes) = media.get(&a.path) else {
             continue;
         };
         let key = bucket.key(story, &head, &a.path);
-        bucket.upload(&key, bytes).map_err(bucket_failure)?;
-        a.store = "bucket".into();
+        bucket.upload(&key, bytes).map_err(Failure::from)?;
+        a.store = pack::Store::Bucket;
         a.object = bucket.object_url(&key);
     }
     match bucket.retention(retention_days) {

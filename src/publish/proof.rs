@@ -7,7 +7,7 @@ use std::io::Write as _;
 
 use crate::event::Event;
 use crate::exit::ExitStatus;
-use crate::failure::{Failure, github_failure};
+use crate::failure::Failure;
 use crate::git::short;
 use crate::github::{Client, GitHubError, NewStatus, RepoSlug, Token};
 use crate::log::Log;
@@ -53,70 +53,17 @@ pub fn comment(
     let token = options.token.clone().ok_or_else(|| {
         Failure::usage("no token: set `GITHUB_TOKEN` (or the action's `token` input)")
     })?;
-    // The event names the pull request unless `--pr` does; then it only gives the head a missing pack is
-    // said on, when it can.
-    let event = match &github.event_path {
-        Some(path) if options.pr.is_none() => Some(Event::read(path)?),
-        Some(path) => Event::read(path).ok(),
-        None => None,
-    };
-    let pr = match options.pr {
-        Some(pr) => pr,
-        None => match &event {
-            None => {
-                return Err(Failure::usage(
-                    "no pull request: pass `--pr N`, or run on a pull_request event",
-                ));
-            }
-            Some(event) => event.pr_number().ok_or_else(|| {
-                Failure::usage("the event has no `pull_request.number`: pass `--pr N`")
-            })?,
-        },
-    };
+    let (event, pr) = pull_request(options, github)?;
     let run = Run {
         options,
         github,
         event,
     };
-    let client = Client::new(&github.api_url, &Token::new(token)).map_err(github_failure)?;
+    let client = Client::new(&github.api_url, &Token::new(token)).map_err(Failure::from)?;
 
     // The pack: read back with every check of the zip reader, whether it comes from a folder or the run.
     // When there is none, the status still says so (and why) on the head before aayu exits.
-    let mut artifact_id = None;
-    let zip: Result<Vec<u8>, (ExitStatus, String)> = match &options.pack {
-        Some(dir) => {
-            let mut bytes = Vec::new();
-            archive::build(dir, &mut bytes).map_err(|e| {
-                Failure::usage(format!("cannot read the pack folder `{}`", dir.display()))
-                    .caused_by(e)
-            })?;
-            Ok(bytes)
-        }
-        None => {
-            let (Some(url), Some(runtime)) = (&github.results_url, &github.runtime_token) else {
-                return Err(Failure::usage(
-                    "without `--pack DIR` the pack is this run's artifact, which needs ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN",
-                ));
-            };
-            match Results::new(url, runtime) {
-                Err(e) => Err((
-                    ExitStatus::Failure,
-                    format!("the results service cannot be reached: {e}"),
-                )),
-                Ok(results) => match results.download_with_id(ARTIFACT) {
-                    Ok((bytes, id)) => {
-                        artifact_id = id;
-                        Ok(bytes)
-                    }
-                    Err(e) => Err((
-                        ExitStatus::ProofFails,
-                        no_pack(options.gate_result.as_deref(), &e.to_string()),
-                    )),
-                },
-            }
-        }
-    };
-    let zip = match zip {
+    let (zip, artifact_id) = match pack_zip(options, github)? {
         Ok(zip) => zip,
         Err((exit, why)) => {
             let _ = writeln!(log, "error: {why}");
@@ -137,11 +84,11 @@ pub fn comment(
 
     // The pull request's head and the story's Ready snapshot, from the ledger through the contents API; the
     // ledger's name from the default branch's configuration, never from the pull request.
-    let head = client.pull(&repo, pr).map_err(github_failure)?.head_sha;
+    let head = client.pull(&repo, pr).map_err(Failure::from)?.head_sha;
     let (config, _) =
         crate::config::Config::of_default_branch(&client, &repo, options.config_path.as_deref())?;
     let ledger = config.ledger.branch;
-    let mut criteria_lines = Vec::new();
+    let mut criteria = Vec::new();
     if let (Some(unpacked), Some(pack)) = (&unpacked, pack) {
         if pack.pr_head_sha != head {
             problems.push(format!(
@@ -165,31 +112,7 @@ pub fn comment(
                 .map(|f| format!("{} {}: {}", f.check, f.subject, f.detail)),
         );
         if let Some(Ok(snapshot)) = &snapshot {
-            for criterion in &snapshot.criteria {
-                let evidence = pack
-                    .criteria
-                    .iter()
-                    .find(|c| c.id == criterion.id)
-                    .map(|c| c.evidence.clone())
-                    .unwrap_or_default();
-                let said = if evidence.is_empty() {
-                    "no evidence".to_string()
-                } else {
-                    format!(
-                        "evidenced: {}",
-                        evidence
-                            .iter()
-                            .map(|e| cell(e))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                };
-                criteria_lines.push(format!(
-                    "| {} | {said} | {} |",
-                    criterion.id,
-                    cell(&criterion.text)
-                ));
-            }
+            criteria = criteria_rows(pack, snapshot);
         }
     }
     let verifies = problems.is_empty();
@@ -214,7 +137,7 @@ pub fn comment(
         verifies,
         holds,
         problems: &problems,
-        criteria: &criteria_lines,
+        criteria: &criteria,
         pack_json: &pack_json_hash,
         zip: &pack_hash,
         run_url: run_url.as_deref(),
@@ -225,25 +148,14 @@ pub fn comment(
     let body = comment::body(run_id, &head, &text);
 
     // The comment, then the status; a token that cannot write leaves both in the job summary.
-    let me = match &options.bot_login {
-        Some(login) => login.clone(),
-        None => client
-            .login()
-            .map_err(github_failure)?
-            .unwrap_or_else(|| ACTIONS_BOT.to_string()),
-    };
     let mut degraded = Vec::new();
-    match comment::upsert(&client, &repo, pr, &me, &head, &body) {
-        Ok(Outcome::KeptNewer(id)) => {
-            let _ = writeln!(
-                log,
-                "notice: comment {id} records a newer run; left as it is"
-            );
-        }
-        Ok(_) => {}
-        Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
-        Err(e) => return Err(github_failure(e)),
-    }
+    let target = Target {
+        client: &client,
+        repo: &repo,
+        pr,
+        head: &head,
+    };
+    keep_comment(log, options, &target, &body, &mut degraded)?;
     let state = if verifies && holds {
         "success"
     } else {
@@ -277,6 +189,130 @@ pub fn comment(
         report: Some(format!("{text}\n")),
         exit,
     })
+}
+
+/// The pull request: `--pr`, else the event's; and the event when there is one. The event names the pull
+/// request unless `--pr` does; then it only gives the head a missing pack is said on, when it can.
+fn pull_request(
+    options: &ProofCommentOptions,
+    github: &GitHubEnv,
+) -> Result<(Option<Event>, u64), Failure> {
+    let event = match &github.event_path {
+        Some(path) if options.pr.is_none() => Some(Event::read(path)?),
+        Some(path) => Event::read(path).ok(),
+        None => None,
+    };
+    let pr = match (options.pr, &event) {
+        (Some(pr), _) => pr,
+        (None, None) => {
+            return Err(Failure::usage(
+                "no pull request: pass `--pr N`, or run on a pull_request event",
+            ));
+        }
+        (None, Some(event)) => event.pr_number().ok_or_else(|| {
+            Failure::usage("the event has no `pull_request.number`: pass `--pr N`")
+        })?,
+    };
+    Ok((event, pr))
+}
+
+/// The pack's zip and the artifact's id: from `--pack DIR` (zipped here), else this run's `aayudha-pack`
+/// artifact. `Ok(Err((exit, why)))` when the run has no pack: the status still says why.
+fn pack_zip(options: &ProofCommentOptions, github: &GitHubEnv) -> Result<Zip, Failure> {
+    if let Some(dir) = &options.pack {
+        let mut bytes = Vec::new();
+        archive::build(dir, &mut bytes).map_err(|e| {
+            Failure::usage(format!("cannot read the pack folder `{}`", dir.display())).caused_by(e)
+        })?;
+        return Ok(Ok((bytes, None)));
+    }
+    let (Some(url), Some(runtime)) = (&github.results_url, &github.runtime_token) else {
+        return Err(Failure::usage(
+            "without `--pack DIR` the pack is this run's artifact, which needs ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN",
+        ));
+    };
+    Ok(match Results::new(url, runtime) {
+        Err(e) => Err((
+            ExitStatus::Failure,
+            format!("the results service cannot be reached: {e}"),
+        )),
+        Ok(results) => match results.download_with_id(ARTIFACT) {
+            Ok((bytes, id)) => Ok((bytes, id)),
+            Err(e) => Err((
+                ExitStatus::ProofFails,
+                no_pack(options.gate_result.as_deref(), &e.to_string()),
+            )),
+        },
+    })
+}
+
+/// The comment's criteria table rows: each Ready criterion, its evidence in the pack or none, its text.
+fn criteria_rows(
+    pack: &crate::pack::Pack,
+    snapshot: &crate::story::ready::Snapshot,
+) -> Vec<String> {
+    snapshot
+        .criteria
+        .iter()
+        .map(|criterion| {
+            let evidence = pack
+                .criteria
+                .iter()
+                .find(|c| c.id == criterion.id)
+                .map(|c| c.evidence.clone())
+                .unwrap_or_default();
+            let said = if evidence.is_empty() {
+                "no evidence".to_string()
+            } else {
+                let cells: Vec<String> = evidence.iter().map(|e| cell(e)).collect();
+                format!("evidenced: {}", cells.join(", "))
+            };
+            format!("| {} | {said} | {} |", criterion.id, cell(&criterion.text))
+        })
+        .collect()
+}
+
+/// A pack's zip and its artifact id, or why the run has none (and the exit that says so).
+type Zip = Result<(Vec<u8>, Option<u64>), (ExitStatus, String)>;
+
+/// Where the comment and the status go.
+struct Target<'a> {
+    client: &'a Client,
+    repo: &'a RepoSlug,
+    pr: u64,
+    head: &'a str,
+}
+
+/// Keeps the one proof comment as the token's identity (`--bot-login`, else `GET /user`, else the
+/// Actions bot); a refusal to write is kept in `degraded` for the job summary.
+fn keep_comment(
+    log: &mut Log,
+    options: &ProofCommentOptions,
+    target: &Target,
+    body: &str,
+    degraded: &mut Vec<GitHubError>,
+) -> Result<(), Failure> {
+    let me = match &options.bot_login {
+        Some(login) => login.clone(),
+        None => target
+            .client
+            .login()
+            .map_err(Failure::from)?
+            .unwrap_or_else(|| ACTIONS_BOT.to_string()),
+    };
+    let (client, repo) = (target.client, target.repo);
+    match comment::upsert(client, repo, target.pr, &me, target.head, body) {
+        Ok(Outcome::KeptNewer(id)) => {
+            let _ = writeln!(
+                log,
+                "notice: comment {id} records a newer run; left as it is"
+            );
+        }
+        Ok(_) => {}
+        Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
+        Err(e) => return Err(Failure::from(e)),
+    }
+    Ok(())
 }
 
 /// Says what a token could not write (the verdict is in the job summary instead) and appends the text to
@@ -328,7 +364,7 @@ fn set_status(
             .filter(|&run| run > run_id)
             .max(),
         Err(e @ GitHubError::Forbidden { .. }) => return Ok(Some(e)),
-        Err(e) => return Err(github_failure(e)),
+        Err(e) => return Err(Failure::from(e)),
     };
     if let Some(newer) = newer {
         let _ = writeln!(
@@ -341,7 +377,7 @@ fn set_status(
     match client.create_status(repo, head, status) {
         Ok(_) => Ok(None),
         Err(e @ GitHubError::Forbidden { .. }) => Ok(Some(e)),
-        Err(e) => Err(github_failure(e)),
+        Err(e) => Err(Failure::from(e)),
     }
 }
 
@@ -370,7 +406,7 @@ fn no_pack_status(
     // The head this run was for: the event's, else the pull request's now.
     let head = match run.event.as_ref().and_then(Event::head_sha) {
         Some(head) => head,
-        None => client.pull(repo, pr).map_err(github_failure)?.head_sha,
+        None => client.pull(repo, pr).map_err(Failure::from)?.head_sha,
     };
     let run_id = github.run_id.unwrap_or(0);
     let run_url = github.run_id.map(|id| github.run_url_of(repo.as_str(), id));
@@ -389,31 +425,14 @@ fn no_pack_status(
         coverage: None,
     });
     let mut degraded = Vec::new();
-    let me = match &options.bot_login {
-        Some(login) => login.clone(),
-        None => client
-            .login()
-            .map_err(github_failure)?
-            .unwrap_or_else(|| ACTIONS_BOT.to_string()),
-    };
-    match comment::upsert(
+    let target = Target {
         client,
         repo,
         pr,
-        &me,
-        &head,
-        &comment::body(run_id, &head, &text),
-    ) {
-        Ok(Outcome::KeptNewer(id)) => {
-            let _ = writeln!(
-                log,
-                "notice: comment {id} records a newer run; left as it is"
-            );
-        }
-        Ok(_) => {}
-        Err(e @ GitHubError::Forbidden { .. }) => degraded.push(e),
-        Err(e) => return Err(github_failure(e)),
-    }
+        head: &head,
+    };
+    let body = comment::body(run_id, &head, &text);
+    keep_comment(log, options, &target, &body, &mut degraded)?;
     let description: String = format!("run {run_id}: {why}").chars().take(140).collect();
     let status = NewStatus {
         state: "failure",

@@ -4,7 +4,7 @@
 //! (never inside GitHub Actions);
 //! the API from `GITHUB_API_URL` (GitHub Enterprise too).
 
-use crate::failure::{Failure, github_failure};
+use crate::failure::Failure;
 
 use super::Env;
 use super::github::{GitHubEnv, TokenFor};
@@ -93,7 +93,7 @@ pub fn resolve_with(
 ) -> Result<Remote, Failure> {
     let repo = repository(flag, env, origin)?;
     let network = network(github, Some(token));
-    let client = Client::new(&github.api_url, token).map_err(github_failure)?;
+    let client = Client::new(&github.api_url, token).map_err(Failure::from)?;
     Ok(Remote {
         repo,
         client,

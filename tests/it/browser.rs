@@ -417,7 +417,7 @@ fn the_gate_proves_a_web_story_with_screenshots_linked_from_summary_and_comment(
             serde_json::to_value(artifact.kind).expect("kind"),
             "screenshot"
         );
-        assert_eq!(artifact.store, "none");
+        assert_eq!(artifact.store, aayudha::pack::Store::None);
         let bytes = unpacked
             .artifacts
             .get(shot)
@@ -435,7 +435,7 @@ fn the_gate_proves_a_web_story_with_screenshots_linked_from_summary_and_comment(
         .iter()
         .find(|c| c.floor == "red-on-base")
         .expect("red-on-base");
-    assert_eq!(red.result, "pass", "{red:?}");
+    assert_eq!(red.result, aayudha::pack::Verdict::Pass, "{red:?}");
 
     // The job summary lists each screenshot criterion with a link to the run's artifact.
     let link = "https://github.com/Codertocat/Hello-World/actions/runs/201/artifacts/1000";

@@ -8,7 +8,6 @@ use std::path::Path;
 use crate::commands::{Context, Failure, write_out};
 use crate::config::CONFIG_PATH;
 use crate::exit::ExitStatus;
-use crate::failure::git_failure;
 use crate::gate::{self, inputs};
 use crate::git::Repo;
 use crate::settings::VerifyOptions;
@@ -28,12 +27,12 @@ pub fn run(
             "`--ci` selects the checks from the change and the evidence map: leave out `--check`",
         ));
     }
-    let base = repo.sha(base).map_err(git_failure)?;
-    let head = repo.sha(head).map_err(git_failure)?;
+    let base = repo.sha(base).map_err(Failure::from)?;
+    let head = repo.sha(head).map_err(Failure::from)?;
     let root = repo.root().to_path_buf();
     // The gate builds and tests the files of the checkout, and the pack names `--head`: the two must be
     // the same, or the pack would claim for one commit what another's files did.
-    let checked_out = repo.sha("HEAD").map_err(git_failure)?;
+    let checked_out = repo.sha("HEAD").map_err(Failure::from)?;
     if checked_out != head {
         return Err(Failure::usage(format!(
             "`--head` is {}, but the checkout is at {}: the gate runs the checkout's files",
@@ -45,7 +44,7 @@ pub fn run(
             crate::git::short(&head)
         )));
     }
-    let changed = repo.changed_tracked(4).map_err(git_failure)?;
+    let changed = repo.changed_tracked(4).map_err(Failure::from)?;
     if !changed.is_empty() {
         let shown: Vec<String> = changed
             .iter()
@@ -111,16 +110,7 @@ pub fn run(
     let written = if options.json {
         write_out(ctx.out, &crate::output::json::render(&run.pack))?
     } else {
-        crate::commands::write_report(
-            ctx,
-            &crate::output::plain::gate_table(
-                &run.pack,
-                &run.weakening.weakenings,
-                &run.criteria_lines,
-                &run.pack_dir,
-                &run.pack_sha256,
-            ),
-        )?
+        crate::commands::write_report(ctx, &crate::output::plain::gate_table(&run))?
     };
     if !written {
         return Ok(ExitStatus::Ok);
