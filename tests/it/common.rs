@@ -241,6 +241,26 @@ pub fn tool(name: &str) -> bool {
     );
 }
 
+/// A finished command whole, as a person reads it: its exit code, then stdout and stderr, each redacted
+/// ([`redact`]). What [`aayu_snapshot!`] snapshots.
+pub fn whole(run: &Run) -> String {
+    format!(
+        "exit: {}\n----- stdout -----\n{}----- stderr -----\n{}",
+        run.code,
+        redact(&run.stdout),
+        redact(&run.stderr)
+    )
+}
+
+/// Snapshots a finished command whole — exit code, stdout, stderr, redacted — as uv's `uv_snapshot!`
+/// does: a user-facing text is asserted as it is, never by a substring of it.
+#[macro_export]
+macro_rules! aayu_snapshot {
+    ($name:expr, $run:expr) => {
+        insta::assert_snapshot!($name, $crate::common::whole(&$run))
+    };
+}
+
 /// Returns from the test when a tool it needs is missing and skipping was asked for (see [`tool`]).
 #[macro_export]
 macro_rules! needs {
@@ -645,6 +665,7 @@ pub fn redact(text: &str) -> String {
         (r"\b[0-9a-f]{32}\b", "[token]"),
         (r"\b[0-9a-f]{12}\b", "[short]"),
         (r"\(\d+\.\d s\)", "(T s)"),
+        (r"127\.0\.0\.1:\d+", "[local]"),
     ];
     let mut text = text.to_string();
     for (pattern, with) in rules {

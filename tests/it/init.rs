@@ -152,21 +152,8 @@ fn init_writes_the_config_the_workflows_and_gitignore_pinned_to_the_release() {
     let repo = TestRepo::new();
     repo.write(".gitignore", "target/");
     let out = aayu(&repo, Some(&github.url), &["init"]);
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let version = env!("CARGO_PKG_VERSION");
-    for line in [
-        "wrote    .aayudha/config.toml",
-        "wrote    .github/workflows/aayudha-merge-gate.yml",
-        "wrote    .github/workflows/aayudha-nightly.yml",
-        "added to .gitignore: .aayudha/proof/, .aayudha/runs/",
-        "Next steps:",
-        "require the status `aayudha/proof`",
-    ] {
-        assert!(out.stdout.contains(line), "{line}: {}", out.stdout);
-    }
-    assert!(out.stdout.contains(&format!(
-        "the workflows use aayudha/verify@{SHA} (v{version})."
-    )));
+    crate::aayu_snapshot!("init_writes", out);
     // Pinned by the tag's commit, through the API.
     let gate = std::fs::read_to_string(repo.path(".github/workflows/aayudha-merge-gate.yml"))
         .expect("gate");
@@ -200,40 +187,18 @@ fn init_writes_the_config_the_workflows_and_gitignore_pinned_to_the_release() {
     );
     lint_workflows(&repo);
     // verify reads the config and finds no map, saying how to start one.
-    let map = run(repo.aayu().args(["verify", "--map"]));
-    assert_eq!(map.code, 0, "{}", map.stderr);
-    assert!(
-        map.stdout.contains("aayu init --verify-skill"),
-        "{}",
-        map.stdout
-    );
+    crate::aayu_snapshot!("init_then_map", run(repo.aayu().args(["verify", "--map"])));
 
     // A second run changes nothing and says so.
     let before = snapshot(repo.root());
-    let again = aayu(&repo, Some(&github.url), &["init"]);
-    assert_eq!(again.code, 0);
-    assert!(
-        again
-            .stdout
-            .contains("kept     .aayudha/config.toml (it exists; --force replaces it)"),
-        "{}",
-        again.stdout
-    );
-    assert!(
-        again.stdout.contains("kept     .gitignore"),
-        "{}",
-        again.stdout
-    );
+    crate::aayu_snapshot!("init_again", aayu(&repo, Some(&github.url), &["init"]));
     assert_eq!(snapshot(repo.root()), before);
 
     // --force replaces, and lists what it replaced.
     repo.write(".aayudha/config.toml", "[verify]\ncheck_timeout_s = 5\n");
-    let forced = aayu(&repo, Some(&github.url), &["init", "--force"]);
-    assert_eq!(forced.code, 0);
-    assert!(
-        forced.stdout.contains("replaced .aayudha/config.toml"),
-        "{}",
-        forced.stdout
+    crate::aayu_snapshot!(
+        "init_forced",
+        aayu(&repo, Some(&github.url), &["init", "--force"])
     );
     assert!(
         std::fs::read_to_string(repo.path(".aayudha/config.toml"))

@@ -320,12 +320,13 @@ fn every_run_that_does_not_qualify_is_passed_over_with_its_reason_and_nothing_is
         .collect();
     assert_eq!(lines.len(), expected.len(), "{}", out.stderr);
     for ((id, why), line) in expected.iter().zip(&lines) {
+        // The reason is a part of the line; the whole text is the snapshot below.
         assert!(
             line.starts_with(&format!("run {id}: ")) && line.contains(why),
             "expected run {id}: …{why}…, got {line}"
         );
     }
-    assert!(out.stderr.contains("error: no run of .github/workflows/aayudha-merge-gate.yml qualifies to ship pull request #3 (15 runs looked at)"), "{}", out.stderr);
+    crate::aayu_snapshot!("ship_nothing_qualifies", out);
     let fake = w.github.state.lock().expect("lock");
     assert!(fake.merged.is_empty(), "nothing merged");
     drop(fake);
@@ -358,25 +359,11 @@ fn a_qualifying_run_ships_and_a_repeat_duplicates_nothing() {
         false,
     );
 
-    let dry = ship(&w, &["3", "--dry-run"]);
-    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
-    assert!(
-        dry.stdout
-            .starts_with("dry run — nothing written:\nrun 40 (attempt 1) proves pull request #3"),
-        "{}",
-        dry.stdout
-    );
-    assert!(
-        dry.stderr.contains("run 41: a pull_request run"),
-        "{}",
-        dry.stderr
-    );
+    crate::aayu_snapshot!("ship_dry_run", ship(&w, &["3", "--dry-run"]));
     assert!(w.github.state.lock().expect("lock").merged.is_empty());
     assert_eq!(on_origin(&w, "ship/7.json"), None);
 
-    let out = ship(&w, &["3"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("approved by bob"), "{}", out.stdout);
+    crate::aayu_snapshot!("ship_lands", ship(&w, &["3"]));
     let record: Value =
         serde_json::from_str(&on_origin(&w, "ship/7.json").expect("ship record")).expect("json");
     assert_eq!(record["gate_run"], 40);
@@ -422,18 +409,11 @@ fn a_qualifying_run_ships_and_a_repeat_duplicates_nothing() {
         .env("GITHUB_API_URL", &w.github.url)
         .env("GH_REPO", REPO)
         .args(["proof", "verify", "7"]));
-    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
-    assert!(
-        verified.stdout.contains("(authoritative, pull request #3)"),
-        "{}",
-        verified.stdout
-    );
+    crate::aayu_snapshot!("ship_landed_verifies", verified);
 
     // A repeat: nothing new anywhere.
     let commits = ledger_commits(&w);
-    let again = ship(&w, &["3"]);
-    assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(again.stdout.contains("already shipped"), "{}", again.stdout);
+    crate::aayu_snapshot!("ship_repeat", ship(&w, &["3"]));
     assert_eq!(ledger_commits(&w), commits);
     let fake = w.github.state.lock().expect("lock");
     assert_eq!(fake.merged.len(), 1);
@@ -541,8 +521,7 @@ fn ship_refuses_to_run_in_ci_and_needs_a_story() {
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_API_URL", &w.github.url)
         .args(["ship", "3", "--repo", REPO]));
-    assert_eq!(ci.code, 2);
-    assert!(ci.stderr.contains("does not run in CI"), "{}", ci.stderr);
+    crate::aayu_snapshot!("ship_refused_in_ci", ci);
     w.github
         .state
         .lock()
@@ -551,13 +530,7 @@ fn ship_refuses_to_run_in_ci_and_needs_a_story() {
         .get_mut(&3)
         .expect("pr")
         .body = None;
-    let out = ship(&w, &["3"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("pull request #3 names no story"),
-        "{}",
-        out.stderr
-    );
+    crate::aayu_snapshot!("ship_no_story", ship(&w, &["3"]));
 }
 
 #[test]
