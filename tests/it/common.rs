@@ -666,6 +666,7 @@ pub fn redact(text: &str) -> String {
         (r"\b[0-9a-f]{12}\b", "[short]"),
         (r"\(\d+\.\d s\)", "(T s)"),
         (r"127\.0\.0\.1:\d+", "[local]"),
+        (r"\b\d{8}T\d{6}Z\b", "[stamp]"),
     ];
     let mut text = text.to_string();
     for (pattern, with) in rules {

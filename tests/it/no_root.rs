@@ -537,24 +537,12 @@ fn nothing_is_written_through_a_link() {
     let out = run(aayu(&repo, s).args([
         "verify", "--ci", "--base", &base, "--head", &head, "--story", "82", "--ready", &snapshot,
     ]));
-    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains(
-            "cannot write the pack: `.aayudha/proof` is or passes through a symbolic link"
-        ),
-        "{}",
-        out.stderr
-    );
+    crate::aayu_snapshot!("proof_folder_is_a_link", out);
     // `.aayudha/runs` committed as a link, in a repository with a check to run.
     let hostile = common::hostile::hostile(&["passes"], "{}");
     std::os::unix::fs::symlink(outside.path(), hostile.path(".aayudha/runs")).expect("link");
     let out = run(hostile.aayu().args(["verify", "--check", "all"]));
-    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains("cannot create the run folder"),
-        "{}",
-        out.stderr
-    );
+    crate::aayu_snapshot!("runs_folder_is_a_link", out);
     assert_eq!(
         std::fs::read_dir(outside.path()).expect("dir").count(),
         0,
@@ -571,23 +559,16 @@ fn sandbox_ids_with_power_are_refused() {
         return;
     }
     let repo = common::hostile::hostile(&["passes"], "{}");
-    for (range, says) in [
-        ("[100, 200]", "includes ids below 1000"),
-        ("[1000, 1100]", "includes 1001, the runner's uid"),
+    for (range, name) in [
+        ("[100, 200]", "uids_below_1000"),
+        ("[1000, 1100]", "uids_with_the_runners"),
     ] {
         repo.write(
             ".aayudha/config.toml",
             format!("[verify]\nsandbox_uids = {range}\n"),
         );
         let out = run(repo.aayu().args(["verify", "--check", "all"]));
-        assert_eq!(out.code, 2, "{range}: {}", out.stderr);
-        assert!(
-            out.stderr
-                .contains(".aayudha/config.toml:2: `verify.sandbox_uids`")
-                && out.stderr.contains(says),
-            "{range}: {}",
-            out.stderr
-        );
+        crate::aayu_snapshot!(name, out);
     }
     repo.write(
         ".aayudha/config.toml",
@@ -597,15 +578,7 @@ fn sandbox_ids_with_power_are_refused() {
     let gid = nix::unistd::Gid::from_raw(61005);
     nix::unistd::chown(repo.root(), None, Some(gid)).expect("chgrp");
     let out = run(repo.aayu().args(["verify", "--check", "all"]));
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(&format!(
-            "`[verify] sandbox_uids` [61000, 61063] includes 61005, the gid of `{}`",
-            repo.root().display()
-        )),
-        "{}",
-        out.stderr
-    );
+    crate::aayu_snapshot!("uids_with_the_workspaces_group", out);
     nix::unistd::chown(repo.root(), None, Some(nix::unistd::Gid::from_raw(0))).expect("chgrp");
     // The group of a file-command file.
     let commands = tempfile::tempdir().expect("temp");
@@ -616,13 +589,7 @@ fn sandbox_ids_with_power_are_refused() {
         .aayu()
         .env("GITHUB_OUTPUT", &output)
         .args(["verify", "--check", "all"]));
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("includes 61010, the gid of `$GITHUB_OUTPUT`"),
-        "{}",
-        out.stderr
-    );
+    crate::aayu_snapshot!("uids_with_a_file_commands_group", out);
     let out = run(repo.aayu().args(["verify", "--check", "all"]));
     assert_eq!(out.code, 0, "a range clear of them runs: {}", out.stderr);
 }
