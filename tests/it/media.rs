@@ -185,14 +185,9 @@ fn media_are_kept_off_git_uploaded_with_their_object_and_verified_from_the_bucke
     assert_eq!(artifact(&local, "trace.txt")["store"], "git");
 
     // Without a bucket, --media is refused before anything is written.
-    let refused = aayu(&w, &[], &["proof", "push", "7", "--media"]);
-    assert_eq!(refused.code, 2, "{}", refused.stderr);
-    assert!(
-        refused
-            .stderr
-            .contains("error: media need a bucket: set `[proof] media`"),
-        "{}",
-        refused.stderr
+    crate::aayu_snapshot!(
+        "media_need_a_bucket",
+        aayu(&w, &[], &["proof", "push", "7", "--media"])
     );
     assert_eq!(on_origin(&w, &format!("proof/7/{}", w.head)), None);
 
@@ -357,13 +352,9 @@ fn a_refused_credential_and_a_missing_bucket_land_nothing() {
     assert_eq!(on_origin(&w, &format!("proof/7/{}", w.head)), None);
 
     set_media(&w, "ftp://media/packs");
-    let bad = aayu(&w, &[], &["proof", "push", "7", "--media"]);
-    assert_eq!(bad.code, 2, "{}", bad.stderr);
-    assert!(
-        bad.stderr
-            .contains("the scheme `ftp` is not s3, r2, gs, az or azblob"),
-        "{}",
-        bad.stderr
+    crate::aayu_snapshot!(
+        "media_bucket_scheme_unknown",
+        aayu(&w, &[], &["proof", "push", "7", "--media"])
     );
 }
 
