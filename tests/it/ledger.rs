@@ -136,16 +136,10 @@ fn ready_freezes_the_completion_goal_on_origins_ledger_and_touches_nothing_else(
 fn a_ready_story_is_not_refrozen_unless_asked_and_then_it_is_recorded() {
     let w = world();
     assert_eq!(aayu(&w, w.clone.root(), &["ready", "7"]).code, 0);
-    let again = aayu(&w, w.clone.root(), &["ready", "7"]);
-    assert_eq!(again.code, 2, "{}", again.stderr);
-    assert!(
-        again
-            .stderr
-            .contains("story #7 is already Ready on `ledger` with this same Completion Goal"),
-        "{}",
-        again.stderr
+    crate::aayu_snapshot!(
+        "ready_again_is_refused",
+        aayu(&w, w.clone.root(), &["ready", "7"])
     );
-    assert!(again.stderr.contains("--refreeze"), "{}", again.stderr);
     let old = aayudha::hash::bytes(GOAL.as_bytes());
     w.github
         .state
@@ -201,41 +195,24 @@ fn a_story_without_numbered_criteria_or_a_pull_request_is_refused() {
             ..FakeIssue::default()
         },
     );
-    let vague = aayu(&w, w.clone.root(), &["ready", "8"]);
-    assert_eq!(vague.code, 2);
-    assert!(
-        vague
-            .stderr
-            .contains("story #8's Completion Goal has no numbered criteria"),
-        "{}",
-        vague.stderr
+    crate::aayu_snapshot!(
+        "ready_without_numbered_criteria",
+        aayu(&w, w.clone.root(), &["ready", "8"])
     );
-    let none = aayu(&w, w.clone.root(), &["ready", "9"]);
-    assert_eq!(none.code, 2);
-    assert!(
-        none.stderr
-            .contains("story #9 has no `## Completion Goal` section"),
-        "{}",
-        none.stderr
+    crate::aayu_snapshot!(
+        "ready_without_a_completion_goal",
+        aayu(&w, w.clone.root(), &["ready", "9"])
     );
-    let missing = aayu(&w, w.clone.root(), &["ready", "404"]);
-    assert_eq!(missing.code, 1);
-    assert!(
-        missing.stderr.contains("GitHub has no issue #404 (404)"),
-        "{}",
-        missing.stderr
+    crate::aayu_snapshot!(
+        "ready_of_a_missing_issue",
+        aayu(&w, w.clone.root(), &["ready", "404"])
     );
     assert_eq!(on_origin(&w, "specs/8/ready.md"), None, "nothing written");
     let no_token = run(common::aayu_in(w.clone.root())
         .env("GH_REPO", "octo/shop")
         .env("PATH", "/usr/bin:/bin")
         .args(["ready", "7"]));
-    assert_eq!(no_token.code, 2);
-    assert!(
-        no_token.stderr.contains("no GitHub token") && no_token.stderr.contains("GH_TOKEN"),
-        "{}",
-        no_token.stderr
-    );
+    crate::aayu_snapshot!("ready_without_a_token", no_token);
 }
 
 #[test]
