@@ -399,12 +399,7 @@ fn a_snapshot_edited_after_ready_is_refused() {
     let out = run(common::with_toolchain(&mut repo.aayu()).args([
         "verify", "--ci", "--base", &base, "--head", &head, "--story", "902", "--ready", &snapshot,
     ]));
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("the snapshot was edited"),
-        "{}",
-        out.stderr
-    );
+    crate::aayu_snapshot!("an_edited_snapshot_is_refused", out);
 }
 
 #[test]

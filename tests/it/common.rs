@@ -252,10 +252,24 @@ pub fn whole(run: &Run) -> String {
     )
 }
 
+/// [`whole`] without stderr (a gate's progress log).
+pub fn whole_stdout(run: &Run) -> String {
+    format!(
+        "exit: {}\n----- stdout -----\n{}",
+        run.code,
+        redact(&run.stdout)
+    )
+}
+
 /// Snapshots a finished command whole — exit code, stdout, stderr, redacted — as uv's `uv_snapshot!`
 /// does: a user-facing text is asserted as it is, never by a substring of it.
+/// `aayu_snapshot!(name, stdout run)` leaves stderr out: a gate's progress log (builds, heartbeats) is not a
+/// text to freeze.
 #[macro_export]
 macro_rules! aayu_snapshot {
+    ($name:expr, stdout $run:expr) => {
+        insta::assert_snapshot!($name, $crate::common::whole_stdout(&$run))
+    };
     ($name:expr, $run:expr) => {
         insta::assert_snapshot!($name, $crate::common::whole(&$run))
     };
@@ -667,6 +681,8 @@ pub fn redact(text: &str) -> String {
         (r"\(\d+\.\d s\)", "(T s)"),
         (r"127\.0\.0\.1:\d+", "[local]"),
         (r"\b\d{8}T\d{6}Z\b", "[stamp]"),
+        // A temporary repository's random name, where a product name is taken from it.
+        (r"aayu-test-[A-Za-z0-9]{6}", "aayu-test-[name]"),
     ];
     let mut text = text.to_string();
     for (pattern, with) in rules {

@@ -329,12 +329,7 @@ fn add_feature(repo: &TestRepo, steps: &str) {
 #[test]
 fn a_repository_of_no_known_stack_gets_a_stub_that_blocks_every_check() {
     let (repo, out) = starter(None, &[]);
-    assert!(
-        out.stdout
-            .contains("stack none at .: no Cargo.toml, go.mod, pyproject.toml (setup.cfg, setup.py, pytest.ini, tox.ini) or package.json there"),
-        "{}",
-        out.stdout
-    );
+    crate::aayu_snapshot!("starter_no_stack", out);
     assert_eq!(
         map_block(&repo)["control"],
         serde_json::json!(["sh", ".agents/skills/verify-shop/control/check"])
@@ -363,11 +358,7 @@ fn a_rust_crate_and_a_node_package_use_the_built_in_step_runner() {
         )),
         &[],
     );
-    assert!(
-        out.stdout.contains("stack rust at .: found Cargo.toml"),
-        "{}",
-        out.stdout
-    );
+    crate::aayu_snapshot!("starter_rust", out);
     assert_eq!(
         map_block(&rust)["control"],
         serde_json::json!(["aayu", "control"])
@@ -401,12 +392,9 @@ fn a_rust_crate_and_a_node_package_use_the_built_in_step_runner() {
         "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
     )
     .write("package.json", "{}\n");
-    let out = aayu(&both, None, &["init", "--verify-skill", "--yes"]);
-    assert!(
-        out.stdout
-            .contains("found Cargo.toml (also package.json: choose another with --stack)"),
-        "{}",
-        out.stdout
+    crate::aayu_snapshot!(
+        "starter_both_stacks",
+        aayu(&both, None, &["init", "--verify-skill", "--yes"])
     );
     let chosen = aayu(
         &both,
@@ -420,13 +408,7 @@ fn a_rust_crate_and_a_node_package_use_the_built_in_step_runner() {
             "web",
         ],
     );
-    assert!(
-        chosen
-            .stdout
-            .contains("stack node at .: chosen with --stack"),
-        "{}",
-        chosen.stdout
-    );
+    crate::aayu_snapshot!("starter_stack_chosen", chosen);
 }
 
 /// The suggested rule of `kind` in the starter's `SKILL.md`, as JSON.
@@ -447,11 +429,7 @@ fn a_go_module_gets_the_built_in_runner_and_a_func_rule_in_sync_with_its_tests()
         Some(("go.mod", "module example.com/shop\n\ngo 1.19\n")),
         &[],
     );
-    assert!(
-        out.stdout.contains("stack go at .: found go.mod"),
-        "{}",
-        out.stdout
-    );
+    crate::aayu_snapshot!("starter_go", out);
     assert_eq!(
         map_block(&repo)["control"],
         serde_json::json!(["aayu", "control"])
@@ -519,12 +497,7 @@ fn a_python_package_gets_the_built_in_runner_and_rules_in_sync_with_its_tests() 
     crate::needs!(python3);
     let pyproject = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"shop\"\nversion = \"0.1.0\"\n\n[project.optional-dependencies]\ntest = [\"pytest\"]\n\n[project.scripts]\nshop = \"shop:main\"\n\n[tool.setuptools]\npy-modules = [\"shop\"]\n";
     let (repo, out) = starter(Some(("pyproject.toml", pyproject)), &[]);
-    assert!(
-        out.stdout
-            .contains("stack python at .: found pyproject.toml"),
-        "{}",
-        out.stdout
-    );
+    crate::aayu_snapshot!("starter_python", out);
     assert_eq!(
         map_block(&repo)["control"],
         serde_json::json!(["aayu", "control"])
@@ -649,11 +622,7 @@ fn the_maintainer_is_written_when_chosen_and_only_detected_apps_are_offered() {
         None,
         &["init", "--verify-skill", "--product", "shop"],
     );
-    assert!(
-        out.stdout.contains("maintainer: none chosen (nothing is asked without a terminal, or with --yes); detected Cursor (`cursor`): pass --maintainer to choose"),
-        "{}",
-        out.stdout
-    );
+    crate::aayu_snapshot!("starter_maintainer_detected", out);
     // Run again, nothing to write: the detection is not said again.
     let again = aayu(
         &repo,
@@ -695,15 +664,10 @@ fn the_maintainer_is_written_when_chosen_and_only_detected_apps_are_offered() {
         None,
         &["init", "--verify-skill", "--maintainer", "vim"],
     );
-    assert_eq!(bad.code, 2);
-    let stray = aayu(&repo, None, &["init", "--stack", "go"]);
-    assert_eq!(stray.code, 2);
-    assert!(
-        stray
-            .stderr
-            .contains("`--stack` goes with `--verify-skill`"),
-        "{}",
-        stray.stderr
+    crate::aayu_snapshot!("init_unknown_maintainer", bad);
+    crate::aayu_snapshot!(
+        "init_stack_without_verify_skill",
+        aayu(&repo, None, &["init", "--stack", "go"])
     );
 }
 
