@@ -127,7 +127,8 @@ impl crate::failure::Diagnose for GateError {
     fn hint(&self) -> Option<String> {
         match self {
             GateError::Git(g) => g.hint(),
-            GateError::Select(s) => s.hint(),
+            // Only git's hint: a selection's own hints speak of `--check`, which the gate has not.
+            GateError::Select(crate::select::SelectError::Git(g)) => g.hint(),
             GateError::Sandbox(SandboxError::ForbiddenId { .. }) => Some(
                 "set `[verify] sandbox_uids` in the default branch's .aayudha/config.toml to a range of unused ids at or above 1000, e.g. [61000, 61063]".to_string(),
             ),
@@ -635,5 +636,30 @@ pub fn sandbox_settings(
         llvm_tools: Some(config.verify.llvm_tools.clone())
             .filter(|c| !c.is_empty())
             .map(PathBuf::from),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exit::ExitStatus;
+    use crate::failure::{Diagnose, Failure};
+    use crate::select::SelectError;
+
+    #[test]
+    fn a_selection_error_is_the_users_without_a_check_hint() {
+        let unknown = GateError::Select(SelectError::Unknown {
+            arg: "x".into(),
+            why: "y".into(),
+        });
+        assert_eq!(unknown.status(), ExitStatus::Usage);
+        assert_eq!(Diagnose::hint(&unknown), None);
+        let map = Failure::from(GateError::Select(SelectError::EvidenceMap(
+            ".aayudha/evidence/7.toml:2: bad".into(),
+        )));
+        assert_eq!(
+            (map.status, map.message.as_str(), map.hint),
+            (ExitStatus::Usage, ".aayudha/evidence/7.toml:2: bad", None)
+        );
     }
 }
