@@ -57,51 +57,7 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
     let root = repo.root().to_path_buf();
     let mut found: Vec<Problem> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-
-    // The configuration: it parses and names no unknown key.
-    let start = crate::commands::start_dir(ctx);
-    let config = match crate::config::Config::load(&root, None, &start) {
-        Ok(config) => config,
-        Err(e) => {
-            let text = e.to_string();
-            let (place, what) = text.split_once(": ").map_or(
-                (crate::config::CONFIG_PATH.to_string(), text.clone()),
-                |(p, w)| (p.to_string(), w.to_string()),
-            );
-            found.push(problem(
-                "config",
-                place,
-                what,
-                e.hint()
-                    .unwrap_or_else(|| "correct it (docs/configuration.md)".to_string()),
-                false,
-            ));
-            crate::config::Config::defaults()
-        }
-    };
-    // Values the file's types allow but aayu cannot use: said now, not when `--maintain` or a ship runs.
-    if let Err(why) = crate::maintain::Maintainer::parse(&config.verify.maintainer) {
-        found.push(problem(
-            "config",
-            crate::config::CONFIG_PATH,
-            why,
-            "set `[verify] maintainer` to amp, cursor, claude-code or codex, or \"\"",
-            false,
-        ));
-    }
-    if !config.proof.media.trim().is_empty()
-        && let Err(e) = crate::publish::bucket::parse(config.proof.media.trim())
-    {
-        found.push(problem(
-            "config",
-            crate::config::CONFIG_PATH,
-            format!("`[proof] media`: {e}"),
-            e.hint()
-                .unwrap_or_else(|| "correct `[proof] media` (docs/ledger.md#media-buckets)".into()),
-            false,
-        ));
-    }
-
+    let config = config_problems(ctx, &root, &mut found);
     // The workflows.
     let gate_path = config.gate.workflow.clone();
     workflow_checks(
@@ -123,138 +79,16 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
         &mut notes,
     );
 
-    // The history: a shallow clone has no `verified_at` commits and no merge base.
-    if repo.is_shallow() {
-        found.push(problem(
-            "shallow",
-            root.display().to_string(),
-            "the clone is shallow: stale features read as missing-commit and red-on-base is inconclusive",
-            "`git fetch --unshallow` (in a workflow: `fetch-depth: 0` on actions/checkout)",
-            false,
-        ));
-    }
-
-    // The ledger branch.
-    let ledger = &config.ledger.branch;
-    if !repo.has_branch(ledger) {
-        found.push(problem(
-            "ledger",
-            format!("branch `{ledger}`"),
-            "the ledger branch does not exist (locally or at origin): `aayu ready` and `aayu ship` write to it",
-            format!("`aayu doctor --fix` creates it locally (an empty first commit); then `git push origin {ledger}`"),
-            true,
-        ));
-    }
-
-    // The maps: the contract checks of `verify --map`.
-    let loaded = crate::maps::load_repo(&repo).ok();
-    if let Some(loaded) = &loaded {
-        for e in &loaded.errors {
-            found.push(problem(
-                "maps",
-                format!("{}:{}", e.file, e.line),
-                e.message.clone(),
-                "fix the map (`aayu verify --map` lists every contract error; docs/feature-maps.md)",
-                false,
-            ));
-        }
-    }
-
-    // The Claude Code pointers: their description is their skill's.
-    let files = loaded
-        .as_ref()
-        .map_or(&[][..], |l| l.listed.files.as_slice());
-    for (pointer, skill_md, wanted) in crate::setup::pointers::pointers(&root, files) {
-        let Ok(bytes) = crate::safe_fs::read(&root, &pointer, 1 << 20) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        if crate::setup::pointers::description_of(&text).as_deref() != Some(wanted.as_str()) {
-            found.push(problem(
-                "pointer",
-                pointer,
-                format!("its description is not that of `{skill_md}` any more"),
-                "`aayu doctor --fix` (or `aayu install`) writes it again",
-                true,
-            ));
-        }
-    }
-
-    // .gitignore: the local packs and runs are never committed.
-    for path in [".aayudha/proof/", ".aayudha/runs/"] {
-        if !repo.is_ignored(&format!("{path}x")) {
-            found.push(problem(
-                "gitignore",
-                ".gitignore",
-                format!("`{path}` is not ignored: local packs and run folders could be committed"),
-                format!("`aayu doctor --fix` adds `{path}`"),
-                true,
-            ));
-        }
-    }
-
-    // The toolchains the maps and the evidence maps need, run as the sandbox uid (the gate's preflight).
-    if let Some(loaded) = &loaded {
-        let all: Vec<crate::select::Selected> =
-            crate::select::explicit(&loaded.maps, "all").unwrap_or_default();
-        let mut needs: BTreeSet<crate::sandbox::preflight::Tool> =
-            crate::floors::behaviour::needs(&loaded.maps, &all, &root);
-        needs.extend(crate::floors::test_evidence::needs(
-            &root,
-            &evidence_tests(&root),
-        ));
-        if !needs.is_empty() {
-            match crate::sandbox::Sandbox::new(&crate::gate::sandbox_settings(
-                ctx.env,
-                &config,
-                Some(1),
-                &root,
-            )) {
-                Ok(sandbox) => {
-                    for line in sandbox.preflight(&root, &needs) {
-                        if let Some((tool, why)) = line.split_once(": blocked: ") {
-                            let (what, fix) =
-                                why.split_once(". ").map_or((why, ""), |(w, f)| (w, f));
-                            found.push(problem(
-                                "toolchain",
-                                tool.to_string(),
-                                what.to_string(),
-                                if fix.is_empty() {
-                                    "see docs/action.md, \"Preflight\"".to_string()
-                                } else {
-                                    fix.trim_end_matches('.').to_string()
-                                },
-                                false,
-                            ));
-                        }
-                    }
-                }
-                Err(e) => notes.push(format!(
-                    "note: the toolchains could not be checked: the sandbox did not start ({e})"
-                )),
-            }
-        }
-    }
-
-    // The build folders local checks keep, and how to free them.
-    {
-        use crate::sandbox::build_cache;
-        let key = build_cache::repo_key(&root);
-        for dir in build_cache::roots(ctx.env) {
-            let kept = dir.join(&key);
-            if std::fs::symlink_metadata(&kept).is_ok_and(|m| m.is_dir()) {
-                notes.push(format!(
-                    "note: local checks keep their build folders in `{}` ({}): `aayu clean` removes them",
-                    kept.display(),
-                    crate::floors::scan::mib(build_cache::size(&kept))
-                ));
-            }
-        }
-    }
+    history_and_ledger(&repo, &root, &config.ledger.branch, &mut found);
+    let loaded = map_problems(&repo, &root, &mut found);
+    ignore_problems(&repo, &mut found);
+    toolchain_problems(ctx, &root, &config, loaded.as_ref(), &mut found, &mut notes);
+    build_folder_notes(ctx, &root, &mut notes);
 
     // Online: the token, and the required status.
     online_checks(ctx, &repo, &mut found, &mut notes);
 
+    let ledger = &config.ledger.branch;
     // --fix: what can be fixed safely.
     let mut fixed = Vec::new();
     if options.fix {
@@ -306,6 +140,208 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
     } else {
         ExitStatus::FloorFails
     })
+}
+
+/// The configuration: it parses and names no unknown key (else the defaults, and the problem), and the
+/// values its types allow but aayu cannot use — said now, not when `--maintain` or a ship runs.
+fn config_problems(ctx: &Context, root: &Path, found: &mut Vec<Problem>) -> crate::config::Config {
+    let start = crate::commands::start_dir(ctx);
+    let config = match crate::config::Config::load(root, None, &start) {
+        Ok(config) => config,
+        Err(e) => {
+            let text = e.to_string();
+            let (place, what) = text.split_once(": ").map_or(
+                (crate::config::CONFIG_PATH.to_string(), text.clone()),
+                |(p, w)| (p.to_string(), w.to_string()),
+            );
+            found.push(problem(
+                "config",
+                place,
+                what,
+                e.hint()
+                    .unwrap_or_else(|| "correct it (docs/configuration.md)".to_string()),
+                false,
+            ));
+            crate::config::Config::defaults()
+        }
+    };
+    if let Err(why) = crate::maintain::Maintainer::parse(&config.verify.maintainer) {
+        found.push(problem(
+            "config",
+            crate::config::CONFIG_PATH,
+            why,
+            "set `[verify] maintainer` to amp, cursor, claude-code or codex, or \"\"",
+            false,
+        ));
+    }
+    if !config.proof.media.trim().is_empty()
+        && let Err(e) = crate::publish::bucket::parse(config.proof.media.trim())
+    {
+        found.push(problem(
+            "config",
+            crate::config::CONFIG_PATH,
+            format!("`[proof] media`: {e}"),
+            e.hint()
+                .unwrap_or_else(|| "correct `[proof] media` (docs/ledger.md#media-buckets)".into()),
+            false,
+        ));
+    }
+
+    config
+}
+
+/// The history (a shallow clone has no `verified_at` commits and no merge base) and the ledger branch.
+fn history_and_ledger(
+    repo: &crate::git::Repo,
+    root: &Path,
+    ledger: &str,
+    found: &mut Vec<Problem>,
+) {
+    if repo.is_shallow() {
+        found.push(problem(
+            "shallow",
+            root.display().to_string(),
+            "the clone is shallow: stale features read as missing-commit and red-on-base is inconclusive",
+            "`git fetch --unshallow` (in a workflow: `fetch-depth: 0` on actions/checkout)",
+            false,
+        ));
+    }
+
+    if !repo.has_branch(ledger) {
+        found.push(problem(
+            "ledger",
+            format!("branch `{ledger}`"),
+            "the ledger branch does not exist (locally or at origin): `aayu ready` and `aayu ship` write to it",
+            format!("`aayu doctor --fix` creates it locally (an empty first commit); then `git push origin {ledger}`"),
+            true,
+        ));
+    }
+}
+
+/// The maps (the contract checks of `verify --map`) and the Claude Code pointers (their description is
+/// their skill's); the maps, for the toolchains they need.
+fn map_problems(
+    repo: &crate::git::Repo,
+    root: &Path,
+    found: &mut Vec<Problem>,
+) -> Option<crate::maps::Loaded> {
+    let loaded = crate::maps::load_repo(repo).ok();
+    if let Some(loaded) = &loaded {
+        for e in &loaded.errors {
+            found.push(problem(
+                "maps",
+                format!("{}:{}", e.file, e.line),
+                e.message.clone(),
+                "fix the map (`aayu verify --map` lists every contract error; docs/feature-maps.md)",
+                false,
+            ));
+        }
+    }
+
+    // The Claude Code pointers: their description is their skill's.
+    let files = loaded
+        .as_ref()
+        .map_or(&[][..], |l| l.listed.files.as_slice());
+    for (pointer, skill_md, wanted) in crate::setup::pointers::pointers(root, files) {
+        let Ok(bytes) = crate::safe_fs::read(root, &pointer, 1 << 20) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if crate::setup::pointers::description_of(&text).as_deref() != Some(wanted.as_str()) {
+            found.push(problem(
+                "pointer",
+                pointer,
+                format!("its description is not that of `{skill_md}` any more"),
+                "`aayu doctor --fix` (or `aayu install`) writes it again",
+                true,
+            ));
+        }
+    }
+
+    loaded
+}
+
+/// `.gitignore`: the local packs and runs are never committed.
+fn ignore_problems(repo: &crate::git::Repo, found: &mut Vec<Problem>) {
+    for path in [".aayudha/proof/", ".aayudha/runs/"] {
+        if !repo.is_ignored(&format!("{path}x")) {
+            found.push(problem(
+                "gitignore",
+                ".gitignore",
+                format!("`{path}` is not ignored: local packs and run folders could be committed"),
+                format!("`aayu doctor --fix` adds `{path}`"),
+                true,
+            ));
+        }
+    }
+}
+
+/// The toolchains the maps and the evidence maps need, run as the sandbox uid (the gate's preflight).
+fn toolchain_problems(
+    ctx: &Context,
+    root: &Path,
+    config: &crate::config::Config,
+    loaded: Option<&crate::maps::Loaded>,
+    found: &mut Vec<Problem>,
+    notes: &mut Vec<String>,
+) {
+    if let Some(loaded) = loaded {
+        let all: Vec<crate::select::Selected> =
+            crate::select::explicit(&loaded.maps, "all").unwrap_or_default();
+        let mut needs: BTreeSet<crate::sandbox::preflight::Tool> =
+            crate::floors::behaviour::needs(&loaded.maps, &all, root);
+        needs.extend(crate::floors::test_evidence::needs(
+            root,
+            &evidence_tests(root),
+        ));
+        if !needs.is_empty() {
+            match crate::sandbox::Sandbox::new(&crate::gate::sandbox_settings(
+                ctx.env,
+                config,
+                Some(1),
+                root,
+            )) {
+                Ok(sandbox) => {
+                    for line in sandbox.preflight(root, &needs) {
+                        if let Some((tool, why)) = line.split_once(": blocked: ") {
+                            let (what, fix) =
+                                why.split_once(". ").map_or((why, ""), |(w, f)| (w, f));
+                            found.push(problem(
+                                "toolchain",
+                                tool.to_string(),
+                                what.to_string(),
+                                if fix.is_empty() {
+                                    "see docs/action.md, \"Preflight\"".to_string()
+                                } else {
+                                    fix.trim_end_matches('.').to_string()
+                                },
+                                false,
+                            ));
+                        }
+                    }
+                }
+                Err(e) => notes.push(format!(
+                    "note: the toolchains could not be checked: the sandbox did not start ({e})"
+                )),
+            }
+        }
+    }
+}
+
+/// The build folders local checks keep, and how to free them.
+fn build_folder_notes(ctx: &Context, root: &Path, notes: &mut Vec<String>) {
+    use crate::sandbox::build_cache;
+    let key = build_cache::repo_key(root);
+    for dir in build_cache::roots(ctx.env) {
+        let kept = dir.join(&key);
+        if std::fs::symlink_metadata(&kept).is_ok_and(|m| m.is_dir()) {
+            notes.push(format!(
+                "note: local checks keep their build folders in `{}` ({}): `aayu clean` removes them",
+                kept.display(),
+                crate::floors::scan::mib(build_cache::size(&kept))
+            ));
+        }
+    }
 }
 
 /// The tests every evidence map names (`.aayudha/evidence/*.toml`), for the toolchains they need.

@@ -40,6 +40,200 @@ fn run_workflow(path: &str, repo: &str) -> (String, Option<String>) {
     (file.to_string(), reference)
 }
 
+/// The gate's artifacts split for landing: data artifacts as ledger files under `dir`, media (by kind or by
+/// content) never — for the bucket of `[proof] media` when there is one (`bucket`), else they stay
+/// `store: none`.
+fn split_artifacts(
+    authoritative: &mut Pack,
+    unpacked: &Unpacked,
+    dir: &str,
+    bucket: bool,
+) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, Vec<u8>>) {
+    let (mut files, mut media) = (BTreeMap::new(), BTreeMap::new());
+    for a in authoritative.artifacts.iter_mut() {
+        let Some(bytes) = unpacked.artifacts.get(&a.path) else {
+            continue;
+        };
+        if a.tombstone.is_some() || !matches!(a.store, Store::Git | Store::None) {
+            continue;
+        }
+        if a.store == Store::None || crate::publish::media::is_media(a, bytes) {
+            a.store = Store::None;
+            if bucket {
+                media.insert(a.path.clone(), bytes.clone());
+            }
+            continue;
+        }
+        files.insert(format!("{dir}/artifacts/{}", a.path), bytes.clone());
+    }
+    (files, media)
+}
+
+/// What a ship will do, said before it does it (and all that `--dry-run` says).
+struct Plan<'a> {
+    q: &'a Qualified,
+    pull: &'a Pull,
+    story: u64,
+    approver: &'a str,
+    dir: &'a str,
+    record_path: &'a str,
+    files: usize,
+    media: usize,
+}
+
+impl Plan<'_> {
+    fn text(&self, config: &crate::config::Config, remote: &Remote) -> String {
+        let (q, pull, story) = (self.q, self.pull, self.story);
+        let (approver, dir, record_path) = (self.approver, self.dir, self.record_path);
+        let plan = format!(
+            "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n  approved by {approver}\n  land {dir}/ ({} files) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
+            q.run.id,
+            q.run.run_attempt,
+            pull.number,
+            short(&pull.head_sha),
+            q.unpacked.pack_sha256,
+            self.files,
+            config.ledger.branch,
+            pull.number,
+            if pull.head_repo.as_deref() == Some(remote.repo.as_str()) {
+                format!(", delete the branch {}", pull.head_ref)
+            } else {
+                String::new()
+            }
+        );
+        if self.media == 0 {
+            plan
+        } else {
+            format!(
+                "{plan}  upload {} media file(s) to {}\n",
+                self.media, config.proof.media
+            )
+        }
+    }
+}
+
+/// A merged pull request that aayu shipped: complete what a failure may have left (the story's section,
+/// the branch); one that aayu did not ship is refused.
+fn already_shipped(
+    ctx: &mut Context,
+    options: &ShipOptions,
+    ledger: &Ledger,
+    remote: &Remote,
+    pull: &Pull,
+    story: u64,
+) -> Result<ExitStatus, Failure> {
+    let record_path = format!("ship/{story}.json");
+    let Some(record) = ledger.read(&record_path).map_err(Failure::from)? else {
+        return Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!(
+                "pull request #{} is merged, but not by aayu ship: no {record_path} on the ledger",
+                options.pr
+            ),
+        ));
+    };
+    let record: serde_json::Value = serde_json::from_slice(&record)
+        .map_err(|e| Failure::unexpected(format!("{record_path} is not JSON")).caused_by(e))?;
+    if record["pr"] != json!(options.pr) {
+        return Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!(
+                "{record_path} records pull request {}, not #{}",
+                record["pr"], options.pr
+            ),
+        ));
+    }
+    let approver = record["approver"].as_str().unwrap_or_default().to_string();
+    finish(
+        ctx,
+        remote,
+        pull,
+        story,
+        &approver,
+        &record,
+        options.dry_run,
+    )?;
+    write_out(
+        ctx.out,
+        &format!(
+            "pull request #{} was already shipped; nothing left to do\n",
+            options.pr
+        ),
+    )?;
+    Ok(ExitStatus::Ok)
+}
+
+/// The story's Ready snapshot on the ledger branch, or why there is none to check a pack against.
+fn snapshot_on_ledger(
+    ledger: &Ledger,
+    story: u64,
+    branch: &str,
+) -> Result<Result<ready::Snapshot, String>, Failure> {
+    let snapshot_path = crate::story::ready_path(story);
+    Ok(match ledger.read(&snapshot_path).map_err(Failure::from)? {
+        Some(bytes) => ready::parse(
+            &String::from_utf8_lossy(&bytes),
+            &format!("{branch}:{snapshot_path}"),
+        ),
+        None => Err(format!(
+            "story #{story} has no Ready snapshot on the `{branch}` branch"
+        )),
+    }
+    .and_then(|s| match s.meta.local_file_refusal() {
+        Some(why) => Err(why),
+        None => Ok(s),
+    }))
+}
+
+/// The newest run of the gate workflow that qualifies to ship the pull request; each run passed over is
+/// said on stderr with why.
+fn first_qualifying(
+    ctx: &mut Context,
+    remote: &Remote,
+    gate_workflow: &str,
+    default_branch: &str,
+    pull: &Pull,
+    (pr, story): (u64, u64),
+    snapshot: &Result<ready::Snapshot, String>,
+) -> Result<Qualified, Failure> {
+    let runs = remote
+        .client
+        .workflow_runs(&remote.repo, gate_workflow, &RunFilter::default())
+        .map_err(Failure::from)?;
+    let mut passed_over = String::new();
+    let mut found = None;
+    for run in &runs {
+        match qualify(
+            remote,
+            run,
+            gate_workflow,
+            default_branch,
+            pull,
+            story,
+            snapshot,
+        ) {
+            Ok(q) => {
+                found = Some(q);
+                break;
+            }
+            Err(why) => {
+                let _ = writeln!(passed_over, "run {}: {why}", run.id);
+            }
+        }
+    }
+    let _ = ctx.err.write_all(passed_over.as_bytes());
+    found.ok_or_else(|| {
+        Failure::new(
+            ExitStatus::ProofFails,
+            format!(
+                "no run of {gate_workflow} qualifies to ship pull request #{pr} ({} runs looked at)",
+                runs.len()
+            ),
+        )
+        .with_hint("let the merge gate run on the pull request's current head (pull_request_target), then ship again")
+    })
+}
+
 /// Why a run does not qualify, or what it proves.
 fn qualify(
     remote: &Remote,
@@ -267,44 +461,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let record_path = format!("ship/{story}.json");
     if pull.merged {
         // Shipped before: complete what a failure may have left (the story's section, the branch).
-        let Some(record) = ledger.read(&record_path).map_err(Failure::from)? else {
-            return Err(Failure::new(
-                ExitStatus::ProofFails,
-                format!(
-                    "pull request #{} is merged, but not by aayu ship: no {record_path} on the ledger",
-                    options.pr
-                ),
-            ));
-        };
-        let record: serde_json::Value = serde_json::from_slice(&record)
-            .map_err(|e| Failure::unexpected(format!("{record_path} is not JSON")).caused_by(e))?;
-        if record["pr"] != json!(options.pr) {
-            return Err(Failure::new(
-                ExitStatus::ProofFails,
-                format!(
-                    "{record_path} records pull request {}, not #{}",
-                    record["pr"], options.pr
-                ),
-            ));
-        }
-        let approver = record["approver"].as_str().unwrap_or_default().to_string();
-        finish(
-            ctx,
-            &remote,
-            &pull,
-            story,
-            &approver,
-            &record,
-            options.dry_run,
-        )?;
-        write_out(
-            ctx.out,
-            &format!(
-                "pull request #{} was already shipped; nothing left to do\n",
-                options.pr
-            ),
-        )?;
-        return Ok(ExitStatus::Ok);
+        return already_shipped(ctx, &options, &ledger, &remote, &pull, story);
     }
     if pull.state != "open" {
         return Err(Failure::new(
@@ -316,61 +473,18 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         .client
         .repository(&remote.repo)
         .map_err(Failure::from)?;
-    let snapshot_path = crate::story::ready_path(story);
-    let snapshot = match ledger.read(&snapshot_path).map_err(Failure::from)? {
-        Some(bytes) => ready::parse(
-            &String::from_utf8_lossy(&bytes),
-            &format!("{}:{snapshot_path}", config.ledger.branch),
-        ),
-        None => Err(format!(
-            "story #{story} has no Ready snapshot on the `{}` branch",
-            config.ledger.branch
-        )),
-    }
-    .and_then(|s| match s.meta.local_file_refusal() {
-        Some(why) => Err(why),
-        None => Ok(s),
-    });
+    let snapshot = snapshot_on_ledger(&ledger, story, &config.ledger.branch)?;
 
-    // Every run of the gate workflow, newest first, with no server-side filter.
-    let runs = remote
-        .client
-        .workflow_runs(&remote.repo, &config.gate.workflow, &RunFilter::default())
-        .map_err(Failure::from)?;
-    let mut passed_over = String::new();
-    let mut found = None;
-    for run in &runs {
-        match qualify(
-            &remote,
-            run,
-            &config.gate.workflow,
-            &repository.default_branch,
-            &pull,
-            story,
-            &snapshot,
-        ) {
-            Ok(q) => {
-                found = Some(q);
-                break;
-            }
-            Err(why) => {
-                let _ = writeln!(passed_over, "run {}: {why}", run.id);
-            }
-        }
-    }
-    let _ = ctx.err.write_all(passed_over.as_bytes());
-    let Some(q) = found else {
-        return Err(Failure::new(
-            ExitStatus::ProofFails,
-            format!(
-                "no run of {} qualifies to ship pull request #{} ({} runs looked at)",
-                config.gate.workflow,
-                options.pr,
-                runs.len()
-            ),
-        )
-        .with_hint("let the merge gate run on the pull request's current head (pull_request_target), then ship again"));
-    };
+    // Every run of the gate workflow, newest first, with no server-side filter: the first that qualifies.
+    let q = first_qualifying(
+        ctx,
+        &remote,
+        &config.gate.workflow,
+        &repository.default_branch,
+        &pull,
+        (options.pr, story),
+        &snapshot,
+    )?;
 
     // A person's approval.
     let (login, id) = remote
@@ -407,27 +521,8 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         writer: writer.clone(),
     };
     let dir = format!("proof/{story}/{}/authoritative", pull.head_sha);
-    let mut files = BTreeMap::new();
-    // Data artifacts to the ledger; media (by kind or by content) never: to the bucket of `[proof] media`
-    // when there is one, else they stay `store: none`.
     let bucket = !config.proof.media.trim().is_empty();
-    let mut media = BTreeMap::new();
-    for a in authoritative.artifacts.iter_mut() {
-        let Some(bytes) = q.unpacked.artifacts.get(&a.path) else {
-            continue;
-        };
-        if a.tombstone.is_some() || !matches!(a.store, Store::Git | Store::None) {
-            continue;
-        }
-        if a.store == Store::None || crate::publish::media::is_media(a, bytes) {
-            a.store = Store::None;
-            if bucket {
-                media.insert(a.path.clone(), bytes.clone());
-            }
-            continue;
-        }
-        files.insert(format!("{dir}/artifacts/{}", a.path), bytes.clone());
-    }
+    let (mut files, media) = split_artifacts(&mut authoritative, &q.unpacked, &dir, bucket);
     let record = json!({
         "schema_version": 1,
         "story": story,
@@ -446,31 +541,17 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     record_bytes.push(b'\n');
     files.insert(record_path.clone(), record_bytes);
 
-    let plan = format!(
-        "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n  approved by {approver}\n  land {dir}/ ({} files) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
-        q.run.id,
-        q.run.run_attempt,
-        pull.number,
-        short(&pull.head_sha),
-        q.unpacked.pack_sha256,
-        files.len(),
-        config.ledger.branch,
-        pull.number,
-        if pull.head_repo.as_deref() == Some(remote.repo.as_str()) {
-            format!(", delete the branch {}", pull.head_ref)
-        } else {
-            String::new()
-        }
-    );
-    let plan = if media.is_empty() {
-        plan
-    } else {
-        format!(
-            "{plan}  upload {} media file(s) to {}\n",
-            media.len(),
-            config.proof.media
-        )
-    };
+    let plan = Plan {
+        q: &q,
+        pull: &pull,
+        story,
+        approver: &approver,
+        dir: &dir,
+        record_path: &record_path,
+        files: files.len(),
+        media: media.len(),
+    }
+    .text(&config, &remote);
     if options.dry_run {
         write_out(ctx.out, &format!("dry run — nothing written:\n{plan}"))?;
         return Ok(ExitStatus::Ok);
