@@ -346,18 +346,12 @@ impl Stage<'_, '_> {
             plan.selected.is_empty() || !loaded.errors.is_empty(),
         ) {
             (Some(sandbox), false) => {
-                let options = behaviour::Options {
-                    root: self.root.clone(),
-                    out: self.out.to_path_buf(),
-                    jobs: inputs.sandbox.jobs,
-                    timeout: Duration::from_secs(config.verify.check_timeout_s),
-                    base_url: config.verify.base_url.clone(),
-                    seed: config.verify.seed.clone(),
-                    production: config.verify.production.clone(),
-                    targets: config.verify.targets.clone(),
-                    require_isolation: config.verify.require_isolation,
-                    aayu: inputs.aayu.clone(),
-                };
+                let options = behaviour::Options::of(
+                    &config.verify,
+                    (&self.root, self.out),
+                    inputs.sandbox.jobs,
+                    inputs.aayu.clone(),
+                );
                 let report = behaviour::run(
                     &loaded.maps,
                     &plan.selected,

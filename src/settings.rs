@@ -54,6 +54,18 @@ impl Env {
         }
     }
 
+    /// An environment of exactly these variables (tests).
+    #[cfg(test)]
+    pub fn with_vars(vars: &[(&str, &str)]) -> Env {
+        Env {
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Env::default()
+        }
+    }
+
     /// A variable of the environment, trimmed; empty is unset.
     pub fn var(&self, name: &str) -> Option<String> {
         self.vars

@@ -98,6 +98,30 @@ pub struct Options {
     pub aayu: PathBuf,
 }
 
+impl Options {
+    /// The run's options from the configuration's `[verify]`: checks of `root` into the run folder `out`,
+    /// `jobs` at once, `aayu` standing for this binary.
+    pub fn of(
+        verify: &crate::config::Verify,
+        (root, out): (&std::path::Path, &std::path::Path),
+        jobs: usize,
+        aayu: PathBuf,
+    ) -> Options {
+        Options {
+            root: root.to_path_buf(),
+            out: out.to_path_buf(),
+            jobs,
+            timeout: Duration::from_secs(verify.check_timeout_s),
+            base_url: verify.base_url.clone(),
+            seed: verify.seed.clone(),
+            production: verify.production.clone(),
+            targets: verify.targets.clone(),
+            require_isolation: verify.require_isolation,
+            aayu,
+        }
+    }
+}
+
 /// Why the floor could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum BehaviourError {

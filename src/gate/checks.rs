@@ -3,7 +3,6 @@
 //! the run folder.
 
 use std::io::Write as _;
-use std::time::Duration;
 
 use super::GateError;
 use crate::config::Config;
@@ -141,18 +140,12 @@ pub fn run_behaviour(
     selected: &[select::Selected],
     sandbox: &Sandbox,
 ) -> Result<behaviour::BehaviourReport, Failure> {
-    let run_options = behaviour::Options {
-        root: root.to_path_buf(),
-        out: out.to_path_buf(),
-        jobs: options.jobs.unwrap_or(env.cores).max(1),
-        timeout: Duration::from_secs(config.verify.check_timeout_s),
-        base_url: config.verify.base_url.clone(),
-        seed: config.verify.seed.clone(),
-        production: config.verify.production.clone(),
-        targets: config.verify.targets.clone(),
-        require_isolation: config.verify.require_isolation,
-        aayu: env.exe.clone().unwrap_or_else(|| "aayu".into()),
-    };
+    let run_options = behaviour::Options::of(
+        &config.verify,
+        (root, out),
+        options.jobs.unwrap_or(env.cores).max(1),
+        env.exe.clone().unwrap_or_else(|| "aayu".into()),
+    );
     behaviour::run(maps, selected, &run_options, sandbox, log).map_err(|e| {
         let status = match e {
             behaviour::BehaviourError::Target(_) => ExitStatus::Usage,

@@ -106,13 +106,7 @@ mod tests {
     use super::*;
 
     fn env(vars: &[(&str, &str)]) -> Env {
-        Env {
-            vars: vars
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Env::default()
-        }
+        Env::with_vars(vars)
     }
 
     #[test]
