@@ -134,11 +134,97 @@ impl Step {
     }
 }
 
+/// Why a step of a check block breaks the step runner's contract. The text names the step (1-based) and
+/// the key, and carries its cause's text too: it lands whole in one line (a map's contract error, or
+/// `aayu control`'s usage error), which no renderer walks the causes of.
+#[derive(Debug, thiserror::Error)]
+pub enum StepContractError {
+    #[error("the check has no `steps` list")]
+    NoSteps,
+    #[error("step {n} is not an object")]
+    NotAnObject { n: usize },
+    #[error("step {n} is empty: it needs an action ({})", known_actions())]
+    Empty { n: usize },
+    #[error(
+        "step {n}: unknown key `{key}` (the step runner knows {}; beside them {})",
+        known_actions(),
+        modifiers().join(", ")
+    )]
+    UnknownKey { n: usize, key: String },
+    #[error(
+        "step {n}: two actions, `{first}` and `{second}`: a step does one thing (split it into two steps)"
+    )]
+    TwoActions {
+        n: usize,
+        first: String,
+        second: String,
+    },
+    #[error("step {n} ({action}): {source}")]
+    Browser {
+        n: usize,
+        action: &'static str,
+        #[source]
+        source: browser::BrowserStepError,
+    },
+    #[error(
+        "step {n} ({label}): `{key}` goes beside an action; `env` and `cwd` alone set the environment and folder of the steps after"
+    )]
+    NotAlone {
+        n: usize,
+        label: String,
+        key: String,
+    },
+    #[error(
+        "step {n} ({label}): `{key}` does not go beside `{action}` (a `{action}` step takes {})",
+        takes(action)
+    )]
+    NotBeside {
+        n: usize,
+        label: String,
+        key: String,
+        action: &'static str,
+    },
+    #[error("step {n} ({label}): {source}")]
+    Key {
+        n: usize,
+        label: String,
+        #[source]
+        source: KeyError,
+    },
+}
+
+/// What is wrong with one key of a step.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("`{key}` is {what}: {source}")]
+    Type {
+        key: &'static str,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("`run` is an argv: a non-empty list of strings")]
+    EmptyArgv,
+    #[error(
+        "`cwd`: `{}` is not a folder inside the repository (write `.` for the root, `a/b` for a folder in it)",
+        .dir.escape_debug()
+    )]
+    Cwd { dir: String },
+    /// A `build` or `test` step's package folder, refused in the sandbox's words.
+    #[error("`{action}`: {why}")]
+    Package { action: &'static str, why: String },
+    #[error(
+        "`test`: `{}` is not a test name (the part of a test id after its `:`, without control characters)",
+        .name.escape_debug()
+    )]
+    TestName { name: String },
+}
+
 /// Every step of a check block, each read against the contract; the error names the step (1-based, the
 /// index is 0-based beside it) and the key.
-pub fn parse(spec: &Value) -> Result<Vec<Step>, (usize, String)> {
+pub fn parse(spec: &Value) -> Result<Vec<Step>, (usize, StepContractError)> {
     let Some(steps) = spec.get("steps").and_then(Value::as_array) else {
-        return Err((0, "the check has no `steps` list".to_string()));
+        return Err((0, StepContractError::NoSteps));
     };
     steps
         .iter()
@@ -147,39 +233,36 @@ pub fn parse(spec: &Value) -> Result<Vec<Step>, (usize, String)> {
         .collect()
 }
 
-fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
+fn parse_step(n: usize, step: &Value) -> Result<Step, StepContractError> {
     let Some(step) = step.as_object() else {
-        return Err(format!("step {n} is not an object"));
+        return Err(StepContractError::NotAnObject { n });
     };
-    let actions: Vec<&str> = step
-        .keys()
-        .map(String::as_str)
-        .filter(|k| ACTIONS.iter().any(|(a, _)| a == k) || browser::is_action(k))
-        .collect();
+    let actions: Vec<&'static str> = step.keys().filter_map(|k| known_action(k)).collect();
     let action = match actions.as_slice() {
         [one] => *one,
         [] if SET.iter().any(|k| step.contains_key(*k)) => "env",
         [] => {
-            let unknown = step.keys().next().map_or("", String::as_str);
-            return Err(if unknown.is_empty() {
-                format!(
-                    "step {n} is empty: it needs an action ({})",
-                    known_actions()
-                )
-            } else {
-                unknown_key(n, unknown)
+            // A step whose first key is `""` is as empty as one with no key.
+            return Err(match step.keys().next() {
+                Some(unknown) if !unknown.is_empty() => StepContractError::UnknownKey {
+                    n,
+                    key: unknown.clone(),
+                },
+                _ => StepContractError::Empty { n },
             });
         }
         [first, second, ..] => {
-            return Err(format!(
-                "step {n}: two actions, `{first}` and `{second}`: a step does one thing (split it into two steps)"
-            ));
+            return Err(StepContractError::TwoActions {
+                n,
+                first: first.to_string(),
+                second: second.to_string(),
+            });
         }
     };
     if browser::is_action(action) {
         return browser::parse(action, step)
             .map(Step::Browser)
-            .map_err(|why| format!("step {n} ({action}): {why}"));
+            .map_err(|source| StepContractError::Browser { n, action, source });
     }
     // The set step is named by the keys it has.
     let label = if action == "env" {
@@ -199,55 +282,55 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
         .keys()
         .find(|k| k.as_str() != action && !beside.contains(&k.as_str()))
     {
-        if !is_known_key(extra) {
-            return Err(unknown_key(n, extra));
-        }
-        if action == "env" {
-            return Err(format!(
-                "step {n} ({label}): `{extra}` goes beside an action; `env` and `cwd` alone set the environment and folder of the steps after"
-            ));
-        }
-        let takes: Vec<&str> = std::iter::once(action)
-            .chain(beside.iter().copied())
-            .collect();
-        return Err(format!(
-            "step {n} ({label}): `{extra}` does not go beside `{action}` (a `{action}` step takes {})",
-            takes.join(", ")
-        ));
+        let key = extra.clone();
+        return Err(if !is_known_key(extra) {
+            StepContractError::UnknownKey { n, key }
+        } else if action == "env" {
+            StepContractError::NotAlone { n, label, key }
+        } else {
+            StepContractError::NotBeside {
+                n,
+                label,
+                key,
+                action,
+            }
+        });
     }
-    let at = |why: String| format!("step {n} ({label}): {why}");
-    let set = read_set(step).map_err(at)?;
-    let step = match action {
+    read_action(action, step).map_err(|source| StepContractError::Key { n, label, source })
+}
+
+/// The step of one action (or the set step, `env`), its keys read; the error names the key.
+fn read_action(action: &str, step: &Map<String, Value>) -> Result<Step, KeyError> {
+    let set = read_set(step)?;
+    let package = |action: &'static str, dir: String| {
+        package_dir(&dir).map_err(|why| KeyError::Package { action, why })
+    };
+    Ok(match action {
         "build" => Step::Build {
-            package: read_package(
-                field::<String>(step, "build", "a package folder (a string)").map_err(at)?,
-            )
-            .map_err(|why| at(format!("`build`: {why}")))?,
+            package: package(
+                "build",
+                field(step, "build", "a package folder (a string)")?,
+            )?,
             set,
         },
         "run" => {
-            let argv = strings(step, "run", "an argv: a non-empty list of strings").map_err(at)?;
+            let argv = strings(step, "run", "an argv: a non-empty list of strings")?;
             if argv.is_empty() {
-                return Err(at(
-                    "`run` is an argv: a non-empty list of strings".to_string()
-                ));
+                return Err(KeyError::EmptyArgv);
             }
+            let expected = |key: &'static str| {
+                if step.contains_key(key) {
+                    strings(step, key, "a list of expected substrings")
+                } else {
+                    Ok(Vec::new())
+                }
+            };
             Step::Run(Run {
                 argv,
-                stdin: optional::<String>(step, "stdin", "a string").map_err(at)?,
-                exit: optional::<i64>(step, "exit", "a whole number")
-                    .map_err(at)?
-                    .unwrap_or(0),
-                stdout: if step.contains_key("stdout") {
-                    strings(step, "stdout", "a list of expected substrings").map_err(at)?
-                } else {
-                    Vec::new()
-                },
-                stderr: if step.contains_key("stderr") {
-                    strings(step, "stderr", "a list of expected substrings").map_err(at)?
-                } else {
-                    Vec::new()
-                },
+                stdin: optional::<String>(step, "stdin", "a string")?,
+                exit: optional::<i64>(step, "exit", "a whole number")?.unwrap_or(0),
+                stdout: expected("stdout")?,
+                stderr: expected("stderr")?,
                 set,
             })
         }
@@ -256,10 +339,8 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
                 step,
                 "request",
                 "an object with `method`, `path`, `headers`, `json`",
-            )
-            .map_err(at)?,
-            expect: optional::<Expect>(step, "expect", "an object with `status`, `json`, `text`")
-                .map_err(at)?
+            )?,
+            expect: optional::<Expect>(step, "expect", "an object with `status`, `json`, `text`")?
                 .unwrap_or_default(),
         }),
         "test" => {
@@ -267,57 +348,40 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, String> {
                 step,
                 "test",
                 "an object with `package` (a folder) and `test` (a name)",
-            )
-            .map_err(at)?;
-            test.package =
-                read_package(test.package).map_err(|why| at(format!("`test`: {why}")))?;
+            )?;
+            test.package = package("test", test.package)?;
             if test.test.is_empty() || test.test.chars().any(char::is_control) {
-                return Err(at(format!(
-                    "`test`: `{}` is not a test name (the part of a test id after its `:`, without control characters)",
-                    test.test.escape_debug()
-                )));
+                return Err(KeyError::TestName { name: test.test });
             }
             Step::Test { test, set }
         }
         _ => Step::Set(set),
-    };
-    Ok(step)
+    })
 }
 
-fn read_set(step: &Map<String, Value>) -> Result<Set, String> {
+fn read_set(step: &Map<String, Value>) -> Result<Set, KeyError> {
     let env = optional::<BTreeMap<String, String>>(step, "env", "an object of strings")?;
     let cwd = optional::<String>(step, "cwd", "a folder relative to the repository root")?
-        .map(|dir| {
-            package_dir(&dir).map_err(|_| {
-                format!(
-                    "`cwd`: `{}` is not a folder inside the repository (write `.` for the root, `a/b` for a folder in it)",
-                    dir.escape_debug()
-                )
-            })
-        })
+        .map(|dir| package_dir(&dir).map_err(|_| KeyError::Cwd { dir }))
         .transpose()?;
     Ok(Set { env, cwd })
-}
-
-fn read_package(dir: String) -> Result<String, String> {
-    package_dir(&dir)
 }
 
 /// A key's value, read as `T`; the error names the key and what it must be.
 fn field<T: serde::de::DeserializeOwned>(
     step: &Map<String, Value>,
-    key: &str,
-    what: &str,
-) -> Result<T, String> {
+    key: &'static str,
+    what: &'static str,
+) -> Result<T, KeyError> {
     let value = step.get(key).cloned().unwrap_or(Value::Null);
-    serde_json::from_value(value).map_err(|e| format!("`{key}` is {what}: {e}"))
+    serde_json::from_value(value).map_err(|source| KeyError::Type { key, what, source })
 }
 
 fn optional<T: serde::de::DeserializeOwned>(
     step: &Map<String, Value>,
-    key: &str,
-    what: &str,
-) -> Result<Option<T>, String> {
+    key: &'static str,
+    what: &'static str,
+) -> Result<Option<T>, KeyError> {
     match step.get(key) {
         None => Ok(None),
         Some(_) => field(step, key, what).map(Some),
@@ -325,7 +389,11 @@ fn optional<T: serde::de::DeserializeOwned>(
 }
 
 /// A string or a list of strings.
-fn strings(step: &Map<String, Value>, key: &str, what: &str) -> Result<Vec<String>, String> {
+fn strings(
+    step: &Map<String, Value>,
+    key: &'static str,
+    what: &'static str,
+) -> Result<Vec<String>, KeyError> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum OneOrMany {
@@ -336,6 +404,27 @@ fn strings(step: &Map<String, Value>, key: &str, what: &str) -> Result<Vec<Strin
         OneOrMany::One(s) => vec![s],
         OneOrMany::Many(list) => list,
     })
+}
+
+/// The action a step key names, as the contract spells it, or `None` when the key is no action.
+fn known_action(key: &str) -> Option<&'static str> {
+    ACTIONS
+        .iter()
+        .map(|(action, _)| *action)
+        .chain(browser::actions())
+        .find(|action| *action == key)
+}
+
+/// What a step of `action` takes: the action and the keys beside it, for the contract error.
+fn takes(action: &str) -> String {
+    let beside = ACTIONS
+        .iter()
+        .find(|(a, _)| *a == action)
+        .map_or(&SET[..], |(_, keys)| *keys);
+    std::iter::once(action)
+        .chain(beside.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn is_known_key(key: &str) -> bool {
@@ -368,20 +457,12 @@ fn modifiers() -> Vec<&'static str> {
     keys
 }
 
-fn unknown_key(n: usize, key: &str) -> String {
-    format!(
-        "step {n}: unknown key `{key}` (the step runner knows {}; beside them {})",
-        known_actions(),
-        modifiers().join(", ")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn one(step: Value) -> Result<Step, String> {
+    fn one(step: Value) -> Result<Step, StepContractError> {
         parse(&json!({"steps": [step]}))
             .map(|mut s| s.remove(0))
             .map_err(|(_, why)| why)
@@ -398,49 +479,62 @@ mod tests {
         assert!(
             matches!(one(json!({"env": {"A": "1"}, "cwd": "sub"})), Ok(Step::Set(s)) if s.cwd.as_deref() == Some("sub"))
         );
-        let three = one(json!({"build": 3})).expect_err("a number");
+        let three = one(json!({"build": 3})).expect_err("a number").to_string();
         assert!(
             three.starts_with(
                 "step 1 (build): `build` is a package folder (a string): invalid type: integer `3`"
             ),
             "{three}"
         );
-        let two =
-            one(json!({"build": "a", "test": {"package": "a", "test": "t"}})).expect_err("two");
+        let two = one(json!({"build": "a", "test": {"package": "a", "test": "t"}}))
+            .expect_err("two")
+            .to_string();
         assert_eq!(
             two,
             "step 1: two actions, `build` and `test`: a step does one thing (split it into two steps)"
         );
-        let beside = one(json!({"build": "a", "stdout": ["x"]})).expect_err("beside");
+        let beside = one(json!({"build": "a", "stdout": ["x"]}))
+            .expect_err("beside")
+            .to_string();
         assert_eq!(
             beside,
             "step 1 (build): `stdout` does not go beside `build` (a `build` step takes build, env)"
         );
-        let alone = one(json!({"cwd": "x", "stdout": "y"})).expect_err("alone");
+        let alone = one(json!({"cwd": "x", "stdout": "y"}))
+            .expect_err("alone")
+            .to_string();
         assert_eq!(
             alone,
             "step 1 (cwd): `stdout` goes beside an action; `env` and `cwd` alone set the environment and folder of the steps after"
         );
-        let up = one(json!({"cwd": "../x"})).expect_err("cwd");
+        let up = one(json!({"cwd": "../x"})).expect_err("cwd").to_string();
         assert!(
             up.starts_with("step 1 (cwd): `cwd`: `../x` is not a folder inside"),
             "{up}"
         );
-        let control = one(json!({"test": {"package": ".", "test": "a\u{0}b"}})).expect_err("nul");
+        let control = one(json!({"test": {"package": ".", "test": "a\u{0}b"}}))
+            .expect_err("nul")
+            .to_string();
         assert!(control.contains("`a\\0b` is not a test name"), "{control}");
-        let unknown = one(json!({"biuld": "a"})).expect_err("unknown");
+        let unknown = one(json!({"biuld": "a"})).expect_err("unknown").to_string();
         assert!(
             unknown.starts_with("step 1: unknown key `biuld` (the step runner knows build, run"),
             "{unknown}"
         );
-        let nested = one(json!({"test": {"package": ".", "name": "t"}})).expect_err("nested");
+        let nested = one(json!({"test": {"package": ".", "name": "t"}}))
+            .expect_err("nested")
+            .to_string();
         assert!(nested.contains("unknown field `name`"), "{nested}");
-        let env = one(json!({"run": ["x"], "env": {"A": 1}})).expect_err("env");
+        let env = one(json!({"run": ["x"], "env": {"A": 1}}))
+            .expect_err("env")
+            .to_string();
         assert!(
             env.starts_with("step 1 (run): `env` is an object of strings"),
             "{env}"
         );
-        let up = one(json!({"test": {"package": "../x", "test": "t"}})).expect_err("up");
+        let up = one(json!({"test": {"package": "../x", "test": "t"}}))
+            .expect_err("up")
+            .to_string();
         assert!(up.starts_with("step 1 (test): `test`:"), "{up}");
         let (at, _) =
             parse(&json!({"steps": [{"build": "a"}, {"open": "x"}]})).expect_err("second");

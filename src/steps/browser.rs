@@ -138,22 +138,80 @@ pub enum What {
     },
 }
 
+/// Why a browser step breaks its contract; the text names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserStepError {
+    #[error("`{0}` is not a browser step")]
+    NotABrowserStep(String),
+    #[error(
+        "unknown key `{key}` beside `{action}` (a `{action}` step takes {})",
+        takes(action)
+    )]
+    UnknownKey { key: String, action: &'static str },
+    #[error("`{key}` is {what}")]
+    Type {
+        key: &'static str,
+        what: &'static str,
+    },
+    #[error("`{0}` is a path that starts with `/`")]
+    Path(&'static str),
+    #[error("`press` names a key such as `Enter`, `Tab`, `Escape` or `a`; `{0}` is not one")]
+    Key(String),
+    #[error(
+        "`screenshot` is a file name ending in `.png` (letters, digits, `.`, `-`, `_`); `{0}` is not"
+    )]
+    ScreenshotName(String),
+    #[error("`{action}` needs `{key}`")]
+    Needs {
+        action: &'static str,
+        key: &'static str,
+    },
+    #[error(transparent)]
+    Handle(#[from] HandleError),
+}
+
+/// Why a handle names no element.
+#[derive(Debug, thiserror::Error)]
+pub enum HandleError {
+    #[error(
+        "a handle is an object: `name` (and `role`), `label` or `test`, and optionally `within`"
+    )]
+    NotAnObject,
+    #[error("unknown handle key `{key}` (a handle takes {})", HANDLE_KEYS.join(", "))]
+    UnknownKey { key: String },
+    #[error("handle `{0}` is a non-empty string")]
+    NotAString(&'static str),
+    #[error("handle `role` goes with `name` only")]
+    RoleWithoutName,
+    #[error("a handle names its element one way: exactly one of `name`, `label` or `test`")]
+    NotOneWay,
+}
+
+/// What a browser step of `action` takes: the action and the keys beside it, for the contract error.
+fn takes(action: &str) -> String {
+    let extra = STEPS
+        .iter()
+        .find(|(a, _)| *a == action)
+        .map_or(&[][..], |(_, extra)| *extra);
+    std::iter::once(action)
+        .chain(extra.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Reads one browser step against its contract: its keys and their types. The error names the key.
-pub fn parse(action: &str, step: &Map<String, Value>) -> Result<BrowserStep, String> {
+pub fn parse(action: &str, step: &Map<String, Value>) -> Result<BrowserStep, BrowserStepError> {
     let Some((action, extra)) = STEPS.iter().find(|(a, _)| *a == action).copied() else {
-        return Err(format!("`{action}` is not a browser step"));
+        return Err(BrowserStepError::NotABrowserStep(action.to_string()));
     };
     if let Some(unknown) = step
         .keys()
         .find(|k| k.as_str() != action && !extra.contains(&k.as_str()))
     {
-        let known: Vec<&str> = std::iter::once(action)
-            .chain(extra.iter().copied())
-            .collect();
-        return Err(format!(
-            "unknown key `{unknown}` beside `{action}` (a `{action}` step takes {})",
-            known.join(", ")
-        ));
+        return Err(BrowserStepError::UnknownKey {
+            key: unknown.clone(),
+            action,
+        });
     }
     let value = &step[action];
     for (key, check) in [
@@ -169,7 +227,7 @@ pub fn parse(action: &str, step: &Map<String, Value>) -> Result<BrowserStep, Str
             } else {
                 "a string"
             };
-            return Err(format!("`{key}` is {what}"));
+            return Err(BrowserStepError::Type { key, what });
         }
     }
     let text = |key: &str| step.get(key).and_then(Value::as_str).map(str::to_string);
@@ -177,7 +235,7 @@ pub fn parse(action: &str, step: &Map<String, Value>) -> Result<BrowserStep, Str
     let what = match action {
         "open" | "url" => {
             let Some(path) = value.as_str().filter(|p| p.starts_with('/')) else {
-                return Err(format!("`{action}` is a path that starts with `/`"));
+                return Err(BrowserStepError::Path(action));
             };
             if action == "open" {
                 What::Open(path.to_string())
@@ -188,9 +246,7 @@ pub fn parse(action: &str, step: &Map<String, Value>) -> Result<BrowserStep, Str
         "press" => {
             let key = value.as_str().unwrap_or_default();
             if chromiumoxide::keys::get_key_definition(key).is_none() {
-                return Err(format!(
-                    "`press` names a key such as `Enter`, `Tab`, `Escape` or `a`; `{key}` is not one"
-                ));
+                return Err(BrowserStepError::Key(key.to_string()));
             }
             What::Press(key.to_string())
         }
@@ -203,23 +259,23 @@ pub fn parse(action: &str, step: &Map<String, Value>) -> Result<BrowserStep, Str
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
             if !plain {
-                return Err(format!(
-                    "`screenshot` is a file name ending in `.png` (letters, digits, `.`, `-`, `_`); `{name}` is not"
-                ));
+                return Err(BrowserStepError::ScreenshotName(name.to_string()));
             }
             What::Screenshot(name.to_string())
         }
         _ => {
             let handle = handle(value)?;
+            let needs =
+                |key: &'static str| text(key).ok_or(BrowserStepError::Needs { action, key });
             match action {
                 "click" => What::Click(handle),
                 "fill" => What::Fill {
                     handle,
-                    text: text("text").ok_or("`fill` needs `text`")?,
+                    text: needs("text")?,
                 },
                 "select" => What::Select {
                     handle,
-                    option: text("option").ok_or("`select` needs `option`")?,
+                    option: needs("option")?,
                 },
                 "see" => What::See {
                     handle,
@@ -256,24 +312,20 @@ enum By {
 }
 
 /// Reads a handle object; the error names what is wrong with it.
-pub fn handle(value: &Value) -> Result<Handle, String> {
+pub fn handle(value: &Value) -> Result<Handle, HandleError> {
     let Some(object) = value.as_object() else {
-        return Err(
-            "a handle is an object: `name` (and `role`), `label` or `test`, and optionally `within`"
-                .to_string(),
-        );
+        return Err(HandleError::NotAnObject);
     };
     if let Some(unknown) = object.keys().find(|k| !HANDLE_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown handle key `{unknown}` (a handle takes {})",
-            HANDLE_KEYS.join(", ")
-        ));
+        return Err(HandleError::UnknownKey {
+            key: unknown.clone(),
+        });
     }
-    let text = |key: &str| -> Result<Option<String>, String> {
+    let text = |key: &'static str| -> Result<Option<String>, HandleError> {
         match object.get(key) {
             None => Ok(None),
             Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
-            Some(_) => Err(format!("handle `{key}` is a non-empty string")),
+            Some(_) => Err(HandleError::NotAString(key)),
         }
     };
     let by: Vec<By> = [
@@ -289,14 +341,11 @@ pub fn handle(value: &Value) -> Result<Handle, String> {
     match <[By; 1]>::try_from(by) {
         Ok([by]) => {
             if role.is_some() && !matches!(by, By::Name(_)) {
-                return Err("handle `role` goes with `name` only".to_string());
+                return Err(HandleError::RoleWithoutName);
             }
             Ok(Handle { by, role, within })
         }
-        Err(_) => Err(
-            "a handle names its element one way: exactly one of `name`, `label` or `test`"
-                .to_string(),
-        ),
+        Err(_) => Err(HandleError::NotOneWay),
     }
 }
 
@@ -1034,20 +1083,28 @@ mod tests {
         assert!(handle(&json!({"name": "Ask", "role": "button"})).is_ok());
         assert!(handle(&json!({"label": "Question", "within": "Ask a question"})).is_ok());
         assert!(handle(&json!({"test": "answer"})).is_ok());
-        let two = handle(&json!({"name": "Ask", "test": "ask"})).expect_err("two ways");
+        let two = handle(&json!({"name": "Ask", "test": "ask"}))
+            .expect_err("two ways")
+            .to_string();
         assert!(two.contains("exactly one"), "{two}");
-        let unknown = handle(&json!({"css": "#ask"})).expect_err("unknown");
+        let unknown = handle(&json!({"css": "#ask"}))
+            .expect_err("unknown")
+            .to_string();
         assert_eq!(
             unknown,
             "unknown handle key `css` (a handle takes name, role, label, test, within)"
         );
-        let role = handle(&json!({"label": "Q", "role": "textbox"})).expect_err("role");
+        let role = handle(&json!({"label": "Q", "role": "textbox"}))
+            .expect_err("role")
+            .to_string();
         assert!(role.contains("`role` goes with `name`"), "{role}");
     }
 
     #[test]
     fn browser_steps_are_checked_key_by_key() {
-        let validate = |action: &str, step: &Map<String, Value>| parse(action, step).map(drop);
+        let validate = |action: &str, step: &Map<String, Value>| {
+            parse(action, step).map(drop).map_err(|e| e.to_string())
+        };
         assert!(validate("open", &step(json!({"open": "/"}))).is_ok());
         assert!(validate("fill", &step(json!({"fill": {"label": "Q"}, "text": "x"}))).is_ok());
         assert!(validate("see", &step(json!({"see": {"test": "a"}, "count": 2}))).is_ok());
