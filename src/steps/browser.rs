@@ -27,6 +27,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::cdp::js_protocol::runtime::{CallArgument, CallFunctionOnParams};
+use chromiumoxide::error::CdpError;
 use chromiumoxide::page::{Page, ScreenshotParams};
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
@@ -394,29 +395,191 @@ pub struct Session {
     _profile: tempfile::TempDir,
 }
 
-/// Why a step did not hold.
-pub struct StepError(pub String);
+/// Why the browser could not be started, or a screenshot of a failed step taken. Each text carries its
+/// cause's: it lands whole in the check's reason.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    #[error("cannot start the browser's event loop: {0}")]
+    EventLoop(#[source] std::io::Error),
+    #[error("cannot make Chromium's profile folder: {0}")]
+    Profile(#[source] std::io::Error),
+    /// chromiumoxide's configuration builder refused the configuration (it says why in words only).
+    #[error("{0}")]
+    Config(String),
+    #[error(
+        "Chromium at `{}` did not start: {source}{}",
+        .chromium.display(),
+        .sandboxed.as_ref().map(|f| format!("; with its own sandbox: {f}")).unwrap_or_default()
+    )]
+    DidNotStart {
+        chromium: PathBuf,
+        #[source]
+        source: CdpError,
+        /// Why it did not start with its own sandbox, the first time.
+        sandboxed: Option<CdpError>,
+    },
+    #[error("{0}")]
+    Screenshot(#[source] CdpError),
+    #[error("{0}")]
+    WriteScreenshot(#[source] std::io::Error),
+}
+
+/// Why a look at the page (a query, a function called on an element) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error("{0}")]
+    Cdp(#[from] CdpError),
+    #[error("the page did not answer (still loading?)")]
+    NoAnswer,
+    #[error("no region or landmark is named `{0}`")]
+    NoRegion(String),
+    #[error("the element has no object")]
+    NoObject,
+    /// chromiumoxide's parameter builder refused the call (it says why in words only).
+    #[error("{0}")]
+    Params(String),
+    /// What the function threw in the page.
+    #[error("{0}")]
+    Thrown(String),
+}
+
+/// Why a browser step did not hold. Each text carries its cause's: it lands whole in the check's reason
+/// and the transcript.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The page did not open: the app is not there (the check is unreachable, not failed).
+    #[error("the page `{url}` did not open: {source}")]
+    Open {
+        url: String,
+        #[source]
+        source: CdpError,
+    },
+    #[error("the page is at `{now}`, not `{want}`, after {}", seconds(*.limit))]
+    Path {
+        now: String,
+        want: String,
+        limit: Duration,
+    },
+    /// A DevTools request of the step failed; `what` says which.
+    #[error("{what}: {source}")]
+    Cdp {
+        what: &'static str,
+        #[source]
+        source: CdpError,
+    },
+    /// A function called on the element failed; `what` says which.
+    #[error("{what}: {source}")]
+    Page {
+        what: &'static str,
+        #[source]
+        source: PageError,
+    },
+    #[error("the screenshot could not be written: {0}")]
+    WriteScreenshot(#[source] std::io::Error),
+    #[error("the {handle} has no option `{option}` (it has {})", options_of(.options))]
+    NoOption {
+        handle: Handle,
+        option: String,
+        options: Vec<String>,
+    },
+    #[error(
+        "the {handle} does not contain `{want}` after {}; its text is {:?}",
+        seconds(*.limit),
+        clip(.text)
+    )]
+    Lacks {
+        handle: Handle,
+        want: String,
+        text: String,
+        limit: Duration,
+    },
+    #[error(
+        "expected {count} visible × {handle}{}, saw {seen} after {}",
+        .containing.as_ref().map(|w| format!(" containing `{w}`")).unwrap_or_default(),
+        seconds(*.limit)
+    )]
+    Count {
+        handle: Handle,
+        containing: Option<String>,
+        count: u64,
+        seen: u64,
+        limit: Duration,
+    },
+    #[error("the {handle}: {source} (on `{path}`)")]
+    Look {
+        handle: Handle,
+        path: String,
+        #[source]
+        source: PageError,
+    },
+    #[error("found no {handle} on `{path}` after {}", seconds(*.limit))]
+    NotFound {
+        handle: Handle,
+        path: String,
+        limit: Duration,
+    },
+    #[error("the {handle} is on `{path}` but not visible after {}", seconds(*.limit))]
+    Hidden {
+        handle: Handle,
+        path: String,
+        limit: Duration,
+    },
+    #[error(
+        "{count} elements match {handle} on `{path}`: name it more closely (a `role`, or `within`)"
+    )]
+    Ambiguous {
+        handle: Handle,
+        path: String,
+        count: usize,
+    },
+    #[error("the {0} has no box to click")]
+    NoBox(Handle),
+    /// chromiumoxide's event builder refused the event (it says why in words only).
+    #[error("{0}")]
+    Event(String),
+    #[error("`{0}` is not a key")]
+    NotAKey(String),
+}
 
 type StepResult<T> = Result<T, StepError>;
 
-fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> StepError + '_ {
-    move |e| StepError(format!("{what}: {e}"))
+/// A failed DevTools request of a step, named by `what`.
+fn cdp(what: &'static str) -> impl FnOnce(CdpError) -> StepError {
+    move |source| StepError::Cdp { what, source }
+}
+
+/// A failed function call on an element of a step, named by `what`.
+fn page(what: &'static str) -> impl FnOnce(PageError) -> StepError {
+    move |source| StepError::Page { what, source }
+}
+
+/// The options a select has, for [`StepError::NoOption`].
+fn options_of(options: &[String]) -> String {
+    if options.is_empty() {
+        "none: is it a select?".to_string()
+    } else {
+        options
+            .iter()
+            .map(|o| format!("`{o}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 impl Session {
     /// Starts Chromium at `chromium` for pages under `base_url`.
-    pub fn start(chromium: &Path, base_url: &str) -> Result<Session, String> {
+    pub fn start(chromium: &Path, base_url: &str) -> Result<Session, BrowserError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the browser's event loop: {e}"))?;
+            .map_err(BrowserError::EventLoop)?;
         let mut no_sandbox = sandbox_denied();
         let mut first_error = None;
         loop {
             let profile = tempfile::Builder::new()
                 .prefix("aayu-chromium-")
                 .tempdir()
-                .map_err(|e| format!("cannot make Chromium's profile folder: {e}"))?;
+                .map_err(BrowserError::Profile)?;
             let mut config = BrowserConfig::builder()
                 .chrome_executable(chromium)
                 .user_data_dir(profile.path())
@@ -437,7 +600,7 @@ impl Session {
             if no_sandbox.is_some() {
                 config = config.no_sandbox();
             }
-            let config = config.build()?;
+            let config = config.build().map_err(BrowserError::Config)?;
             let launched = runtime.block_on(async {
                 let (browser, mut handler) = Browser::launch(config).await?;
                 let task = tokio::spawn(async move {
@@ -447,7 +610,7 @@ impl Session {
                     }
                 });
                 let page = browser.new_page("about:blank").await?;
-                Ok::<_, chromiumoxide::error::CdpError>((browser, task, page))
+                Ok::<_, CdpError>((browser, task, page))
             });
             match launched {
                 Ok((browser, handler, page)) => {
@@ -465,16 +628,14 @@ impl Session {
                 // allows the namespace but not what Chromium does in it): once more without it.
                 Err(e) if no_sandbox.is_none() => {
                     no_sandbox = Some(format!("its own sandbox did not start ({e})"));
-                    first_error = Some(e.to_string());
+                    first_error = Some(e);
                 }
-                Err(e) => {
-                    let first = first_error
-                        .map(|f| format!("; with its own sandbox: {f}"))
-                        .unwrap_or_default();
-                    return Err(format!(
-                        "Chromium at `{}` did not start: {e}{first}",
-                        chromium.display()
-                    ));
+                Err(source) => {
+                    return Err(BrowserError::DidNotStart {
+                        chromium: chromium.to_path_buf(),
+                        source,
+                        sandboxed: first_error,
+                    });
                 }
             }
         }
@@ -509,7 +670,7 @@ impl Session {
     }
 
     /// A screenshot of the page as it is now, written to `path`.
-    pub fn screenshot(&mut self, path: &Path) -> Result<(), String> {
+    pub fn screenshot(&mut self, path: &Path) -> Result<(), BrowserError> {
         let page = self.page.clone();
         self.runtime.block_on(async move {
             let png = page
@@ -519,8 +680,8 @@ impl Session {
                         .build(),
                 )
                 .await
-                .map_err(|e| e.to_string())?;
-            crate::safe_fs::write_atomic(path, &png).map_err(|e| e.to_string())
+                .map_err(BrowserError::Screenshot)?;
+            crate::safe_fs::write_atomic(path, &png).map_err(BrowserError::WriteScreenshot)
         })
     }
 
@@ -556,7 +717,10 @@ impl Steps<'_> {
                 self.page
                     .goto(url.as_str())
                     .await
-                    .map_err(|e| StepError(format!("the page `{url}` did not open: {e}")))?;
+                    .map_err(|source| StepError::Open {
+                        url: url.clone(),
+                        source,
+                    })?;
                 Ok(json!({"url": url}))
             }
             What::Url(want) => {
@@ -568,10 +732,11 @@ impl Steps<'_> {
                         return Ok(json!({"path": now}));
                     }
                     if Instant::now() >= deadline {
-                        return Err(StepError(format!(
-                            "the page is at `{now}`, not `{want}`, after {}",
-                            seconds(limit)
-                        )));
+                        return Err(StepError::Path {
+                            now,
+                            want: want.clone(),
+                            limit,
+                        });
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -590,9 +755,9 @@ impl Steps<'_> {
                             .build(),
                     )
                     .await
-                    .map_err(err("the screenshot failed"))?;
+                    .map_err(cdp("the screenshot failed"))?;
                 crate::safe_fs::write_atomic(&out.join(name), &png)
-                    .map_err(err("the screenshot could not be written"))?;
+                    .map_err(StepError::WriteScreenshot)?;
                 Ok(json!({"screenshot": name, "bytes": png.len()}))
             }
             What::See {
@@ -619,21 +784,17 @@ impl Steps<'_> {
                 let result = self
                     .call(node, SELECT, vec![json!(option)])
                     .await
-                    .map_err(err("the option could not be chosen"))?;
+                    .map_err(page("the option could not be chosen"))?;
                 if let Some(options) = result.as_array() {
-                    let names: Vec<String> = options
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(|o| format!("`{o}`"))
-                        .collect();
-                    return Err(StepError(format!(
-                        "the {handle} has no option `{option}` (it has {})",
-                        if names.is_empty() {
-                            "none: is it a select?".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    )));
+                    return Err(StepError::NoOption {
+                        handle: handle.clone(),
+                        option: option.clone(),
+                        options: options
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect(),
+                    });
                 }
                 Ok(json!({"option": option}))
             }
@@ -668,11 +829,12 @@ impl Steps<'_> {
                     return Ok(json!({"text": clip(&text)}));
                 }
                 if Instant::now() >= deadline {
-                    return Err(StepError(format!(
-                        "the {handle} does not contain `{want}` after {}; its text is {:?}",
-                        seconds(limit),
-                        clip(&text)
-                    )));
+                    return Err(StepError::Lacks {
+                        handle: handle.clone(),
+                        want: want.to_string(),
+                        text,
+                        limit,
+                    });
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -706,11 +868,13 @@ impl Steps<'_> {
                 return Ok(json!({"count": seen}));
             }
             if Instant::now() >= deadline {
-                let what = want.map_or(String::new(), |w| format!(" containing `{w}`"));
-                return Err(StepError(format!(
-                    "expected {count} visible × {handle}{what}, saw {seen} after {}",
-                    seconds(limit)
-                )));
+                return Err(StepError::Count {
+                    handle: handle.clone(),
+                    containing: want.map(str::to_string),
+                    count,
+                    seen,
+                    limit,
+                });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -722,7 +886,7 @@ impl Steps<'_> {
         loop {
             let found = match tokio::time::timeout(LOOK, self.find(handle)).await {
                 Ok(found) => found,
-                Err(_) => Err("the page did not answer (still loading?)".to_string()),
+                Err(_) => Err(PageError::NoAnswer),
             };
             let mut visible = Vec::new();
             if let Ok(nodes) = &found {
@@ -737,31 +901,40 @@ impl Steps<'_> {
             }
             if Instant::now() >= deadline {
                 let path = self.path().await;
-                return Err(StepError(match (found, visible.len()) {
-                    (Err(why), _) => format!("the {handle}: {why} (on `{path}`)"),
-                    (Ok(nodes), 0) if nodes.is_empty() => {
-                        format!("found no {handle} on `{path}` after {}", seconds(limit))
-                    }
-                    (Ok(_), 0) => format!(
-                        "the {handle} is on `{path}` but not visible after {}",
-                        seconds(limit)
-                    ),
-                    (Ok(_), n) => format!(
-                        "{n} elements match {handle} on `{path}`: name it more closely (a `role`, or `within`)"
-                    ),
-                }));
+                let handle = handle.clone();
+                return Err(match (found, visible.len()) {
+                    (Err(source), _) => StepError::Look {
+                        handle,
+                        path,
+                        source,
+                    },
+                    (Ok(nodes), 0) if nodes.is_empty() => StepError::NotFound {
+                        handle,
+                        path,
+                        limit,
+                    },
+                    (Ok(_), 0) => StepError::Hidden {
+                        handle,
+                        path,
+                        limit,
+                    },
+                    (Ok(_), count) => StepError::Ambiguous {
+                        handle,
+                        path,
+                        count,
+                    },
+                });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
     /// Every element `handle` names now (visible or not); an error when its `within` names no region.
-    async fn find(&self, handle: &Handle) -> Result<Vec<BackendNodeId>, String> {
+    async fn find(&self, handle: &Handle) -> Result<Vec<BackendNodeId>, PageError> {
         let document = self
             .page
             .execute(GetDocumentParams::builder().depth(0).build())
-            .await
-            .map_err(|e| e.to_string())?
+            .await?
             .result
             .root;
         let mut scope = document.backend_node_id;
@@ -775,7 +948,7 @@ impl Steps<'_> {
                 .collect::<Vec<_>>();
             match regions.first() {
                 Some(&region) => scope = region,
-                None => return Err(format!("no region or landmark is named `{within}`")),
+                None => return Err(PageError::NoRegion(within.clone())),
             }
         }
         match &handle.by {
@@ -797,8 +970,7 @@ impl Steps<'_> {
                 let pushed = self
                     .page
                     .execute(PushNodesByBackendIdsToFrontendParams::new(vec![scope]))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 let Some(&scope_id) = pushed.result.node_ids.first() else {
                     return Ok(Vec::new());
                 };
@@ -806,8 +978,7 @@ impl Steps<'_> {
                 let nodes = self
                     .page
                     .execute(QuerySelectorAllParams::new(scope_id, selector))
-                    .await
-                    .map_err(|e| e.to_string())?
+                    .await?
                     .result
                     .node_ids;
                 let mut found = Vec::new();
@@ -815,8 +986,7 @@ impl Steps<'_> {
                     let described = self
                         .page
                         .execute(DescribeNodeParams::builder().node_id(node).build())
-                        .await
-                        .map_err(|e| e.to_string())?;
+                        .await?;
                     found.push(described.result.node.backend_node_id);
                 }
                 Ok(found)
@@ -830,20 +1000,14 @@ impl Steps<'_> {
         scope: BackendNodeId,
         name: &str,
         role: Option<&str>,
-    ) -> Result<Vec<(String, BackendNodeId)>, String> {
+    ) -> Result<Vec<(String, BackendNodeId)>, PageError> {
         let mut query = QueryAxTreeParams::builder()
             .backend_node_id(scope)
             .accessible_name(name);
         if let Some(role) = role {
             query = query.role(role);
         }
-        let nodes = self
-            .page
-            .execute(query.build())
-            .await
-            .map_err(|e| e.to_string())?
-            .result
-            .nodes;
+        let nodes = self.page.execute(query.build()).await?.result.nodes;
         Ok(nodes
             .into_iter()
             .filter(|n| !n.ignored)
@@ -865,16 +1029,15 @@ impl Steps<'_> {
         node: BackendNodeId,
         function: &str,
         args: Vec<Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, PageError> {
         let object = self
             .page
             .execute(ResolveNodeParams::builder().backend_node_id(node).build())
-            .await
-            .map_err(|e| e.to_string())?
+            .await?
             .result
             .object
             .object_id
-            .ok_or("the element has no object")?;
+            .ok_or(PageError::NoObject)?;
         let mut call = CallFunctionOnParams::builder()
             .function_declaration(function)
             .object_id(object)
@@ -885,12 +1048,11 @@ impl Steps<'_> {
         }
         let returned = self
             .page
-            .execute(call.build().map_err(|e| e.to_string())?)
-            .await
-            .map_err(|e| e.to_string())?
+            .execute(call.build().map_err(PageError::Params)?)
+            .await?
             .result;
         if let Some(thrown) = returned.exception_details {
-            return Err(thrown.text);
+            return Err(PageError::Thrown(thrown.text));
         }
         Ok(returned.result.value.unwrap_or(Value::Null))
     }
@@ -954,11 +1116,11 @@ impl Steps<'_> {
                     .build(),
             )
             .await
-            .map_err(err("the element has no box to click"))?
+            .map_err(cdp("the element has no box to click"))?
             .result
             .quads;
         let Some(quad) = quads.first().map(|q| q.inner()) else {
-            return Err(StepError(format!("the {handle} has no box to click")));
+            return Err(StepError::NoBox(handle.clone()));
         };
         let (x, y) = if quad.len() >= 8 {
             (
@@ -966,7 +1128,7 @@ impl Steps<'_> {
                 (quad[1] + quad[3] + quad[5] + quad[7]) / 4.0,
             )
         } else {
-            return Err(StepError(format!("the {handle} has no box to click")));
+            return Err(StepError::NoBox(handle.clone()));
         };
         for kind in [
             DispatchMouseEventType::MouseMoved,
@@ -981,9 +1143,9 @@ impl Steps<'_> {
                 event = event.button(MouseButton::Left).click_count(1);
             }
             self.page
-                .execute(event.build().map_err(|e| StepError(e.to_string()))?)
+                .execute(event.build().map_err(StepError::Event)?)
                 .await
-                .map_err(err("the click failed"))?;
+                .map_err(cdp("the click failed"))?;
         }
         Ok(())
     }
@@ -992,22 +1154,22 @@ impl Steps<'_> {
         self.page
             .execute(FocusParams::builder().backend_node_id(node).build())
             .await
-            .map_err(err("the control cannot take focus"))?;
+            .map_err(cdp("the control cannot take focus"))?;
         self.call(node, CLEAR, Vec::new())
             .await
-            .map_err(err("the control cannot be cleared"))?;
+            .map_err(page("the control cannot be cleared"))?;
         if !text.is_empty() {
             self.page
                 .execute(InsertTextParams::new(text))
                 .await
-                .map_err(err("typing failed"))?;
+                .map_err(cdp("typing failed"))?;
         }
         Ok(())
     }
 
     async fn press(&self, key: &str) -> StepResult<()> {
         let Some(definition) = chromiumoxide::keys::get_key_definition(key) else {
-            return Err(StepError(format!("`{key}` is not a key")));
+            return Err(StepError::NotAKey(key.to_string()));
         };
         let text = definition
             .text
@@ -1024,9 +1186,9 @@ impl Steps<'_> {
         };
         for event in [down, up] {
             self.page
-                .execute(event.build().map_err(|e| StepError(e.to_string()))?)
+                .execute(event.build().map_err(StepError::Event)?)
                 .await
-                .map_err(err("the key press failed"))?;
+                .map_err(cdp("the key press failed"))?;
         }
         Ok(())
     }

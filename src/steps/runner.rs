@@ -155,7 +155,8 @@ impl StepRunner {
                     .push(json!({"step": n, action: step.value, "did": did}));
                 Verdict::Passed
             }
-            Err(browser::StepError(why)) => {
+            Err(error) => {
+                let why = error.to_string();
                 let name = format!("failed-step-{n}.png");
                 let url = session.current_url();
                 let shot = match session.screenshot(&self.out.join(&name)) {
@@ -168,7 +169,7 @@ impl StepRunner {
                 self.transcript.push(
                     json!({"step": n, action: step.value, "error": why, "url": url, "screenshot": name}),
                 );
-                if why.starts_with("the page `") && why.contains("did not open") {
+                if matches!(error, browser::StepError::Open { .. }) {
                     return Verdict::Unreachable(format!("{label}: {why}{shot}"));
                 }
                 Verdict::Failed(format!("{label}: {why}{shot}"))
