@@ -409,7 +409,7 @@ impl StepRunner {
                     ));
                 }
             };
-            if let Err(at) = contains(&got, want, "") {
+            if let Some(at) = difference(&got, want, "") {
                 return Verdict::Failed(format!(
                     "{label}: the JSON body does not match at `{at}`: {}",
                     quote(&text)
@@ -498,10 +498,36 @@ struct Child {
     path: OsString,
 }
 
+/// Why the step runner could not run a process a package's runner asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    #[error("an empty argv")]
+    EmptyArgv,
+    #[error("cannot make a folder for the report of `{program}`: {source}")]
+    ReportFolder {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot run `{command}`: {source}")]
+    Run {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl Launcher for Child {
+    // The trait is the runners' and says why in words; the words are `ChildError`'s.
     fn launch(&self, job: Job) -> Result<Launched, String> {
+        self.run(job).map_err(|e| e.to_string())
+    }
+}
+
+impl Child {
+    fn run(&self, job: Job) -> Result<Launched, ChildError> {
         let Some(program) = job.argv.first() else {
-            return Err("an empty argv".to_string());
+            return Err(ChildError::EmptyArgv);
         };
         // A report file the process may write, in a folder of its own under the check's TMPDIR.
         let folder = match job.report {
@@ -510,7 +536,10 @@ impl Launcher for Child {
                     Some(tmp) => tempfile::tempdir_in(tmp),
                     None => tempfile::tempdir(),
                 }
-                .map_err(|e| format!("cannot make a folder for the report of `{program}`: {e}"))?,
+                .map_err(|source| ChildError::ReportFolder {
+                    program: program.clone(),
+                    source,
+                })?,
             ),
             None => None,
         };
@@ -530,9 +559,10 @@ impl Launcher for Child {
         if let (Some(var), Some(file)) = (job.report, &report) {
             command.env(var, file);
         }
-        let output = command
-            .output()
-            .map_err(|e| format!("cannot run `{}`: {e}", job.argv.join(" ")))?;
+        let output = command.output().map_err(|source| ChildError::Run {
+            command: job.argv.join(" "),
+            source,
+        })?;
         use std::os::unix::process::ExitStatusExt;
         Ok(Launched {
             code: output.status.code(),
@@ -546,25 +576,24 @@ impl Launcher for Child {
     }
 }
 
-/// Whether `want` is a subset of `got` (objects by key, arrays element by element, else equal); the
-/// error is the path where they differ.
-fn contains(got: &Value, want: &Value, at: &str) -> Result<(), String> {
+/// Where `want` is not a subset of `got` (objects by key, arrays element by element, else equal): the
+/// path of the first difference, or `None` when it is a subset.
+fn difference(got: &Value, want: &Value, at: &str) -> Option<String> {
     match (got, want) {
-        (Value::Object(g), Value::Object(w)) => {
-            for (k, wv) in w {
-                let path = format!("{at}.{k}");
-                contains(g.get(k).ok_or_else(|| path.clone())?, wv, &path)?;
+        (Value::Object(g), Value::Object(w)) => w.iter().find_map(|(k, wv)| {
+            let path = format!("{at}.{k}");
+            match g.get(k) {
+                Some(gv) => difference(gv, wv, &path),
+                None => Some(path),
             }
-            Ok(())
-        }
-        (Value::Array(g), Value::Array(w)) if g.len() >= w.len() => {
-            for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
-                contains(gv, wv, &format!("{at}[{i}]"))?;
-            }
-            Ok(())
-        }
-        _ if got == want => Ok(()),
-        _ => Err(if at.is_empty() {
+        }),
+        (Value::Array(g), Value::Array(w)) if g.len() >= w.len() => g
+            .iter()
+            .zip(w)
+            .enumerate()
+            .find_map(|(i, (gv, wv))| difference(gv, wv, &format!("{at}[{i}]"))),
+        _ if got == want => None,
+        _ => Some(if at.is_empty() {
             ".".to_string()
         } else {
             at.to_string()
@@ -695,7 +724,7 @@ pub fn cargo_build_argv(manifest: &Path) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::contains;
+    use super::difference;
     use serde_json::json;
 
     #[test]
@@ -724,11 +753,14 @@ mod tests {
     #[test]
     fn a_json_subset_matches_by_key_and_position() {
         let got = json!({"a": 1, "b": {"c": [1, 2, 3], "d": "x"}});
-        assert!(contains(&got, &json!({"b": {"c": [1, 2]}}), "").is_ok());
+        assert_eq!(difference(&got, &json!({"b": {"c": [1, 2]}}), ""), None);
         assert_eq!(
-            contains(&got, &json!({"b": {"d": "y"}}), ""),
-            Err(".b.d".to_string())
+            difference(&got, &json!({"b": {"d": "y"}}), ""),
+            Some(".b.d".to_string())
         );
-        assert_eq!(contains(&got, &json!({"z": 1}), ""), Err(".z".to_string()));
+        assert_eq!(
+            difference(&got, &json!({"z": 1}), ""),
+            Some(".z".to_string())
+        );
     }
 }
