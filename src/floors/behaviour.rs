@@ -127,8 +127,8 @@ impl Options {
 pub enum BehaviourError {
     #[error("interrupted: no report is written for a run that did not finish")]
     Interrupted,
-    #[error("{0}")]
-    Target(String),
+    #[error(transparent)]
+    Target(#[from] app::TargetError),
     #[error("cannot write `{path}`")]
     Write {
         path: PathBuf,
@@ -168,8 +168,7 @@ pub fn run(
         .iter()
         .any(|s| check_of(maps, s).kind.needs_network());
     if needs_app {
-        app::check_target(&options.base_url, &options.production, &options.targets)
-            .map_err(BehaviourError::Target)?;
+        app::check_target(&options.base_url, &options.production, &options.targets)?;
     }
     let write_err = |path: &Path| {
         let path = path.to_path_buf();
@@ -223,15 +222,15 @@ pub fn run(
     );
     if !online.is_empty() {
         let mut seed = None;
-        let mut app_down: Option<String> = None;
+        let mut app_down: Option<AppDown> = None;
         if !options.seed.is_empty() {
             match start_seed(sandbox, options) {
                 Ok(child) => seed = Some(child),
-                Err(e) => {
-                    app_down = Some(format!(
-                        "the seed app `{}` did not start: {e}",
-                        options.seed.join(" ")
-                    ))
+                Err(source) => {
+                    app_down = Some(AppDown::SeedDidNotStart {
+                        seed: options.seed.join(" "),
+                        source,
+                    })
                 }
             }
         }
@@ -256,7 +255,7 @@ pub fn run(
                 options,
                 sandbox,
                 spare: &spare,
-                app_down: app_down.as_deref(),
+                app_down: app_down.as_ref(),
                 total,
             },
             &online,
@@ -355,7 +354,7 @@ struct Phase<'a> {
     /// The seed app's pid, which a check's cleanup leaves alone (without root).
     spare: &'a BTreeSet<i32>,
     /// Why the app is not there, which blocks every check that needs it.
-    app_down: Option<&'a str>,
+    app_down: Option<&'a AppDown>,
     total: usize,
 }
 
@@ -487,6 +486,57 @@ fn control_argv(map: &Map, options: &Options) -> Vec<String> {
     argv
 }
 
+/// Why a check is blocked before its control tool runs: its reason in the report.
+#[derive(Debug, thiserror::Error)]
+enum Unready {
+    #[error("the map's `control` is empty: name the control tool's argv")]
+    NoControl,
+    /// The slot uid cannot reach the repository (the sandbox's words).
+    #[error("{0}")]
+    Unreachable(String),
+    /// A tool the check needs is not there (the preflight's words).
+    #[error("{0}")]
+    Tool(String),
+    #[error(
+        "the sandbox uid cannot run the control tool `{program}`: {why}. Install it where other users can run it, or run aayu as an ordinary user"
+    )]
+    ClosedControl { program: String, why: ClosedControl },
+    #[error(transparent)]
+    Toolchain(#[from] ToolchainError),
+    #[error("cannot prepare the check's out folder: {0}")]
+    OutFolder(#[source] sandbox::SandboxError),
+    /// A kept build folder that is refused (a link in its place) is the reason, not the tool.
+    #[error("{0}")]
+    BuildCache(#[source] sandbox::SandboxError),
+    #[error("the control tool `{program}` could not start: {source}")]
+    Start {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why the sandbox uid cannot run a map's control tool.
+#[derive(Debug, thiserror::Error)]
+enum ClosedControl {
+    #[error("it is not on the sandbox's PATH")]
+    NotOnPath,
+    #[error(
+        "`{}` is mode {mode:04o}, which other users cannot pass (on the way to `{}`)",
+        .folder.display(),
+        .path.display()
+    )]
+    ClosedFolder {
+        folder: PathBuf,
+        mode: u32,
+        path: PathBuf,
+    },
+    #[error("`{}` is not executable by other users", .path.display())]
+    NotExecutable { path: PathBuf },
+}
+
+/// Runs one check in `slot`: blocked when it cannot run, else its control tool's word on it (and what the
+/// tool wrote to stderr, for the log).
 fn run_one(
     sandbox: &Sandbox,
     maps: &[Map],
@@ -499,60 +549,30 @@ fn run_one(
     let map = &maps[s.map];
     let feature = &map.features[s.feature];
     let check = &feature.checks[s.check];
-    let network = check.kind.needs_network();
-    let planned = if network {
+    let planned = if check.kind.needs_network() {
         Network::Allowed
     } else {
         Network::Isolated
     };
-    let block = |reason: String| (blocked(map, s, check.kind, planned, reason), Vec::new());
+    let block = |why: Unready| {
+        (
+            blocked(map, s, check.kind, planned, why.to_string()),
+            Vec::new(),
+        )
+    };
     let label = format!("{}.{}", feature.id.value, check.id.value);
     let argv = control_argv(map, options);
     let program = argv.first().map_or("", String::as_str);
-    if map.control.is_empty() {
-        return block("the map's `control` is empty: name the control tool's argv".to_string());
-    }
-    if let Some(why) = sandbox.reach_problem(&options.root) {
-        return block(why);
-    }
-    for tool in check_needs(map, check, &options.root) {
-        if let Err(why) = sandbox.tool(tool) {
-            return block(why);
-        }
-    }
-    if sandbox.separate_uids() && Tool::of_program(program).is_none() {
-        let resolved = resolve_in(program, sandbox.env_value("PATH"));
-        let closed = resolved.as_deref().and_then(closed_folder);
-        if !resolved
-            .as_ref()
-            .is_some_and(|p| sandbox.reachable(p, true))
-        {
-            let why = match (&resolved, closed) {
-                (None, _) => "it is not on the sandbox's PATH".to_string(),
-                (Some(path), Some((folder, mode))) => format!(
-                    "`{}` is mode {mode:04o}, which other users cannot pass (on the way to `{}`)",
-                    folder.display(),
-                    path.display()
-                ),
-                (Some(path), None) => {
-                    format!("`{}` is not executable by other users", path.display())
-                }
-            };
-            return block(format!(
-                "the sandbox uid cannot run the control tool `{program}`: {why}. Install it where other users can run it, or run aayu as an ordinary user"
-            ));
-        }
-    }
-    let toolchain = match toolchain_for(sandbox, map, check, options) {
+    let toolchain = match ready(sandbox, map, check, program, options) {
         Ok(toolchain) => toolchain,
-        Err(reason) => return block(reason),
+        Err(why) => return block(why),
     };
     let out = options
         .out
         .join(".out")
         .join(format!("{}-{}", map.product, label));
     if let Err(e) = sandbox.prepare(slot, &out) {
-        return block(format!("cannot prepare the check's out folder: {e}"));
+        return block(Unready::OutFolder(e));
     }
     // A line from aayu every ~10 s while the check runs (never inside another check's group: groups are
     // written whole when a check ends).
@@ -575,6 +595,113 @@ fn run_one(
         "root": options.root,
         "spec": check.spec,
     });
+    let job = sandbox::Job {
+        argv: &argv,
+        cwd: &options.root,
+        slot,
+        network: check.kind.needs_network(),
+        stdin: request.to_string().into_bytes(),
+        timeout: options.timeout,
+        env: control_env(sandbox, check, options, toolchain),
+        heartbeat: Some(&heartbeat),
+        stdout_cap: crate::sandbox::OUTPUT_CAP,
+    };
+    if let Err(e @ sandbox::SandboxError::BuildCache(_)) = sandbox.target_dir(slot) {
+        return block(Unready::BuildCache(e));
+    }
+    let outcome = match sandbox.run(job, spare) {
+        Ok(outcome) => outcome,
+        Err(source) => {
+            return block(Unready::Start {
+                program: program.to_string(),
+                source,
+            });
+        }
+    };
+    let log = outcome.stderr.clone();
+    let network = outcome.network;
+    if network == Network::NotIsolated && options.require_isolation {
+        let reason = "the network filter could not be installed on this machine and `[verify] require_isolation` is set".to_string();
+        return (
+            (
+                blocked(map, s, check.kind, network, reason).0,
+                outcome.elapsed,
+            ),
+            log,
+        );
+    }
+    let (status, reason, artifacts) = judge(
+        &outcome,
+        options.timeout,
+        &out,
+        &options.out,
+        &format!("behaviour/{label}"),
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    (
+        (
+            result(map, s, check.kind, network, status, reason, artifacts),
+            outcome.elapsed,
+        ),
+        log,
+    )
+}
+
+/// Whether a check can run, before anything of it runs: its control tool named and runnable by the slot
+/// uid, the repository reachable, every tool it needs there. `Ok` is the Rust toolchain its steps ask for.
+fn ready(
+    sandbox: &Sandbox,
+    map: &Map,
+    check: &crate::maps::Check,
+    program: &str,
+    options: &Options,
+) -> Result<Option<String>, Unready> {
+    if map.control.is_empty() {
+        return Err(Unready::NoControl);
+    }
+    if let Some(why) = sandbox.reach_problem(&options.root) {
+        return Err(Unready::Unreachable(why));
+    }
+    for tool in check_needs(map, check, &options.root) {
+        sandbox.tool(tool).map_err(Unready::Tool)?;
+    }
+    if sandbox.separate_uids() && Tool::of_program(program).is_none() {
+        if let Some(why) = closed_control(sandbox, program) {
+            return Err(Unready::ClosedControl {
+                program: program.to_string(),
+                why,
+            });
+        }
+    }
+    Ok(toolchain_for(sandbox, map, check, options)?)
+}
+
+/// Why the slot uid cannot run the control tool `program` (not one of the tools the preflight knows),
+/// or `None` when it can.
+fn closed_control(sandbox: &Sandbox, program: &str) -> Option<ClosedControl> {
+    let resolved = resolve_in(program, sandbox.env_value("PATH"));
+    if resolved
+        .as_ref()
+        .is_some_and(|p| sandbox.reachable(p, true))
+    {
+        return None;
+    }
+    let closed = resolved.as_deref().and_then(closed_folder);
+    Some(match (resolved, closed) {
+        (None, _) => ClosedControl::NotOnPath,
+        (Some(path), Some((folder, mode))) => ClosedControl::ClosedFolder { folder, mode, path },
+        (Some(path), None) => ClosedControl::NotExecutable { path },
+    })
+}
+
+/// The environment a check's control tool gets beyond the sandbox's: the Rust toolchain its steps ask
+/// for, the browser of a ui check, and what the installs of its step packages gave them.
+fn control_env(
+    sandbox: &Sandbox,
+    check: &crate::maps::Check,
+    options: &Options,
+    toolchain: Option<String>,
+) -> Vec<(String, std::ffi::OsString)> {
     let mut env: Vec<(String, std::ffi::OsString)> = toolchain
         .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
         .unwrap_or_default();
@@ -605,52 +732,7 @@ fn run_one(
             serde_json::Value::Object(installed).to_string().into(),
         ));
     }
-    let job = sandbox::Job {
-        argv: &argv,
-        cwd: &options.root,
-        slot,
-        network,
-        stdin: request.to_string().into_bytes(),
-        timeout: options.timeout,
-        env,
-        heartbeat: Some(&heartbeat),
-        stdout_cap: crate::sandbox::OUTPUT_CAP,
-    };
-    // A kept build folder that is refused (a link in its place) is the reason, not the tool.
-    if let Err(e @ sandbox::SandboxError::BuildCache(_)) = sandbox.target_dir(slot) {
-        return block(e.to_string());
-    }
-    let outcome = match sandbox.run(job, spare) {
-        Ok(outcome) => outcome,
-        Err(e) => return block(format!("the control tool `{program}` could not start: {e}")),
-    };
-    let log = outcome.stderr.clone();
-    let network = outcome.network;
-    if network == Network::NotIsolated && options.require_isolation {
-        let reason = "the network filter could not be installed on this machine and `[verify] require_isolation` is set".to_string();
-        return (
-            (
-                blocked(map, s, check.kind, network, reason).0,
-                outcome.elapsed,
-            ),
-            log,
-        );
-    }
-    let (status, reason, artifacts) = judge(
-        &outcome,
-        options.timeout,
-        &out,
-        &options.out,
-        &format!("behaviour/{label}"),
-    );
-    let _ = std::fs::remove_dir_all(&out);
-    (
-        (
-            result(map, s, check.kind, network, status, reason, artifacts),
-            outcome.elapsed,
-        ),
-        log,
-    )
+    env
 }
 
 /// Turns a control tool's outcome into a status: its own word when it kept the protocol, else blocked.
@@ -771,6 +853,35 @@ fn judge(
 /// How large one artifact may be.
 const ARTIFACT_CAP: u64 = 2 << 30;
 
+/// Why an artifact a control tool named is refused; the reason names the artifact before the text.
+#[derive(Debug, thiserror::Error)]
+enum ArtifactError {
+    #[error("an artifact path may not hold a control character (a newline, a tab, an escape)")]
+    ControlCharacter,
+    #[error("an artifact path must be relative to `out`")]
+    NotRelative,
+    #[error("an artifact path may not contain `..` or `.`")]
+    Dots,
+    #[error(
+        "is or passes through a symbolic link (which could lead outside the check's `out` folder)"
+    )]
+    Link,
+    #[error("is {0}, not a regular file")]
+    NotRegular(&'static str),
+    #[error("does not exist")]
+    Missing,
+    #[error("{0}")]
+    Refused(#[source] crate::safe_fs::Refused),
+    #[error("is larger than {ARTIFACT_CAP} bytes")]
+    TooLarge,
+    #[error("cannot be read: {0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error("has {0} hard links: copy the file into `out` instead of linking it")]
+    HardLinks(u64),
+    #[error("cannot be copied: {0}")]
+    Copy(#[source] std::io::Error),
+}
+
 /// Copies an artifact from the check's `out` folder into the run folder while hashing it, never holding it
 /// whole in memory. It is opened beneath `out` without following any link, non-blocking, as a regular file
 /// only: `..`, an absolute path, a link, a FIFO or a device is refused.
@@ -779,15 +890,12 @@ fn copy_artifact(
     rel: &str,
     run: &Path,
     dest: &str,
-) -> Result<(String, String, u64), String> {
+) -> Result<(String, String, u64), ArtifactError> {
     if rel.chars().any(char::is_control) {
-        return Err(
-            "an artifact path may not hold a control character (a newline, a tab, an escape)"
-                .to_string(),
-        );
+        return Err(ArtifactError::ControlCharacter);
     }
     if rel.is_empty() || rel.starts_with('/') || rel.contains('\\') {
-        return Err("an artifact path must be relative to `out`".to_string());
+        return Err(ArtifactError::NotRelative);
     }
     if Path::new(rel)
         .components()
@@ -796,43 +904,34 @@ fn copy_artifact(
             .split('/')
             .any(|p| p.is_empty() || p == "." || p == "..")
     {
-        return Err("an artifact path may not contain `..` or `.`".to_string());
+        return Err(ArtifactError::Dots);
     }
     let (source, size) = crate::safe_fs::open_file(out, rel).map_err(|e| match e {
-        crate::safe_fs::Refused::Link { .. } => {
-            "is or passes through a symbolic link (which could lead outside the check's `out` folder)"
-                .to_string()
-        }
-        crate::safe_fs::Refused::NotRegular { what, .. } => {
-            format!("is {what}, not a regular file")
-        }
-        crate::safe_fs::Refused::Missing { .. } => "does not exist".to_string(),
-        other => other.to_string(),
+        crate::safe_fs::Refused::Link { .. } => ArtifactError::Link,
+        crate::safe_fs::Refused::NotRegular { what, .. } => ArtifactError::NotRegular(what),
+        crate::safe_fs::Refused::Missing { .. } => ArtifactError::Missing,
+        other => ArtifactError::Refused(other),
     })?;
     if size > ARTIFACT_CAP {
-        return Err(format!("is larger than {ARTIFACT_CAP} bytes"));
+        return Err(ArtifactError::TooLarge);
     }
     // A hard link would bring in a file from anywhere on the file system the check could link: refused
     // whatever the kernel's `protected_hardlinks` says.
     let links = std::os::unix::fs::MetadataExt::nlink(
-        &source
-            .metadata()
-            .map_err(|e| format!("cannot be read: {e}"))?,
+        &source.metadata().map_err(ArtifactError::Unreadable)?,
     );
     if links > 1 {
-        return Err(format!(
-            "has {links} hard links: copy the file into `out` instead of linking it"
-        ));
+        return Err(ArtifactError::HardLinks(links));
     }
     let relative = format!("{dest}/{rel}");
     let target = run.join(&relative);
     if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot be copied: {e}"))?;
+        std::fs::create_dir_all(parent).map_err(ArtifactError::Copy)?;
     }
-    let file = std::fs::File::create(&target).map_err(|e| format!("cannot be copied: {e}"))?;
+    let file = std::fs::File::create(&target).map_err(ArtifactError::Copy)?;
     let mut sink = crate::hash::Writer::new(file);
     std::io::copy(&mut std::io::Read::take(source, ARTIFACT_CAP), &mut sink)
-        .map_err(|e| format!("cannot be copied: {e}"))?;
+        .map_err(ArtifactError::Copy)?;
     let (_, sha256, size) = sink.finish();
     Ok((relative, sha256, size))
 }
@@ -847,6 +946,27 @@ fn resolve_in(program: &str, path: Option<&std::ffi::OsString>) -> Option<PathBu
         .find(|p| p.is_file())
 }
 
+/// Why a built-in step runner check cannot have the toolchain its steps need; each is the words of the
+/// sandbox or of the package's runner that found it, which say the fix.
+#[derive(Debug, thiserror::Error)]
+enum ToolchainError {
+    /// The sandbox uid cannot read the package.
+    #[error("{0}")]
+    Unreadable(String),
+    /// The package's runner refuses the version of its tool on this machine.
+    #[error("{0}")]
+    ToolVersion(String),
+    /// The toolchain the package asks for is not on this machine.
+    #[error("{0}")]
+    Missing(String),
+    /// What the fetch left blocks the package's work.
+    #[error("{0}")]
+    Dependencies(String),
+    /// The package's runner's tool is not there for the sandbox uid.
+    #[error("{0}")]
+    Tool(String),
+}
+
 /// For the built-in step runner: the toolchain its `build` and `test` steps need (cargo and the rustup
 /// toolchain, or go). `Err` when the sandbox uid cannot run it, or the checkout asks for a toolchain this
 /// machine lacks — checked up front so that the check is blocked with the fix instead of failing inside
@@ -856,7 +976,7 @@ fn toolchain_for(
     map: &Map,
     check: &crate::maps::Check,
     options: &Options,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, ToolchainError> {
     if !map.uses_step_runner() {
         // A map's own control tool may build with cargo from the repository root: it gets the toolchain the
         // root's `rust-toolchain.toml` pins when that one is installed (it may not use Rust at all, so a
@@ -871,7 +991,7 @@ fn toolchain_for(
     let mut rust = None;
     for package in step_packages(check) {
         if let Some(why) = sandbox.read_problem(&options.root, package) {
-            return Err(why);
+            return Err(ToolchainError::Unreadable(why));
         }
         let step_id = check.steps.iter().find_map(|step| match step {
             crate::steps::Step::Test { test, .. } if test.package == package => {
@@ -894,20 +1014,22 @@ fn toolchain_for(
         if let Ok(version) = sandbox.tool(package.runner.tool()) {
             package
                 .runner
-                .accepts_tool(&options.root, &package, &version)?;
+                .accepts_tool(&options.root, &package, &version)
+                .map_err(ToolchainError::ToolVersion)?;
         }
         let env = package
             .runner
-            .toolchain(sandbox.toolchains(), &options.root, &package)?;
+            .toolchain(sandbox.toolchains(), &options.root, &package)
+            .map_err(ToolchainError::Missing)?;
         if let Some((_, name)) = env.into_iter().find(|(k, _)| k == "RUSTUP_TOOLCHAIN") {
             rust.get_or_insert(name.to_string_lossy().into_owned());
         }
         if let Some(why) = sandbox.dependency_problem(&options.root, package.dir) {
-            return Err(why);
+            return Err(ToolchainError::Dependencies(why));
         }
     }
     for tool in tools {
-        sandbox.tool(tool)?;
+        sandbox.tool(tool).map_err(ToolchainError::Tool)?;
     }
     Ok(rust)
 }
@@ -1049,6 +1171,38 @@ pub fn seed_package(
     })
 }
 
+/// Why the app the ui and api checks drive is not there: the reason of every such check, blocked.
+#[derive(Debug, thiserror::Error)]
+enum AppDown {
+    #[error("the seed app `{seed}` did not start: {source}")]
+    SeedDidNotStart {
+        seed: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "nothing answers at {base_url} and no `[verify] seed` starts the app: set `[verify] seed` (docs/behaviour-checks.md) or start it"
+    )]
+    NoSeed { base_url: String },
+    /// `said` is the end of what the seed printed on stderr (`; its stderr ends: …`), or nothing.
+    #[error("the seed app `{seed}` ended ({status}) before it answered at {base_url}{said}")]
+    SeedEnded {
+        seed: String,
+        status: std::process::ExitStatus,
+        base_url: String,
+        said: String,
+    },
+    #[error(
+        "the app did not answer at {base_url} within {} s (`[verify] check_timeout_s`){said}",
+        .timeout.as_secs()
+    )]
+    TimedOut {
+        base_url: String,
+        timeout: Duration,
+        said: String,
+    },
+}
+
 /// Waits until the app answers at `base_url`, for as long as one check may run (a seed often builds the
 /// app first). The error says why it is not there: the seed ended (with what it printed last), or the
 /// time ran out.
@@ -1056,16 +1210,15 @@ fn wait_for_app(
     mut seed: Option<&mut SeedApp>,
     options: &Options,
     beat: &dyn Fn(Duration),
-) -> Result<(), String> {
+) -> Result<(), AppDown> {
     // Nobody starts an app: one probe, not a wait for something that is not coming.
     if seed.is_none() {
         if app::wait_until_up(&options.base_url, NO_SEED_PROBE) {
             return Ok(());
         }
-        return Err(format!(
-            "nothing answers at {} and no `[verify] seed` starts the app: set `[verify] seed` (docs/behaviour-checks.md) or start it",
-            options.base_url
-        ));
+        return Err(AppDown::NoSeed {
+            base_url: options.base_url.clone(),
+        });
     }
     let started = std::time::Instant::now();
     let mut next_beat = Duration::from_secs(10);
@@ -1075,22 +1228,22 @@ fn wait_for_app(
         }
         if let Some(seed) = seed.as_deref_mut() {
             if let Ok(Some(status)) = seed.child.try_wait() {
-                return Err(format!(
-                    "the seed app `{}` ended ({status}) before it answered at {}{}",
-                    options.seed.join(" "),
-                    options.base_url,
-                    seed.said()
-                ));
+                return Err(AppDown::SeedEnded {
+                    seed: options.seed.join(" "),
+                    status,
+                    base_url: options.base_url.clone(),
+                    said: seed.said(),
+                });
             }
         }
         let elapsed = started.elapsed();
         if elapsed >= options.timeout {
             let said = seed.as_deref().map(SeedApp::said).unwrap_or_default();
-            return Err(format!(
-                "the app did not answer at {} within {} s (`[verify] check_timeout_s`){said}",
-                options.base_url,
-                options.timeout.as_secs()
-            ));
+            return Err(AppDown::TimedOut {
+                base_url: options.base_url.clone(),
+                timeout: options.timeout,
+                said,
+            });
         }
         if elapsed >= next_beat {
             beat(elapsed);

@@ -414,9 +414,9 @@ pub enum BrowserError {
     DidNotStart {
         chromium: PathBuf,
         #[source]
-        source: CdpError,
+        source: Box<CdpError>,
         /// Why it did not start with its own sandbox, the first time.
-        sandboxed: Option<CdpError>,
+        sandboxed: Option<Box<CdpError>>,
     },
     #[error("{0}")]
     Screenshot(#[source] CdpError),
@@ -478,7 +478,7 @@ pub enum StepError {
     WriteScreenshot(#[source] std::io::Error),
     #[error("the {handle} has no option `{option}` (it has {})", options_of(.options))]
     NoOption {
-        handle: Handle,
+        handle: Box<Handle>,
         option: String,
         options: Vec<String>,
     },
@@ -488,7 +488,7 @@ pub enum StepError {
         clip(.text)
     )]
     Lacks {
-        handle: Handle,
+        handle: Box<Handle>,
         want: String,
         text: String,
         limit: Duration,
@@ -499,7 +499,7 @@ pub enum StepError {
         seconds(*.limit)
     )]
     Count {
-        handle: Handle,
+        handle: Box<Handle>,
         containing: Option<String>,
         count: u64,
         seen: u64,
@@ -507,20 +507,20 @@ pub enum StepError {
     },
     #[error("the {handle}: {source} (on `{path}`)")]
     Look {
-        handle: Handle,
+        handle: Box<Handle>,
         path: String,
         #[source]
         source: PageError,
     },
     #[error("found no {handle} on `{path}` after {}", seconds(*.limit))]
     NotFound {
-        handle: Handle,
+        handle: Box<Handle>,
         path: String,
         limit: Duration,
     },
     #[error("the {handle} is on `{path}` but not visible after {}", seconds(*.limit))]
     Hidden {
-        handle: Handle,
+        handle: Box<Handle>,
         path: String,
         limit: Duration,
     },
@@ -528,12 +528,12 @@ pub enum StepError {
         "{count} elements match {handle} on `{path}`: name it more closely (a `role`, or `within`)"
     )]
     Ambiguous {
-        handle: Handle,
+        handle: Box<Handle>,
         path: String,
         count: usize,
     },
     #[error("the {0} has no box to click")]
-    NoBox(Handle),
+    NoBox(Box<Handle>),
     /// chromiumoxide's event builder refused the event (it says why in words only).
     #[error("{0}")]
     Event(String),
@@ -628,12 +628,12 @@ impl Session {
                 // allows the namespace but not what Chromium does in it): once more without it.
                 Err(e) if no_sandbox.is_none() => {
                     no_sandbox = Some(format!("its own sandbox did not start ({e})"));
-                    first_error = Some(e);
+                    first_error = Some(Box::new(e));
                 }
                 Err(source) => {
                     return Err(BrowserError::DidNotStart {
                         chromium: chromium.to_path_buf(),
-                        source,
+                        source: Box::new(source),
                         sandboxed: first_error,
                     });
                 }
@@ -787,7 +787,7 @@ impl Steps<'_> {
                     .map_err(page("the option could not be chosen"))?;
                 if let Some(options) = result.as_array() {
                     return Err(StepError::NoOption {
-                        handle: handle.clone(),
+                        handle: Box::new(handle.clone()),
                         option: option.clone(),
                         options: options
                             .iter()
@@ -830,7 +830,7 @@ impl Steps<'_> {
                 }
                 if Instant::now() >= deadline {
                     return Err(StepError::Lacks {
-                        handle: handle.clone(),
+                        handle: Box::new(handle.clone()),
                         want: want.to_string(),
                         text,
                         limit,
@@ -869,7 +869,7 @@ impl Steps<'_> {
             }
             if Instant::now() >= deadline {
                 return Err(StepError::Count {
-                    handle: handle.clone(),
+                    handle: Box::new(handle.clone()),
                     containing: want.map(str::to_string),
                     count,
                     seen,
@@ -901,7 +901,7 @@ impl Steps<'_> {
             }
             if Instant::now() >= deadline {
                 let path = self.path().await;
-                let handle = handle.clone();
+                let handle = Box::new(handle.clone());
                 return Err(match (found, visible.len()) {
                     (Err(source), _) => StepError::Look {
                         handle,
@@ -1120,7 +1120,7 @@ impl Steps<'_> {
             .result
             .quads;
         let Some(quad) = quads.first().map(|q| q.inner()) else {
-            return Err(StepError::NoBox(handle.clone()));
+            return Err(StepError::NoBox(Box::new(handle.clone())));
         };
         let (x, y) = if quad.len() >= 8 {
             (
@@ -1128,7 +1128,7 @@ impl Steps<'_> {
                 (quad[1] + quad[3] + quad[5] + quad[7]) / 4.0,
             )
         } else {
-            return Err(StepError::NoBox(handle.clone()));
+            return Err(StepError::NoBox(Box::new(handle.clone())));
         };
         for kind in [
             DispatchMouseEventType::MouseMoved,

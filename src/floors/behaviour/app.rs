@@ -40,26 +40,36 @@ pub fn is_loopback(host: &str) -> bool {
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Why `[verify] base_url` is no target for behaviour checks (the configuration's to fix).
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("`[verify] base_url` `{base_url}` is not an http(s) URL")]
+    NotHttp { base_url: String },
+    #[error(
+        "`[verify] base_url` `{base_url}` is on `{host}`, which `[verify] production` lists: behaviour checks never run against production"
+    )]
+    Production { base_url: String, host: String },
+    #[error(
+        "`[verify] base_url` `{base_url}` is on `{host}`, which is neither loopback nor listed in `[verify] targets`: add it there if it is a test deployment"
+    )]
+    Unlisted { base_url: String, host: String },
+}
+
 /// Refuses a production target, or a non-loopback host that `[verify] targets` does not list.
 pub fn check_target(
     base_url: &str,
     production: &[String],
     targets: &[String],
-) -> Result<(), String> {
-    let Some((host, _)) = host_of(base_url) else {
-        return Err(format!(
-            "`[verify] base_url` `{base_url}` is not an http(s) URL"
-        ));
+) -> Result<(), TargetError> {
+    let base_url = base_url.to_string();
+    let Some((host, _)) = host_of(&base_url) else {
+        return Err(TargetError::NotHttp { base_url });
     };
     if production.iter().any(|p| p.eq_ignore_ascii_case(&host)) {
-        return Err(format!(
-            "`[verify] base_url` `{base_url}` is on `{host}`, which `[verify] production` lists: behaviour checks never run against production"
-        ));
+        return Err(TargetError::Production { base_url, host });
     }
     if !is_loopback(&host) && !targets.iter().any(|t| t.eq_ignore_ascii_case(&host)) {
-        return Err(format!(
-            "`[verify] base_url` `{base_url}` is on `{host}`, which is neither loopback nor listed in `[verify] targets`: add it there if it is a test deployment"
-        ));
+        return Err(TargetError::Unlisted { base_url, host });
     }
     Ok(())
 }
@@ -116,10 +126,13 @@ mod tests {
         assert!(check_target("http://127.0.0.1:8080", &prod, &targets).is_ok());
         assert!(check_target("http://localhost:8080", &prod, &targets).is_ok());
         assert!(check_target("https://staging.example.com", &prod, &targets).is_ok());
-        let err =
-            check_target("https://SHOP.example.com/", &prod, &targets).expect_err("production");
+        let err = check_target("https://SHOP.example.com/", &prod, &targets)
+            .expect_err("production")
+            .to_string();
         assert!(err.contains("`[verify] production` lists"), "{err}");
-        let err = check_target("http://10.0.0.5", &prod, &targets).expect_err("unlisted");
+        let err = check_target("http://10.0.0.5", &prod, &targets)
+            .expect_err("unlisted")
+            .to_string();
         assert!(err.contains("neither loopback nor listed"), "{err}");
     }
 }
