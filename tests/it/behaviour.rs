@@ -73,6 +73,7 @@ fn a_passing_check_has_its_artifacts_hashed_and_copied() {
         .map(String::as_str)
         .collect();
     assert_eq!(keys, vec!["schema_version", "checks"]);
+    // A line of the progress log (its timing varies).
     assert!(
         stderr.contains("[1/1] shop hostile.passes: passed ("),
         "{stderr}"
@@ -120,18 +121,11 @@ fn protocol_errors_block() {
     assert_eq!(code, 3);
     let checks = report["checks"].as_array().expect("checks");
     assert!(checks.iter().all(|c| c["status"] == "blocked"), "{report}");
-    let reason = |i: usize| checks[i]["reason"].as_str().expect("reason").to_string();
-    assert!(
-        reason(0).contains("did not print one JSON result"),
-        "{}",
-        reason(0)
-    );
-    assert!(reason(1).starts_with("the control tool exited with 7 and printed nothing on stdout; its stderr ends: boom: something broke"), "{}", reason(1));
-    assert!(
-        reason(2).contains("unknown status `maybe`"),
-        "{}",
-        reason(2)
-    );
+    let reasons: Vec<&str> = checks
+        .iter()
+        .map(|c| c["reason"].as_str().expect("reason"))
+        .collect();
+    insta::assert_snapshot!("protocol_errors", reasons.join("\n"));
 }
 
 #[test]
@@ -149,13 +143,7 @@ fn a_check_past_the_limit_is_killed_and_the_run_goes_on() {
     let checks = report["checks"].as_array().expect("checks");
     assert_eq!(checks[0]["status"], "passed");
     assert_eq!(checks[1]["status"], "blocked");
-    assert!(
-        checks[1]["reason"]
-            .as_str()
-            .expect("r")
-            .contains("ran past the limit of 1 s and was killed"),
-        "{report}"
-    );
+    insta::assert_snapshot!("past_the_limit", checks[1]["reason"].as_str().expect("r"));
 }
 
 #[test]
@@ -166,13 +154,7 @@ fn a_hundred_megabytes_of_output_is_capped() {
     assert_eq!(code, 3);
     let check = only(&report);
     assert_eq!(check["status"], "blocked");
-    assert!(
-        check["reason"]
-            .as_str()
-            .expect("r")
-            .contains("more than 1048576 bytes on stdout"),
-        "{check}"
-    );
+    insta::assert_snapshot!("output_capped", check["reason"].as_str().expect("r"));
 }
 
 #[test]
@@ -194,15 +176,7 @@ fn artifacts_outside_out_block() {
             .iter()
             .all(|c| c["status"] == "blocked" && c["artifacts"] == serde_json::json!([]))
     );
-    assert!(
-        reasons[0].contains("must be relative to `out`"),
-        "{reasons:?}"
-    );
-    assert!(reasons[1].contains("may not contain `..`"), "{reasons:?}");
-    assert!(
-        reasons[2].contains("is or passes through a symbolic link"),
-        "{reasons:?}"
-    );
+    insta::assert_snapshot!("artifacts_outside_out", reasons.join("\n"));
     assert!(!repo.path("run/behaviour/hostile.links/p").exists());
 }
 
@@ -226,6 +200,7 @@ fn no_secret_reaches_product_code() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let env = std::fs::read_to_string(repo.path("run/behaviour/hostile.env/env.txt"))
         .expect("env artifact");
+    // The environment product code saw, a variable a line: what must and must not be in it.
     for secret in [
         "ghs_secret1",
         "secret2",
@@ -277,10 +252,11 @@ fn every_process_of_a_check_is_killed_before_hashing() {
         .iter()
         .map(|c| c["reason"].as_str().expect("r"))
         .collect();
+    // How many processes were left when each check ended depends on timing: the words, not the count.
     assert!(
         reasons
             .iter()
-            .all(|r| r.contains("leftover process(es) were killed")),
+            .all(|r| r.ends_with(" leftover process(es) were killed")),
         "{reasons:?}"
     );
 }
@@ -425,13 +401,7 @@ fn production_targets_are_refused_before_anything_starts() {
     let out = run(repo
         .aayu()
         .args(["verify", "--check", "web", "--out", "run"]));
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("is on `shop.example.com`, which `[verify] production` lists"),
-        "{}",
-        out.stderr
-    );
+    crate::aayu_snapshot!("production_base_url", out);
     assert!(!marker.exists(), "the seed never started");
     assert!(!repo.path("run/reports/behaviour.json").exists());
 }
@@ -514,10 +484,9 @@ fn text_from_product_code_issues_no_workflow_command() {
             "{stream} issues a forged command: {live:?}\n{text}"
         );
     }
-    assert!(
-        out.stdout.contains("::error title=forged::MARK-reason"),
-        "shown, as data"
-    );
+    // Shown, as data: the reason in the fenced report on stdout, and what the tool printed in the
+    // progress log (a line of it).
+    crate::aayu_snapshot!("product_text_as_data", stdout out);
     assert!(out.stderr.contains("MARK-stderr"), "shown, as data");
     let groups: Vec<String> = common::live_commands(&out.stderr)
         .into_iter()
@@ -574,6 +543,7 @@ fn a_fifo_a_memory_bomb_and_a_fork_bomb_are_blocked_and_the_next_check_runs() {
     let memory = by_id(&report, "memory");
     assert_eq!(memory["status"], "blocked", "{memory}");
     let reason = memory["reason"].as_str().unwrap_or_default();
+    // Which of the two limits ends the bomb first varies with the kernel's memory accounting.
     assert!(
         reason.contains("more than 64 MiB of memory") || reason.contains("ran out of memory"),
         "{reason}"
@@ -601,13 +571,7 @@ fn a_fifo_a_memory_bomb_and_a_fork_bomb_are_blocked_and_the_next_check_runs() {
         let report: Value = serde_json::from_str(&out.stdout).expect("report");
         let bomb = by_id(&report, "forkbomb");
         assert_eq!(bomb["status"], "blocked", "{bomb}");
-        assert!(
-            bomb["reason"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("processes or more (a fork bomb?)"),
-            "{bomb}"
-        );
+        insta::assert_snapshot!("fork_bomb", bomb["reason"].as_str().unwrap_or_default());
         assert_eq!(
             by_id(&report, "passes")["status"],
             "passed",
@@ -713,6 +677,7 @@ fn a_process_that_escapes_the_kill_blocks_its_check() {
         let check = only(&report).clone();
         if check["status"] == "blocked" {
             assert_eq!(out.code, 3, "{}", out.stderr);
+            // The rest of the reason names the process that escaped, which varies from run to run.
             assert!(
                 check["reason"]
                     .as_str()

@@ -102,6 +102,7 @@ fn a_local_check_keeps_its_build_folder_and_clean_removes_it() {
         );
     }
     let doctor = run(repo.aayu().arg("doctor"));
+    // The note goes on with the folders' size, which follows the build.
     assert!(
         doctor.stderr.contains(&format!(
             "note: local checks keep their build folders in `{}` (",
@@ -212,6 +213,7 @@ impl CargoLog {
         cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
         let out = run(cmd.args(["verify", "--check", "all", "--out", "run"]));
         assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        // Whatever else the report says (its timings vary), the checks passed.
         assert!(out.stdout.contains("passed"), "{}", out.stdout);
         out
     }
@@ -331,6 +333,7 @@ fn as_root_a_planted_link_in_the_build_folders_is_refused_and_clean_removes_it()
             .args(["verify", "--check", "all", "--out", "run"]));
         let said = format!("{}{}", out.stdout, out.stderr);
         assert_eq!(out.code, code, "{said}");
+        // A line of the report or the error, among the build's progress log.
         assert!(
             said.contains(&format!(
                 "{prefix}the build folder `{}` is refused: it is a symbolic link. Remove it (`aayu clean`, or by hand) and run again",

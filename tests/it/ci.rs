@@ -311,12 +311,9 @@ fn a_shallow_clone_is_inconclusive_with_the_fetch_depth_hint() {
     .expect("json");
     let verdict = &report["criteria"][0];
     assert_eq!(verdict["verdict"], "inconclusive", "{report:#}");
-    assert!(
-        verdict["reason"]
-            .as_str()
-            .expect("reason")
-            .contains("`fetch-depth: 0`"),
-        "{report:#}"
+    insta::assert_snapshot!(
+        "shallow_base_inconclusive",
+        common::redact(verdict["reason"].as_str().expect("reason"))
     );
     assert_eq!(report["base"], "", "no base was guessed");
 }
@@ -354,13 +351,7 @@ fn criteria_without_evidence_say_why_and_fail_the_tests_floor() {
     let out = run(common::with_toolchain(&mut repo.aayu()).args([
         "verify", "--ci", "--base", &head, "--head", &next, "--story", "902", "--ready", &snapshot,
     ]));
-    assert!(out.stdout.contains("criterion 1: no evidence — `examples/tally:TestNoSuchTest` was not found: no test `TestNoSuchTest` in `examples/tally`"), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("criterion 2: no evidence — `examples/tally:TestBroken` failed"),
-        "{}",
-        out.stdout
-    );
+    crate::aayu_snapshot!("missing_and_failing_tests", stdout out);
     assert!(
         !repo
             .path(".aayudha/proof/902/artifacts/evidence/criterion-1.jsonl")
@@ -476,7 +467,7 @@ fn a_rust_bug_fix_is_red_on_base_and_a_check_of_the_wrong_kind_is_no_evidence() 
     let out = run(common::with_toolchain(&mut repo.aayu()).args([
         "verify", "--ci", "--base", &base, "--head", &head, "--story", "901", "--ready", &snapshot,
     ]));
-    assert!(out.stdout.contains("criterion 2: no evidence — check `mark-done.missing` produced no `screenshot` artifact (the criterion's evidence kind)"), "{}", out.stdout);
+    crate::aayu_snapshot!("check_without_the_evidence_kind", stdout out);
 }
 
 #[test]
@@ -501,6 +492,7 @@ fn a_rust_test_that_does_not_build_is_reported_as_such() {
         "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready", &snapshot,
     ]));
     assert_eq!(out.code, 3, "{}", out.stderr);
+    // The report goes on with rustc's own error, whose words change with the toolchain.
     assert!(
         out.stdout.contains("criterion 1: no evidence — `examples/notes:broken/uses_what_does_not_exist` did not build: target `broken(test)` did not build"),
         "{}",

@@ -670,7 +670,8 @@ pub fn processes_running(program: &Path) -> Vec<i32> {
 }
 
 /// Text as people read it, with what changes from run to run redacted: temporary paths, SHA-256 hashes,
-/// commit SHAs (whole and short), fence tokens and timings.
+/// commit SHAs (whole and short), fence tokens, timings, the machine's Go version and an uploaded pack's
+/// size.
 pub fn redact(text: &str) -> String {
     let rules = [
         (r#"(/var/tmp|/tmp)/[^\s/`'")]+"#, "[tmp]"),
@@ -683,6 +684,10 @@ pub fn redact(text: &str) -> String {
         (r"\b\d{8}T\d{6}Z\b", "[stamp]"),
         // A temporary repository's random name, where a product name is taken from it.
         (r"aayu-test-[A-Za-z0-9]{6}", "aayu-test-[name]"),
+        // The machine's Go, where a report names it.
+        (r"\bgo1\.\d+(\.\d+)?\b", "go[version]"),
+        // An uploaded pack's size: the pack holds durations and tool versions.
+        (r"(uploaded as `[^`]+`) \(\d+ bytes\)", "$1 ([n] bytes)"),
     ];
     let mut text = text.to_string();
     for (pattern, with) in rules {

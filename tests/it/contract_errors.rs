@@ -49,6 +49,13 @@ fn errors_of(repo: &TestRepo) -> Vec<String> {
         .collect()
 }
 
+/// The contract errors of `verify --map --json`, one `file:line: message` a line, frozen whole.
+macro_rules! errors_snapshot {
+    ($name:expr, $repo:expr) => {
+        insta::assert_snapshot!($name, errors_of(&$repo).join("\n"))
+    };
+}
+
 fn feature_file() -> String {
     format!("{}/buy.md", skill("", "shop"))
 }
@@ -67,16 +74,7 @@ fn an_unknown_field_in_a_feature_block() {
         &map_readme(GOOD_MAP, &["buy.md"]),
         &feature_md(&block, &[CHECK]),
     );
-    let errors = errors_of(&repo);
-    assert_eq!(errors.len(), 1, "{errors:#?}");
-    assert!(
-        errors[0].starts_with(&format!(
-            "{}:7: feature block: unknown field `owner`",
-            feature_file()
-        )),
-        "{}",
-        errors[0]
-    );
+    errors_snapshot!("unknown_field_in_a_feature_block", repo);
 }
 
 #[test]
@@ -103,16 +101,7 @@ fn a_wrong_type_names_the_field_path() {
         &map_readme(&map, &["buy.md"]),
         &feature_md(GOOD_FEATURE, &[CHECK]),
     );
-    let errors = errors_of(&repo);
-    assert_eq!(errors.len(), 1, "{errors:#?}");
-    assert!(
-        errors[0].starts_with(&format!(
-            "{}:7: map block: `surfaces[0].pattern`: invalid type: integer `7`",
-            readme_file()
-        )),
-        "{}",
-        errors[0]
-    );
+    errors_snapshot!("wrong_type", repo);
 }
 
 #[test]
@@ -122,14 +111,7 @@ fn an_unknown_check_kind_and_evidence_kind() {
         &map_readme(GOOD_MAP, &["buy.md"]),
         &feature_md(GOOD_FEATURE, &[check]),
     );
-    let errors = errors_of(&repo);
-    assert!(
-        errors[0].contains(
-            "check block: `kind`: unknown variant `gui`, expected one of `ui`, `cli`, `api`, `lib`"
-        ),
-        "{}",
-        errors[0]
-    );
+    errors_snapshot!("unknown_check_kind", repo);
 }
 
 #[test]
@@ -138,35 +120,21 @@ fn wrong_h2_order() {
         .replace("## How to reach it", "## Gotchas first")
         .replace("## Gotchas\n", "## How to reach it\n");
     let repo = repo_with(&map_readme(GOOD_MAP, &["buy.md"]), &feature);
-    let errors = errors_of(&repo);
-    assert_eq!(errors.len(), 1, "{errors:#?}");
-    assert!(
-        errors[0].starts_with(&format!(
-            "{}:14: H2 2 is `Gotchas first`, expected `How to reach it`",
-            feature_file()
-        )),
-        "{}",
-        errors[0]
-    );
+    errors_snapshot!("wrong_h2", repo);
 
     let swapped = feature_md(GOOD_FEATURE, &[CHECK])
         .replace("## Sub-features", "## TEMP")
         .replace("## How to reach it", "## Sub-features")
         .replace("## TEMP", "## How to reach it");
     let repo = repo_with(&map_readme(GOOD_MAP, &["buy.md"]), &swapped);
-    let errors = errors_of(&repo);
-    assert!(
-        errors[0].contains("H2 1 is `How to reach it` (out of order), expected `Sub-features`"),
-        "{}",
-        errors[0]
-    );
+    errors_snapshot!("swapped_h2s", repo);
 }
 
 #[test]
 fn a_missing_h2_and_a_missing_h1() {
     let feature = feature_md(GOOD_FEATURE, &[CHECK]).replace("## Gotchas\n\nNone.\n", "");
     let repo = repo_with(&map_readme(GOOD_MAP, &["buy.md"]), &feature);
-    assert!(errors_of(&repo)[0].contains("missing H2 `Gotchas`"));
+    errors_snapshot!("missing_h2", repo);
     let feature = feature_md(GOOD_FEATURE, &[CHECK]).replace("# Feature\n", "");
     let repo = repo_with(&map_readme(GOOD_MAP, &["buy.md"]), &feature);
     assert_eq!(
@@ -185,16 +153,7 @@ fn two_map_blocks() {
         map_readme(GOOD_MAP, &["buy.md"])
     );
     let repo = repo_with(&readme, &feature_md(GOOD_FEATURE, &[CHECK]));
-    let errors = errors_of(&repo);
-    assert_eq!(errors.len(), 1);
-    assert!(
-        errors[0].starts_with(&format!(
-            "{}:14: a second map block (the first is on line 5)",
-            readme_file()
-        )),
-        "{}",
-        errors[0]
-    );
+    errors_snapshot!("two_map_blocks", repo);
 }
 
 #[test]
@@ -204,15 +163,7 @@ fn a_bad_regex_and_a_rule_without_a_capture_group() {
         &map_readme(&map, &["buy.md"]),
         &feature_md(GOOD_FEATURE, &[CHECK]),
     );
-    let errors = errors_of(&repo);
-    assert!(
-        errors[0].starts_with(&format!(
-            "{}:7: map block: `surfaces[0].pattern` is not a valid regular expression",
-            readme_file()
-        )),
-        "{}",
-        errors[0]
-    );
+    errors_snapshot!("bad_regex", repo);
 
     let map = GOOD_MAP.replace(r#"cmd\\(\"([a-z]+)\"\\)"#, r#"cmd\\(\"[a-z]+\"\\)"#);
     let repo = repo_with(
@@ -231,7 +182,7 @@ fn a_bad_regex_and_a_rule_without_a_capture_group() {
         &map_readme(&map, &["buy.md"]),
         &feature_md(GOOD_FEATURE, &[CHECK]),
     );
-    assert!(errors_of(&repo)[0].contains("has 2 capture groups"));
+    errors_snapshot!("two_capture_groups", repo);
 }
 
 #[test]
@@ -259,7 +210,7 @@ fn a_bad_glob_a_bad_layer_an_escaping_source_and_a_bad_sha() {
         &map_readme(&map, &["buy.md"]),
         &feature_md(GOOD_FEATURE, &[CHECK]),
     );
-    assert!(errors_of(&repo)[0].contains("`surfaces[0].files[0]`: `src/[.rs` is not a valid glob"));
+    errors_snapshot!("bad_glob", repo);
 
     let feature = GOOD_FEATURE
         .replace(r#"["L02"]"#, r#"["L10"]"#)
@@ -269,13 +220,7 @@ fn a_bad_glob_a_bad_layer_an_escaping_source_and_a_bad_sha() {
         &map_readme(GOOD_MAP, &["buy.md"]),
         &feature_md(&feature, &[CHECK]),
     );
-    let errors = errors_of(&repo);
-    assert_eq!(errors.len(), 3, "{errors:#?}");
-    assert!(errors[0].contains("`layers[0]`: `L10` is not a layer (L01 to L09)"));
-    assert!(errors[1].contains(
-        "`sources[0]`: `../outside.rs` must be a plain path relative to the repository root"
-    ));
-    assert!(errors[2].contains("`verified_at`: `main` is not a commit SHA"));
+    errors_snapshot!("bad_layer_escaping_source_bad_sha", repo);
 }
 
 #[test]
@@ -288,13 +233,7 @@ fn two_maps_for_one_product() {
         &format!("{}/README.md", skill("other", "shop")),
         map_readme(GOOD_MAP, &[]),
     );
-    let errors = errors_of(&repo);
-    assert!(
-        errors[0].contains(
-            "`shop` is also the product of .agents/skills/verify-shop/features/README.md"
-        ),
-        "{errors:#?}"
-    );
+    errors_snapshot!("two_maps_for_one_product", repo);
 }
 
 #[test]
@@ -324,48 +263,31 @@ fn configuration_errors_name_key_file_and_line() {
         ".aayudha/config.toml",
         "[verify]\nseed = [\"./serve\"]\ncheck_timeout = 30\n",
     );
-    let out = run(repo.aayu().args(["verify", "--map"]));
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stdout.is_empty(),
-        "nothing is reported on a bad configuration"
-    );
-    assert!(
-        out.stderr.starts_with(
-            "error: .aayudha/config.toml:3: unknown key `verify.check_timeout` (known in [verify]: "
-        ),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr
-            .contains("hint: every key and its default is listed in defaults.toml")
+    // Nothing is reported on a bad configuration: stdout is empty.
+    crate::aayu_snapshot!(
+        "config_unknown_key",
+        run(repo.aayu().args(["verify", "--map"]))
     );
 
     repo.write(
         ".aayudha/config.toml",
         "[verify]\ncheck_timeout_s = \"soon\"\n",
     );
-    let out = run(repo.aayu().args(["verify", "--map"]));
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.starts_with("error: .aayudha/config.toml:2: `verify.check_timeout_s` must be an integer, not a string"), "{}", out.stderr);
-
-    repo.write(".aayudha/config.toml", "[verify\n");
-    let out = run(repo.aayu().args(["verify", "--map"]));
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.starts_with("error: .aayudha/config.toml:1: "),
-        "{}",
-        out.stderr
+    crate::aayu_snapshot!(
+        "config_wrong_type",
+        run(repo.aayu().args(["verify", "--map"]))
     );
 
-    let out = run(repo
-        .aayu()
-        .args(["verify", "--map", "--config", "nowhere.toml"]));
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.starts_with("error: cannot read `nowhere.toml`"),
-        "{}",
-        out.stderr
+    repo.write(".aayudha/config.toml", "[verify\n");
+    crate::aayu_snapshot!(
+        "config_not_toml",
+        run(repo.aayu().args(["verify", "--map"]))
+    );
+
+    crate::aayu_snapshot!(
+        "config_missing_file",
+        run(repo
+            .aayu()
+            .args(["verify", "--map", "--config", "nowhere.toml"]))
     );
 }

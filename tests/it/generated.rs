@@ -156,24 +156,10 @@ fn generate_check_reports_stale_and_edited_files_and_generate_fixes_them() {
         readme.replace("| `aayu ship` |", "| `aayu ship-it` |"),
     )
     .expect("edit by hand");
-    let check = common::run(common::aayu_in(copy.path()).args(["generate", "--check"]));
-    assert_eq!(check.code, 3, "{}{}", check.stdout, check.stderr);
-    assert!(
-        check.stdout.contains("  docs/README.md\n"),
-        "{}",
-        check.stdout
-    );
-    assert!(
-        check
-            .stdout
-            .contains("schemas/mcp/gone.json (stale: delete it)"),
-        "{}",
-        check.stdout
-    );
-    assert!(
-        check.stdout.contains("run `cargo run -- generate`"),
-        "{}",
-        check.stdout
+    // The file edited by hand, the stale one, and the command to run.
+    crate::aayu_snapshot!(
+        "generate_check_differs",
+        common::run(common::aayu_in(copy.path()).args(["generate", "--check"]))
     );
     let fix = common::run(common::aayu_in(copy.path()).arg("generate"));
     assert_eq!(fix.code, 0, "{}", fix.stderr);
@@ -188,7 +174,10 @@ fn a_skill_for_a_command_without_the_skill_surface_fails_generation() {
     std::fs::create_dir_all(copy.path().join("skills/control")).expect("mkdir");
     std::fs::write(copy.path().join("skills/control/SKILL.md"), "body\n").expect("write");
     let err = generate::render(copy.path(), &generate::registry()).expect_err("refused");
-    assert!(err.to_string().contains("skills/control/SKILL.md"), "{err}");
+    insta::assert_snapshot!(
+        "skill_of_a_command_without_a_skill_surface",
+        common::redact(&err.to_string())
+    );
 }
 
 /// Every `aayu …` a skill's body mentions in backticks is a registry command, and each of its `--flags` an
@@ -245,6 +234,7 @@ fn completions_and_help_come_from_the_registry() {
     assert_eq!(bash.code, 0, "{}", bash.stderr);
     for id in CommandId::ALL {
         let first = id.spec().words()[0];
+        // The script is clap's; each command's first word is in it.
         assert!(bash.stdout.contains(first), "bash completes `{first}`");
     }
     let bad = common::run(common::aayu_in(dir.path()).args(["completions", "tcsh"]));

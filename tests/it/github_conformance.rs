@@ -185,6 +185,7 @@ fn every_answer_of_the_fake_matches_githubs_schema() {
             "a label",
         )
         .expect_err("a label that exists is refused");
+    // GitHub's own error code, inside its example answer that the message quotes.
     assert!(again.to_string().contains("already_exists"), "{again}");
     let issue = c.check(
         "issues/create",

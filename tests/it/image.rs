@@ -682,10 +682,13 @@ fn the_gate_and_the_comment_job_prove_a_bug_fix_inside_the_image() {
         "the gate inside the image\n--- stdout\n{}\n--- stderr\n{}\n--- summary\n{summary}",
         gate.stdout, gate.stderr
     );
+    // The output file's heredoc delimiter is random: the name and the value are looked for.
     assert!(
         outputs.contains("result<<") && outputs.contains("\nproven\n"),
         "{outputs}"
     );
+    // The image's gate, in a root filesystem of its own: its heading and a row are looked for (the whole
+    // summary is frozen by `action`'s `gate_summary`).
     assert!(
         summary.contains("### aayudha merge gate — every floor holds"),
         "{summary}"

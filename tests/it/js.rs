@@ -83,6 +83,7 @@ fn a_node_test_package_is_evidenced_and_red_on_base_by_full_names() {
         assert_eq!(text.lines().count(), 1, "{text}");
         let event: Value = serde_json::from_str(text.trim()).expect("an event");
         assert_eq!(event["full"], full, "{text}");
+        // No machine path and no timing in the evidence, whatever else it holds.
         assert!(
             !text.contains("/tmp/") && !text.contains("duration"),
             "{text}"
@@ -99,6 +100,7 @@ fn a_node_test_package_is_evidenced_and_red_on_base_by_full_names() {
     let new = red["criteria"][2]["tests"][0]["detail"]
         .as_str()
         .unwrap_or_default();
+    // The detail goes on with node's own error, whose words change with its version.
     assert!(
         new.contains("failed to load") && new.contains("count"),
         "{red:#}"
@@ -117,6 +119,7 @@ fn a_skipped_or_unknown_js_test_is_no_evidence() {
     let (repo, base, head) = package(PLAIN, map);
     let (code, stdout, stderr) = ci(&repo, &base, &head, false);
     assert_eq!(code, 3, "{stdout}\n{stderr}");
+    // Two lines of the report: the rest quotes node's own load error, whose words change with its version.
     assert!(
         stdout.contains("did not run: the test was skipped"),
         "{stdout}"
@@ -135,6 +138,7 @@ fn a_package_with_dependencies_and_no_lock_file_is_blocked() {
     let (code, stdout, stderr) = ci(&repo, &base, &head, false);
     assert_ne!(code, 0, "{stdout}\n{stderr}");
     let said = format!("{stdout}\n{stderr}");
+    // A line of the report, among the run's progress log.
     assert!(
         said.contains("has dependencies but no lock file: commit a lock file"),
         "{said}"
@@ -150,6 +154,7 @@ fn a_package_with_dependencies_and_no_lock_file_is_blocked() {
     let (code, stdout, stderr) = ci(&repo, &base, &head, false);
     assert_ne!(code, 0, "{stdout}\n{stderr}");
     let said = format!("{stdout}\n{stderr}");
+    // As above; the source's commit follows.
     assert!(
         said.contains("`node_modules/left-pad` comes from `git+ssh://git@example.invalid/x.git#"),
         "{said}"
@@ -195,6 +200,7 @@ fn a_postinstall_script_runs_offline_as_the_sandbox_uid() {
         "verify", "--ci", "--base", &base, "--head", &head, "--story", "5", "--ready", &snapshot,
     ]));
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // The verdict's line; the rest of the report names npm's install, whose output varies.
     assert!(
         out.stdout.contains("criterion 1: red on base"),
         "{}",
@@ -223,6 +229,7 @@ fn a_postinstall_script_runs_offline_as_the_sandbox_uid() {
         "--untracked-files=all",
         "--ignored",
     ]);
+    // Nothing of it in git's list of the checkout's files.
     assert!(
         !status.contains("node_modules"),
         "the checkout is never written: {status}"
@@ -319,6 +326,7 @@ fn assert_proved(repo: &TestRepo, base: &str, head: &str, own: [&[&str]; 3]) {
         "--untracked-files=all",
         "--ignored",
     ]);
+    // Nothing of it in git's list of the checkout's files.
     assert!(!status.contains("node_modules"), "{status}");
 }
 
@@ -508,8 +516,10 @@ fn a_pnpm_workspace_member_is_installed_by_the_prepared_pnpm() {
     crate::needs!(node);
     let (repo, code, said) = managed("pnpm", "packages/lib", "packages/app", &[]);
     assert_eq!(code, 0, "{said}");
+    // The verdicts' lines, among the report and pnpm's install log.
     assert!(said.contains("criterion 1: red on base"), "{said}");
     assert!(said.contains("criterion 2: green on base"), "{said}");
+    // Nothing of it in git's list of the checkout's files.
     let status = repo.git(&[
         "status",
         "--porcelain",
@@ -540,6 +550,7 @@ fn a_yarn_1_package_is_installed_by_the_prepared_yarn_and_no_yarnrc_program_runs
         &[(".yarnrc", "yarn-path \"./evil.js\"\n"), ("evil.js", &evil)],
     );
     assert_eq!(code, 0, "{said}");
+    // The verdicts' lines, among the report and yarn's install log.
     assert!(said.contains("criterion 1: red on base"), "{said}");
     assert!(said.contains("criterion 2: green on base"), "{said}");
     assert!(!marker.exists(), "the repository's yarn-path ran");
@@ -564,6 +575,7 @@ fn a_lock_of_a_manager_not_prepared_or_not_read_is_blocked_with_the_fix() {
     let base = repo.commit("app");
     let (code, said) = ci_with(&repo, &base, &base, empty.path());
     assert_ne!(code, 0, "{said}");
+    // Lines of the report, among the run's progress log (so for the two refusals below).
     assert!(
         said.contains(
             "`pnpm-lock.yaml` is pnpm's, and no pnpm 10.24.0 is prepared on this machine"
@@ -597,6 +609,7 @@ fn engines_node_newer_than_the_machines_blocks_like_a_missing_toolchain() {
     let (repo, base, head) = package(manifest, EVIDENCE);
     let (code, stdout, stderr) = ci(&repo, &base, &head, false);
     assert_ne!(code, 0, "{stdout}\n{stderr}");
+    // The line goes on with this machine's Node version.
     assert!(
         stdout.contains(
             "`package.json` asks for Node `>=99` (`engines.node`), and this machine's is `v"
@@ -656,6 +669,7 @@ fn a_lock_pinning_what_the_registry_does_not_serve_blocks_with_npms_404() {
         ]));
     let said = format!("{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.code, 3, "{said}");
+    // The line quotes npm's own 404; the report and the log say neither the registry nor "not found".
     assert!(
         said.contains("criterion 1: no evidence — `.:test/calc.test.js::add > numbers > sums (two of them)` cannot run here: installing what the lock file names (npm ci --ignore-scripts): npm said: npm error 404 Not Found - GET <index>aayu-no-such-package/-/aayu-no-such-package-9.9.9.tgz"),
         "{said}"

@@ -203,19 +203,9 @@ fn media_are_kept_off_git_uploaded_with_their_object_and_verified_from_the_bucke
     assert_eq!(status, 200, "{text}");
     set_media(&w, "s3://media/packs");
     let env = s3_env(&moto, "AKIATEST", "secret");
-    let pushed = aayu(&w, &env, &["proof", "push", "7", "--media"]);
-    assert_eq!(pushed.code, 0, "{}{}", pushed.stdout, pushed.stderr);
-    assert!(
-        pushed
-            .stdout
-            .contains("2 media file(s) uploaded to s3://media/packs"),
-        "{}",
-        pushed.stdout
-    );
-    assert!(
-        pushed.stderr.contains("media: the lifecycle rule `aayudha-media` expires `packs/` in 30 days (the bucket's 1 other rule(s) kept)"),
-        "{}",
-        pushed.stderr
+    crate::aayu_snapshot!(
+        "media_push",
+        aayu(&w, &env, &["proof", "push", "7", "--media"])
     );
 
     // The ledger: `bucket` with the object's URL for each media file, and no media bytes.
@@ -256,6 +246,7 @@ fn media_are_kept_off_git_uploaded_with_their_object_and_verified_from_the_bucke
 
     // The lifecycle: aayu's rule added, the bucket's own kept.
     let (_, lifecycle) = moto.request("GET", "/media?lifecycle", "", &[]);
+    // moto's XML, whose layout is its own: the rules' parts are looked for.
     assert!(lifecycle.contains("<ID>logs</ID>"), "{lifecycle}");
     assert!(lifecycle.contains("<ID>aayudha-media</ID>"), "{lifecycle}");
     assert!(lifecycle.contains("<Prefix>packs/</Prefix>"), "{lifecycle}");
@@ -283,6 +274,7 @@ fn media_are_kept_off_git_uploaded_with_their_object_and_verified_from_the_bucke
     let report: Value = serde_json::from_str(&again.stdout).expect("json");
     assert_eq!(report["artifacts_not_stored"], 1, "{report:#}");
     assert_eq!(report["artifacts_checked"].as_u64(), Some(checked - 1));
+    // One note among the report's (a set).
     assert!(
         report["notes"].as_array().expect("notes").iter().any(|n| n
             .as_str()
@@ -308,6 +300,7 @@ fn a_refused_credential_and_a_missing_bucket_land_nothing() {
         &["proof", "push", "7", "--media"],
     );
     assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    // The error quotes the store's own answer (moto's words and request id): its parts are looked for.
     assert!(
         refused
             .stderr
@@ -337,6 +330,7 @@ fn a_refused_credential_and_a_missing_bucket_land_nothing() {
         &["proof", "push", "7", "--media"],
     );
     assert_eq!(missing.code, 1, "{}", missing.stderr);
+    // As above, the store's own answer is quoted.
     assert!(
         missing.stderr.contains("NoSuchBucket"),
         "{}",
@@ -376,6 +370,7 @@ fn a_credential_that_may_not_set_the_lifecycle_uploads_and_prints_the_rule() {
         &["proof", "push", "7", "--media"],
     );
     assert_eq!(pushed.code, 0, "{}{}", pushed.stdout, pushed.stderr);
+    // The note quotes the store's 403 answer (moto's words): its start and the rule are looked for.
     assert!(
         pushed.stderr.contains("note: the media retention (30 days, `[proof] retention_days`) was not set: cannot read the bucket's lifecycle configuration (403"),
         "{}",

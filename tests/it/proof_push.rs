@@ -50,18 +50,7 @@ fn a_local_pack_lands_as_advisory_with_its_own_comment_and_verifies() {
     ]);
     assert_eq!(ci.code, 0, "{}{}", ci.stdout, ci.stderr);
 
-    let pushed = aayu(&["proof", "push", "902"]);
-    assert_eq!(pushed.code, 0, "{}{}", pushed.stdout, pushed.stderr);
-    assert!(
-        pushed.stdout.contains("landed as advisory"),
-        "{}",
-        pushed.stdout
-    );
-    assert!(
-        pushed.stdout.contains("commented on pull request #5"),
-        "{}",
-        pushed.stdout
-    );
+    crate::aayu_snapshot!("proof_push_advisory", aayu(&["proof", "push", "902"]));
     let listed = common::git_command(origin.path())
         .args([
             "ls-tree",
@@ -73,24 +62,21 @@ fn a_local_pack_lands_as_advisory_with_its_own_comment_and_verifies() {
         .output()
         .expect("ls-tree");
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    // Two paths in the list of what landed.
     assert!(
         listed.contains("/pack.json") && listed.contains("/artifacts/evidence/criterion-1.jsonl"),
         "{listed}"
     );
     let comments = github.comments();
     assert_eq!(comments.len(), 1);
-    assert!(
-        comments[0].body.starts_with("<!-- aayudha:advisory -->"),
-        "{}",
-        comments[0].body
-    );
+    insta::assert_snapshot!("proof_push_comment", common::redact(&comments[0].body));
+    // The rule, said outright.
     assert!(
         !comments[0].body.contains("<!-- aayudha:proof -->"),
         "never the gate's marker"
     );
 
-    let again = aayu(&["proof", "push", "902"]);
-    assert_eq!(again.code, 0, "{}", again.stderr);
+    crate::aayu_snapshot!("proof_push_again", aayu(&["proof", "push", "902"]));
     assert_eq!(github.comments().len(), 1, "no second comment");
 
     let verified = aayu(&["proof", "verify", "902", "--json"]);
@@ -99,28 +85,18 @@ fn a_local_pack_lands_as_advisory_with_its_own_comment_and_verifies() {
     assert_eq!(report["verifies"], true, "{report:#}\n{}", verified.stderr);
 
     // A tampered local pack is refused before anything is written.
-    std::fs::write(
-        repo.path(".aayudha/proof/902/artifacts/evidence/criterion-1.jsonl"),
-        "forged\n",
-    )
-    .expect("write");
+    let evidence = repo.path(".aayudha/proof/902/artifacts/evidence/criterion-1.jsonl");
+    // The evidence's size follows go's timings in it: the snapshot holds the words, not the number.
+    let size = std::fs::metadata(&evidence).expect("evidence").len();
+    std::fs::write(&evidence, "forged\n").expect("write");
     let tampered = aayu(&["proof", "push", "902"]);
-    assert_eq!(tampered.code, 4, "{}", tampered.stderr);
-    assert!(
-        tampered
-            .stderr
-            .contains("artifact `evidence/criterion-1.jsonl`: pack.json says sha256"),
-        "{}",
-        tampered.stderr
+    insta::assert_snapshot!(
+        "proof_push_tampered",
+        common::whole(&tampered).replace(&format!(" and {size} bytes"), " and [n] bytes")
     );
     let in_ci = run(common::aayu_in(repo.root())
         .env("CI", "true")
         .args(["proof", "push", "902"]));
-    assert_eq!(in_ci.code, 2);
-    assert!(
-        in_ci.stderr.contains("does not run in CI"),
-        "{}",
-        in_ci.stderr
-    );
+    crate::aayu_snapshot!("proof_push_in_ci", in_ci);
     github.assert_clean();
 }

@@ -135,6 +135,7 @@ fn a_python_package_is_evidenced_and_red_on_base_by_node_ids() {
         assert!(text.lines().count() >= 3, "{text}");
         for line in text.lines() {
             let event: Value = serde_json::from_str(line).expect("an event");
+            // Each event is one of the criterion's tests (a set).
             assert!(
                 ids.contains(&event["nodeid"].as_str().unwrap_or_default()),
                 "criterion {}: {line}",
@@ -156,12 +157,14 @@ fn a_python_package_is_evidenced_and_red_on_base_by_node_ids() {
     let detail = red["criteria"][0]["tests"][0]["detail"]
         .as_str()
         .unwrap_or_default();
+    // The details are pytest's own failure text, whose layout changes with its version.
     assert!(detail.contains("DID NOT RAISE"), "{red:#}");
     let new = red["criteria"][2]["tests"][0]["detail"]
         .as_str()
         .unwrap_or_default();
     assert!(new.contains("count"), "{red:#}");
     for machine in ["/tmp/", "/root/", "/home/"] {
+        // No machine path anywhere in the report.
         assert!(!red.to_string().contains(machine), "{red:#}");
     }
     // The checkout is never written: no egg-info, no `__pycache__`, no `.pytest_cache`.
@@ -172,6 +175,7 @@ fn a_python_package_is_evidenced_and_red_on_base_by_node_ids() {
         "--ignored",
     ]);
     for written in ["egg-info", "__pycache__", ".pytest_cache"] {
+        // Nothing of these in git's list of the checkout's files.
         assert!(!status.contains(written), "{status}");
     }
     // Byte-identical evidence on a second run.
@@ -188,6 +192,7 @@ fn an_unknown_node_id_is_not_found_and_a_disabled_plugin_is_named() {
     let (repo, base, head) = package(map);
     let (code, said) = ci_text(&repo, &base, &head);
     assert_eq!(code, 3, "{said}");
+    // A line of the report, among the run's progress log and pytest's own output.
     assert!(
         said.contains("`.:tests/test_parser.py::test_nope` was not found: pytest found no test `tests/test_parser.py::test_nope`"),
         "{said}"
@@ -199,6 +204,7 @@ fn an_unknown_node_id_is_not_found_and_a_disabled_plugin_is_named() {
     let head = repo.commit("a pytest.ini that turns the plugin off");
     let (code, said) = ci_text(&repo, &base, &head);
     assert_eq!(code, 3, "{said}");
+    // As above: the reason goes on with pytest's own words.
     assert!(
         said.contains("did not run: the aayu pytest plugin did not load (check `addopts`"),
         "{said}"
@@ -220,6 +226,7 @@ fn a_dependency_without_a_wheel_blocks_naming_it() {
     let (code, pack, stderr) = ci(&repo, &base, &head);
     assert_ne!(code, 0, "{pack:#}\n{stderr}");
     let said = format!("{pack}\n{stderr}");
+    // The pack and the progress log, which quote pip's own output.
     assert!(
         said.contains("`sdistonly>=1` has no wheel for this interpreter"),
         "{said}"
@@ -235,6 +242,7 @@ fn a_dependency_without_a_wheel_blocks_naming_it() {
     let head = repo.commit("smuggle an option");
     let (code, said) = ci_text(&repo, &base, &head);
     assert_ne!(code, 0, "{said}");
+    // As above.
     assert!(
         said.contains("carries a pip option, and aayu reads requirements as data"),
         "{said}"

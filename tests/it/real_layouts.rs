@@ -133,6 +133,8 @@ fn a_root_crate_is_evidenced_and_red_on_base_by_dot_ids_with_and_without_a_lock(
         let detail = red["criteria"][0]["tests"][0]["detail"]
             .as_str()
             .expect("detail");
+        // The detail is libtest's panic message, whose layout changes with the toolchain: its place is
+        // looked for.
         assert!(detail.contains("tests/cli.rs:3:5"), "{detail}");
         // The lib's and the bin's test of one path are each evidenced by their own events.
         let evidence = std::fs::read_to_string(
@@ -201,6 +203,7 @@ fn ids_no_runner_can_read_are_refused_before_anything_runs() {
         let (repo, base, head) = root_crate(false, &evidence);
         let (code, _, stderr) = ci(&repo, &base, &head, "1. Offsets add up.");
         assert_eq!(code, 2, "{id}: {stderr}");
+        // Nothing of a run in the progress log, whatever else it says.
         assert!(
             !stderr.contains("fetching") && !stderr.contains("not committed"),
             "{id}: nothing ran: {stderr}"
@@ -260,6 +263,7 @@ fn a_root_go_module_s_subtest_is_evidenced_by_its_own_events() {
     let detail = red["criteria"][0]["tests"][0]["detail"]
         .as_str()
         .expect("detail");
+    // The detail is go test's own output: its place is looked for.
     assert!(detail.contains("parse_test.go:8"), "{detail}");
 }
 
@@ -288,6 +292,7 @@ fn a_go_module_that_requires_modules_without_a_committed_go_sum_is_blocked() {
         serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stderr));
     let tests = floor(&pack, "tests");
     assert_eq!(tests["result"], "blocked", "{tests}\n{}", out.stderr);
+    // A line of the report or of the progress log, whichever says it first.
     assert!(
         out.stdout.contains("`go.mod` requires modules, but `go.sum` is not committed: commit go.sum (`go mod tidy`)")
             || out.stderr.contains("`go.mod` requires modules, but `go.sum` is not committed: commit go.sum (`go mod tidy`)"),
@@ -434,6 +439,7 @@ fn dot_build_and_test_steps_fetch_a_path_and_a_registry_dependency() {
         report["checks"][0]["status"], "passed",
         "{report:#}\n{stderr}"
     );
+    // A line of the progress log (the hash that follows is the run's resolution).
     assert!(
         stderr.contains("note: `Cargo.lock` is not committed: versions resolved at this run"),
         "{stderr}"
@@ -521,6 +527,7 @@ fn a_cargo_failure_is_quoted_by_its_error_line_first() {
     let expected =
         "step 1 (build .): cargo build exited 101: error: no matching package named `anyhow` found";
     assert!(reason.starts_with(expected), "{reason}");
+    // Lines of the progress log, quoting cargo's own error.
     assert!(
         stderr.contains(
             "warning: fetching the dependencies of `.` failed: `cargo fetch --quiet --manifest-path"
@@ -563,6 +570,7 @@ fn an_unqualified_test_is_no_evidence_while_another_target_that_may_hold_it_gave
         .lines()
         .find(|l| l.starts_with("criterion 1:"))
         .unwrap_or_default();
+    // The criterion's line of the report, among the table whose details follow the toolchain.
     assert!(
         line.contains("`tests::offset_in_last_line` ran in target `offsetx(lib)`, but `offsetx(bin)` gave no result")
             && line.contains("qualify the id as `.:offsetx(lib)/tests::offset_in_last_line`"),
@@ -588,6 +596,7 @@ fn a_test_of_a_virtual_workspace_root_is_refused_naming_the_members() {
     let head = repo.commit("workspace");
     let (code, _, stderr) = ci(&repo, &head, &head, "1. Parses.");
     assert_eq!(code, 2, "{stderr}");
+    // The error, among the progress log.
     assert!(
         stderr.contains("`.:tests::parses`: `Cargo.toml` is a virtual workspace manifest (no `[package]`), which has no tests of its own: name the member's folder (`crates/<member>:tests::parses`)"),
         "{stderr}"
@@ -663,6 +672,7 @@ fn as_root_a_committed_file_the_sandbox_cannot_read_blocks_with_its_path_and_the
         "--ready",
         &ready(&repo, 5, GOAL, &["type:bug"]),
     ]));
+    // A line of the report, whose table details follow the toolchain.
     assert!(
         out.stdout.contains("cannot run here: the sandbox uid cannot read `src/lib.rs` (mode 0600): product code runs as another uid, which reads only what other users may; `chmod -R o+rX .` in the repository"),
         "{}",
@@ -747,6 +757,7 @@ fn a_test_step_and_the_tests_floor_give_one_verdict_for_one_test() {
     // Passing: the check passes and the criterion is evidenced.
     assert_eq!(check("adds")["status"], "passed", "{behaviour:#}");
     assert_eq!(transcript("adds")["steps"][0]["result"], "passed");
+    // Lines of the report, whose table details follow the toolchain (so below).
     assert!(
         out.stdout.contains("criterion 1: evidenced"),
         "{}",
@@ -871,6 +882,7 @@ fn a_test_that_ends_its_binary_on_the_base_leaves_its_siblings_their_own_verdict
         detail.starts_with("panic: runtime error: integer divide by zero"),
         "{detail}"
     );
+    // Go's panic, whose frames and addresses change with its version: its place is looked for.
     assert!(detail.contains("(at calc/calc.go:"), "{detail}");
     assert_eq!(row(2).0, "green", "{report:#}");
     let (verdict, result, detail) = row(3);
@@ -879,6 +891,7 @@ fn a_test_that_ends_its_binary_on_the_base_leaves_its_siblings_their_own_verdict
         ("inconclusive", "not-run"),
         "{report:#}"
     );
+    // The rest is the runtime's own abort message.
     assert!(detail.contains("signal 6"), "{detail}");
     assert_eq!(row(4).0, "green", "{report:#}");
     // Green criteria make red-on-base advisory (no blocking date is set), and the gate holds.
@@ -1011,6 +1024,7 @@ fn forged_test_records_are_refused_as_evidence_through_the_gate() {
             .find(|l| l.starts_with(&format!("criterion {id}:")))
             .unwrap_or_else(|| panic!("no line for criterion {id}: {detail}"))
     };
+    // Each criterion's line of the report: the reason is looked for, the evidence file follows it.
     assert!(line(1).contains("evidenced"), "{detail}");
     for (id, why) in [
         (
@@ -1043,6 +1057,7 @@ fn forged_test_records_are_refused_as_evidence_through_the_gate() {
     let evidence =
         std::fs::read_to_string(repo.path(".aayudha/proof/5/artifacts/evidence/criterion-1.jsonl"))
             .expect("criterion 1's events");
+    // The evidence is libtest's own JSON lines: the honest test is in them, the sibling is not.
     assert!(
         evidence.contains("tests::honest") && !evidence.contains("sibling"),
         "{evidence}"
@@ -1163,6 +1178,8 @@ fn failure_details_name_the_failure_and_no_path_of_the_machine() {
         "{}",
         out.stdout
     );
+    // Go's panic and libtest's failure, whose frames and layout change with the toolchain: their start
+    // and place are looked for; the whole is frozen below with the versions redacted.
     assert!(
         line(2).contains("panic: runtime error: integer divide by zero")
             && line(2).contains("(at calc/calc.go:"),
@@ -1181,6 +1198,7 @@ fn failure_details_name_the_failure_and_no_path_of_the_machine() {
         "{}",
         out.stdout
     );
+    // How many lines Python's traceback has changes with its version: the count is not asserted.
     assert!(
         reason.ends_with("ValueError: no note 0") && reason.contains("(the last 3 of "),
         "{reason}"
@@ -1227,6 +1245,7 @@ fn failure_details_name_the_failure_and_no_path_of_the_machine() {
     }
     for (name, text) in &texts {
         for m in &machine {
+            // No machine path in any file of the pack.
             assert!(!text.contains(m.as_str()), "{name} holds `{m}`:\n{text}");
         }
     }
@@ -1279,6 +1298,7 @@ fn the_base_reuses_the_head_s_dependencies_and_never_its_code() {
         red["criteria"][0]["verdict"], "red",
         "the base ran the base's code: {red:#}"
     );
+    // libtest's assertion message, whose layout changes with the toolchain.
     assert!(
         red["criteria"][0]["tests"][0]["detail"]
             .as_str()
