@@ -283,26 +283,34 @@ pub fn load_all(
 /// How large a map or feature file may be.
 const MAP_FILE_CAP: u64 = 4 << 20;
 
+/// Why a map or feature file could not be read; said as a contract error on its line 1.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error(
+        "the file is a symbolic link (or lies behind one), which aayu does not follow: commit the file itself"
+    )]
+    Link,
+    #[error("the file is {what}, not a regular file")]
+    NotRegular { what: &'static str },
+    #[error("the file is larger than {cap} bytes")]
+    TooLarge { cap: u64 },
+    #[error("cannot read the file: {0}")]
+    Unreadable(crate::safe_fs::Refused),
+    #[error("the file is not UTF-8 (invalid byte at offset {offset})")]
+    NotUtf8 { offset: usize },
+}
+
 /// A map or feature file, read without following a link (a pull request may commit one to `/dev/zero` or
 /// `/proc/1/environ`), non-blocking, capped.
-fn read_text(root: &Path, file: &str) -> Result<String, String> {
+fn read_text(root: &Path, file: &str) -> Result<String, ReadError> {
     let bytes = crate::safe_fs::read(root, file, MAP_FILE_CAP).map_err(|e| match e {
-        crate::safe_fs::Refused::Link { .. } => {
-            "the file is a symbolic link (or lies behind one), which aayu does not follow: commit the file itself".to_string()
-        }
-        crate::safe_fs::Refused::NotRegular { what, .. } => {
-            format!("the file is {what}, not a regular file")
-        }
-        crate::safe_fs::Refused::TooLarge { cap, .. } => {
-            format!("the file is larger than {cap} bytes")
-        }
-        other => format!("cannot read the file: {other}"),
+        crate::safe_fs::Refused::Link { .. } => ReadError::Link,
+        crate::safe_fs::Refused::NotRegular { what, .. } => ReadError::NotRegular { what },
+        crate::safe_fs::Refused::TooLarge { cap, .. } => ReadError::TooLarge { cap },
+        other => ReadError::Unreadable(other),
     })?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "the file is not UTF-8 (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 {
+        offset: e.utf8_error().valid_up_to(),
     })
 }
 
@@ -335,7 +343,7 @@ fn load_map(
         })
     };
     match read_text(root, file) {
-        Err(message) => error(1, message),
+        Err(why) => error(1, why.to_string()),
         Ok(text) => {
             let doc = markdown::parse(&text);
             let json_blocks: Vec<(&str, usize)> = doc
@@ -602,8 +610,8 @@ fn load_feature(
     };
     let text = match read_text(root, file) {
         Ok(text) => text,
-        Err(message) => {
-            error(1, message);
+        Err(why) => {
+            error(1, why.to_string());
             return None;
         }
     };

@@ -169,7 +169,7 @@ fn config_problems(ctx: &Context, root: &Path, found: &mut Vec<Problem>) -> crat
         found.push(problem(
             "config",
             crate::config::CONFIG_PATH,
-            why,
+            why.to_string(),
             "set `[verify] maintainer` to amp, cursor, claude-code or codex, or \"\"",
             false,
         ));

@@ -149,7 +149,8 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
         Some(bytes) => ready::parse(
             &String::from_utf8_lossy(&bytes),
             &format!("{}:{snapshot_path}", config.ledger.branch),
-        ),
+        )
+        .map_err(|e| e.to_string()),
         None => Err(format!(
             "story #{story} has no Ready snapshot (`{snapshot_path}`) on the `{}` branch",
             config.ledger.branch

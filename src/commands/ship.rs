@@ -174,7 +174,8 @@ fn snapshot_on_ledger(
         Some(bytes) => ready::parse(
             &String::from_utf8_lossy(&bytes),
             &format!("{branch}:{snapshot_path}"),
-        ),
+        )
+        .map_err(|e| e.to_string()),
         None => Err(format!(
             "story #{story} has no Ready snapshot on the `{branch}` branch"
         )),

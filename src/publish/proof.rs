@@ -97,8 +97,10 @@ pub fn comment(
             ));
         }
         // The same checks as `aayu proof verify` and `aayu ship`, against the snapshot on the ledger.
-        let snapshot = (pack.story > 0)
-            .then(|| crate::story::snapshot_on_github(&client, &repo, &ledger, pack.story));
+        let snapshot = (pack.story > 0).then(|| {
+            crate::story::snapshot_on_github(&client, &repo, &ledger, pack.story)
+                .map_err(|e| e.to_string())
+        });
         let read = |a: &crate::pack::Artifact| match unpacked.artifacts.get(&a.path) {
             Some(bytes) => Stored::Bytes(bytes.clone()),
             None => Stored::Missing,
