@@ -617,10 +617,22 @@ struct Context<'a> {
     max_source_bytes: u64,
 }
 
+/// Why a file's folder cannot be opened (the file is skipped with it). Cloned from the folder a thread
+/// keeps open, so the underlying refusal is kept as its words.
+#[derive(Debug, Clone, thiserror::Error)]
+enum FolderError {
+    #[error("lies behind a symbolic link, which is not followed")]
+    Link,
+    #[error("cannot read the file: {refused}")]
+    Unreadable { refused: String },
+    #[error("cannot read the file")]
+    NotOpened,
+}
+
 /// What one thread keeps from file to file of a run: the folder it last opened and a read buffer.
 #[derive(Default)]
 struct Reader {
-    folder: Option<(String, Result<OwnedFd, String>)>,
+    folder: Option<(String, Result<OwnedFd, FolderError>)>,
     buffer: Vec<u8>,
 }
 
@@ -631,23 +643,23 @@ impl Reader {
         &'a mut self,
         root: BorrowedFd<'a>,
         folder: &str,
-    ) -> Result<BorrowedFd<'a>, String> {
+    ) -> Result<BorrowedFd<'a>, FolderError> {
         if folder.is_empty() {
             return Ok(root);
         }
         if self.folder.as_ref().is_none_or(|(open, _)| open != folder) {
             let opened = crate::safe_fs::open_dir_at(root, folder).map_err(|e| match e {
-                crate::safe_fs::Refused::Link { .. } => {
-                    "lies behind a symbolic link, which is not followed".to_string()
-                }
-                other => format!("cannot read the file: {other}"),
+                crate::safe_fs::Refused::Link { .. } => FolderError::Link,
+                other => FolderError::Unreadable {
+                    refused: other.to_string(),
+                },
             });
             self.folder = Some((folder.to_string(), opened));
         }
         match &self.folder {
             Some((_, Ok(fd))) => Ok(fd.as_fd()),
             Some((_, Err(why))) => Err(why.clone()),
-            None => Err("cannot read the file".to_string()),
+            None => Err(FolderError::NotOpened),
         }
     }
 
@@ -726,7 +738,7 @@ fn scan_file_timed(context: &Context, reader: &mut Reader, job: &Job, finds: &mu
     let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
     let folder = match reader.folder(*root, folder) {
         Ok(folder) => folder,
-        Err(why) => return skip(why),
+        Err(why) => return skip(why.to_string()),
     };
     // Opened by name in its folder, without following a link and without blocking on a FIFO: one open,
     // one fstat, one read per file, as ripgrep does.
