@@ -219,7 +219,10 @@ pub enum NoSuchCheck {
     #[error("is not `<feature>.<check>`")]
     NotFeatureDotCheck,
     #[error("names no check: feature `{feature}` has {}", checks_of(.checks))]
-    NoCheck { feature: String, checks: Vec<String> },
+    NoCheck {
+        feature: String,
+        checks: Vec<String>,
+    },
     #[error("names no feature: there is no feature `{feature}`")]
     NoFeature { feature: String },
 }

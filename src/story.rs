@@ -128,13 +128,14 @@ pub fn snapshot_on_github(
     story: u64,
 ) -> Result<Snapshot, SnapshotOnGitHubError> {
     let path = ready_path(story);
-    let bytes = client
-        .file(repo, &path, ledger)
-        .map_err(|error| SnapshotOnGitHubError::Missing {
-            story,
-            ledger: ledger.to_string(),
-            error,
-        })?;
+    let bytes =
+        client
+            .file(repo, &path, ledger)
+            .map_err(|error| SnapshotOnGitHubError::Missing {
+                story,
+                ledger: ledger.to_string(),
+                error,
+            })?;
     Ok(ready::parse(
         &String::from_utf8_lossy(&bytes),
         &format!("{ledger}:{path}"),

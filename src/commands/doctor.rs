@@ -610,7 +610,12 @@ enum FixError {
     NotFixable,
 }
 
-fn fix_one(root: &Path, repo: &crate::git::Repo, p: &Problem, ledger: &str) -> Result<(), FixError> {
+fn fix_one(
+    root: &Path,
+    repo: &crate::git::Repo,
+    p: &Problem,
+    ledger: &str,
+) -> Result<(), FixError> {
     match p.check {
         "gitignore" => {
             let path = if p.problem.contains(".aayudha/proof/") {

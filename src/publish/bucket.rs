@@ -419,9 +419,7 @@ enum LifecycleError {
     Http(ureq::Error),
     #[error("cannot read the bucket's lifecycle configuration ({status}: {said})")]
     Read { status: u16, said: String },
-    #[error(
-        "the credential may not set the bucket's lifecycle configuration ({status}: {said})"
-    )]
+    #[error("the credential may not set the bucket's lifecycle configuration ({status}: {said})")]
     Refused { status: u16, said: String },
 }
 

@@ -98,7 +98,10 @@ pub enum SnapshotError {
         said: String,
     },
     #[error("{file}: {error}")]
-    Criterion { file: String, error: UnknownEvidence },
+    Criterion {
+        file: String,
+        error: UnknownEvidence,
+    },
     #[error("{file}: the Completion Goal has no numbered criteria")]
     NoCriteria { file: String },
 }
@@ -124,8 +127,13 @@ pub fn criteria(goal: &str) -> Result<Vec<Criterion>, UnknownEvidence> {
         let (text, evidence) = match text.rsplit_once("(evidence:") {
             Some((before, kind)) if kind.trim_end().ends_with(')') => {
                 let kind = kind.trim_end().trim_end_matches(')').trim();
-                let evidence: ArtifactKind = serde_json::from_value(serde_json::Value::String(kind.to_string()))
-                    .map_err(|_| UnknownEvidence { id, kind: kind.to_string() })?;
+                let evidence: ArtifactKind = serde_json::from_value(serde_json::Value::String(
+                    kind.to_string(),
+                ))
+                .map_err(|_| UnknownEvidence {
+                    id,
+                    kind: kind.to_string(),
+                })?;
                 (before.trim_end(), evidence)
             }
             _ => (text, ArtifactKind::ApiTrace),
@@ -151,8 +159,11 @@ pub fn parse(text: &str, file: &str) -> Result<Snapshot, SnapshotError> {
                 .and_then(|rest| rest.strip_suffix("-->"))
         })
         .ok_or_else(|| SnapshotError::NoMarker { file: file() })?;
-    let meta: Meta = serde_json::from_str(meta_text.trim())
-        .map_err(|error| SnapshotError::Meta { file: file(), error })?;
+    let meta: Meta =
+        serde_json::from_str(meta_text.trim()).map_err(|error| SnapshotError::Meta {
+            file: file(),
+            error,
+        })?;
     let goal = completion_goal(text).ok_or_else(|| SnapshotError::NoGoal { file: file() })?;
     let hash = goal_hash(&goal);
     if hash != meta.completion_goal_hash {
@@ -162,7 +173,10 @@ pub fn parse(text: &str, file: &str) -> Result<Snapshot, SnapshotError> {
             said: meta.completion_goal_hash,
         });
     }
-    let criteria = criteria(&goal).map_err(|error| SnapshotError::Criterion { file: file(), error })?;
+    let criteria = criteria(&goal).map_err(|error| SnapshotError::Criterion {
+        file: file(),
+        error,
+    })?;
     if criteria.is_empty() {
         return Err(SnapshotError::NoCriteria { file: file() });
     }
