@@ -81,7 +81,51 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
         Ledger::open(repo.root(), &config.ledger.branch, network).map_err(Failure::from)?;
     ledger.fetch().map_err(Failure::from)?;
 
-    // The candidates: proof/<story>/<head>/authoritative/ and proof/<story>/<head>/advisory/<stamp>/.
+    let (dir, pack) = best_pack(&ledger, story, &config.ledger.branch)?;
+    let snapshot = snapshot(&ledger, story, &config.ledger.branch)?;
+    let pr_head = if pack.pr == 0 {
+        Ok(None)
+    } else {
+        pr_head(ctx, &options, &repo, token.as_ref(), pack.pr)
+    };
+    let root = repo.root().to_path_buf();
+    let env = ctx.env;
+    let read = |a: &pack::Artifact| stored(&ledger, &dir, &root, env, a);
+    let outcome = verify::verify(&pack, &read, Some(&snapshot), &pr_head);
+    let report = Report {
+        schema_version: 1,
+        story,
+        pack: format!("{dir}/pack.json"),
+        authority: pack.authority.kind.as_str().to_string(),
+        pr: pack.pr,
+        pr_head_sha: pack.pr_head_sha.clone(),
+        verifies: outcome.failures.is_empty(),
+        failures: outcome.failures,
+        artifacts_checked: outcome.artifacts_checked,
+        artifacts_not_stored: outcome.artifacts_not_stored,
+        floors_hold: pack.checks.iter().all(pack::Check::holds),
+        notes: outcome.notes,
+    };
+    let written = if options.json {
+        write_out(ctx.out, &crate::output::json::render(&report))?
+    } else {
+        super::write_report(ctx, &render(&report))?
+    };
+    if !written {
+        return Ok(ExitStatus::Ok);
+    }
+    Ok(if report.verifies {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::ProofFails
+    })
+}
+
+/// The story's best pack on the ledger, and its folder: of the candidates
+/// `proof/<story>/<head>/authoritative/` and `proof/<story>/<head>/advisory/<stamp>/`, the newest
+/// authoritative first, else the newest advisory; a pack that does not decode comes first of its kind, so
+/// that damage is reported rather than passed over (exit 4).
+fn best_pack(ledger: &Ledger, story: u64, branch: &str) -> Result<(String, Pack), Failure> {
     let mut candidates: Vec<Candidate> = ledger
         .list(&format!("proof/{story}"))
         .map_err(Failure::from)?
@@ -106,8 +150,6 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
             })
         })
         .collect();
-    // Newest authoritative first, else newest advisory; a pack that does not decode comes first of its
-    // kind, so that damage is reported rather than passed over.
     candidates.sort_by(|a, b| {
         let key = |c: &Candidate| {
             (
@@ -125,114 +167,99 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
     let Some(best) = candidates.into_iter().next() else {
         return Err(Failure::new(
             ExitStatus::ProofFails,
-            format!(
-                "story #{story} has no pack on the `{}` branch",
-                config.ledger.branch
-            ),
+            format!("story #{story} has no pack on the `{branch}` branch"),
         )
         .with_hint(
             "the merge gate's pack lands with `aayu ship`; a local one with `aayu proof push`",
         ));
     };
-    let pack = match best.decoded {
-        Ok(pack) => pack,
-        Err(e) => {
-            return Err(Failure::new(
-                ExitStatus::ProofFails,
-                format!("{}/pack.json does not verify: {e}", best.dir),
-            ));
-        }
-    };
+    match best.decoded {
+        Ok(pack) => Ok((best.dir, pack)),
+        Err(e) => Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!("{}/pack.json does not verify: {e}", best.dir),
+        )),
+    }
+}
 
+/// The story's Ready snapshot on the ledger branch, or why there is none to check the pack against.
+fn snapshot(
+    ledger: &Ledger,
+    story: u64,
+    branch: &str,
+) -> Result<Result<ready::Snapshot, String>, Failure> {
     let snapshot_path = crate::story::ready_path(story);
-    let snapshot = match ledger.read(&snapshot_path).map_err(Failure::from)? {
+    Ok(match ledger.read(&snapshot_path).map_err(Failure::from)? {
         Some(bytes) => ready::parse(
             &String::from_utf8_lossy(&bytes),
-            &format!("{}:{snapshot_path}", config.ledger.branch),
+            &format!("{branch}:{snapshot_path}"),
         )
         .map_err(|e| e.to_string()),
         None => Err(format!(
-            "story #{story} has no Ready snapshot (`{snapshot_path}`) on the `{}` branch",
-            config.ledger.branch
+            "story #{story} has no Ready snapshot (`{snapshot_path}`) on the `{branch}` branch"
         )),
-    };
-    let pr_head = if pack.pr == 0 {
-        Ok(None)
-    } else {
-        token
-            .as_ref()
-            .ok_or_else(remote::no_token)
-            .and_then(|t| {
-                remote::resolve_with(
-                    options.repo.as_deref(),
-                    ctx.env,
-                    ctx.github,
-                    repo.origin_slug(),
-                    t,
-                )
-            })
-            .map_err(|f| {
-                let mut why = f.message;
-                if let Some(hint) = f.hint {
-                    why.push_str(&format!(" ({hint})"));
-                }
-                why
-            })
-            .and_then(|r| {
-                r.client
-                    .pull(&r.repo, pack.pr)
-                    .map(|p| Some(p.head_sha))
-                    .map_err(|e| e.to_string())
-            })
-    };
-    let root = repo.root().to_path_buf();
-    let env = ctx.env;
-    let read = |a: &pack::Artifact| -> Stored {
-        if a.store == Store::Bucket {
-            return from_bucket(a, env);
-        }
-        match ledger.read(&format!("{}/artifacts/{}", best.dir, a.path)) {
-            Ok(Some(bytes))
-                if a.store == Store::Lfs || bytes.starts_with(b"version https://git-lfs") =>
-            {
-                if bytes.starts_with(b"version https://git-lfs") {
-                    through_lfs(&root, &bytes)
-                } else {
-                    Stored::Bytes(bytes)
-                }
-            }
-            Ok(Some(bytes)) => Stored::Bytes(bytes),
-            _ => Stored::Missing,
-        }
-    };
-    let outcome = verify::verify(&pack, &read, Some(&snapshot), &pr_head);
-    let report = Report {
-        schema_version: 1,
-        story,
-        pack: format!("{}/pack.json", best.dir),
-        authority: pack.authority.kind.as_str().to_string(),
-        pr: pack.pr,
-        pr_head_sha: pack.pr_head_sha.clone(),
-        verifies: outcome.failures.is_empty(),
-        failures: outcome.failures,
-        artifacts_checked: outcome.artifacts_checked,
-        artifacts_not_stored: outcome.artifacts_not_stored,
-        floors_hold: pack.checks.iter().all(pack::Check::holds),
-        notes: outcome.notes,
-    };
-    let written = if options.json {
-        write_out(ctx.out, &crate::output::json::render(&report))?
-    } else {
-        super::write_report(ctx, &render(&report))?
-    };
-    if !written {
-        return Ok(ExitStatus::Ok);
-    }
-    Ok(if report.verifies {
-        ExitStatus::Ok
-    } else {
-        ExitStatus::ProofFails
     })
+}
+
+/// The head of pull request `pr` on GitHub, or why it cannot be had (said in the report, not failed on).
+fn pr_head(
+    ctx: &Context,
+    options: &ProofVerifyOptions,
+    repo: &crate::git::Repo,
+    token: Option<&crate::github::Token>,
+    pr: u64,
+) -> Result<Option<String>, String> {
+    token
+        .ok_or_else(remote::no_token)
+        .and_then(|t| {
+            remote::resolve_with(
+                options.repo.as_deref(),
+                ctx.env,
+                ctx.github,
+                repo.origin_slug(),
+                t,
+            )
+        })
+        .map_err(|f| {
+            let mut why = f.message;
+            if let Some(hint) = f.hint {
+                why.push_str(&format!(" ({hint})"));
+            }
+            why
+        })
+        .and_then(|r| {
+            r.client
+                .pull(&r.repo, pr)
+                .map(|p| Some(p.head_sha))
+                .map_err(|e| e.to_string())
+        })
+}
+
+/// An artifact of the pack in folder `dir` as it is stored: in the bucket, on the ledger, or an LFS
+/// object read through git-lfs.
+fn stored(
+    ledger: &Ledger,
+    dir: &str,
+    root: &std::path::Path,
+    env: &crate::settings::Env,
+    a: &pack::Artifact,
+) -> Stored {
+    if a.store == Store::Bucket {
+        return from_bucket(a, env);
+    }
+    match ledger.read(&format!("{dir}/artifacts/{}", a.path)) {
+        Ok(Some(bytes))
+            if a.store == Store::Lfs || bytes.starts_with(b"version https://git-lfs") =>
+        {
+            if bytes.starts_with(b"version https://git-lfs") {
+                through_lfs(root, &bytes)
+            } else {
+                Stored::Bytes(bytes)
+            }
+        }
+        Ok(Some(bytes)) => Stored::Bytes(bytes),
+        _ => Stored::Missing,
+    }
 }
 
 fn render(r: &Report) -> String {
