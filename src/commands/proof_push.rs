@@ -104,6 +104,9 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
     Ok(ExitStatus::Ok)
 }
 
+/// Files by their paths, and their bytes.
+type Files = BTreeMap<String, Vec<u8>>;
+
 /// The local pack of `story`, in `local` (`.aayudha/proof/<story>/`): it must read and be the story's.
 fn local_pack(local: &Path, story: u64) -> Result<Pack, Failure> {
     let bytes = std::fs::read(local.join("pack.json")).map_err(|e| {
@@ -138,7 +141,7 @@ fn checked_artifacts(
     pack: &mut Pack,
     local: &Path,
     with_media: bool,
-) -> Result<(BTreeMap<String, Vec<u8>>, BTreeMap<String, Vec<u8>>), Failure> {
+) -> Result<(Files, Files), Failure> {
     let mut files = BTreeMap::new();
     let mut media = BTreeMap::new();
     for i in 0..pack.artifacts.len() {
@@ -192,9 +195,9 @@ fn checked_artifacts(
 /// pack.json written there, and the files by their ledger paths.
 fn advisory_files(
     pack: &Pack,
-    files: BTreeMap<String, Vec<u8>>,
+    files: Files,
     story: u64,
-) -> Result<(String, String, BTreeMap<String, Vec<u8>>), Failure> {
+) -> Result<(String, String, Files), Failure> {
     let stamp: String = pack
         .created_at
         .chars()

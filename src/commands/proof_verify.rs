@@ -86,7 +86,7 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
     let pr_head = if pack.pr == 0 {
         Ok(None)
     } else {
-        pr_head(ctx, &options, &repo, token.as_ref(), pack.pr)
+        pr_head(ctx, &options, &repo, token.as_ref(), pack.pr).map_err(|e| e.to_string())
     };
     let root = repo.root().to_path_buf();
     let env = ctx.env;
@@ -201,15 +201,28 @@ fn snapshot(
     })
 }
 
-/// The head of pull request `pr` on GitHub, or why it cannot be had (said in the report, not failed on).
+/// Why the pull request's head cannot be had (said in the report, not failed on).
+#[derive(Debug, thiserror::Error)]
+enum NoPrHead {
+    /// No repository on GitHub to ask: what resolving it said, its hint in parentheses.
+    #[error("{message}{}", .hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
+    NoRemote {
+        message: String,
+        hint: Option<String>,
+    },
+    #[error(transparent)]
+    GitHub(#[from] crate::github::GitHubError),
+}
+
+/// The head of pull request `pr` on GitHub, or why it cannot be had.
 fn pr_head(
     ctx: &Context,
     options: &ProofVerifyOptions,
     repo: &crate::git::Repo,
     token: Option<&crate::github::Token>,
     pr: u64,
-) -> Result<Option<String>, String> {
-    token
+) -> Result<Option<String>, NoPrHead> {
+    let remote = token
         .ok_or_else(remote::no_token)
         .and_then(|t| {
             remote::resolve_with(
@@ -220,19 +233,11 @@ fn pr_head(
                 t,
             )
         })
-        .map_err(|f| {
-            let mut why = f.message;
-            if let Some(hint) = f.hint {
-                why.push_str(&format!(" ({hint})"));
-            }
-            why
-        })
-        .and_then(|r| {
-            r.client
-                .pull(&r.repo, pr)
-                .map(|p| Some(p.head_sha))
-                .map_err(|e| e.to_string())
-        })
+        .map_err(|f| NoPrHead::NoRemote {
+            message: f.message,
+            hint: f.hint,
+        })?;
+    Ok(Some(remote.client.pull(&remote.repo, pr)?.head_sha))
 }
 
 /// An artifact of the pack in folder `dir` as it is stored: in the bucket, on the ledger, or an LFS
