@@ -35,11 +35,22 @@ struct Report {
     notes: Vec<String>,
 }
 
-/// A pack on the ledger: where, and whether it is authoritative.
+/// A pack on the ledger: where, whether it is authoritative, and the pack or why it does not read.
 struct Candidate {
     dir: String,
     authoritative: bool,
-    decoded: Result<Pack, String>,
+    decoded: Result<Pack, Undecoded>,
+}
+
+/// Why a pack.json on the ledger gives no pack.
+#[derive(Debug, thiserror::Error)]
+enum Undecoded {
+    #[error(transparent)]
+    Decode(#[from] pack::DecodeError),
+    #[error("pack.json cannot be read")]
+    Missing,
+    #[error(transparent)]
+    Ledger(#[from] crate::ledger::store::LedgerError),
 }
 
 /// An LFS pointer's bytes, read through `git lfs smudge` when git-lfs is installed.
@@ -139,9 +150,9 @@ fn best_pack(ledger: &Ledger, story: u64, branch: &str) -> Result<(String, Pack)
                 _ => return None,
             };
             let decoded = match ledger.read(&path) {
-                Ok(Some(bytes)) => pack::decode(&bytes).map_err(|e| e.to_string()),
-                Ok(None) => Err("pack.json cannot be read".into()),
-                Err(e) => Err(e.to_string()),
+                Ok(Some(bytes)) => pack::decode(&bytes).map_err(Undecoded::from),
+                Ok(None) => Err(Undecoded::Missing),
+                Err(e) => Err(Undecoded::from(e)),
             };
             Some(Candidate {
                 dir,
