@@ -565,7 +565,7 @@ impl Stage<'_, '_> {
             now: inputs.now,
         });
         let value = serde_json::to_value(&pack).map_err(|e| GateError::Schema(e.to_string()))?;
-        pack::validate(&value).map_err(GateError::Schema)?;
+        pack::validate(&value).map_err(|e| GateError::Schema(e.to_string()))?;
         pack::write(&inputs.out, &pack, self.out)
             .map_err(io(format!("write the pack to `{}`", inputs.out.display())))?;
         let (pack_sha256, _) = crate::hash::file(&inputs.out.join("pack.json"))

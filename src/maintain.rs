@@ -75,16 +75,16 @@ pub enum Maintainer {
 
 impl Maintainer {
     /// `[verify] maintainer`'s value; `Ok(None)` for empty, `Err` for a name aayu does not know.
-    pub fn parse(text: &str) -> Result<Option<Maintainer>, String> {
+    pub fn parse(text: &str) -> Result<Option<Maintainer>, UnknownMaintainer> {
         match text.trim() {
             "" => Ok(None),
             "claude-code" => Ok(Some(Maintainer::ClaudeCode)),
             "codex" => Ok(Some(Maintainer::Codex)),
             "cursor" => Ok(Some(Maintainer::Cursor)),
             "amp" => Ok(Some(Maintainer::Amp)),
-            other => Err(format!(
-                "`[verify] maintainer = \"{other}\"` is not an agent app aayu knows: write amp, cursor, claude-code or codex (or \"\" for none)"
-            )),
+            other => Err(UnknownMaintainer {
+                name: other.to_string(),
+            }),
         }
     }
 
@@ -105,6 +105,26 @@ impl Maintainer {
             Maintainer::Cursor => "Cursor",
             Maintainer::Amp => "Amp",
         }
+    }
+}
+
+/// A `[verify] maintainer` that names no agent app aayu knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`[verify] maintainer = \"{name}\"` is not an agent app aayu knows: write amp, cursor, claude-code or codex (or \"\" for none)"
+)]
+pub struct UnknownMaintainer {
+    name: String,
+}
+
+/// The configuration is the user's to fix (exit 2).
+impl crate::failure::Diagnose for UnknownMaintainer {
+    fn status(&self) -> crate::exit::ExitStatus {
+        crate::exit::ExitStatus::Usage
+    }
+
+    fn hint(&self) -> Option<String> {
+        Some("set `[verify] maintainer` in `.aayudha/config.toml`".to_string())
     }
 }
 

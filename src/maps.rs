@@ -283,26 +283,34 @@ pub fn load_all(
 /// How large a map or feature file may be.
 const MAP_FILE_CAP: u64 = 4 << 20;
 
+/// Why a map or feature file could not be read; said as a contract error on its line 1.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error(
+        "the file is a symbolic link (or lies behind one), which aayu does not follow: commit the file itself"
+    )]
+    Link,
+    #[error("the file is {what}, not a regular file")]
+    NotRegular { what: &'static str },
+    #[error("the file is larger than {cap} bytes")]
+    TooLarge { cap: u64 },
+    #[error("cannot read the file: {0}")]
+    Unreadable(crate::safe_fs::Refused),
+    #[error("the file is not UTF-8 (invalid byte at offset {offset})")]
+    NotUtf8 { offset: usize },
+}
+
 /// A map or feature file, read without following a link (a pull request may commit one to `/dev/zero` or
 /// `/proc/1/environ`), non-blocking, capped.
-fn read_text(root: &Path, file: &str) -> Result<String, String> {
+fn read_text(root: &Path, file: &str) -> Result<String, ReadError> {
     let bytes = crate::safe_fs::read(root, file, MAP_FILE_CAP).map_err(|e| match e {
-        crate::safe_fs::Refused::Link { .. } => {
-            "the file is a symbolic link (or lies behind one), which aayu does not follow: commit the file itself".to_string()
-        }
-        crate::safe_fs::Refused::NotRegular { what, .. } => {
-            format!("the file is {what}, not a regular file")
-        }
-        crate::safe_fs::Refused::TooLarge { cap, .. } => {
-            format!("the file is larger than {cap} bytes")
-        }
-        other => format!("cannot read the file: {other}"),
+        crate::safe_fs::Refused::Link { .. } => ReadError::Link,
+        crate::safe_fs::Refused::NotRegular { what, .. } => ReadError::NotRegular { what },
+        crate::safe_fs::Refused::TooLarge { cap, .. } => ReadError::TooLarge { cap },
+        other => ReadError::Unreadable(other),
     })?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "the file is not UTF-8 (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 {
+        offset: e.utf8_error().valid_up_to(),
     })
 }
 
@@ -335,7 +343,7 @@ fn load_map(
         })
     };
     match read_text(root, file) {
-        Err(message) => error(1, message),
+        Err(why) => error(1, why.to_string()),
         Ok(text) => {
             let doc = markdown::parse(&text);
             let json_blocks: Vec<(&str, usize)> = doc
@@ -602,75 +610,149 @@ fn load_feature(
     };
     let text = match read_text(root, file) {
         Ok(text) => text,
-        Err(message) => {
-            error(1, message);
+        Err(why) => {
+            error(1, why.to_string());
             return None;
         }
     };
     let doc = markdown::parse(&text);
-    let mut h1: Option<usize> = None;
-    let mut h2s: Vec<(String, usize)> = Vec::new();
-    let mut feature_blocks: Vec<(&str, usize)> = Vec::new();
-    let mut check_blocks: Vec<(&str, usize)> = Vec::new();
-    for block in &doc.blocks {
-        match block {
-            Block::Heading { level: 1, line, .. } => {
-                if let Some(first) = h1 {
-                    error(
-                        *line,
-                        format!(
-                            "a second H1 (the first is on line {first}); a feature file has one"
-                        ),
-                    );
-                } else if let Some(first) = doc.blocks.first() {
-                    if !matches!(first, Block::Heading { level: 1, .. }) {
-                        error(
-                            *line,
-                            "the H1 must come first in a feature file".to_string(),
-                        );
-                    }
-                }
-                h1.get_or_insert(*line);
-            }
-            Block::Heading {
-                level: 2,
-                text,
-                line,
-            } => h2s.push((text.clone(), *line)),
-            Block::Code { lang, text, line } if lang == "json" => {
-                if h2s.is_empty() {
-                    feature_blocks.push((text, *line));
-                } else if h2s.last().is_some_and(|(t, _)| t == FEATURE_SECTIONS[2]) {
-                    check_blocks.push((text, *line));
-                }
-            }
-            _ => {}
-        }
-    }
-    if h1.is_none() {
+    let outline = Outline::of(&doc, &mut error);
+    if outline.h1.is_none() {
         error(
             1,
             "no H1: a feature file starts with `# <title>`".to_string(),
         );
     }
-    check_sections(&h2s, &mut error);
+    check_sections(&outline.h2s, &mut error);
+    let (block, fence) = outline.feature_block(&mut error)?;
+    let head = read_feature_block(block, fence, &mut error)?;
+    let checks: Vec<Check> = outline
+        .check_blocks
+        .iter()
+        .filter_map(|&(block, fence)| {
+            read_check(root, block, fence, &head.id.value, builtin, &mut error)
+        })
+        .collect();
+    if checks.is_empty() && !outline.h2s.is_empty() {
+        warnings.push(Warning {
+            file: file.to_string(),
+            line: outline
+                .h2s
+                .iter()
+                .find(|(t, _)| t == FEATURE_SECTIONS[2])
+                .map_or(1, |(_, l)| *l),
+            message: "the feature has no behaviour checks".to_string(),
+        });
+    }
+    Some(Feature {
+        file: file.to_string(),
+        name: name.to_string(),
+        id: head.id,
+        layers: head.layers,
+        sources: head.sources,
+        surfaces: head.surfaces,
+        verified_at: head.verified_at,
+        checks,
+    })
+}
 
-    let (block, fence) = match feature_blocks.as_slice() {
-        [] => {
-            error(h1.unwrap_or(1), "no feature block: a fenced ```json block with `id`, `layers`, `sources`, `surfaces` and `verified_at` must come before the first H2".to_string());
-            return None;
+/// A feature file's shape: its H1, its H2s, the JSON blocks before the first H2 (the feature block) and
+/// those under `## Behaviour checks` (the check blocks).
+struct Outline<'a> {
+    h1: Option<usize>,
+    h2s: Vec<(String, usize)>,
+    feature_blocks: Vec<(&'a str, usize)>,
+    check_blocks: Vec<(&'a str, usize)>,
+}
+
+impl<'a> Outline<'a> {
+    /// The outline of a parsed feature file; a second H1, or an H1 that is not first, is an error.
+    fn of(doc: &'a markdown::Doc, error: &mut impl FnMut(usize, String)) -> Outline<'a> {
+        let mut outline = Outline {
+            h1: None,
+            h2s: Vec::new(),
+            feature_blocks: Vec::new(),
+            check_blocks: Vec::new(),
+        };
+        for block in &doc.blocks {
+            match block {
+                Block::Heading { level: 1, line, .. } => {
+                    if let Some(first) = outline.h1 {
+                        error(
+                            *line,
+                            format!(
+                                "a second H1 (the first is on line {first}); a feature file has one"
+                            ),
+                        );
+                    } else if let Some(first) = doc.blocks.first() {
+                        if !matches!(first, Block::Heading { level: 1, .. }) {
+                            error(
+                                *line,
+                                "the H1 must come first in a feature file".to_string(),
+                            );
+                        }
+                    }
+                    outline.h1.get_or_insert(*line);
+                }
+                Block::Heading {
+                    level: 2,
+                    text,
+                    line,
+                } => outline.h2s.push((text.clone(), *line)),
+                Block::Code { lang, text, line } if lang == "json" => {
+                    if outline.h2s.is_empty() {
+                        outline.feature_blocks.push((text, *line));
+                    } else if outline
+                        .h2s
+                        .last()
+                        .is_some_and(|(t, _)| t == FEATURE_SECTIONS[2])
+                    {
+                        outline.check_blocks.push((text, *line));
+                    }
+                }
+                _ => {}
+            }
         }
-        [(block, fence)] => (*block, *fence),
-        [(_, first), (_, second), ..] => {
-            error(
-                *second,
-                format!(
-                    "a second feature block (the first is on line {first}); put check blocks under `## Behaviour checks`"
-                ),
-            );
-            return None;
+        outline
+    }
+
+    /// The one feature block and its fence line; none, or a second, is an error.
+    fn feature_block(&self, error: &mut impl FnMut(usize, String)) -> Option<(&'a str, usize)> {
+        match self.feature_blocks.as_slice() {
+            [] => {
+                error(self.h1.unwrap_or(1), "no feature block: a fenced ```json block with `id`, `layers`, `sources`, `surfaces` and `verified_at` must come before the first H2".to_string());
+                None
+            }
+            [(block, fence)] => Some((*block, *fence)),
+            [(_, first), (_, second), ..] => {
+                error(
+                    *second,
+                    format!(
+                        "a second feature block (the first is on line {first}); put check blocks under `## Behaviour checks`"
+                    ),
+                );
+                None
+            }
         }
-    };
+    }
+}
+
+/// What a feature block declares, each value with its line.
+struct FeatureHead {
+    id: Located<String>,
+    layers: Vec<String>,
+    sources: Vec<Located<String>>,
+    surfaces: Vec<(String, Located<String>)>,
+    verified_at: Located<String>,
+}
+
+/// Reads the feature block at `fence`: every field that breaks the contract is an error at its line; a
+/// block that does not parse gives no feature.
+fn read_feature_block(
+    block: &str,
+    fence: usize,
+    error: &mut impl FnMut(usize, String),
+) -> Option<FeatureHead> {
     let parsed: FeatureBlock = match blocks::parse(block, "feature block") {
         Ok(parsed) => parsed,
         Err(e) => {
@@ -700,30 +782,7 @@ fn load_feature(
             );
         }
     }
-    let mut sources = Vec::new();
-    for (i, source) in parsed.sources.iter().enumerate() {
-        let line = cursor.line_of_string(source);
-        let clean = source.trim_end_matches('/');
-        if clean.is_empty()
-            || clean.starts_with('/')
-            || clean.contains('\\')
-            || clean
-                .split('/')
-                .any(|c| c == ".." || c == "." || c.is_empty())
-        {
-            error(
-                line,
-                format!(
-                    "feature block: `sources[{i}]`: `{source}` must be a plain path relative to the repository root"
-                ),
-            );
-        } else {
-            sources.push(Located {
-                value: clean.to_string(),
-                line,
-            });
-        }
-    }
+    let sources = feature_sources(&parsed.sources, &mut cursor, error);
     let mut surfaces = Vec::new();
     for (kind, names) in &parsed.surfaces {
         for name in names {
@@ -750,110 +809,158 @@ fn load_feature(
             ),
         );
     }
-
-    let feature_id = id.value.clone();
-    let mut checks = Vec::new();
-    for (block, fence) in check_blocks {
-        match blocks::parse::<CheckBlock>(block, "check block") {
-            Err(e) => error(fence + e.line, e.message),
-            Ok(parsed) => {
-                let mut cursor = Cursor::new(block, fence);
-                let id = Located {
-                    line: cursor.line_of_key_value("id", &parsed.id),
-                    value: parsed.id,
-                };
-                if !is_id(&id.value) {
-                    error(
-                        id.line,
-                        format!(
-                            "check block: `id`: `{}` is not a check id (letters, digits, `-` and `_`)",
-                            id.value
-                        ),
-                    );
-                }
-                let mut handles = handles_of(&parsed.steps, &mut cursor);
-                let spec: serde_json::Value =
-                    serde_json::from_str(block).unwrap_or(serde_json::Value::Null);
-                // The built-in runner's steps mean what it says: a step it cannot read is a contract
-                // error at the step's line, found before anything runs.
-                let mut steps = Vec::new();
-                if builtin {
-                    match crate::steps::parse(&spec) {
-                        Ok(read) => steps = read,
-                        Err((at, why)) => error(
-                            step_lines(block, fence).get(at).copied().unwrap_or(id.line),
-                            format!(
-                                "check `{feature_id}.{}`: {why} (this map's control tool is the built-in step runner, `aayu control`)",
-                                id.value
-                            ),
-                        ),
-                    }
-                    // A test step's test is read by its package's runner now, as an evidence map's is in the
-                    // gate, and is found in the source by the name its runner says.
-                    let lines = step_lines(block, fence);
-                    for (i, step) in steps.iter().enumerate() {
-                        let crate::steps::Step::Test { test, .. } = step else {
-                            continue;
-                        };
-                        let id_of = crate::runners::TestId {
-                            package: test.package.clone(),
-                            rest: test.test.clone(),
-                        };
-                        let Some(found) = crate::runners::package_of(root, &id_of) else {
-                            continue;
-                        };
-                        let package = found.package();
-                        if let Err(why) = found.runner.check_id(root, &package, &test.test) {
-                            error(
-                                lines.get(i).copied().unwrap_or(id.line),
-                                format!(
-                                    "check `{feature_id}.{}`: step {} (test): `{}`: {why} (this map's control tool is the built-in step runner, `aayu control`)",
-                                    id.value,
-                                    i + 1,
-                                    test.test
-                                ),
-                            );
-                            continue;
-                        }
-                        let name = found.runner.found_by(&test.test).to_string();
-                        for handle in handles.iter_mut().filter(|h| {
-                            h.action == "test" && h.field == "test" && h.value == test.test
-                        }) {
-                            handle.value.clone_from(&name);
-                        }
-                    }
-                }
-                checks.push(Check {
-                    id,
-                    kind: parsed.kind,
-                    evidence: parsed.evidence,
-                    handles,
-                    spec,
-                    steps,
-                });
-            }
-        }
-    }
-    if checks.is_empty() && !h2s.is_empty() {
-        warnings.push(Warning {
-            file: file.to_string(),
-            line: h2s
-                .iter()
-                .find(|(t, _)| t == FEATURE_SECTIONS[2])
-                .map_or(1, |(_, l)| *l),
-            message: "the feature has no behaviour checks".to_string(),
-        });
-    }
-    Some(Feature {
-        file: file.to_string(),
-        name: name.to_string(),
+    Some(FeatureHead {
         id,
         layers: parsed.layers,
         sources,
         surfaces,
         verified_at,
-        checks,
     })
+}
+
+/// A feature block's `sources`, each a plain path relative to the repository root (a trailing `/` taken
+/// off); any other is an error at its line, and left out.
+fn feature_sources(
+    sources: &[String],
+    cursor: &mut Cursor,
+    error: &mut impl FnMut(usize, String),
+) -> Vec<Located<String>> {
+    let mut plain = Vec::new();
+    for (i, source) in sources.iter().enumerate() {
+        let line = cursor.line_of_string(source);
+        let clean = source.trim_end_matches('/');
+        if clean.is_empty()
+            || clean.starts_with('/')
+            || clean.contains('\\')
+            || clean
+                .split('/')
+                .any(|c| c == ".." || c == "." || c.is_empty())
+        {
+            error(
+                line,
+                format!(
+                    "feature block: `sources[{i}]`: `{source}` must be a plain path relative to the repository root"
+                ),
+            );
+        } else {
+            plain.push(Located {
+                value: clean.to_string(),
+                line,
+            });
+        }
+    }
+    plain
+}
+
+/// Reads the check block at `fence` of feature `feature_id`; one that does not parse is an error and no
+/// check.
+fn read_check(
+    root: &Path,
+    block: &str,
+    fence: usize,
+    feature_id: &str,
+    builtin: bool,
+    error: &mut impl FnMut(usize, String),
+) -> Option<Check> {
+    let parsed = match blocks::parse::<CheckBlock>(block, "check block") {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            error(fence + e.line, e.message);
+            return None;
+        }
+    };
+    let mut cursor = Cursor::new(block, fence);
+    let id = Located {
+        line: cursor.line_of_key_value("id", &parsed.id),
+        value: parsed.id,
+    };
+    if !is_id(&id.value) {
+        error(
+            id.line,
+            format!(
+                "check block: `id`: `{}` is not a check id (letters, digits, `-` and `_`)",
+                id.value
+            ),
+        );
+    }
+    let mut handles = handles_of(&parsed.steps, &mut cursor);
+    let spec: serde_json::Value = serde_json::from_str(block).unwrap_or(serde_json::Value::Null);
+    // The built-in runner's steps mean what it says: a step it cannot read is a contract
+    // error at the step's line, found before anything runs.
+    let steps = if builtin {
+        let name = format!("{feature_id}.{}", id.value);
+        let lines = step_lines(block, fence);
+        builtin_steps(root, &spec, &lines, id.line, &name, &mut handles, error)
+    } else {
+        Vec::new()
+    };
+    Some(Check {
+        id,
+        kind: parsed.kind,
+        evidence: parsed.evidence,
+        handles,
+        spec,
+        steps,
+    })
+}
+
+/// The typed steps of check `name` for the built-in step runner (`lines`: each step's line; `id_line`
+/// the check id's, for a step without one). A step it cannot read is an error; a test step's test is
+/// read by its package's runner now, as an evidence map's is in the gate, and its handle becomes the
+/// name its runner finds it by in the source.
+fn builtin_steps(
+    root: &Path,
+    spec: &serde_json::Value,
+    lines: &[usize],
+    id_line: usize,
+    name: &str,
+    handles: &mut [Handle],
+    error: &mut impl FnMut(usize, String),
+) -> Vec<crate::steps::Step> {
+    let steps = match crate::steps::parse(spec) {
+        Ok(read) => read,
+        Err((at, why)) => {
+            error(
+                lines.get(at).copied().unwrap_or(id_line),
+                format!(
+                    "check `{name}`: {why} (this map's control tool is the built-in step runner, `aayu control`)"
+                ),
+            );
+            Vec::new()
+        }
+    };
+    for (i, step) in steps.iter().enumerate() {
+        let crate::steps::Step::Test { test, .. } = step else {
+            continue;
+        };
+        let id_of = crate::runners::TestId {
+            package: test.package.clone(),
+            rest: test.test.clone(),
+        };
+        let Some(found) = crate::runners::package_of(root, &id_of) else {
+            continue;
+        };
+        let package = found.package();
+        if let Err(why) = found.runner.check_id(root, &package, &test.test) {
+            error(
+                lines.get(i).copied().unwrap_or(id_line),
+                format!(
+                    "check `{name}`: step {} (test): `{}`: {why} (this map's control tool is the built-in step runner, `aayu control`)",
+                    i + 1,
+                    test.test
+                ),
+            );
+            continue;
+        }
+        let found_by = found.runner.found_by(&test.test).to_string();
+        for handle in handles
+            .iter_mut()
+            .filter(|h| h.action == "test" && h.field == "test" && h.value == test.test)
+        {
+            handle.value.clone_from(&found_by);
+        }
+    }
+    steps
 }
 
 /// The four H2s, exactly, in order.

@@ -249,19 +249,33 @@ pub fn decode(bytes: &[u8]) -> Result<Pack, DecodeError> {
     if version > u64::from(SCHEMA_VERSION) {
         return Err(DecodeError::Newer(version));
     }
-    validate(&value).map_err(|errors| DecodeError::Schema { version, errors })?;
+    validate(&value).map_err(|errors| DecodeError::Schema {
+        version,
+        errors: errors.to_string(),
+    })?;
     serde_json::from_value(value).map_err(|e| DecodeError::Schema {
         version,
         errors: e.to_string(),
     })
 }
 
+/// Why a pack document does not validate.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error("the embedded schema: {0}")]
+    EmbeddedJson(serde_json::Error),
+    #[error("the embedded schema: {0}")]
+    EmbeddedSchema(jsonschema::ValidationError<'static>),
+    /// Every failure with its JSON pointer.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+}
+
 /// Validates a pack document against the v1 schema; the error lists every failure with its JSON pointer.
-pub fn validate(value: &serde_json::Value) -> Result<(), String> {
+pub fn validate(value: &serde_json::Value) -> Result<(), SchemaError> {
     let schema: serde_json::Value =
-        serde_json::from_str(SCHEMA_V1).map_err(|e| format!("the embedded schema: {e}"))?;
-    let validator =
-        jsonschema::validator_for(&schema).map_err(|e| format!("the embedded schema: {e}"))?;
+        serde_json::from_str(SCHEMA_V1).map_err(SchemaError::EmbeddedJson)?;
+    let validator = jsonschema::validator_for(&schema).map_err(SchemaError::EmbeddedSchema)?;
     let errors: Vec<String> = validator
         .iter_errors(value)
         .map(|e| {
@@ -272,7 +286,7 @@ pub fn validate(value: &serde_json::Value) -> Result<(), String> {
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(errors.join("; "))
+        Err(SchemaError::Invalid(errors))
     }
 }
 

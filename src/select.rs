@@ -182,7 +182,8 @@ pub fn by_diff(
         if let Some(bytes) = repo.file_at(head, &file)? {
             let text = String::from_utf8(bytes)
                 .map_err(|_| SelectError::EvidenceMap(format!("{file}: not UTF-8")))?;
-            let evidence = evidence_map::parse(&text, &file).map_err(SelectError::EvidenceMap)?;
+            let evidence = evidence_map::parse(&text, &file)
+                .map_err(|e| SelectError::EvidenceMap(e.to_string()))?;
             for criterion in &evidence.criterion {
                 for name in &criterion.checks {
                     let key = find_check(maps, name).map_err(|why| {
@@ -212,10 +213,33 @@ fn control_paths(control: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Why `<feature>.<check>` names no check; said after the name (`check `x.y` names no feature: …`).
+#[derive(Debug, thiserror::Error)]
+pub enum NoSuchCheck {
+    #[error("is not `<feature>.<check>`")]
+    NotFeatureDotCheck,
+    #[error("names no check: feature `{feature}` has {}", checks_of(.checks))]
+    NoCheck {
+        feature: String,
+        checks: Vec<String>,
+    },
+    #[error("names no feature: there is no feature `{feature}`")]
+    NoFeature { feature: String },
+}
+
+/// A feature's checks for a person: their ids, or that it has none.
+fn checks_of(checks: &[String]) -> String {
+    if checks.is_empty() {
+        "no checks".to_string()
+    } else {
+        checks.join(", ")
+    }
+}
+
 /// `<feature>.<check>` to its indexes, or why it names none.
-pub fn find_check(maps: &[Map], name: &str) -> Result<(usize, usize, usize), String> {
+pub fn find_check(maps: &[Map], name: &str) -> Result<(usize, usize, usize), NoSuchCheck> {
     let Some((feature_id, check_id)) = name.split_once('.') else {
-        return Err("is not `<feature>.<check>`".to_string());
+        return Err(NoSuchCheck::NotFeatureDotCheck);
     };
     let mut feature_found = None;
     for (m, map) in maps.iter().enumerate() {
@@ -232,18 +256,13 @@ pub fn find_check(maps: &[Map], name: &str) -> Result<(usize, usize, usize), Str
         }
     }
     Err(match feature_found {
-        Some(feature) => {
-            let checks: Vec<&str> = feature.checks.iter().map(|c| c.id.value.as_str()).collect();
-            format!(
-                "names no check: feature `{feature_id}` has {}",
-                if checks.is_empty() {
-                    "no checks".to_string()
-                } else {
-                    checks.join(", ")
-                }
-            )
-        }
-        None => format!("names no feature: there is no feature `{feature_id}`"),
+        Some(feature) => NoSuchCheck::NoCheck {
+            feature: feature_id.to_string(),
+            checks: feature.checks.iter().map(|c| c.id.value.clone()).collect(),
+        },
+        None => NoSuchCheck::NoFeature {
+            feature: feature_id.to_string(),
+        },
     })
 }
 

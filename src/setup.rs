@@ -73,18 +73,35 @@ fn pin_for(built: Option<(&str, &str)>, api_url: &str, token: Option<&str>) -> P
         Err(why) => Pin {
             reference: tag.clone(),
             comment: "pin this to its commit SHA".to_string(),
-            unpinned_because: Some(why),
+            unpinned_because: Some(why.to_string()),
         },
     }
 }
 
-fn tag_commit(api_url: &str, token: Option<&str>, tag: &str) -> Result<String, String> {
+/// Why the release tag could not be resolved to its commit (said in `init`'s note).
+#[derive(Debug, thiserror::Error)]
+enum TagError {
+    #[error("GitHub could not be reached ({0})")]
+    Unreachable(ureq::Error),
+    #[error("GitHub's answer could not be read ({0})")]
+    Unreadable(ureq::Error),
+    #[error("GitHub's answer is not JSON ({0})")]
+    NotJson(serde_json::Error),
+    #[error("{ACTION_REPO} has no tag {tag} (a development build?)")]
+    NoTag { tag: String },
+    #[error("GitHub answered {status} for {url}")]
+    Status { status: u16, url: String },
+    #[error("GitHub gave no commit for {tag}")]
+    NoCommit { tag: String },
+}
+
+fn tag_commit(api_url: &str, token: Option<&str>, tag: &str) -> Result<String, TagError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(10)))
         .http_status_as_error(false)
         .build()
         .into();
-    let get = |path: &str| -> Result<serde_json::Value, String> {
+    let get = |path: &str| -> Result<serde_json::Value, TagError> {
         let url = format!(
             "{}/repos/{ACTION_REPO}{path}",
             api_url.trim_end_matches('/')
@@ -96,22 +113,19 @@ fn tag_commit(api_url: &str, token: Option<&str>, tag: &str) -> Result<String, S
         if let Some(token) = token {
             request = request.header("authorization", &format!("Bearer {token}"));
         }
-        let mut response = request
-            .call()
-            .map_err(|e| format!("GitHub could not be reached ({e})"))?;
+        let mut response = request.call().map_err(TagError::Unreachable)?;
         match response.status().as_u16() {
             200 => {
                 let text = response
                     .body_mut()
                     .read_to_string()
-                    .map_err(|e| format!("GitHub's answer could not be read ({e})"))?;
-                serde_json::from_str(&text)
-                    .map_err(|e| format!("GitHub's answer is not JSON ({e})"))
+                    .map_err(TagError::Unreadable)?;
+                serde_json::from_str(&text).map_err(TagError::NotJson)
             }
-            404 => Err(format!(
-                "{ACTION_REPO} has no tag {tag} (a development build?)"
-            )),
-            status => Err(format!("GitHub answered {status} for {url}")),
+            404 => Err(TagError::NoTag {
+                tag: tag.to_string(),
+            }),
+            status => Err(TagError::Status { status, url }),
         }
     };
     let reference = get(&format!("/git/ref/tags/{tag}"))?;
@@ -129,7 +143,9 @@ fn tag_commit(api_url: &str, token: Option<&str>, tag: &str) -> Result<String, S
     if crate::git::is_full_sha(&sha) {
         Ok(sha.to_ascii_lowercase())
     } else {
-        Err(format!("GitHub gave no commit for {tag}"))
+        Err(TagError::NoCommit {
+            tag: tag.to_string(),
+        })
     }
 }
 

@@ -51,10 +51,10 @@ impl Story {
     pub fn at(repo: &Repo, number: u64, snapshot: Snapshot, head: &str) -> Result<Story, Failure> {
         let file = evidence_map::path(number);
         let evidence = match repo.file_at(head, &file).map_err(Failure::from)? {
-            Some(bytes) => Some(
-                evidence_map::parse(&String::from_utf8_lossy(&bytes), &file)
-                    .map_err(Failure::usage)?,
-            ),
+            Some(bytes) => Some(evidence_map::parse(
+                &String::from_utf8_lossy(&bytes),
+                &file,
+            )?),
             None => None,
         };
         Ok(Story {
@@ -97,7 +97,7 @@ pub fn read_snapshot(
             )
         }
     };
-    let snapshot = ready::parse(&text, &label).map_err(Failure::usage)?;
+    let snapshot = ready::parse(&text, &label)?;
     if snapshot.meta.story != story {
         return Err(Failure::usage(format!(
             "{label} is the Ready snapshot of story #{}, not #{story}",
@@ -107,21 +107,39 @@ pub fn read_snapshot(
     Ok(snapshot)
 }
 
+/// Why a story's Ready snapshot on GitHub cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotOnGitHubError {
+    #[error("story #{story} has no Ready snapshot on the `{ledger}` branch: {error}")]
+    Missing {
+        story: u64,
+        ledger: String,
+        error: crate::github::GitHubError,
+    },
+    #[error(transparent)]
+    Snapshot(#[from] ready::SnapshotError),
+}
+
 /// A story's Ready snapshot on the ledger branch of a repository on GitHub (the contents API).
 pub fn snapshot_on_github(
     client: &crate::github::Client,
     repo: &crate::github::RepoSlug,
     ledger: &str,
     story: u64,
-) -> Result<Snapshot, String> {
+) -> Result<Snapshot, SnapshotOnGitHubError> {
     let path = ready_path(story);
-    let bytes = client.file(repo, &path, ledger).map_err(|e| {
-        format!("story #{story} has no Ready snapshot on the `{ledger}` branch: {e}")
-    })?;
-    ready::parse(
+    let bytes =
+        client
+            .file(repo, &path, ledger)
+            .map_err(|error| SnapshotOnGitHubError::Missing {
+                story,
+                ledger: ledger.to_string(),
+                error,
+            })?;
+    Ok(ready::parse(
         &String::from_utf8_lossy(&bytes),
         &format!("{ledger}:{path}"),
-    )
+    )?)
 }
 
 static STORY_LINE: LazyLock<Regex> =

@@ -169,7 +169,7 @@ fn config_problems(ctx: &Context, root: &Path, found: &mut Vec<Problem>) -> crat
         found.push(problem(
             "config",
             crate::config::CONFIG_PATH,
-            why,
+            why.to_string(),
             "set `[verify] maintainer` to amp, cursor, claude-code or codex, or \"\"",
             false,
         ));
@@ -597,7 +597,25 @@ fn online_checks(
     }
 }
 
-fn fix_one(root: &Path, repo: &crate::git::Repo, p: &Problem, ledger: &str) -> Result<(), String> {
+/// Why a problem `--fix` takes on could not be fixed (said in a note).
+#[derive(Debug, thiserror::Error)]
+enum FixError {
+    #[error(transparent)]
+    File(#[from] crate::safe_fs::Refused),
+    #[error(transparent)]
+    Pointers(#[from] crate::setup::pointers::PointerError),
+    #[error(transparent)]
+    Ledger(#[from] git2::Error),
+    #[error("not fixable")]
+    NotFixable,
+}
+
+fn fix_one(
+    root: &Path,
+    repo: &crate::git::Repo,
+    p: &Problem,
+    ledger: &str,
+) -> Result<(), FixError> {
     match p.check {
         "gitignore" => {
             let path = if p.problem.contains(".aayudha/proof/") {
@@ -608,17 +626,20 @@ fn fix_one(root: &Path, repo: &crate::git::Repo, p: &Problem, ledger: &str) -> R
             let mut text = match crate::safe_fs::read(root, ".gitignore", 1 << 20) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(e) if e.is_missing() => String::new(),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             };
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
             text.push_str(path);
             text.push('\n');
-            crate::safe_fs::write(root, ".gitignore", text.as_bytes()).map_err(|e| e.to_string())
+            Ok(crate::safe_fs::write(root, ".gitignore", text.as_bytes())?)
         }
-        "pointer" => crate::setup::pointers::write_pointers(root).map(|_| ()),
-        "ledger" => repo.create_empty_branch(ledger).map_err(|e| e.to_string()),
-        _ => Err("not fixable".to_string()),
+        "pointer" => {
+            crate::setup::pointers::write_pointers(root)?;
+            Ok(())
+        }
+        "ledger" => Ok(repo.create_empty_branch(ledger)?),
+        _ => Err(FixError::NotFixable),
     }
 }

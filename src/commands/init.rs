@@ -35,18 +35,7 @@ enum Done {
 
 pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failure> {
     if !options.verify_skill {
-        for (flag, given) in [
-            ("--product", options.product.is_some()),
-            ("--root", options.root.is_some()),
-            ("--stack", options.stack.is_some()),
-            ("--maintainer", options.maintainer.is_some()),
-        ] {
-            if given {
-                return Err(Failure::usage(format!(
-                    "`{flag}` goes with `--verify-skill`"
-                )));
-            }
-        }
+        refuse_skill_flags(&options)?;
     }
     let repo = crate::commands::repo(ctx).map_err(|f| {
         f.with_hint("aayu init sets up a git repository: run it inside one (or `git init` first)")
@@ -92,7 +81,47 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
             },
         ],
     );
-    for file in &planned {
+    changed |= write_planned(&root, &planned, &options, &mut report)?;
+    changed |= add_ignored(&root, options.dry_run, &mut report)?;
+    say_pin(&pin, &mut report);
+    if !options.dry_run {
+        say_next_steps(options.verify_skill, &mut report);
+    }
+    if changed {
+        let (at, note) = maintainer_note;
+        report.insert_str(at.min(report.len()), &note);
+    }
+    write_out(ctx.out, &report)?;
+    Ok(ExitStatus::Ok)
+}
+
+/// The flags of `--verify-skill` without it are a usage error.
+fn refuse_skill_flags(options: &InitOptions) -> Result<(), Failure> {
+    for (flag, given) in [
+        ("--product", options.product.is_some()),
+        ("--root", options.root.is_some()),
+        ("--stack", options.stack.is_some()),
+        ("--maintainer", options.maintainer.is_some()),
+    ] {
+        if given {
+            return Err(Failure::usage(format!(
+                "`{flag}` goes with `--verify-skill`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Writes each planned file that is not there (or, with `--force`, replaces it; with `--dry-run`, says
+/// what it would write), one report line each; whether anything was or would be written.
+fn write_planned(
+    root: &Path,
+    planned: &[Planned],
+    options: &InitOptions,
+    report: &mut String,
+) -> Result<bool, Failure> {
+    let mut changed = false;
+    for file in planned {
         // Anything there — a file, a folder, a link — is the user's.
         let exists = std::fs::symlink_metadata(root.join(&file.path)).is_ok();
         let done = match (exists, options.force) {
@@ -131,7 +160,7 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
             Done::Wrote | Done::Replaced => {
                 changed = true;
                 let mode = if file.executable { 0o755 } else { 0o644 };
-                crate::safe_fs::write_mode(&root, &file.path, file.text.as_bytes(), mode).map_err(
+                crate::safe_fs::write_mode(root, &file.path, file.text.as_bytes(), mode).map_err(
                     |e| Failure::unexpected(format!("cannot write `{}`: {e}", file.path)),
                 )?;
                 let verb = if matches!(done, Done::Replaced) {
@@ -143,8 +172,13 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
             }
         }
     }
-    // .gitignore: the lines that are missing, appended (the file is the user's: never replaced).
-    let current = match crate::safe_fs::read(&root, ".gitignore", 1 << 20) {
+    Ok(changed)
+}
+
+/// .gitignore: the lines that are missing, appended (the file is the user's: never replaced); whether
+/// any were or would be added.
+fn add_ignored(root: &Path, dry_run: bool, report: &mut String) -> Result<bool, Failure> {
+    let current = match crate::safe_fs::read(root, ".gitignore", 1 << 20) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.is_missing() => String::new(),
         Err(e) => return Err(Failure::usage(format!("`.gitignore`: {e}"))),
@@ -164,23 +198,28 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
             "kept     .gitignore (it ignores {} already)",
             IGNORED.join(" and ")
         );
-    } else if options.dry_run {
-        changed = true;
-        let _ = writeln!(report, "would add to .gitignore: {}", missing.join(", "));
-    } else {
-        changed = true;
-        let mut text = current.clone();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("# aayudha: local proof packs and run folders\n");
-        for line in &missing {
-            text.push_str(line);
-            text.push('\n');
-        }
-        write_file(&root, ".gitignore", &text)?;
-        let _ = writeln!(report, "added to .gitignore: {}", missing.join(", "));
+        return Ok(false);
     }
+    if dry_run {
+        let _ = writeln!(report, "would add to .gitignore: {}", missing.join(", "));
+        return Ok(true);
+    }
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# aayudha: local proof packs and run folders\n");
+    for line in &missing {
+        text.push_str(line);
+        text.push('\n');
+    }
+    write_file(root, ".gitignore", &text)?;
+    let _ = writeln!(report, "added to .gitignore: {}", missing.join(", "));
+    Ok(true)
+}
+
+/// How the workflows name the action: by its commit, or by its tag with why and how to pin it.
+fn say_pin(pin: &crate::setup::Pin, report: &mut String) {
     match &pin.unpinned_because {
         None => {
             let _ = writeln!(
@@ -197,25 +236,21 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
             );
         }
     }
-    if !options.dry_run {
-        let third = if options.verify_skill {
-            "3. Map the first feature: a file in the skill's `features/` folder and a link in its README (docs/feature-maps.md), then `aayu verify --map` and `aayu verify --check <feature>`.\n"
-        } else {
-            "3. Start the feature map: `aayu init --verify-skill`, then `aayu verify --map`.\n"
-        };
-        report.push_str(
-            "\nNext steps:\n\
-             1. Commit these files to the default branch: the gate runs the default branch's workflow and configuration.\n\
-             2. In the repository's branch protection (or a ruleset), require the status `aayudha/proof`.\n",
-        );
-        report.push_str(third);
-    }
-    if changed {
-        let (at, note) = maintainer_note;
-        report.insert_str(at.min(report.len()), &note);
-    }
-    write_out(ctx.out, &report)?;
-    Ok(ExitStatus::Ok)
+}
+
+/// The next steps after a real init.
+fn say_next_steps(verify_skill: bool, report: &mut String) {
+    let third = if verify_skill {
+        "3. Map the first feature: a file in the skill's `features/` folder and a link in its README (docs/feature-maps.md), then `aayu verify --map` and `aayu verify --check <feature>`.\n"
+    } else {
+        "3. Start the feature map: `aayu init --verify-skill`, then `aayu verify --map`.\n"
+    };
+    report.push_str(
+        "\nNext steps:\n\
+         1. Commit these files to the default branch: the gate runs the default branch's workflow and configuration.\n\
+         2. In the repository's branch protection (or a ruleset), require the status `aayudha/proof`.\n",
+    );
+    report.push_str(third);
 }
 
 /// The files of the starter skill, and the maintainer chosen; what was found and taken goes to `report`.

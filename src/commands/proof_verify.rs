@@ -35,11 +35,22 @@ struct Report {
     notes: Vec<String>,
 }
 
-/// A pack on the ledger: where, and whether it is authoritative.
+/// A pack on the ledger: where, whether it is authoritative, and the pack or why it does not read.
 struct Candidate {
     dir: String,
     authoritative: bool,
-    decoded: Result<Pack, String>,
+    decoded: Result<Pack, Undecoded>,
+}
+
+/// Why a pack.json on the ledger gives no pack.
+#[derive(Debug, thiserror::Error)]
+enum Undecoded {
+    #[error(transparent)]
+    Decode(#[from] pack::DecodeError),
+    #[error("pack.json cannot be read")]
+    Missing,
+    #[error(transparent)]
+    Ledger(#[from] crate::ledger::store::LedgerError),
 }
 
 /// An LFS pointer's bytes, read through `git lfs smudge` when git-lfs is installed.
@@ -81,134 +92,21 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
         Ledger::open(repo.root(), &config.ledger.branch, network).map_err(Failure::from)?;
     ledger.fetch().map_err(Failure::from)?;
 
-    // The candidates: proof/<story>/<head>/authoritative/ and proof/<story>/<head>/advisory/<stamp>/.
-    let mut candidates: Vec<Candidate> = ledger
-        .list(&format!("proof/{story}"))
-        .map_err(Failure::from)?
-        .into_iter()
-        .filter_map(|path| {
-            let dir = path.strip_suffix("/pack.json")?.to_string();
-            let parts: Vec<&str> = dir.split('/').collect();
-            let authoritative = match parts.as_slice() {
-                [_, _, _, "authoritative"] => true,
-                [_, _, _, "advisory", _] => false,
-                _ => return None,
-            };
-            let decoded = match ledger.read(&path) {
-                Ok(Some(bytes)) => pack::decode(&bytes).map_err(|e| e.to_string()),
-                Ok(None) => Err("pack.json cannot be read".into()),
-                Err(e) => Err(e.to_string()),
-            };
-            Some(Candidate {
-                dir,
-                authoritative,
-                decoded,
-            })
-        })
-        .collect();
-    // Newest authoritative first, else newest advisory; a pack that does not decode comes first of its
-    // kind, so that damage is reported rather than passed over.
-    candidates.sort_by(|a, b| {
-        let key = |c: &Candidate| {
-            (
-                c.authoritative,
-                c.decoded.is_err(),
-                c.decoded
-                    .as_ref()
-                    .map(|p| p.created_at.clone())
-                    .unwrap_or_default(),
-                c.dir.clone(),
-            )
-        };
-        key(b).cmp(&key(a))
-    });
-    let Some(best) = candidates.into_iter().next() else {
-        return Err(Failure::new(
-            ExitStatus::ProofFails,
-            format!(
-                "story #{story} has no pack on the `{}` branch",
-                config.ledger.branch
-            ),
-        )
-        .with_hint(
-            "the merge gate's pack lands with `aayu ship`; a local one with `aayu proof push`",
-        ));
-    };
-    let pack = match best.decoded {
-        Ok(pack) => pack,
-        Err(e) => {
-            return Err(Failure::new(
-                ExitStatus::ProofFails,
-                format!("{}/pack.json does not verify: {e}", best.dir),
-            ));
-        }
-    };
-
-    let snapshot_path = crate::story::ready_path(story);
-    let snapshot = match ledger.read(&snapshot_path).map_err(Failure::from)? {
-        Some(bytes) => ready::parse(
-            &String::from_utf8_lossy(&bytes),
-            &format!("{}:{snapshot_path}", config.ledger.branch),
-        ),
-        None => Err(format!(
-            "story #{story} has no Ready snapshot (`{snapshot_path}`) on the `{}` branch",
-            config.ledger.branch
-        )),
-    };
+    let (dir, pack) = best_pack(&ledger, story, &config.ledger.branch)?;
+    let snapshot = snapshot(&ledger, story, &config.ledger.branch)?;
     let pr_head = if pack.pr == 0 {
         Ok(None)
     } else {
-        token
-            .as_ref()
-            .ok_or_else(remote::no_token)
-            .and_then(|t| {
-                remote::resolve_with(
-                    options.repo.as_deref(),
-                    ctx.env,
-                    ctx.github,
-                    repo.origin_slug(),
-                    t,
-                )
-            })
-            .map_err(|f| {
-                let mut why = f.message;
-                if let Some(hint) = f.hint {
-                    why.push_str(&format!(" ({hint})"));
-                }
-                why
-            })
-            .and_then(|r| {
-                r.client
-                    .pull(&r.repo, pack.pr)
-                    .map(|p| Some(p.head_sha))
-                    .map_err(|e| e.to_string())
-            })
+        pr_head(ctx, &options, &repo, token.as_ref(), pack.pr).map_err(|e| e.to_string())
     };
     let root = repo.root().to_path_buf();
     let env = ctx.env;
-    let read = |a: &pack::Artifact| -> Stored {
-        if a.store == Store::Bucket {
-            return from_bucket(a, env);
-        }
-        match ledger.read(&format!("{}/artifacts/{}", best.dir, a.path)) {
-            Ok(Some(bytes))
-                if a.store == Store::Lfs || bytes.starts_with(b"version https://git-lfs") =>
-            {
-                if bytes.starts_with(b"version https://git-lfs") {
-                    through_lfs(&root, &bytes)
-                } else {
-                    Stored::Bytes(bytes)
-                }
-            }
-            Ok(Some(bytes)) => Stored::Bytes(bytes),
-            _ => Stored::Missing,
-        }
-    };
+    let read = |a: &pack::Artifact| stored(&ledger, &dir, &root, env, a);
     let outcome = verify::verify(&pack, &read, Some(&snapshot), &pr_head);
     let report = Report {
         schema_version: 1,
         story,
-        pack: format!("{}/pack.json", best.dir),
+        pack: format!("{dir}/pack.json"),
         authority: pack.authority.kind.as_str().to_string(),
         pr: pack.pr,
         pr_head_sha: pack.pr_head_sha.clone(),
@@ -232,6 +130,152 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
     } else {
         ExitStatus::ProofFails
     })
+}
+
+/// The story's best pack on the ledger, and its folder: of the candidates
+/// `proof/<story>/<head>/authoritative/` and `proof/<story>/<head>/advisory/<stamp>/`, the newest
+/// authoritative first, else the newest advisory; a pack that does not decode comes first of its kind, so
+/// that damage is reported rather than passed over (exit 4).
+fn best_pack(ledger: &Ledger, story: u64, branch: &str) -> Result<(String, Pack), Failure> {
+    let mut candidates: Vec<Candidate> = ledger
+        .list(&format!("proof/{story}"))
+        .map_err(Failure::from)?
+        .into_iter()
+        .filter_map(|path| {
+            let dir = path.strip_suffix("/pack.json")?.to_string();
+            let parts: Vec<&str> = dir.split('/').collect();
+            let authoritative = match parts.as_slice() {
+                [_, _, _, "authoritative"] => true,
+                [_, _, _, "advisory", _] => false,
+                _ => return None,
+            };
+            let decoded = match ledger.read(&path) {
+                Ok(Some(bytes)) => pack::decode(&bytes).map_err(Undecoded::from),
+                Ok(None) => Err(Undecoded::Missing),
+                Err(e) => Err(Undecoded::from(e)),
+            };
+            Some(Candidate {
+                dir,
+                authoritative,
+                decoded,
+            })
+        })
+        .collect();
+    candidates.sort_by(|a, b| {
+        let key = |c: &Candidate| {
+            (
+                c.authoritative,
+                c.decoded.is_err(),
+                c.decoded
+                    .as_ref()
+                    .map(|p| p.created_at.clone())
+                    .unwrap_or_default(),
+                c.dir.clone(),
+            )
+        };
+        key(b).cmp(&key(a))
+    });
+    let Some(best) = candidates.into_iter().next() else {
+        return Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!("story #{story} has no pack on the `{branch}` branch"),
+        )
+        .with_hint(
+            "the merge gate's pack lands with `aayu ship`; a local one with `aayu proof push`",
+        ));
+    };
+    match best.decoded {
+        Ok(pack) => Ok((best.dir, pack)),
+        Err(e) => Err(Failure::new(
+            ExitStatus::ProofFails,
+            format!("{}/pack.json does not verify: {e}", best.dir),
+        )),
+    }
+}
+
+/// The story's Ready snapshot on the ledger branch, or why there is none to check the pack against.
+fn snapshot(
+    ledger: &Ledger,
+    story: u64,
+    branch: &str,
+) -> Result<Result<ready::Snapshot, String>, Failure> {
+    let snapshot_path = crate::story::ready_path(story);
+    Ok(match ledger.read(&snapshot_path).map_err(Failure::from)? {
+        Some(bytes) => ready::parse(
+            &String::from_utf8_lossy(&bytes),
+            &format!("{branch}:{snapshot_path}"),
+        )
+        .map_err(|e| e.to_string()),
+        None => Err(format!(
+            "story #{story} has no Ready snapshot (`{snapshot_path}`) on the `{branch}` branch"
+        )),
+    })
+}
+
+/// Why the pull request's head cannot be had (said in the report, not failed on).
+#[derive(Debug, thiserror::Error)]
+enum NoPrHead {
+    /// No repository on GitHub to ask: what resolving it said, its hint in parentheses.
+    #[error("{message}{}", .hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
+    NoRemote {
+        message: String,
+        hint: Option<String>,
+    },
+    #[error(transparent)]
+    GitHub(#[from] crate::github::GitHubError),
+}
+
+/// The head of pull request `pr` on GitHub, or why it cannot be had.
+fn pr_head(
+    ctx: &Context,
+    options: &ProofVerifyOptions,
+    repo: &crate::git::Repo,
+    token: Option<&crate::github::Token>,
+    pr: u64,
+) -> Result<Option<String>, NoPrHead> {
+    let remote = token
+        .ok_or_else(remote::no_token)
+        .and_then(|t| {
+            remote::resolve_with(
+                options.repo.as_deref(),
+                ctx.env,
+                ctx.github,
+                repo.origin_slug(),
+                t,
+            )
+        })
+        .map_err(|f| NoPrHead::NoRemote {
+            message: f.message,
+            hint: f.hint,
+        })?;
+    Ok(Some(remote.client.pull(&remote.repo, pr)?.head_sha))
+}
+
+/// An artifact of the pack in folder `dir` as it is stored: in the bucket, on the ledger, or an LFS
+/// object read through git-lfs.
+fn stored(
+    ledger: &Ledger,
+    dir: &str,
+    root: &std::path::Path,
+    env: &crate::settings::Env,
+    a: &pack::Artifact,
+) -> Stored {
+    if a.store == Store::Bucket {
+        return from_bucket(a, env);
+    }
+    match ledger.read(&format!("{dir}/artifacts/{}", a.path)) {
+        Ok(Some(bytes))
+            if a.store == Store::Lfs || bytes.starts_with(b"version https://git-lfs") =>
+        {
+            if bytes.starts_with(b"version https://git-lfs") {
+                through_lfs(root, &bytes)
+            } else {
+                Stored::Bytes(bytes)
+            }
+        }
+        Ok(Some(bytes)) => Stored::Bytes(bytes),
+        _ => Stored::Missing,
+    }
 }
 
 fn render(r: &Report) -> String {

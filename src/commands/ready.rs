@@ -10,7 +10,7 @@ use crate::commands::{Context, Failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::ledger::store::{Existing, Ledger};
 use crate::settings::options::ReadyOptions;
-use crate::settings::remote;
+use crate::settings::remote::{self, Remote};
 use crate::story::ready;
 
 /// The story as it is frozen: from the issue, or from a local file.
@@ -153,49 +153,11 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
             )
         }
         None => {
-            let remote = remote::resolve(
-                options.repo.as_deref(),
-                ctx.env,
-                ctx.github,
-                repo.origin_slug(),
-            )?;
-            let issue = remote
-                .client
-                .issue(&remote.repo, story)
-                .map_err(Failure::from)?;
-            if issue.is_pull_request {
-                return Err(Failure::usage(format!(
-                    "#{story} is a pull request, not a story: give the issue the pull request implements"
-                )));
-            }
-            let found = Story {
-                title: issue.title.clone(),
-                body: issue.body.clone().unwrap_or_default(),
-                labels: issue.labels.clone(),
-                source: format!("{}#{story}", remote.repo),
-                named: format!("story #{story}"),
-            };
+            let (found, remote) = story_from_issue(ctx, &repo, &options)?;
             (found, Some(remote))
         }
     };
-    let named = &found.named;
-    let goal = ready::completion_goal(&found.body).ok_or_else(|| {
-        let failure = Failure::usage(format!("{named} has no `## Completion Goal` section"));
-        if options.file.is_some() {
-            failure.with_hint("add the line `## Completion Goal` to the file, then a numbered list of what done means: `1. The total skips blank lines.`")
-        } else {
-            failure.with_hint(
-                "add one to the issue: `## Completion Goal`, then a numbered list of what done means",
-            )
-        }
-    })?;
-    let criteria = ready::criteria(&goal).map_err(|e| Failure::usage(format!("{named}: {e}")))?;
-    if criteria.is_empty() {
-        return Err(Failure::usage(format!(
-            "{named}'s Completion Goal has no numbered criteria"
-        ))
-        .with_hint("write each criterion as a numbered line: `1. The total skips blank lines.`"));
-    }
+    let (goal, criteria) = goal_and_criteria(&found, options.file.is_some())?;
     let hash = ready::goal_hash(&goal);
     let now = ctx.env.now()?;
     let frozen_at = crate::clock::utc_stamp(now, false);
@@ -214,70 +176,20 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
         write_out(ctx.out, &text)?;
         return Ok(ExitStatus::Ok);
     }
-    let ledger = match &remote {
-        Some(remote) => {
-            let ledger = Ledger::open(repo.root(), &config.ledger.branch, remote.network.clone())
-                .map_err(Failure::from)?;
-            ledger.fetch().map_err(Failure::from)?;
-            ledger
-        }
-        None => Ledger::open_local(repo.root(), &config.ledger.branch).map_err(Failure::from)?,
-    };
-    let existing = match ledger.read(&path).map_err(Failure::from)? {
-        Some(bytes) => Some(ready::parse(
-            &String::from_utf8_lossy(&bytes),
-            &format!("{}:{path}", config.ledger.branch),
-        )),
-        None => None,
-    };
-    if let Some(previous) = &existing {
+    let ledger = open_ledger(&repo, &config.ledger.branch, remote.as_ref())?;
+    let refrozen = previous_snapshot(&ledger, &config.ledger.branch, &path, &hash)?;
+    if let Some(previous) = &refrozen {
         if !options.refreeze {
-            let said = match previous {
-                Ok(s) if s.meta.completion_goal_hash == hash => {
-                    "with this same Completion Goal".to_string()
-                }
-                Ok(s) => format!(
-                    "with another Completion Goal ({})",
-                    short(&s.meta.completion_goal_hash)
-                ),
-                Err(e) => format!("but it does not read: {e}"),
-            };
-            return Err(Failure::usage(format!(
-                "story #{story} is already Ready on `{}` {said}",
-                config.ledger.branch
-            ))
-            .with_hint("pass `--refreeze` to replace its snapshot (recorded in the new one)"));
+            return Err(previous.refused(story, &config.ledger.branch));
         }
         meta["refrozen"] = json!({
-            "previous_completion_goal_hash": previous
-                .as_ref()
-                .map(|s| s.meta.completion_goal_hash.clone())
-                .unwrap_or_default(),
+            "previous_completion_goal_hash": previous.hash(),
         });
     }
     let text = snapshot_text(story, &found.title, &meta, &goal, &path)?;
-    let author = match &remote {
-        Some(remote) => {
-            let (login, id) = remote
-                .client
-                .user()
-                .map_err(Failure::from)?
-                .unwrap_or_else(|| ("github-actions[bot]".into(), 41898282));
-            ledger.author(&login, id)
-        }
-        // git's own order: the repository's configuration, then the variables git reads.
-        None => ledger.git_author().or_else(|| {
-            Some(crate::ledger::store::Author {
-                name: ctx.env.var("GIT_AUTHOR_NAME")?,
-                email: ctx.env.var("GIT_AUTHOR_EMAIL")?,
-            })
-        }).ok_or_else(|| {
-            Failure::usage("git has no `user.name` and `user.email` here: the ledger commit needs an author")
-                .with_hint("git config user.name \"Your Name\" && git config user.email you@example.com")
-        })?,
-    };
+    let author = author(ctx, &ledger, remote.as_ref())?;
     let files = BTreeMap::from([(path.clone(), text.into_bytes())]);
-    let message = if existing.is_some() {
+    let message = if refrozen.is_some() {
         format!(
             "ready: story #{story} refrozen (Completion Goal {})",
             short(&hash)
@@ -306,6 +218,164 @@ pub fn run(ctx: &mut Context, options: ReadyOptions) -> Result<ExitStatus, Failu
     );
     write_out(ctx.out, &line)?;
     Ok(ExitStatus::Ok)
+}
+
+/// The story from its issue on GitHub (never a pull request), and the remote it was read from.
+fn story_from_issue(
+    ctx: &mut Context,
+    repo: &crate::git::Repo,
+    options: &ReadyOptions,
+) -> Result<(Story, Remote), Failure> {
+    let story = options.story;
+    let remote = remote::resolve(
+        options.repo.as_deref(),
+        ctx.env,
+        ctx.github,
+        repo.origin_slug(),
+    )?;
+    let issue = remote
+        .client
+        .issue(&remote.repo, story)
+        .map_err(Failure::from)?;
+    if issue.is_pull_request {
+        return Err(Failure::usage(format!(
+            "#{story} is a pull request, not a story: give the issue the pull request implements"
+        )));
+    }
+    let found = Story {
+        title: issue.title.clone(),
+        body: issue.body.clone().unwrap_or_default(),
+        labels: issue.labels.clone(),
+        source: format!("{}#{story}", remote.repo),
+        named: format!("story #{story}"),
+    };
+    Ok((found, remote))
+}
+
+/// The story's Completion Goal and its numbered criteria (at least one); `from_file` chooses the hint.
+fn goal_and_criteria(
+    found: &Story,
+    from_file: bool,
+) -> Result<(String, Vec<ready::Criterion>), Failure> {
+    let named = &found.named;
+    let goal = ready::completion_goal(&found.body).ok_or_else(|| {
+        let failure = Failure::usage(format!("{named} has no `## Completion Goal` section"));
+        if from_file {
+            failure.with_hint("add the line `## Completion Goal` to the file, then a numbered list of what done means: `1. The total skips blank lines.`")
+        } else {
+            failure.with_hint(
+                "add one to the issue: `## Completion Goal`, then a numbered list of what done means",
+            )
+        }
+    })?;
+    let criteria = ready::criteria(&goal).map_err(|e| Failure::usage(format!("{named}: {e}")))?;
+    if criteria.is_empty() {
+        return Err(Failure::usage(format!(
+            "{named}'s Completion Goal has no numbered criteria"
+        ))
+        .with_hint("write each criterion as a numbered line: `1. The total skips blank lines.`"));
+    }
+    Ok((goal, criteria))
+}
+
+/// The ledger branch: origin's, fetched, when the story came from GitHub; else this clone's.
+fn open_ledger(
+    repo: &crate::git::Repo,
+    branch: &str,
+    remote: Option<&Remote>,
+) -> Result<Ledger, Failure> {
+    Ok(match remote {
+        Some(remote) => {
+            let ledger =
+                Ledger::open(repo.root(), branch, remote.network.clone()).map_err(Failure::from)?;
+            ledger.fetch().map_err(Failure::from)?;
+            ledger
+        }
+        None => Ledger::open_local(repo.root(), branch).map_err(Failure::from)?,
+    })
+}
+
+/// A Ready snapshot already on the ledger: read, or why it does not read.
+struct Previous {
+    snapshot: Result<ready::Snapshot, ready::SnapshotError>,
+    /// The hash of the Completion Goal being frozen now.
+    hash: String,
+}
+
+impl Previous {
+    /// The hash of the previous snapshot's Completion Goal (empty when it does not read).
+    fn hash(&self) -> String {
+        self.snapshot
+            .as_ref()
+            .map(|s| s.meta.completion_goal_hash.clone())
+            .unwrap_or_default()
+    }
+
+    /// Freezing again without `--refreeze`: refused, with what is there.
+    fn refused(&self, story: u64, branch: &str) -> Failure {
+        let said = match &self.snapshot {
+            Ok(s) if s.meta.completion_goal_hash == self.hash => {
+                "with this same Completion Goal".to_string()
+            }
+            Ok(s) => format!(
+                "with another Completion Goal ({})",
+                short(&s.meta.completion_goal_hash)
+            ),
+            Err(e) => format!("but it does not read: {e}"),
+        };
+        Failure::usage(format!(
+            "story #{story} is already Ready on `{branch}` {said}"
+        ))
+        .with_hint("pass `--refreeze` to replace its snapshot (recorded in the new one)")
+    }
+}
+
+/// The story's snapshot already at `path` on the ledger branch, if any (`hash`: the goal's now).
+fn previous_snapshot(
+    ledger: &Ledger,
+    branch: &str,
+    path: &str,
+    hash: &str,
+) -> Result<Option<Previous>, Failure> {
+    Ok(ledger
+        .read(path)
+        .map_err(Failure::from)?
+        .map(|bytes| Previous {
+            snapshot: ready::parse(
+                &String::from_utf8_lossy(&bytes),
+                &format!("{branch}:{path}"),
+            ),
+            hash: hash.to_string(),
+        }))
+}
+
+/// The ledger commit's author: the token's user when the story came from GitHub (the Actions bot when
+/// the token has none); else git's own order, the repository's configuration, then the variables git
+/// reads.
+fn author(
+    ctx: &Context,
+    ledger: &Ledger,
+    remote: Option<&Remote>,
+) -> Result<crate::ledger::store::Author, Failure> {
+    Ok(match remote {
+        Some(remote) => {
+            let (login, id) = remote
+                .client
+                .user()
+                .map_err(Failure::from)?
+                .unwrap_or_else(|| ("github-actions[bot]".into(), 41898282));
+            ledger.author(&login, id)
+        }
+        None => ledger.git_author().or_else(|| {
+            Some(crate::ledger::store::Author {
+                name: ctx.env.var("GIT_AUTHOR_NAME")?,
+                email: ctx.env.var("GIT_AUTHOR_EMAIL")?,
+            })
+        }).ok_or_else(|| {
+            Failure::usage("git has no `user.name` and `user.email` here: the ledger commit needs an author")
+                .with_hint("git config user.name \"Your Name\" && git config user.email you@example.com")
+        })?,
+    })
 }
 
 /// The snapshot file: its title line, the metadata line, the Completion Goal; checked to read back.

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::commands::{Context, Failure, short, write_out};
 use crate::exit::ExitStatus;
 use crate::github::{GitHubError, Pull, RunFilter, WorkflowRun};
-use crate::ledger::store::{Existing, Ledger};
+use crate::ledger::store::{Author, Existing, Ledger};
 use crate::pack::ARTIFACT;
 use crate::pack::verify::{self, Stored};
 use crate::pack::{self, Pack};
@@ -174,7 +174,8 @@ fn snapshot_on_ledger(
         Some(bytes) => ready::parse(
             &String::from_utf8_lossy(&bytes),
             &format!("{branch}:{snapshot_path}"),
-        ),
+        )
+        .map_err(|e| e.to_string()),
         None => Err(format!(
             "story #{story} has no Ready snapshot on the `{branch}` branch"
         )),
@@ -234,7 +235,86 @@ fn first_qualifying(
     })
 }
 
-/// Why a run does not qualify, or what it proves.
+/// Why a run of the gate workflow does not qualify to ship the pull request (said on stderr, one line a run).
+#[derive(Debug, thiserror::Error)]
+enum NotQualified {
+    #[error("another workflow ({file}), not {gate}")]
+    OtherWorkflow { file: String, gate: String },
+    #[error("the workflow file of {reference}, not of the default branch {default_branch}")]
+    NotDefaultBranch {
+        reference: String,
+        default_branch: String,
+    },
+    #[error("ran in {ran_in}, not {repo}")]
+    OtherRepository { ran_in: String, repo: String },
+    #[error(
+        "a pull_request run: the pull request's own copy of the gate; only pull_request_target runs count"
+    )]
+    PullRequestRun,
+    #[error("a {event} run; only pull_request_target runs count")]
+    OtherEvent { event: String },
+    #[error("attempt {attempt} is {status}")]
+    NotCompleted { attempt: u64, status: String },
+    #[error("attempt {attempt} ended {}", .conclusion.as_deref().unwrap_or("without a conclusion"))]
+    NotSuccessful {
+        attempt: u64,
+        conclusion: Option<String>,
+    },
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    #[error("no `{ARTIFACT}` artifact")]
+    NoArtifact,
+    #[error("{count} artifacts named `{ARTIFACT}`: which one is the gate's cannot be told")]
+    ManyArtifacts { count: usize },
+    #[error("its `{ARTIFACT}` artifact has expired")]
+    Expired,
+    #[error("its `{ARTIFACT}` artifact has expired (410)")]
+    Gone,
+    #[error("its `{ARTIFACT}` artifact does not verify: {0}")]
+    Archive(archive::ArchiveError),
+    #[error("its pack proves pull request #{pack}, not #{pull}")]
+    OtherPull { pack: u64, pull: u64 },
+    #[error("its pack names story #{pack}, not #{story}")]
+    OtherStory { pack: u64, story: u64 },
+    #[error("its pack proves {}, but the pull request's head is {}", short(.pack), short(.head))]
+    OtherHead { pack: String, head: String },
+    #[error(
+        "no `aayudha/proof` status on {} names run {run} and pack sha256 {}",
+        short(.head),
+        short(.sha256)
+    )]
+    Unbound {
+        head: String,
+        run: u64,
+        sha256: String,
+    },
+    #[error(
+        "its pack does not verify: {} {}: {}{}",
+        .first.check,
+        .first.subject,
+        .first.detail,
+        and_more(*.more)
+    )]
+    DoesNotVerify { first: verify::Finding, more: usize },
+    #[error("the {floor} floor does not hold ({result}): {detail}")]
+    FloorFails {
+        floor: String,
+        result: String,
+        detail: String,
+    },
+}
+
+/// ` (and 2 more)` after the first of several failures; nothing after the only one.
+fn and_more(more: usize) -> String {
+    if more > 0 {
+        format!(" (and {more} more)")
+    } else {
+        String::new()
+    }
+}
+
+/// Why a run does not qualify, or what it proves: where it ran, its artifact, the pack's binding to the
+/// pull request and the story, the status naming both, and the pack's own verification.
 fn qualify(
     remote: &Remote,
     run: &WorkflowRun,
@@ -243,64 +323,86 @@ fn qualify(
     pull: &Pull,
     story: u64,
     snapshot: &Result<ready::Snapshot, String>,
-) -> Result<Qualified, String> {
+) -> Result<Qualified, NotQualified> {
+    check_origin(remote, run, gate_workflow, default_branch)?;
+    let (artifact_id, unpacked) = gate_artifact(remote, run)?;
+    check_binding(&unpacked.pack, pull, story)?;
+    check_status(remote, run, pull, &unpacked)?;
+    check_verifies(&unpacked, pull, snapshot)?;
+    Ok(Qualified {
+        run: run.clone(),
+        artifact_id,
+        unpacked,
+    })
+}
+
+/// The run is the default branch's gate workflow, in this repository, on `pull_request_target`, and
+/// completed successfully.
+fn check_origin(
+    remote: &Remote,
+    run: &WorkflowRun,
+    gate_workflow: &str,
+    default_branch: &str,
+) -> Result<(), NotQualified> {
     let (file, reference) = run_workflow(&run.path, remote.repo.as_str());
     if file != gate_workflow {
-        return Err(format!("another workflow ({file}), not {gate_workflow}"));
+        return Err(NotQualified::OtherWorkflow {
+            file,
+            gate: gate_workflow.to_string(),
+        });
     }
     let on_default = match &reference {
         Some(r) => *r == format!("refs/heads/{default_branch}"),
         None => run.head_branch == default_branch,
     };
     if !on_default {
-        return Err(format!(
-            "the workflow file of {}, not of the default branch {default_branch}",
-            reference.as_deref().unwrap_or(&run.head_branch)
-        ));
+        return Err(NotQualified::NotDefaultBranch {
+            reference: reference.unwrap_or_else(|| run.head_branch.clone()),
+            default_branch: default_branch.to_string(),
+        });
     }
     if run.repository != remote.repo.as_str() {
-        return Err(format!("ran in {}, not {}", run.repository, remote.repo));
+        return Err(NotQualified::OtherRepository {
+            ran_in: run.repository.clone(),
+            repo: remote.repo.to_string(),
+        });
     }
     match run.event.as_str() {
         "pull_request_target" => {}
-        "pull_request" => {
-            return Err(
-                "a pull_request run: the pull request's own copy of the gate; only pull_request_target runs count"
-                    .into(),
-            );
-        }
+        "pull_request" => return Err(NotQualified::PullRequestRun),
         other => {
-            return Err(format!(
-                "a {other} run; only pull_request_target runs count"
-            ));
+            return Err(NotQualified::OtherEvent {
+                event: other.to_string(),
+            });
         }
     }
     if run.status != "completed" {
-        return Err(format!("attempt {} is {}", run.run_attempt, run.status));
+        return Err(NotQualified::NotCompleted {
+            attempt: run.run_attempt,
+            status: run.status.clone(),
+        });
     }
     if run.conclusion.as_deref() != Some("success") {
-        return Err(format!(
-            "attempt {} ended {}",
-            run.run_attempt,
-            run.conclusion.as_deref().unwrap_or("without a conclusion")
-        ));
+        return Err(NotQualified::NotSuccessful {
+            attempt: run.run_attempt,
+            conclusion: run.conclusion.clone(),
+        });
     }
+    Ok(())
+}
+
+/// The run's one gate artifact, downloaded and unpacked (its hashes checked), with its id.
+fn gate_artifact(remote: &Remote, run: &WorkflowRun) -> Result<(u64, Unpacked), NotQualified> {
     let artifacts = remote
         .client
-        .run_artifacts(&remote.repo, run.id, ARTIFACT)
-        .map_err(|e| e.to_string())?;
+        .run_artifacts(&remote.repo, run.id, ARTIFACT)?;
     let artifact = match artifacts.as_slice() {
-        [] => return Err(format!("no `{ARTIFACT}` artifact")),
+        [] => return Err(NotQualified::NoArtifact),
         [one] => one.clone(),
-        more => {
-            return Err(format!(
-                "{} artifacts named `{ARTIFACT}`: which one is the gate's cannot be told",
-                more.len()
-            ));
-        }
+        more => return Err(NotQualified::ManyArtifacts { count: more.len() }),
     };
     if artifact.expired {
-        return Err(format!("its `{ARTIFACT}` artifact has expired"));
+        return Err(NotQualified::Expired);
     }
     let limits = Limits::default();
     let zip = match remote
@@ -308,38 +410,44 @@ fn qualify(
         .artifact_zip(&remote.repo, artifact.id, limits.total_bytes)
     {
         Ok(zip) => zip,
-        Err(GitHubError::Gone { .. }) => {
-            return Err(format!("its `{ARTIFACT}` artifact has expired (410)"));
-        }
-        Err(e) => return Err(e.to_string()),
+        Err(GitHubError::Gone { .. }) => return Err(NotQualified::Gone),
+        Err(e) => return Err(e.into()),
     };
-    let unpacked = archive::read(&zip, limits)
-        .map_err(|e| format!("its `{ARTIFACT}` artifact does not verify: {e}"))?;
-    let pack = &unpacked.pack;
+    let unpacked = archive::read(&zip, limits).map_err(NotQualified::Archive)?;
+    Ok((artifact.id, unpacked))
+}
+
+/// The pack proves this pull request, at its head, for this story.
+fn check_binding(pack: &Pack, pull: &Pull, story: u64) -> Result<(), NotQualified> {
     if pack.pr != pull.number {
-        return Err(format!(
-            "its pack proves pull request #{}, not #{}",
-            pack.pr, pull.number
-        ));
+        return Err(NotQualified::OtherPull {
+            pack: pack.pr,
+            pull: pull.number,
+        });
     }
     if pack.story != story {
-        return Err(format!(
-            "its pack names story #{}, not #{story}",
-            pack.story
-        ));
+        return Err(NotQualified::OtherStory {
+            pack: pack.story,
+            story,
+        });
     }
     if pack.pr_head_sha != pull.head_sha {
-        return Err(format!(
-            "its pack proves {}, but the pull request's head is {}",
-            short(&pack.pr_head_sha),
-            short(&pull.head_sha)
-        ));
+        return Err(NotQualified::OtherHead {
+            pack: pack.pr_head_sha.clone(),
+            head: pull.head_sha.clone(),
+        });
     }
-    // The privileged `pack` job binds the run to the head with a status naming both.
-    let statuses = remote
-        .client
-        .statuses(&remote.repo, &pull.head_sha)
-        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The privileged `pack` job binds the run to the head with a status naming both.
+fn check_status(
+    remote: &Remote,
+    run: &WorkflowRun,
+    pull: &Pull,
+    unpacked: &Unpacked,
+) -> Result<(), NotQualified> {
+    let statuses = remote.client.statuses(&remote.repo, &pull.head_sha)?;
     let bound = statuses.iter().any(|s| {
         s.context == "aayudha/proof"
             && s.description.as_deref().is_some_and(|d| {
@@ -347,13 +455,22 @@ fn qualify(
             })
     });
     if !bound {
-        return Err(format!(
-            "no `aayudha/proof` status on {} names run {} and pack sha256 {}",
-            short(&pull.head_sha),
-            run.id,
-            short(&unpacked.pack_sha256)
-        ));
+        return Err(NotQualified::Unbound {
+            head: pull.head_sha.clone(),
+            run: run.id,
+            sha256: unpacked.pack_sha256.clone(),
+        });
     }
+    Ok(())
+}
+
+/// The pack verifies against its artifacts, the story's snapshot and the head, and every floor holds.
+fn check_verifies(
+    unpacked: &Unpacked,
+    pull: &Pull,
+    snapshot: &Result<ready::Snapshot, String>,
+) -> Result<(), NotQualified> {
+    let pack = &unpacked.pack;
     let read = |a: &pack::Artifact| -> Stored {
         match unpacked.artifacts.get(&a.path) {
             Some(bytes) => Stored::Bytes(bytes.clone()),
@@ -366,30 +483,20 @@ fn qualify(
         Some(snapshot),
         &Ok(Some(pull.head_sha.clone())),
     );
-    if let Some(f) = outcome.failures.first() {
-        return Err(format!(
-            "its pack does not verify: {} {}: {}{}",
-            f.check,
-            f.subject,
-            f.detail,
-            if outcome.failures.len() > 1 {
-                format!(" (and {} more)", outcome.failures.len() - 1)
-            } else {
-                String::new()
-            }
-        ));
+    if let Some(first) = outcome.failures.first() {
+        return Err(NotQualified::DoesNotVerify {
+            first: first.clone(),
+            more: outcome.failures.len() - 1,
+        });
     }
     if let Some(c) = pack.checks.iter().find(|c| !c.holds()) {
-        return Err(format!(
-            "the {} floor does not hold ({}): {}",
-            c.floor, c.result, c.detail
-        ));
+        return Err(NotQualified::FloorFails {
+            floor: c.floor.clone(),
+            result: c.result.to_string(),
+            detail: c.detail.clone(),
+        });
     }
-    Ok(Qualified {
-        run: run.clone(),
-        artifact_id: artifact.id,
-        unpacked,
-    })
+    Ok(())
 }
 
 /// The approving reviewer: the latest review of someone with write access, other than the author, on the
@@ -487,6 +594,49 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     )?;
 
     // A person's approval.
+    let (login, id, approver) = approval(&remote, &pull, &q, options.solo_bypass)?;
+
+    // What lands: the gate's pack as authoritative, its data artifacts, the ship record.
+    let writer = format!("{login} (aayu ship)");
+    let landing = landing(&config, &q, &pull, story, &approver, &writer, &record_path)?;
+    let plan = Plan {
+        q: &q,
+        pull: &pull,
+        story,
+        approver: &approver,
+        dir: &landing.dir,
+        record_path: &record_path,
+        files: landing.files.len(),
+        media: landing.media.len(),
+    }
+    .text(&config, &remote);
+    if options.dry_run {
+        write_out(ctx.out, &format!("dry run — nothing written:\n{plan}"))?;
+        return Ok(ExitStatus::Ok);
+    }
+    let record = landing.record.clone();
+    let author = ledger.author(&login, id);
+    let merged = land(ctx, &config, &ledger, &remote, &pull, landing, &author)?;
+    let pull = Pull {
+        merged: true,
+        ..pull
+    };
+    finish(ctx, &remote, &pull, story, &approver, &record, false)?;
+    write_out(
+        ctx.out,
+        &format!("{plan}shipped: merge commit {}\n", short(&merged)),
+    )?;
+    Ok(ExitStatus::Ok)
+}
+
+/// The token's user (login and id) and who approved the head: a reviewer with write access, or the user
+/// with `--solo-bypass` (recorded); exit 4 when nobody did.
+fn approval(
+    remote: &Remote,
+    pull: &Pull,
+    q: &Qualified,
+    solo_bypass: bool,
+) -> Result<(String, u64, String), Failure> {
     let (login, id) = remote
         .client
         .user()
@@ -494,9 +644,9 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         .ok_or_else(|| {
             Failure::usage("the token has no user: `aayu ship` needs a person's token")
         })?;
-    let approver = match approver(&remote, &pull)? {
+    let approver = match approver(remote, pull)? {
         Some(who) => who,
-        None if options.solo_bypass => format!("{login} (--solo-bypass)"),
+        None if solo_bypass => format!("{login} (--solo-bypass)"),
         None => {
             return Err(Failure::new(
                 ExitStatus::ProofFails,
@@ -510,15 +660,41 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
             .with_hint("ask a reviewer to approve the head; alone on the repository, `--solo-bypass` (recorded)"));
         }
     };
+    Ok((login, id, approver))
+}
 
-    // What lands: the gate's pack as authoritative, its data artifacts, the ship record.
-    let writer = format!("{login} (aayu ship)");
+/// What a ship lands on the ledger branch and in the bucket.
+struct Landing {
+    /// The gate's pack as the authoritative one.
+    authoritative: Pack,
+    /// `proof/<story>/<head>/authoritative`.
+    dir: String,
+    /// The ledger files: the data artifacts and the ship record (the pack is added once media are up).
+    files: BTreeMap<String, Vec<u8>>,
+    /// The media for the bucket of `[proof] media`.
+    media: BTreeMap<String, Vec<u8>>,
+    /// The ship record.
+    record: serde_json::Value,
+    /// The ledger commit's message.
+    message: String,
+}
+
+/// What lands: the gate's pack as authoritative, its data artifacts, the ship record.
+fn landing(
+    config: &crate::config::Config,
+    q: &Qualified,
+    pull: &Pull,
+    story: u64,
+    approver: &str,
+    writer: &str,
+    record_path: &str,
+) -> Result<Landing, Failure> {
     let mut authoritative: Pack = q.unpacked.pack.clone();
     authoritative.authority = pack::Authority {
         kind: AuthorityKind::Authoritative,
         workflow: config.gate.workflow.clone(),
         run_id: q.run.id,
-        writer: writer.clone(),
+        writer: writer.to_string(),
     };
     let dir = format!("proof/{story}/{}/authoritative", pull.head_sha);
     let bucket = !config.proof.media.trim().is_empty();
@@ -539,24 +715,42 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     let mut record_bytes = serde_json::to_vec_pretty(&record)
         .map_err(|e| Failure::unexpected("cannot write the ship record").caused_by(e))?;
     record_bytes.push(b'\n');
-    files.insert(record_path.clone(), record_bytes);
+    files.insert(record_path.to_string(), record_bytes);
+    let message = format!(
+        "ship: story #{story}, pull request #{} at {} (run {})",
+        pull.number,
+        short(&pull.head_sha),
+        q.run.id
+    );
+    Ok(Landing {
+        authoritative,
+        dir,
+        files,
+        media,
+        record,
+        message,
+    })
+}
 
-    let plan = Plan {
-        q: &q,
-        pull: &pull,
-        story,
-        approver: &approver,
-        dir: &dir,
-        record_path: &record_path,
-        files: files.len(),
-        media: media.len(),
-    }
-    .text(&config, &remote);
-    if options.dry_run {
-        write_out(ctx.out, &format!("dry run — nothing written:\n{plan}"))?;
-        return Ok(ExitStatus::Ok);
-    }
-    // The media first: the landed pack says `bucket` only for what the bucket holds.
+/// Lands it: the media first (the landed pack says `bucket` only for what the bucket holds), then the
+/// pack and the files on the ledger branch, then the squash merge; its merge commit.
+fn land(
+    ctx: &mut Context,
+    config: &crate::config::Config,
+    ledger: &Ledger,
+    remote: &Remote,
+    pull: &Pull,
+    landing: Landing,
+    author: &Author,
+) -> Result<String, Failure> {
+    let Landing {
+        mut authoritative,
+        dir,
+        mut files,
+        media,
+        message,
+        ..
+    } = landing;
     crate::publish::media::upload(
         ctx.env,
         ctx.err,
@@ -569,34 +763,13 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         .map_err(|e| Failure::unexpected("cannot write the pack").caused_by(e))?;
     pack_json.push(b'\n');
     files.insert(format!("{dir}/pack.json"), pack_json);
-    let author = ledger.author(&login, id);
     ledger
-        .write(
-            &files,
-            Existing::Replace,
-            &format!(
-                "ship: story #{story}, pull request #{} at {} (run {})",
-                pull.number,
-                short(&pull.head_sha),
-                q.run.id
-            ),
-            &author,
-        )
+        .write(&files, Existing::Replace, &message, author)
         .map_err(Failure::from)?;
-    let merged = remote
+    remote
         .client
         .squash_merge(&remote.repo, pull.number, &pull.head_sha)
-        .map_err(Failure::from)?;
-    let pull = Pull {
-        merged: true,
-        ..pull
-    };
-    finish(ctx, &remote, &pull, story, &approver, &record, false)?;
-    write_out(
-        ctx.out,
-        &format!("{plan}shipped: merge commit {}\n", short(&merged)),
-    )?;
-    Ok(ExitStatus::Ok)
+        .map_err(Failure::from)
 }
 
 /// After the merge: the story's `## Complete` section (once) and the head branch deleted (not a fork's).

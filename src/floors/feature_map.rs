@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::exit::ExitStatus;
 use crate::floors::scan::{self, Found};
 use crate::git::{GitError, Repo, WorktreeFiles};
-use crate::maps::{self, ContractError, Map, Warning};
+use crate::maps::{self, ContractError, Feature, Map, Warning};
 
 /// The kinds of drift, exactly as reports and annotations name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -261,21 +261,54 @@ fn map_drift(
     handles: &[Vec<bool>],
     unsearched: &[bool],
 ) -> Vec<Drift> {
-    let mut drift = Vec::new();
-    let mut push =
-        |feature: Option<&str>, file: &str, line: usize, kind: DriftKind, detail: String| {
-            drift.push(Drift {
-                product: map.product.clone(),
-                feature: feature.map(str::to_string),
-                file: file.to_string(),
-                line,
-                kind,
-                detail,
-            })
-        };
+    let mut out = DriftOf {
+        map,
+        drift: Vec::new(),
+    };
+    let found = found_surfaces(map, surfaces);
+    unmapped_surfaces(map, &found, &mut out);
+    for (f, feature) in map.features.iter().enumerate() {
+        missing_surfaces(map, feature, &found, unsearched, &mut out);
+        let existing = missing_sources(feature, files, &mut out);
+        missing_handles(feature, &existing, handles.get(f), &mut out);
+        twice_named_checks(feature, &mut out);
+    }
+    index_drift(map, &mut out);
+    out.drift
+}
 
-    // Surfaces: found by rules (first place each is found) against claimed by features. Hashed, not
-    // ordered: the drift is sorted at the end, and a large map has tens of thousands of surfaces.
+/// The drift of one map as it is found, each item with the map's product.
+struct DriftOf<'a> {
+    map: &'a Map,
+    drift: Vec<Drift>,
+}
+
+impl DriftOf<'_> {
+    fn push(
+        &mut self,
+        feature: Option<&str>,
+        file: &str,
+        line: usize,
+        kind: DriftKind,
+        detail: String,
+    ) {
+        self.drift.push(Drift {
+            product: self.map.product.clone(),
+            feature: feature.map(str::to_string),
+            file: file.to_string(),
+            line,
+            kind,
+            detail,
+        });
+    }
+}
+
+/// The surfaces the map's rules find, by kind and name, each at the first place it is found. Hashed, not
+/// ordered: the drift is sorted at the end, and a large map has tens of thousands of surfaces.
+fn found_surfaces<'a>(
+    map: &'a Map,
+    surfaces: &'a [Vec<Found>],
+) -> HashMap<(&'a str, &'a str), &'a Found> {
     let mut found: HashMap<(&str, &str), &Found> =
         HashMap::with_capacity(surfaces.iter().map(Vec::len).sum());
     for (r, hits) in surfaces.iter().enumerate() {
@@ -291,6 +324,11 @@ fn map_drift(
                 .or_insert(hit);
         }
     }
+    found
+}
+
+/// Every surface found in source that no feature claims.
+fn unmapped_surfaces(map: &Map, found: &HashMap<(&str, &str), &Found>, out: &mut DriftOf) {
     let claimed: HashSet<(&str, &str)> = map
         .features
         .iter()
@@ -300,9 +338,9 @@ fn map_drift(
                 .map(|(kind, name)| (kind.as_str(), name.value.as_str()))
         })
         .collect();
-    for ((kind, name), hit) in &found {
+    for ((kind, name), hit) in found {
         if !claimed.contains(&(*kind, *name)) {
-            push(
+            out.push(
                 None,
                 &hit.file,
                 hit.line,
@@ -313,103 +351,131 @@ fn map_drift(
             );
         }
     }
-    for (f, feature) in map.features.iter().enumerate() {
-        let id = Some(feature.id.value.as_str());
-        for (kind, name) in &feature.surfaces {
-            // A rule of its kind left a file out (over `max_source_bytes`): the surface may be there.
-            let unknown = map
-                .rules
-                .iter()
-                .zip(unsearched)
-                .any(|(rule, &left_out)| left_out && rule.kind == *kind);
-            if !unknown && !found.contains_key(&(kind.as_str(), name.value.as_str())) {
-                let why = if map.rules.iter().any(|r| r.kind == *kind) {
-                    format!("no `{kind}` rule of the map finds it in source")
-                } else {
-                    format!("the map has no `{kind}` surface rule")
-                };
-                push(
-                    id,
-                    &feature.file,
-                    name.line,
-                    DriftKind::MissingSurface,
-                    format!("{kind} `{}` is claimed, but {why}", name.value),
-                );
-            }
-        }
-        let mut existing = Vec::new();
-        for source in &feature.sources {
-            let under = scan::files_of_source(files, &source.value);
-            if under.is_empty() {
-                push(
-                    id,
-                    &feature.file,
-                    source.line,
-                    DriftKind::MissingSource,
-                    format!("source `{}` does not exist", source.value),
-                );
-            }
-            existing.extend(under.iter().map(String::as_str));
-        }
-        let all_handles = feature
-            .checks
+}
+
+/// Every surface a feature claims that no rule finds (unless a rule of its kind left a file out).
+fn missing_surfaces(
+    map: &Map,
+    feature: &Feature,
+    found: &HashMap<(&str, &str), &Found>,
+    unsearched: &[bool],
+    out: &mut DriftOf,
+) {
+    let id = Some(feature.id.value.as_str());
+    for (kind, name) in &feature.surfaces {
+        // A rule of its kind left a file out (over `max_source_bytes`): the surface may be there.
+        let unknown = map
+            .rules
             .iter()
-            .flat_map(|c| c.handles.iter().map(move |h| (c, h)));
-        for (h, (check, handle)) in all_handles.enumerate() {
-            if handles
-                .get(f)
-                .and_then(|found| found.get(h))
-                .copied()
-                .unwrap_or(false)
-            {
-                continue;
-            }
-            let how = if handle.whole_word() {
-                "as a whole word"
+            .zip(unsearched)
+            .any(|(rule, &left_out)| left_out && rule.kind == *kind);
+        if !unknown && !found.contains_key(&(kind.as_str(), name.value.as_str())) {
+            let why = if map.rules.iter().any(|r| r.kind == *kind) {
+                format!("no `{kind}` rule of the map finds it in source")
             } else {
-                "quoted or as element text"
+                format!("the map has no `{kind}` surface rule")
             };
-            let sources = if existing.is_empty() {
-                "the feature has no existing sources".to_string()
-            } else {
-                format!("not in {}", short_list(&existing))
-            };
-            push(
+            out.push(
                 id,
                 &feature.file,
-                handle.line,
-                DriftKind::MissingHandle,
+                name.line,
+                DriftKind::MissingSurface,
+                format!("{kind} `{}` is claimed, but {why}", name.value),
+            );
+        }
+    }
+}
+
+/// Every source of a feature that does not exist; the files its sources hold.
+fn missing_sources<'a>(feature: &Feature, files: &'a [String], out: &mut DriftOf) -> Vec<&'a str> {
+    let mut existing = Vec::new();
+    for source in &feature.sources {
+        let under = scan::files_of_source(files, &source.value);
+        if under.is_empty() {
+            out.push(
+                Some(feature.id.value.as_str()),
+                &feature.file,
+                source.line,
+                DriftKind::MissingSource,
+                format!("source `{}` does not exist", source.value),
+            );
+        }
+        existing.extend(under.iter().map(String::as_str));
+    }
+    existing
+}
+
+/// Every handle of a feature's checks that the scan did not find in the feature's `existing` sources
+/// (`found`: the scan's answer for each handle, in order).
+fn missing_handles(
+    feature: &Feature,
+    existing: &[&str],
+    found: Option<&Vec<bool>>,
+    out: &mut DriftOf,
+) {
+    let all_handles = feature
+        .checks
+        .iter()
+        .flat_map(|c| c.handles.iter().map(move |h| (c, h)));
+    for (h, (check, handle)) in all_handles.enumerate() {
+        if found
+            .and_then(|found| found.get(h))
+            .copied()
+            .unwrap_or(false)
+        {
+            continue;
+        }
+        let how = if handle.whole_word() {
+            "as a whole word"
+        } else {
+            "quoted or as element text"
+        };
+        let sources = if existing.is_empty() {
+            "the feature has no existing sources".to_string()
+        } else {
+            format!("not in {}", short_list(existing))
+        };
+        out.push(
+            Some(feature.id.value.as_str()),
+            &feature.file,
+            handle.line,
+            DriftKind::MissingHandle,
+            format!(
+                "check `{}`: {}.{} `{}` is not found {how} in the feature's sources ({sources})",
+                check.id.value, handle.action, handle.field, handle.value
+            ),
+        );
+    }
+}
+
+/// Every check id a feature names twice.
+fn twice_named_checks(feature: &Feature, out: &mut DriftOf) {
+    let mut seen_checks: BTreeMap<&str, usize> = BTreeMap::new();
+    for check in &feature.checks {
+        if let Some(first) = seen_checks.insert(&check.id.value, check.id.line) {
+            out.push(
+                Some(feature.id.value.as_str()),
+                &feature.file,
+                check.id.line,
+                DriftKind::Index,
                 format!(
-                    "check `{}`: {}.{} `{}` is not found {how} in the feature's sources ({sources})",
-                    check.id.value, handle.action, handle.field, handle.value
+                    "check id `{}` appears twice in the feature (first on line {first})",
+                    check.id.value
                 ),
             );
         }
-        let mut seen_checks: BTreeMap<&str, usize> = BTreeMap::new();
-        for check in &feature.checks {
-            if let Some(first) = seen_checks.insert(&check.id.value, check.id.line) {
-                push(
-                    id,
-                    &feature.file,
-                    check.id.line,
-                    DriftKind::Index,
-                    format!(
-                        "check id `{}` appears twice in the feature (first on line {first})",
-                        check.id.value
-                    ),
-                );
-            }
-        }
     }
+}
 
-    // The index: every feature file listed once, every link to a file that exists, unique feature ids.
+/// The index: every feature file listed once, every link to a file that exists, unique feature ids.
+fn index_drift(map: &Map, out: &mut DriftOf) {
     let names: BTreeSet<&str> = map.features.iter().map(|f| f.name.as_str()).collect();
     // A map that is judged has no contract errors, so every feature file in its folder was read.
     let present = &names;
     let mut listed: BTreeMap<&str, usize> = BTreeMap::new();
     for link in &map.index {
         if let Some(first) = listed.insert(&link.name, link.line) {
-            push(
+            out.push(
                 None,
                 &map.file,
                 link.line,
@@ -421,7 +487,7 @@ fn map_drift(
             );
         }
         if !present.contains(link.name.as_str()) {
-            push(
+            out.push(
                 None,
                 &map.file,
                 link.line,
@@ -441,7 +507,7 @@ fn map_drift(
                 .iter()
                 .find(|f| f.name == *name)
                 .map(|f| f.id.value.as_str());
-            push(
+            out.push(
                 feature,
                 &map.file,
                 add_at,
@@ -453,7 +519,7 @@ fn map_drift(
     let mut ids: BTreeMap<&str, &str> = BTreeMap::new();
     for feature in &map.features {
         if let Some(first) = ids.insert(&feature.id.value, &feature.name) {
-            push(
+            out.push(
                 Some(&feature.id.value),
                 &feature.file,
                 feature.id.line,
@@ -465,7 +531,6 @@ fn map_drift(
             );
         }
     }
-    drift
 }
 
 /// The paths under `source` that differ between the tree of a verified commit and the working tree,

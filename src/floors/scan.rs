@@ -269,25 +269,7 @@ pub fn scan(
     let files = &listed.files;
     let (plan, mut warnings) = plan(files, maps, need_blobs);
     let handles = Handles::new(maps);
-    let mut scan = Scan {
-        surfaces: maps
-            .iter()
-            .map(|m| vec![Vec::new(); m.rules.len()])
-            .collect(),
-        handles: maps
-            .iter()
-            .enumerate()
-            .map(|(m, map)| {
-                (0..map.features.len())
-                    .map(|f| vec![false; handles.ids[m][f].len()])
-                    .collect()
-            })
-            .collect(),
-        blobs: vec![None; files.len()],
-        warnings: Vec::new(),
-        unsearched: maps.iter().map(|m| vec![false; m.rules.len()]).collect(),
-        stopped: None,
-    };
+    let mut scan = Scan::nothing_found(maps, &handles, files.len());
     let root_dir = match crate::safe_fs::open_root(root) {
         Ok(dir) => dir,
         Err(e) => {
@@ -300,22 +282,7 @@ pub fn scan(
             return scan;
         }
     };
-    let mut rule_offsets = Vec::with_capacity(maps.len());
-    let mut rules_total = 0;
-    for map in maps {
-        rule_offsets.push(rules_total);
-        rules_total += map.rules.len();
-    }
-    let clock = Clock {
-        deadline: started + bounds.budget,
-        stop: std::sync::atomic::AtomicBool::new(false),
-        rule_nanos: (0..rules_total)
-            .map(|_| std::sync::atomic::AtomicU64::new(0))
-            .collect(),
-        rule_offsets,
-        slowest: std::sync::Mutex::new((0, 0)),
-        done: std::sync::atomic::AtomicUsize::new(0),
-    };
+    let clock = Clock::new(started + bounds.budget, maps);
     let context = Context {
         root: root_dir.as_fd(),
         listed,
@@ -325,16 +292,121 @@ pub fn scan(
         clock: &clock,
         max_source_bytes: bounds.max_source_bytes,
     };
+    let runs = scan_jobs(&context, started, heartbeat);
+    scan.gather(runs, files, &mut warnings);
+    scan.warnings = warnings;
+    if clock.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        scan.stopped = Some(clock.stopped(maps, files, bounds.budget));
+    }
+    scan
+}
 
-    // In runs of neighbouring files, which mostly share a folder: each run opens each folder once, reads
-    // every file of it into one buffer, and keeps only what it finds (not a record per file). The scan
-    // works on a thread of its own while this one says, every 10 s, how far it is.
+impl Scan {
+    /// A scan of `maps` over `files` files that has found nothing yet.
+    fn nothing_found(maps: &[Map], handles: &Handles, files: usize) -> Scan {
+        Scan {
+            surfaces: maps
+                .iter()
+                .map(|m| vec![Vec::new(); m.rules.len()])
+                .collect(),
+            handles: maps
+                .iter()
+                .enumerate()
+                .map(|(m, map)| {
+                    (0..map.features.len())
+                        .map(|f| vec![false; handles.ids[m][f].len()])
+                        .collect()
+                })
+                .collect(),
+            blobs: vec![None; files],
+            warnings: Vec::new(),
+            unsearched: maps.iter().map(|m| vec![false; m.rules.len()]).collect(),
+            stopped: None,
+        }
+    }
+
+    /// Adds what each run of files found; each file skipped is a warning.
+    fn gather(&mut self, runs: Vec<Finds>, files: &[String], warnings: &mut Vec<Warning>) {
+        for finds in runs {
+            for (m, r, found) in finds.surfaces {
+                self.surfaces[m][r].push(found);
+            }
+            for (m, f, h) in finds.handles {
+                self.handles[m][f][h] = true;
+            }
+            for (file, blob) in finds.blobs {
+                self.blobs[file] = Some(blob);
+            }
+            for (file, message) in finds.skipped {
+                warnings.push(Warning {
+                    file: files[file].clone(),
+                    line: 1,
+                    message,
+                });
+            }
+            for (m, r) in finds.unsearched {
+                self.unsearched[m][r] = true;
+            }
+        }
+    }
+}
+
+impl Clock {
+    /// A clock with nothing timed yet, that stops at `deadline`.
+    fn new(deadline: std::time::Instant, maps: &[Map]) -> Clock {
+        let mut rule_offsets = Vec::with_capacity(maps.len());
+        let mut rules_total = 0;
+        for map in maps {
+            rule_offsets.push(rules_total);
+            rules_total += map.rules.len();
+        }
+        Clock {
+            deadline,
+            stop: std::sync::atomic::AtomicBool::new(false),
+            rule_nanos: (0..rules_total)
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
+            rule_offsets,
+            slowest: std::sync::Mutex::new((0, 0)),
+            done: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Where the time went, once the scan stopped: the rule that took longest, and the slowest file.
+    fn stopped(&self, maps: &[Map], files: &[String], budget: std::time::Duration) -> Stopped {
+        let rule = maps
+            .iter()
+            .enumerate()
+            .flat_map(|(m, map)| (0..map.rules.len()).map(move |r| (m, r)))
+            .map(|(m, r)| {
+                let nanos = self.rule_nanos[self.rule_index(m, r)]
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                (m, r, std::time::Duration::from_nanos(nanos))
+            })
+            .max_by_key(|&(_, _, took)| took);
+        let (nanos, file) = self.slowest.lock().map(|s| *s).unwrap_or((0, 0));
+        Stopped {
+            budget,
+            rule,
+            file: (nanos > 0)
+                .then(|| (files[file].clone(), std::time::Duration::from_nanos(nanos))),
+        }
+    }
+}
+
+/// Scans every file of the plan, in runs of neighbouring files, which mostly share a folder: each run
+/// opens each folder once, reads every file of it into one buffer, and keeps only what it finds (not a
+/// record per file). The scan works on a thread of its own while this one says, every 10 s, how far it is.
+fn scan_jobs(
+    context: &Context,
+    started: std::time::Instant,
+    heartbeat: &mut dyn FnMut(usize, usize, std::time::Duration),
+) -> Vec<Finds> {
     const RUN: usize = 128;
-    let context = &context;
-    let total = plan.jobs.len();
-    let runs: Vec<Finds> = std::thread::scope(|scope| {
+    let total = context.plan.jobs.len();
+    std::thread::scope(|scope| {
         let (sent, received) = std::sync::mpsc::channel();
-        let jobs = &plan.jobs;
+        let jobs = &context.plan.jobs;
         let worker = scope.spawn(move || {
             let runs: Vec<Finds> = jobs
                 .par_chunks(RUN)
@@ -372,60 +444,31 @@ pub fn scan(
         worker
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
-
-    for finds in runs {
-        for (m, r, found) in finds.surfaces {
-            scan.surfaces[m][r].push(found);
-        }
-        for (m, f, h) in finds.handles {
-            scan.handles[m][f][h] = true;
-        }
-        for (file, blob) in finds.blobs {
-            scan.blobs[file] = Some(blob);
-        }
-        for (file, message) in finds.skipped {
-            warnings.push(Warning {
-                file: files[file].clone(),
-                line: 1,
-                message,
-            });
-        }
-        for (m, r) in finds.unsearched {
-            scan.unsearched[m][r] = true;
-        }
-    }
-    scan.warnings = warnings;
-    if clock.stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let rule = maps
-            .iter()
-            .enumerate()
-            .flat_map(|(m, map)| (0..map.rules.len()).map(move |r| (m, r)))
-            .map(|(m, r)| {
-                let nanos = clock.rule_nanos[clock.rule_index(m, r)]
-                    .load(std::sync::atomic::Ordering::Relaxed);
-                (m, r, std::time::Duration::from_nanos(nanos))
-            })
-            .max_by_key(|&(_, _, took)| took);
-        let (nanos, file) = clock.slowest.lock().map(|s| *s).unwrap_or((0, 0));
-        scan.stopped = Some(Stopped {
-            budget: bounds.budget,
-            rule,
-            file: (nanos > 0)
-                .then(|| (files[file].clone(), std::time::Duration::from_nanos(nanos))),
-        });
-    }
-    scan
+    })
 }
 
 /// Which files are read for what, and a warning for each glob that matches no file.
 fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<Warning>) {
     let mut warnings = Vec::new();
+    let pattern_of = distinct_patterns(maps);
+    let rules = rule_matches(files, maps, &mut warnings);
+    let (feature_sets, pieces) = feature_pieces(files, maps, need_blobs);
+    let jobs = jobs(files.len(), &rules, &pieces);
+    (
+        Plan {
+            jobs,
+            rules,
+            feature_sets,
+            pattern_of,
+        },
+        warnings,
+    )
+}
 
-    // Distinct patterns, by their text.
+/// Per (map, rule): its distinct pattern, by the pattern's text.
+fn distinct_patterns(maps: &[Map]) -> Vec<Vec<usize>> {
     let mut pattern_ids: HashMap<&str, usize> = HashMap::new();
-    let pattern_of: Vec<Vec<usize>> = maps
-        .iter()
+    maps.iter()
         .map(|map| {
             map.rules
                 .iter()
@@ -435,12 +478,21 @@ fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
 
-    // Each glob is tried only on the files under its literal folder prefix (`src/` of `src/**/*.rs`),
-    // found by binary search in the sorted list. A rule's entries apply in order, as in gitignore: a glob
-    // adds the files it matches, a `!glob` removes them again, so the last entry that matches a file
-    // decides; an excluded file is never read for that rule.
+/// The (file, map, rule) of every file each rule of a map that is not broken reads, sorted; a warning for
+/// each entry of a rule's `files` that changes nothing.
+///
+/// Each glob is tried only on the files under its literal folder prefix (`src/` of `src/**/*.rs`),
+/// found by binary search in the sorted list. A rule's entries apply in order, as in gitignore: a glob
+/// adds the files it matches, a `!glob` removes them again, so the last entry that matches a file
+/// decides; an excluded file is never read for that rule.
+fn rule_matches(
+    files: &[String],
+    maps: &[Map],
+    warnings: &mut Vec<Warning>,
+) -> Vec<(usize, usize, usize)> {
     let mut rules: Vec<(usize, usize, usize)> = Vec::new();
     for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
         for (r, rule) in map.rules.iter().enumerate() {
@@ -486,10 +538,23 @@ fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<
     }
     rules.sort_unstable();
     rules.dedup();
+    rules
+}
 
-    // The run of files of each feature source, then the runs cut where any of them starts or ends: within
-    // a piece every file belongs to the same features. A sweep over the starts and ends, keeping the
-    // features whose runs are open.
+/// A run of files that belong to the same features: (start, end, feature set, whether any of its
+/// features needs blob ids).
+type Piece = (usize, usize, usize, bool);
+
+/// The sets of (map, feature) pairs (set 0 empty) and the pieces of the file list that belong to each.
+///
+/// The run of files of each feature source, then the runs cut where any of them starts or ends: within
+/// a piece every file belongs to the same features. A sweep over the starts and ends, keeping the
+/// features whose runs are open.
+fn feature_pieces(
+    files: &[String],
+    maps: &[Map],
+    need_blobs: &[Vec<bool>],
+) -> (Vec<Vec<(usize, usize)>>, Vec<Piece>) {
     let mut events: Vec<(usize, bool, usize, usize)> = Vec::new();
     for (m, map) in maps.iter().enumerate().filter(|(_, m)| !m.broken) {
         for (f, feature) in map.features.iter().enumerate() {
@@ -510,10 +575,9 @@ fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<
             .copied()
             .unwrap_or(false)
     };
-    // Per piece: (start, end, feature set, whether any of its features needs blob ids).
     let mut feature_sets: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
     let mut set_ids: HashMap<Vec<(usize, usize)>, usize> = HashMap::new();
-    let mut pieces: Vec<(usize, usize, usize, bool)> = Vec::new();
+    let mut pieces: Vec<Piece> = Vec::new();
     // (map, feature) → how many of its sources' runs are open (a feature may name overlapping sources).
     let mut open: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     let mut e = 0;
@@ -546,12 +610,15 @@ fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<
         });
         pieces.push((at, end, id, need_blob));
     }
+    (feature_sets, pieces)
+}
 
-    // One job per file that a rule matches or a feature's source includes, in file order (the pieces are
-    // sorted and do not overlap).
+/// One job per file that a rule matches or a feature's source includes, in file order (the pieces are
+/// sorted and do not overlap).
+fn jobs(files: usize, rules: &[(usize, usize, usize)], pieces: &[Piece]) -> Vec<Job> {
     let mut jobs = Vec::new();
     let (mut r, mut p, mut i) = (0, 0, 0);
-    while i < files.len() {
+    while i < files {
         while pieces.get(p).is_some_and(|&(_, end, _, _)| end <= i) {
             p += 1;
         }
@@ -580,15 +647,7 @@ fn plan(files: &[String], maps: &[Map], need_blobs: &[Vec<bool>]) -> (Plan, Vec<
         });
         i += 1;
     }
-    (
-        Plan {
-            jobs,
-            rules,
-            feature_sets,
-            pattern_of,
-        },
-        warnings,
-    )
+    jobs
 }
 
 /// What a run of files gave, in file order.
@@ -617,10 +676,22 @@ struct Context<'a> {
     max_source_bytes: u64,
 }
 
+/// Why a file's folder cannot be opened (the file is skipped with it). Cloned from the folder a thread
+/// keeps open, so the underlying refusal is kept as its words.
+#[derive(Debug, Clone, thiserror::Error)]
+enum FolderError {
+    #[error("lies behind a symbolic link, which is not followed")]
+    Link,
+    #[error("cannot read the file: {refused}")]
+    Unreadable { refused: String },
+    #[error("cannot read the file")]
+    NotOpened,
+}
+
 /// What one thread keeps from file to file of a run: the folder it last opened and a read buffer.
 #[derive(Default)]
 struct Reader {
-    folder: Option<(String, Result<OwnedFd, String>)>,
+    folder: Option<(String, Result<OwnedFd, FolderError>)>,
     buffer: Vec<u8>,
 }
 
@@ -631,23 +702,23 @@ impl Reader {
         &'a mut self,
         root: BorrowedFd<'a>,
         folder: &str,
-    ) -> Result<BorrowedFd<'a>, String> {
+    ) -> Result<BorrowedFd<'a>, FolderError> {
         if folder.is_empty() {
             return Ok(root);
         }
         if self.folder.as_ref().is_none_or(|(open, _)| open != folder) {
             let opened = crate::safe_fs::open_dir_at(root, folder).map_err(|e| match e {
-                crate::safe_fs::Refused::Link { .. } => {
-                    "lies behind a symbolic link, which is not followed".to_string()
-                }
-                other => format!("cannot read the file: {other}"),
+                crate::safe_fs::Refused::Link { .. } => FolderError::Link,
+                other => FolderError::Unreadable {
+                    refused: other.to_string(),
+                },
             });
             self.folder = Some((folder.to_string(), opened));
         }
         match &self.folder {
             Some((_, Ok(fd))) => Ok(fd.as_fd()),
             Some((_, Err(why))) => Err(why.clone()),
-            None => Err("cannot read the file".to_string()),
+            None => Err(FolderError::NotOpened),
         }
     }
 
@@ -710,26 +781,120 @@ pub(crate) fn mib(bytes: u64) -> String {
 }
 
 fn scan_file_timed(context: &Context, reader: &mut Reader, job: &Job, finds: &mut Finds) {
-    let Context {
-        root,
-        listed,
-        maps,
-        handles,
-        plan,
-        clock,
-        max_source_bytes,
-    } = context;
-    let path = listed.files[job.file].as_str();
-    let rules = &plan.rules[job.rules.clone()];
-    let features = &plan.feature_sets[job.features];
-    let mut skip = |why: String| finds.skipped.push((job.file, why));
-    let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
-    let folder = match reader.folder(*root, folder) {
-        Ok(folder) => folder,
-        Err(why) => return skip(why),
+    let path = context.listed.files[job.file].as_str();
+    let rules = &context.plan.rules[job.rules.clone()];
+    let features = &context.plan.feature_sets[job.features];
+    let Some(fd) = open_file(context.root, reader, path, job, !rules.is_empty(), finds) else {
+        return;
     };
-    // Opened by name in its folder, without following a link and without blocking on a FIFO: one open,
-    // one fstat, one read per file, as ripgrep does.
+    let stat = match nix::sys::stat::fstat(&fd) {
+        Ok(stat) if stat.st_mode & libc::S_IFMT == libc::S_IFREG => stat,
+        Ok(_) => return finds.skip(job.file, "not a regular file".to_string()),
+        Err(e) => return finds.skip(job.file, format!("cannot read the file: {e}")),
+    };
+    let mut blob = None;
+    if job.need_blob {
+        blob = context
+            .listed
+            .clean_id(job.file, &crate::git::FileStat::of_stat(&stat));
+    }
+    let wanted = Wanted {
+        rules,
+        features,
+        look_for_handles: features
+            .iter()
+            .any(|&(m, f)| !context.handles.ids[m][f].is_empty()),
+        hash: job.need_blob && blob.is_none(),
+    };
+    if rules.is_empty() && !wanted.look_for_handles && !wanted.hash {
+        finds.blobs.extend(blob.map(|b| (job.file, b)));
+        return;
+    }
+    let mut file = std::fs::File::from(fd);
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > context.max_source_bytes {
+        return too_large(context, &mut file, size, &wanted, blob, job, finds);
+    }
+    // A binary file is told by its first bytes: only those are read, unless it must be hashed.
+    if !wanted.hash {
+        match starts_binary(&mut file) {
+            Ok(false) => {}
+            Ok(true) => {
+                finds.blobs.extend(blob.map(|b| (job.file, b)));
+                if !rules.is_empty() {
+                    finds.skip(
+                        job.file,
+                        "a binary file: not searched for surfaces or handles".to_string(),
+                    );
+                }
+                return;
+            }
+            Err(e) => return finds.skip(job.file, format!("cannot read the file: {e}")),
+        }
+    }
+    let bytes = match reader.read(&mut file, size) {
+        Ok(bytes) => bytes,
+        Err(e) => return finds.skip(job.file, format!("cannot read the file: {e}")),
+    };
+    if wanted.hash {
+        blob = crate::git::blob_id(bytes);
+    }
+    finds.blobs.extend(blob.map(|b| (job.file, b)));
+    if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some() {
+        if !rules.is_empty() {
+            finds.skip(
+                job.file,
+                "a binary file: not searched for surfaces or handles".to_string(),
+            );
+        }
+        return;
+    }
+    if !search_surfaces(context, rules, bytes, path, finds) {
+        return;
+    }
+    if wanted.look_for_handles {
+        search_handles(context.handles, features, bytes, finds);
+    }
+}
+
+/// What a file is read for.
+struct Wanted<'a> {
+    /// Its (file, map, rule) matches.
+    rules: &'a [(usize, usize, usize)],
+    /// The (map, feature) pairs whose sources include it.
+    features: &'a [(usize, usize)],
+    /// Whether any of those features has handles.
+    look_for_handles: bool,
+    /// Whether its blob id must be computed (git does not know it clean).
+    hash: bool,
+}
+
+impl Finds {
+    /// The file is not read (or not searched), and why.
+    fn skip(&mut self, file: usize, why: String) {
+        self.skipped.push((file, why));
+    }
+}
+
+/// Opens the file at `path` by name in its folder, without following a link and without blocking on a
+/// FIFO: one open, one fstat, one read per file, as ripgrep does. `None` when it is not to be read (what
+/// is to be said of it is said: a link is hashed for the stale check, and skipped when `searched`).
+fn open_file(
+    root: BorrowedFd<'_>,
+    reader: &mut Reader,
+    path: &str,
+    job: &Job,
+    searched: bool,
+    finds: &mut Finds,
+) -> Option<OwnedFd> {
+    let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let folder = match reader.folder(root, folder) {
+        Ok(folder) => folder,
+        Err(why) => {
+            finds.skip(job.file, why.to_string());
+            return None;
+        }
+    };
     let opened = nix::fcntl::openat(
         folder,
         name,
@@ -740,8 +905,8 @@ fn scan_file_timed(context: &Context, reader: &mut Reader, job: &Job, finds: &mu
             | OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
     );
-    let fd = match opened {
-        Ok(fd) => fd,
+    match opened {
+        Ok(fd) => Some(fd),
         Err(nix::errno::Errno::ELOOP) => {
             // A symbolic link. git stores a link as its target's text: hash that for the stale check,
             // but never follow a link out of the checkout (or into a loop) to look for surfaces.
@@ -754,102 +919,95 @@ fn scan_file_timed(context: &Context, reader: &mut Reader, job: &Job, finds: &mu
                     finds.blobs.push((job.file, blob));
                 }
             }
-            if !rules.is_empty() {
-                skip("a symbolic link: not followed when looking for surfaces".to_string());
+            if searched {
+                finds.skip(
+                    job.file,
+                    "a symbolic link: not followed when looking for surfaces".to_string(),
+                );
             }
-            return;
+            None
         }
-        Err(e) => return skip(format!("cannot read the file: {e}")),
-    };
-    let stat = match nix::sys::stat::fstat(&fd) {
-        Ok(stat) if stat.st_mode & libc::S_IFMT == libc::S_IFREG => stat,
-        Ok(_) => return skip("not a regular file".to_string()),
-        Err(e) => return skip(format!("cannot read the file: {e}")),
-    };
-    let mut blob = None;
-    if job.need_blob {
-        blob = listed.clean_id(job.file, &crate::git::FileStat::of_stat(&stat));
-    }
-    let look_for_handles = features.iter().any(|&(m, f)| !handles.ids[m][f].is_empty());
-    let hash = job.need_blob && blob.is_none();
-    if rules.is_empty() && !look_for_handles && !hash {
-        finds.blobs.extend(blob.map(|b| (job.file, b)));
-        return;
-    }
-    let mut file = std::fs::File::from(fd);
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
-    if size > *max_source_bytes {
-        // Too large to search: left out of the surface and handle search (never drift: its rules' missing
-        // surfaces and its features' handles are not judged), still hashed for the stale check, in blocks.
-        if hash {
-            match streamed_blob_id(&mut file, size) {
-                Ok(id) => blob = Some(id),
-                Err(e) => return skip(format!("cannot read the file: {e}")),
-            }
-        }
-        finds.blobs.extend(blob.map(|b| (job.file, b)));
-        if !rules.is_empty() || look_for_handles {
-            skip(format!(
-                "skipped: {} is over max_source_bytes ({})",
-                mib(size),
-                mib(*max_source_bytes)
-            ));
-        }
-        finds
-            .unsearched
-            .extend(rules.iter().map(|&(_, m, r)| (m, r)));
-        for &(m, f) in features {
-            finds
-                .handles
-                .extend((0..handles.ids[m][f].len()).map(|h| (m, f, h)));
-        }
-        return;
-    }
-    // A binary file is told by its first bytes: only those are read, unless it must be hashed.
-    if !hash {
-        let mut probe = [0u8; BINARY_PROBE];
-        let mut filled = 0;
-        while filled < probe.len() {
-            match file.read(&mut probe[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return skip(format!("cannot read the file: {e}")),
-            }
-        }
-        if memchr::memchr(0, &probe[..filled]).is_some() {
-            finds.blobs.extend(blob.map(|b| (job.file, b)));
-            if !rules.is_empty() {
-                skip("a binary file: not searched for surfaces or handles".to_string());
-            }
-            return;
-        }
-        use std::io::Seek;
-        if let Err(e) = file.seek(std::io::SeekFrom::Start(0)) {
-            return skip(format!("cannot read the file: {e}"));
+        Err(e) => {
+            finds.skip(job.file, format!("cannot read the file: {e}"));
+            None
         }
     }
-    let bytes = match reader.read(&mut file, size) {
-        Ok(bytes) => bytes,
-        Err(e) => return skip(format!("cannot read the file: {e}")),
-    };
-    if hash {
-        blob = crate::git::blob_id(bytes);
+}
+
+/// A file too large to search: left out of the surface and handle search (never drift: its rules' missing
+/// surfaces and its features' handles are not judged), still hashed for the stale check, in blocks.
+fn too_large(
+    context: &Context,
+    file: &mut std::fs::File,
+    size: u64,
+    wanted: &Wanted,
+    mut blob: Option<Oid>,
+    job: &Job,
+    finds: &mut Finds,
+) {
+    if wanted.hash {
+        match streamed_blob_id(file, size) {
+            Ok(id) => blob = Some(id),
+            Err(e) => return finds.skip(job.file, format!("cannot read the file: {e}")),
+        }
     }
     finds.blobs.extend(blob.map(|b| (job.file, b)));
-    if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some() {
-        if !rules.is_empty() {
-            skip("a binary file: not searched for surfaces or handles".to_string());
-        }
-        return;
+    if !wanted.rules.is_empty() || wanted.look_for_handles {
+        finds.skip(
+            job.file,
+            format!(
+                "skipped: {} is over max_source_bytes ({})",
+                mib(size),
+                mib(context.max_source_bytes)
+            ),
+        );
     }
-    // Each distinct pattern once; rules that share it share its finds.
+    finds
+        .unsearched
+        .extend(wanted.rules.iter().map(|&(_, m, r)| (m, r)));
+    for &(m, f) in wanted.features {
+        finds
+            .handles
+            .extend((0..context.handles.ids[m][f].len()).map(|h| (m, f, h)));
+    }
+}
+
+/// Whether the file's first bytes hold a NUL (a binary file); the file is left at its start.
+fn starts_binary(file: &mut std::fs::File) -> std::io::Result<bool> {
+    let mut probe = [0u8; BINARY_PROBE];
+    let mut filled = 0;
+    while filled < probe.len() {
+        match file.read(&mut probe[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if memchr::memchr(0, &probe[..filled]).is_some() {
+        return Ok(true);
+    }
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(false)
+}
+
+/// Runs the file's rules over its bytes, each distinct pattern once (rules that share it share its
+/// finds); `false` when the scan's time ran out.
+fn search_surfaces(
+    context: &Context,
+    rules: &[(usize, usize, usize)],
+    bytes: &[u8],
+    path: &str,
+    finds: &mut Finds,
+) -> bool {
+    let clock = context.clock;
     let mut ran: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
     for &(_, m, r) in rules {
         if clock.over() {
-            return;
+            return false;
         }
-        let pattern = plan.pattern_of[m][r];
+        let pattern = context.plan.pattern_of[m][r];
         if let Some((_, earlier)) = ran.iter().find(|(p, _)| *p == pattern) {
             let same: Vec<Found> = finds.surfaces[earlier.clone()]
                 .iter()
@@ -862,22 +1020,31 @@ fn scan_file_timed(context: &Context, reader: &mut Reader, job: &Job, finds: &mu
         }
         let start = finds.surfaces.len();
         let searching = std::time::Instant::now();
-        surfaces_in(&maps[m].rules[r].regex, bytes, path, clock, |found| {
-            finds.surfaces.push((m, r, found));
-        });
+        surfaces_in(
+            &context.maps[m].rules[r].regex,
+            bytes,
+            path,
+            clock,
+            |found| {
+                finds.surfaces.push((m, r, found));
+            },
+        );
         clock.rule_nanos[clock.rule_index(m, r)].fetch_add(
             u64::try_from(searching.elapsed().as_nanos()).unwrap_or(u64::MAX),
             std::sync::atomic::Ordering::Relaxed,
         );
         ran.push((pattern, start..finds.surfaces.len()));
     }
-    if look_for_handles {
-        let found = handles.found_in(bytes);
-        for &(m, f) in features {
-            for (h, &needle) in handles.ids[m][f].iter().enumerate() {
-                if found[needle] {
-                    finds.handles.push((m, f, h));
-                }
+    true
+}
+
+/// The handles of the file's features that its bytes hold.
+fn search_handles(handles: &Handles, features: &[(usize, usize)], bytes: &[u8], finds: &mut Finds) {
+    let found = handles.found_in(bytes);
+    for &(m, f) in features {
+        for (h, &needle) in handles.ids[m][f].iter().enumerate() {
+            if found[needle] {
+                finds.handles.push((m, f, h));
             }
         }
     }

@@ -117,7 +117,20 @@ fn compare_map(
     new: Option<&Map>,
     found: &mut Vec<Weakening>,
 ) {
-    let at = |file: &str, line: usize, kind: Kind, detail: String| Weakening {
+    let Some(new) = new else {
+        map_deleted(old, found);
+        return;
+    };
+    control_changed(repo, (base, head), old, new, found);
+    rules_weakened(old, new, found);
+    for feature in &old.features {
+        feature_weakened(repo, head, (old, new), feature, found);
+    }
+}
+
+/// A weakening in map `old` (its product), at a file and line.
+fn at(old: &Map, file: &str, line: usize, kind: Kind, detail: String) -> Weakening {
+    Weakening {
         file: file.to_string(),
         line,
         kind,
@@ -125,29 +138,39 @@ fn compare_map(
         feature: None,
         check: None,
         detail,
-    };
-    let Some(new) = new else {
-        // The whole map is gone: each of its features is.
-        for feature in &old.features {
-            found.push(Weakening {
-                feature: Some(feature.id.value.clone()),
-                ..at(
-                    &feature.file,
-                    feature.id.line,
-                    Kind::FeatureDeleted,
-                    format!(
-                        "feature `{}` deleted with the map `{}` (at the base)",
-                        feature.id.value, old.file
-                    ),
-                )
-            });
-        }
-        return;
-    };
+    }
+}
 
-    // The control tool: a new argv, or a changed file it names. The floor cannot judge a new tool.
+/// The whole map is gone: each of its features is.
+fn map_deleted(old: &Map, found: &mut Vec<Weakening>) {
+    for feature in &old.features {
+        found.push(Weakening {
+            feature: Some(feature.id.value.clone()),
+            ..at(
+                old,
+                &feature.file,
+                feature.id.line,
+                Kind::FeatureDeleted,
+                format!(
+                    "feature `{}` deleted with the map `{}` (at the base)",
+                    feature.id.value, old.file
+                ),
+            )
+        });
+    }
+}
+
+/// The control tool: a new argv, or a changed file it names. The floor cannot judge a new tool.
+fn control_changed(
+    repo: &Repo,
+    (base, head): (&str, &str),
+    old: &Map,
+    new: &Map,
+    found: &mut Vec<Weakening>,
+) {
     if old.control != new.control {
         found.push(at(
+            old,
             &new.file,
             new.control_line,
             Kind::ControlChanged,
@@ -168,6 +191,7 @@ fn compare_map(
         let (was, is) = (repo.id_at(base, path), repo.id_at(head, path));
         if was.is_some() && is.is_some() && was != is {
             found.push(at(
+                old,
                 &new.file,
                 new.control_line,
                 Kind::ControlFileChanged,
@@ -175,11 +199,14 @@ fn compare_map(
             ));
         }
     }
+}
 
-    // Surface rules, by kind: a kind without a rule, or a rule that looks in fewer places.
+/// Surface rules, by kind: a kind without a rule, or a rule that looks in fewer places.
+fn rules_weakened(old: &Map, new: &Map, found: &mut Vec<Weakening>) {
     for rule in &old.rules {
         match new.rules.iter().find(|r| r.kind == rule.kind) {
             None => found.push(at(
+                old,
                 &old.file,
                 rule.line,
                 Kind::SurfaceRuleRemoved,
@@ -201,6 +228,7 @@ fn compare_map(
                 let excluding = narrowing(&rule.files, &kept.files);
                 if !excluding.is_empty() {
                     found.push(at(
+                        old,
                         &new.file,
                         kept.line,
                         Kind::SurfaceRuleNarrowed,
@@ -213,6 +241,7 @@ fn compare_map(
                 }
                 if !lost.is_empty() {
                     found.push(at(
+                        old,
                         &new.file,
                         kept.line,
                         Kind::SurfaceRuleRemoved,
@@ -226,66 +255,77 @@ fn compare_map(
             }
         }
     }
+}
 
+/// A feature of the base's map against the head's: gone (or unreadable), unlinked from the index,
+/// fewer sources, and each of its checks.
+fn feature_weakened(
+    repo: &Repo,
+    head: &str,
+    (old, new): (&Map, &Map),
+    feature: &Feature,
+    found: &mut Vec<Weakening>,
+) {
     let indexed = |map: &Map, name: &str| map.index.iter().any(|l| l.name == name);
-    for feature in &old.features {
-        let id = &feature.id.value;
-        let with = |w: Weakening| Weakening {
-            feature: Some(id.clone()),
-            ..w
+    let id = &feature.id.value;
+    let with = |w: Weakening| Weakening {
+        feature: Some(id.clone()),
+        ..w
+    };
+    let Some(kept) = new.features.iter().find(|f| f.id.value == *id) else {
+        // Its file may still be there but unreadable at the head (too large, not UTF-8, no feature
+        // block): as good as gone for the gate, and said as it is.
+        let detail = if repo.id_at(head, &feature.file).is_some() {
+            format!(
+                "feature `{id}` cannot be read at the head (`{}` is there, but the feature-map floor's contract errors say why)",
+                feature.name
+            )
+        } else {
+            format!("feature `{id}` deleted (`{}` at the base)", feature.name)
         };
-        let Some(kept) = new.features.iter().find(|f| f.id.value == *id) else {
-            // Its file may still be there but unreadable at the head (too large, not UTF-8, no feature
-            // block): as good as gone for the gate, and said as it is.
-            let detail = if repo.id_at(head, &feature.file).is_some() {
-                format!(
-                    "feature `{id}` cannot be read at the head (`{}` is there, but the feature-map floor's contract errors say why)",
-                    feature.name
-                )
-            } else {
-                format!("feature `{id}` deleted (`{}` at the base)", feature.name)
-            };
-            found.push(with(at(
-                &feature.file,
-                feature.id.line,
-                Kind::FeatureDeleted,
-                detail,
-            )));
-            continue;
-        };
-        if indexed(old, &feature.name) && !indexed(new, &kept.name) {
-            let line = old
-                .index
-                .iter()
-                .find(|l| l.name == feature.name)
-                .map_or(1, |l| l.line);
-            found.push(with(at(
-                &old.file,
-                line,
-                Kind::RemovedFromIndex,
-                format!(
-                    "`{}` is no longer linked from the map's index (line {line} at the base)",
-                    kept.name
-                ),
-            )));
-        }
-        let lost: Vec<&String> = feature
-            .sources
+        found.push(with(at(
+            old,
+            &feature.file,
+            feature.id.line,
+            Kind::FeatureDeleted,
+            detail,
+        )));
+        return;
+    };
+    if indexed(old, &feature.name) && !indexed(new, &kept.name) {
+        let line = old
+            .index
             .iter()
-            .map(|s| &s.value)
-            .filter(|s| !kept.sources.iter().any(|k| k.value == **s))
-            .collect();
-        if !lost.is_empty() {
-            found.push(with(at(
-                &kept.file,
-                kept.id.line,
-                Kind::SourcesNarrowed,
-                format!("feature `{id}`'s `sources` lost {}", quoted(&lost)),
-            )));
-        }
-        for check in &feature.checks {
-            compare_check(old, new, feature, kept, check, found);
-        }
+            .find(|l| l.name == feature.name)
+            .map_or(1, |l| l.line);
+        found.push(with(at(
+            old,
+            &old.file,
+            line,
+            Kind::RemovedFromIndex,
+            format!(
+                "`{}` is no longer linked from the map's index (line {line} at the base)",
+                kept.name
+            ),
+        )));
+    }
+    let lost: Vec<&String> = feature
+        .sources
+        .iter()
+        .map(|s| &s.value)
+        .filter(|s| !kept.sources.iter().any(|k| k.value == **s))
+        .collect();
+    if !lost.is_empty() {
+        found.push(with(at(
+            old,
+            &kept.file,
+            kept.id.line,
+            Kind::SourcesNarrowed,
+            format!("feature `{id}`'s `sources` lost {}", quoted(&lost)),
+        )));
+    }
+    for check in &feature.checks {
+        compare_check(old, new, feature, kept, check, found);
     }
 }
 

@@ -45,9 +45,7 @@ impl Maintain {
         mode: Mode,
         token: Option<Token>,
     ) -> Result<Maintain, Failure> {
-        let maintainer = Maintainer::parse(&config.verify.maintainer).map_err(|message| {
-            Failure::usage(message).with_hint("set `[verify] maintainer` in `.aayudha/config.toml`")
-        })?;
+        let maintainer = Maintainer::parse(&config.verify.maintainer)?;
         let remote = match token {
             Some(token) => remote::resolve_with(None, env, github, repo.origin_slug(), &token),
             None => remote::resolve(None, env, github, repo.origin_slug()),

@@ -324,7 +324,7 @@ impl Bucket {
         {
             Ok(outcome) => outcome,
             Err(why) => Retention::ByHand {
-                why,
+                why: why.to_string(),
                 rule: self.manual_rule(days),
             },
         }
@@ -406,20 +406,37 @@ pub fn merged_configuration(existing: Option<&str>, prefix: &str, days: u32) -> 
     (xml, kept)
 }
 
+/// Why aayu could not set its lifecycle rule: said in words, for [`Retention::ByHand`].
+#[derive(Debug, thiserror::Error)]
+enum LifecycleError {
+    #[error("no credential to set the lifecycle rule with: {0}")]
+    NoCredential(object_store::Error),
+    #[error("{0}")]
+    Request(http::Error),
+    #[error("{0}")]
+    Sign(object_store::Error),
+    #[error("{0}")]
+    Http(ureq::Error),
+    #[error("cannot read the bucket's lifecycle configuration ({status}: {said})")]
+    Read { status: u16, said: String },
+    #[error("the credential may not set the bucket's lifecycle configuration ({status}: {said})")]
+    Refused { status: u16, said: String },
+}
+
 /// GET the bucket's lifecycle configuration, merge aayu's rule in, PUT it back (signed with the store's
-/// own credential). An error is said in words, for [`Retention::ByHand`].
+/// own credential).
 async fn merge_lifecycle(
     s3: &S3Api,
     bucket: &str,
     prefix: &str,
     days: u32,
-) -> Result<Retention, String> {
+) -> Result<Retention, LifecycleError> {
     let credential = s3
         .store
         .credentials()
         .get_credential()
         .await
-        .map_err(|e| format!("no credential to set the lifecycle rule with: {e}"))?;
+        .map_err(LifecycleError::NoCredential)?;
     let url = format!("{}/{bucket}?lifecycle", s3.endpoint);
     let send = |method: http::Method, body: Vec<u8>| {
         let credential = credential.clone();
@@ -439,23 +456,23 @@ async fn merge_lifecycle(
             }
             let mut signed: object_store::client::HttpRequest = request
                 .body(object_store::client::HttpRequestBody::from(body.clone()))
-                .map_err(|e| e.to_string())?;
+                .map_err(LifecycleError::Request)?;
             AwsAuthorizer::new(&credential, "s3", &region)
                 .try_authorize(&mut signed, None)
-                .map_err(|e| e.to_string())?;
+                .map_err(LifecycleError::Sign)?;
             let (parts, _) = signed.into_parts();
             let plain = http::Request::from_parts(parts, body);
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .build()
                 .into();
-            let mut answer = agent.run(plain).map_err(|e| e.to_string())?;
+            let mut answer = agent.run(plain).map_err(LifecycleError::Http)?;
             let status = answer.status().as_u16();
             let text = answer
                 .body_mut()
                 .read_to_string()
-                .map_err(|e| e.to_string())?;
-            Ok::<(u16, String), String>((status, text))
+                .map_err(LifecycleError::Http)?;
+            Ok::<(u16, String), LifecycleError>((status, text))
         }
     };
     let (status, existing) = send(http::Method::GET, Vec::new()).await?;
@@ -463,10 +480,10 @@ async fn merge_lifecycle(
         200 => Some(existing),
         404 if existing.contains("NoSuchLifecycleConfiguration") => None,
         _ => {
-            return Err(format!(
-                "cannot read the bucket's lifecycle configuration ({status}: {})",
-                s3_error(&existing)
-            ));
+            return Err(LifecycleError::Read {
+                status,
+                said: s3_error(&existing),
+            });
         }
     };
     let prefix = format!("{prefix}/");
@@ -480,10 +497,10 @@ async fn merge_lifecycle(
     let (xml, kept) = merged_configuration(existing.as_deref(), &prefix, days);
     let (status, answer) = send(http::Method::PUT, xml.into_bytes()).await?;
     if status != 200 {
-        return Err(format!(
-            "the credential may not set the bucket's lifecycle configuration ({status}: {})",
-            s3_error(&answer)
-        ));
+        return Err(LifecycleError::Refused {
+            status,
+            said: s3_error(&answer),
+        });
     }
     Ok(Retention::Set { kept })
 }

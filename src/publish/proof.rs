@@ -39,17 +39,7 @@ pub fn comment(
     github: &GitHubEnv,
     log: &mut Log,
 ) -> Result<Said, Failure> {
-    let repo = github.repository.clone().ok_or_else(|| {
-        Failure::usage(
-            "`GITHUB_REPOSITORY` is not set: `aayu proof comment` runs in GitHub Actions",
-        )
-        .with_hint("set GITHUB_REPOSITORY=owner/name to run it elsewhere")
-    })?;
-    let repo = RepoSlug::parse(&repo).ok_or_else(|| {
-        Failure::usage(format!(
-            "`GITHUB_REPOSITORY` is `{repo}`, not a repository: write OWNER/NAME"
-        ))
-    })?;
+    let repo = repository(github)?;
     let token = options.token.clone().ok_or_else(|| {
         Failure::usage("no token: set `GITHUB_TOKEN` (or the action's `token` input)")
     })?;
@@ -87,34 +77,13 @@ pub fn comment(
     let head = client.pull(&repo, pr).map_err(Failure::from)?.head_sha;
     let (config, _) =
         crate::config::Config::of_default_branch(&client, &repo, options.config_path.as_deref())?;
-    let ledger = config.ledger.branch;
-    let mut criteria = Vec::new();
-    if let (Some(unpacked), Some(pack)) = (&unpacked, pack) {
-        if pack.pr_head_sha != head {
-            problems.push(format!(
-                "the pack proves {} but the pull request's head is {head}",
-                short(&pack.pr_head_sha)
-            ));
+    let criteria = match &unpacked {
+        Some(unpacked) => {
+            let against = (&client, &repo, config.ledger.branch.as_str());
+            check_pack(against, &head, unpacked, &mut problems)
         }
-        // The same checks as `aayu proof verify` and `aayu ship`, against the snapshot on the ledger.
-        let snapshot = (pack.story > 0)
-            .then(|| crate::story::snapshot_on_github(&client, &repo, &ledger, pack.story));
-        let read = |a: &crate::pack::Artifact| match unpacked.artifacts.get(&a.path) {
-            Some(bytes) => Stored::Bytes(bytes.clone()),
-            None => Stored::Missing,
-        };
-        // The head was compared above, with the pull request's full SHA in the message.
-        let outcome = verify::verify(pack, &read, snapshot.as_ref(), &Ok(None));
-        problems.extend(
-            outcome
-                .failures
-                .iter()
-                .map(|f| format!("{} {}: {}", f.check, f.subject, f.detail)),
-        );
-        if let Some(Ok(snapshot)) = &snapshot {
-            criteria = criteria_rows(pack, snapshot);
-        }
-    }
+        None => Vec::new(),
+    };
     let verifies = problems.is_empty();
     let holds = pack.is_some_and(|p| p.checks.iter().all(crate::pack::Check::holds));
     let run_url = github.run_id.map(|id| github.run_url_of(repo.as_str(), id));
@@ -148,34 +117,15 @@ pub fn comment(
     let body = comment::body(run_id, &head, &text);
 
     // The comment, then the status; a token that cannot write leaves both in the job summary.
-    let mut degraded = Vec::new();
     let target = Target {
         client: &client,
         repo: &repo,
         pr,
         head: &head,
     };
-    keep_comment(log, options, &target, &body, &mut degraded)?;
-    let state = if verifies && holds {
-        "success"
-    } else {
-        "failure"
-    };
-    let description: String = format!("run {run_id} pack sha256 {pack_json_hash}")
-        .chars()
-        .take(140)
-        .collect();
-    if !head.is_empty() {
-        let status = NewStatus {
-            state,
-            context: CONTEXT,
-            description: &description,
-            target_url: run_url.as_deref(),
-        };
-        if let Some(e) = set_status(log, &client, &repo, &head, run_id, &status)? {
-            degraded.push(e);
-        }
-    }
+    let proven = verifies && holds;
+    let status = (run_id, run_url.as_deref(), pack_json_hash.as_str());
+    let degraded = comment_and_status(log, options, &target, &body, proven, status)?;
     summarize(log, github, &degraded, &text);
     // The comment's text names artifact paths and details from the pack: fenced in the job's log.
     let exit = if !verifies {
@@ -189,6 +139,97 @@ pub fn comment(
         report: Some(format!("{text}\n")),
         exit,
     })
+}
+
+/// Keeps the proof comment, then sets the `aayudha/proof` status on the head (`success` when `proven`;
+/// `status`: the run's id and page, the pack.json hash); what a token that cannot write could not do.
+fn comment_and_status(
+    log: &mut Log,
+    options: &ProofCommentOptions,
+    target: &Target,
+    body: &str,
+    proven: bool,
+    (run_id, run_url, pack_json_hash): (u64, Option<&str>, &str),
+) -> Result<Vec<GitHubError>, Failure> {
+    let mut degraded = Vec::new();
+    keep_comment(log, options, target, body, &mut degraded)?;
+    let state = if proven { "success" } else { "failure" };
+    let description: String = format!("run {run_id} pack sha256 {pack_json_hash}")
+        .chars()
+        .take(140)
+        .collect();
+    if !target.head.is_empty() {
+        let status = NewStatus {
+            state,
+            context: CONTEXT,
+            description: &description,
+            target_url: run_url,
+        };
+        if let Some(e) = set_status(
+            log,
+            target.client,
+            target.repo,
+            target.head,
+            run_id,
+            &status,
+        )? {
+            degraded.push(e);
+        }
+    }
+    Ok(degraded)
+}
+
+/// The repository of the run (`GITHUB_REPOSITORY`).
+fn repository(github: &GitHubEnv) -> Result<RepoSlug, Failure> {
+    let repo = github.repository.clone().ok_or_else(|| {
+        Failure::usage(
+            "`GITHUB_REPOSITORY` is not set: `aayu proof comment` runs in GitHub Actions",
+        )
+        .with_hint("set GITHUB_REPOSITORY=owner/name to run it elsewhere")
+    })?;
+    RepoSlug::parse(&repo).ok_or_else(|| {
+        Failure::usage(format!(
+            "`GITHUB_REPOSITORY` is `{repo}`, not a repository: write OWNER/NAME"
+        ))
+    })
+}
+
+/// The same checks as `aayu proof verify` and `aayu ship`, against the pull request's `head` and the
+/// story's snapshot on the ledger branch (`against`: the client, the repository, the ledger branch):
+/// each failure joins `problems`; the criteria rows when the snapshot reads.
+fn check_pack(
+    (client, repo, ledger): (&Client, &RepoSlug, &str),
+    head: &str,
+    unpacked: &archive::Unpacked,
+    problems: &mut Vec<String>,
+) -> Vec<String> {
+    let pack = &unpacked.pack;
+    if pack.pr_head_sha != head {
+        problems.push(format!(
+            "the pack proves {} but the pull request's head is {head}",
+            short(&pack.pr_head_sha)
+        ));
+    }
+    let snapshot = (pack.story > 0).then(|| {
+        crate::story::snapshot_on_github(client, repo, ledger, pack.story)
+            .map_err(|e| e.to_string())
+    });
+    let read = |a: &crate::pack::Artifact| match unpacked.artifacts.get(&a.path) {
+        Some(bytes) => Stored::Bytes(bytes.clone()),
+        None => Stored::Missing,
+    };
+    // The head was compared above, with the pull request's full SHA in the message.
+    let outcome = verify::verify(pack, &read, snapshot.as_ref(), &Ok(None));
+    problems.extend(
+        outcome
+            .failures
+            .iter()
+            .map(|f| format!("{} {}: {}", f.check, f.subject, f.detail)),
+    );
+    match &snapshot {
+        Some(Ok(snapshot)) => criteria_rows(pack, snapshot),
+        _ => Vec::new(),
+    }
 }
 
 /// The pull request: `--pr`, else the event's; and the event when there is one. The event names the pull

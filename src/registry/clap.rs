@@ -173,14 +173,21 @@ fn leaf_command(spec: &'static Command, name: &'static str) -> clap::Command {
     cmd
 }
 
+/// A value that is no issue or pull request number (clap says it after the argument's name).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not an issue or pull request number (write 131 or #131)")]
+struct NotANumber {
+    text: String,
+}
+
 /// An issue or pull request number, written `131` or `#131`.
-fn parse_number(text: &str) -> Result<u64, String> {
+fn parse_number(text: &str) -> Result<u64, NotANumber> {
     let digits = text.trim().strip_prefix('#').unwrap_or(text.trim());
     match digits.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "`{text}` is not an issue or pull request number (write 131 or #131)"
-        )),
+        _ => Err(NotANumber {
+            text: text.to_string(),
+        }),
     }
 }
 

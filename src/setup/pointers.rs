@@ -69,16 +69,25 @@ pub fn pointers(root: &std::path::Path, files: &[String]) -> Vec<(String, String
         .collect()
 }
 
+/// Why the pointers could not be written again.
+#[derive(Debug, thiserror::Error)]
+pub enum PointerError {
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+    #[error(transparent)]
+    Write(#[from] crate::safe_fs::Refused),
+}
+
 /// Writes again every existing pointer whose text is not its skill's; how many were written.
-pub fn write_pointers(root: &std::path::Path) -> Result<usize, String> {
-    let repo = crate::git::Repo::discover(root).map_err(|e| e.to_string())?;
-    let listed = repo.worktree_files().map_err(|e| e.to_string())?;
+pub fn write_pointers(root: &std::path::Path) -> Result<usize, PointerError> {
+    let repo = crate::git::Repo::discover(root)?;
+    let listed = repo.worktree_files()?;
     let mut written = 0;
     for skill in skills(root, &listed.files).iter().filter(|s| s.root) {
         let (path, text) = pointer(skill);
         match crate::safe_fs::read(root, &path, 1 << 20) {
             Ok(current) if current != text.as_bytes() => {
-                crate::safe_fs::write(root, &path, text.as_bytes()).map_err(|e| e.to_string())?;
+                crate::safe_fs::write(root, &path, text.as_bytes())?;
                 written += 1;
             }
             _ => {}

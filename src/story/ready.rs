@@ -67,8 +67,54 @@ pub fn goal_hash(goal: &str) -> String {
     crate::hash::bytes(goal.as_bytes())
 }
 
+/// A criterion whose `(evidence: …)` names no artifact kind.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "criterion {id}: `(evidence: {kind})` is not an artifact kind (screenshot, recording, sr-transcript, api-trace, metric, report)"
+)]
+pub struct UnknownEvidence {
+    id: u32,
+    kind: String,
+}
+
+/// Why a Ready snapshot cannot be trusted, with its file.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{file}: no `<!-- aayudha:ready {{…}} -->` line: not a Ready snapshot")]
+    NoMarker { file: String },
+    #[error("{file}: the aayudha:ready line: {error}")]
+    Meta {
+        file: String,
+        error: serde_json::Error,
+    },
+    #[error("{file}: no `## Completion Goal` section")]
+    NoGoal { file: String },
+    #[error(
+        "{file}: the Completion Goal hashes to {hash}, but the snapshot says {said}: the snapshot was edited"
+    )]
+    Edited {
+        file: String,
+        hash: String,
+        said: String,
+    },
+    #[error("{file}: {error}")]
+    Criterion {
+        file: String,
+        error: UnknownEvidence,
+    },
+    #[error("{file}: the Completion Goal has no numbered criteria")]
+    NoCriteria { file: String },
+}
+
+/// A snapshot that is not one, or was edited, is the user's to fix (exit 2).
+impl crate::failure::Diagnose for SnapshotError {
+    fn status(&self) -> crate::exit::ExitStatus {
+        crate::exit::ExitStatus::Usage
+    }
+}
+
 /// The numbered criteria of a Completion Goal.
-pub fn criteria(goal: &str) -> Result<Vec<Criterion>, String> {
+pub fn criteria(goal: &str) -> Result<Vec<Criterion>, UnknownEvidence> {
     let mut found = Vec::new();
     for line in goal.lines() {
         let Some((number, text)) = line.trim_start().split_once(". ") else {
@@ -81,8 +127,13 @@ pub fn criteria(goal: &str) -> Result<Vec<Criterion>, String> {
         let (text, evidence) = match text.rsplit_once("(evidence:") {
             Some((before, kind)) if kind.trim_end().ends_with(')') => {
                 let kind = kind.trim_end().trim_end_matches(')').trim();
-                let evidence: ArtifactKind = serde_json::from_value(serde_json::Value::String(kind.to_string()))
-                    .map_err(|_| format!("criterion {id}: `(evidence: {kind})` is not an artifact kind (screenshot, recording, sr-transcript, api-trace, metric, report)"))?;
+                let evidence: ArtifactKind = serde_json::from_value(serde_json::Value::String(
+                    kind.to_string(),
+                ))
+                .map_err(|_| UnknownEvidence {
+                    id,
+                    kind: kind.to_string(),
+                })?;
                 (before.trim_end(), evidence)
             }
             _ => (text, ArtifactKind::ApiTrace),
@@ -97,8 +148,9 @@ pub fn criteria(goal: &str) -> Result<Vec<Criterion>, String> {
 }
 
 /// Parses a Ready snapshot file and checks that its Completion Goal still hashes to what it says.
-pub fn parse(text: &str, file: &str) -> Result<Snapshot, String> {
+pub fn parse(text: &str, file: &str) -> Result<Snapshot, SnapshotError> {
     let marker = "<!-- aayudha:ready ";
+    let file = || file.to_string();
     let meta_text = text
         .lines()
         .find_map(|l| {
@@ -106,23 +158,27 @@ pub fn parse(text: &str, file: &str) -> Result<Snapshot, String> {
                 .strip_prefix(marker)
                 .and_then(|rest| rest.strip_suffix("-->"))
         })
-        .ok_or_else(|| format!("{file}: no `{marker}{{…}} -->` line: not a Ready snapshot"))?;
-    let meta: Meta = serde_json::from_str(meta_text.trim())
-        .map_err(|e| format!("{file}: the aayudha:ready line: {e}"))?;
-    let goal =
-        completion_goal(text).ok_or_else(|| format!("{file}: no `## Completion Goal` section"))?;
+        .ok_or_else(|| SnapshotError::NoMarker { file: file() })?;
+    let meta: Meta =
+        serde_json::from_str(meta_text.trim()).map_err(|error| SnapshotError::Meta {
+            file: file(),
+            error,
+        })?;
+    let goal = completion_goal(text).ok_or_else(|| SnapshotError::NoGoal { file: file() })?;
     let hash = goal_hash(&goal);
     if hash != meta.completion_goal_hash {
-        return Err(format!(
-            "{file}: the Completion Goal hashes to {hash}, but the snapshot says {}: the snapshot was edited",
-            meta.completion_goal_hash
-        ));
+        return Err(SnapshotError::Edited {
+            file: file(),
+            hash,
+            said: meta.completion_goal_hash,
+        });
     }
-    let criteria = criteria(&goal).map_err(|e| format!("{file}: {e}"))?;
+    let criteria = criteria(&goal).map_err(|error| SnapshotError::Criterion {
+        file: file(),
+        error,
+    })?;
     if criteria.is_empty() {
-        return Err(format!(
-            "{file}: the Completion Goal has no numbered criteria"
-        ));
+        return Err(SnapshotError::NoCriteria { file: file() });
     }
     Ok(Snapshot { meta, criteria })
 }
@@ -174,6 +230,7 @@ mod tests {
         assert!(
             parse(&good.replace("works", "worked"), "ready.md")
                 .expect_err("edited")
+                .to_string()
                 .contains("the snapshot was edited")
         );
     }
