@@ -194,8 +194,8 @@ pub enum SandboxError {
     },
     #[error("the sandbox's uid lock `{path}` {why}")]
     LockDir { path: PathBuf, why: String },
-    #[error("{0}")]
-    BuildCache(String),
+    #[error(transparent)]
+    BuildCache(#[from] build_cache::BuildCacheError),
     #[error("cannot prepare the sandbox folder `{path}`")]
     Folder {
         path: PathBuf,
@@ -518,8 +518,7 @@ impl Sandbox {
         // A local run's kept folder that is refused (a link planted in its place) stops the run before
         // anything runs, with the path and the fix.
         if let build_cache::BuildCache::Kept { repo } = &settings.build_cache {
-            build_cache::kept_folder(&settings.process_env, repo)
-                .map_err(SandboxError::BuildCache)?;
+            build_cache::kept_folder(&settings.process_env, repo)?;
         }
         let kept_home = match &settings.build_cache {
             build_cache::BuildCache::Kept { repo } if root => {
