@@ -204,6 +204,83 @@ pub enum SandboxError {
     },
 }
 
+/// Why a program asked for what it prints ([`Sandbox::ask`]) gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error(transparent)]
+    Folder(#[from] SandboxError),
+    #[error("`{command}` cannot run as the sandbox uid: {source}")]
+    CannotRun {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` fails as the sandbox uid{}", if .said.is_empty() { String::new() } else { format!(": {}", .said) })]
+    Fails { command: String, said: String },
+}
+
+/// Why a package's dependencies were not fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error(transparent)]
+    Loan(#[from] LockLoanError),
+    #[error(transparent)]
+    Folder(#[from] SandboxError),
+    #[error("cannot run `{command}`: {source}")]
+    Start {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` ran past 600 s")]
+    TimedOut { command: String },
+    #[error("`{command}` went over a limit: {over}")]
+    OverLimit { command: String, over: String },
+    #[error("`{command}` exited with {status}: {said}")]
+    Exited {
+        command: String,
+        status: String,
+        said: String,
+    },
+    #[error("cannot copy `{lock}` onto the base: {source}")]
+    CopyLock {
+        lock: String,
+        #[source]
+        source: crate::safe_fs::Refused,
+    },
+    #[error("the fetch left no readable `{lock}`: {source}")]
+    NoLock {
+        lock: String,
+        #[source]
+        source: crate::safe_fs::Refused,
+    },
+}
+
+/// Why a lock file could not be lent to the fetching slot uid.
+#[derive(Debug, thiserror::Error)]
+pub enum LockLoanError {
+    #[error(transparent)]
+    Folder(#[from] crate::safe_fs::Refused),
+    #[error("cannot create `{name}`: {source}")]
+    Create {
+        name: String,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("cannot open `{path}`: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("{0}")]
+    Stat(#[source] nix::errno::Errno),
+    #[error("`{path}` is not a regular file")]
+    NotRegular { path: String },
+    #[error("{0}")]
+    Lend(#[source] nix::errno::Errno),
+}
+
 /// The sandbox of one run: its folder, the environment it passes on, the uids of its slots.
 pub struct Sandbox {
     dir: tempfile::TempDir,
@@ -269,7 +346,7 @@ pub struct Sandbox {
     /// `[verify] llvm_tools`, when set: the folder of the coverage floor's `llvm-profdata` and `llvm-cov`.
     llvm_tools: Option<PathBuf>,
     /// The LLVM tools found so far, by the `RUSTUP_TOOLCHAIN` they read the profiles of ([`llvm`]).
-    llvm_checked: std::sync::Mutex<BTreeMap<Option<OsString>, Result<llvm::LlvmTools, String>>>,
+    llvm_checked: std::sync::Mutex<BTreeMap<Option<OsString>, llvm::Found>>,
 }
 
 /// A lock file the tree does not commit, as the fetch left it.
@@ -826,9 +903,9 @@ impl Sandbox {
         argv: &[&str],
         env: &[(String, OsString)],
         timeout: Duration,
-    ) -> Result<String, String> {
+    ) -> Result<String, AskError> {
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
-        let cwd = self.fresh_dir(0, "ask").map_err(|e| e.to_string())?;
+        let cwd = self.fresh_dir(0, "ask")?;
         let ran = self
             .run(
                 Job {
@@ -844,18 +921,15 @@ impl Sandbox {
                 },
                 &BTreeSet::new(),
             )
-            .map_err(|e| format!("`{}` cannot run as the sandbox uid: {e}", argv.join(" ")))?;
+            .map_err(|source| AskError::CannotRun {
+                command: argv.join(" "),
+                source,
+            })?;
         if ran.code != Some(0) {
-            let said = said(&ran.stderr, &cwd);
-            return Err(format!(
-                "`{}` fails as the sandbox uid{}",
-                argv.join(" "),
-                if said.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {said}")
-                }
-            ));
+            return Err(AskError::Fails {
+                command: argv.join(" "),
+                said: said(&ran.stderr, &cwd),
+            });
         }
         Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
     }
@@ -1162,6 +1236,8 @@ impl Sandbox {
             return match self.install(root, package, install, heartbeat) {
                 Ok(_) => Ok(None),
                 Err(why) => {
+                    // Said where the package's work is blocked, and in the fetch's warning.
+                    let why = why.to_string();
                     if let Ok(mut problems) = self.dependency_problems.lock() {
                         problems.insert((root.to_path_buf(), package.to_string()), why.clone());
                     }
@@ -1171,8 +1247,7 @@ impl Sandbox {
         }
         let lock = plan.lock.clone();
         if tree.committed.contains(&lock) {
-            self.fetch_one(root, plan, heartbeat)
-                .map_err(Blocked::Fetch)?;
+            self.fetch_one(root, plan, heartbeat)?;
             return Ok(None);
         }
         if let Some(why) = &plan.without_committed_lock {
@@ -1197,16 +1272,21 @@ impl Sandbox {
             if let Some(from) = &tree.lock_from
                 && let Ok(bytes) = crate::safe_fs::read(from, &lock, 64 << 20)
             {
-                crate::safe_fs::write(root, &lock, &bytes).map_err(|e| {
-                    Blocked::Fetch(format!("cannot copy `{lock}` onto the base: {e}"))
+                crate::safe_fs::write(root, &lock, &bytes).map_err(|source| {
+                    FetchError::CopyLock {
+                        lock: lock.clone(),
+                        source,
+                    }
                 })?;
                 copied = true;
             }
         }
-        self.fetch_one(root, plan, heartbeat)
-            .map_err(Blocked::Fetch)?;
-        let bytes = crate::safe_fs::read(root, &lock, 64 << 20)
-            .map_err(|e| Blocked::Fetch(format!("the fetch left no readable `{lock}`: {e}")))?;
+        self.fetch_one(root, plan, heartbeat)?;
+        let bytes =
+            crate::safe_fs::read(root, &lock, 64 << 20).map_err(|source| FetchError::NoLock {
+                lock: lock.clone(),
+                source,
+            })?;
         if !existed && self.uids.is_empty() {
             // Without separate uids the build runs as aayu's own user: the lock is made read-only to it.
             let _ =
@@ -1235,7 +1315,7 @@ impl Sandbox {
         root: &Path,
         plan: &FetchPlan,
         heartbeat: &dyn Fn(Duration),
-    ) -> Result<(), String> {
+    ) -> Result<(), FetchError> {
         let mut env: Vec<(String, OsString)> = self
             .fetch_env
             .iter()
@@ -1249,7 +1329,7 @@ impl Sandbox {
         };
         let cwd = match &plan.cwd {
             Some(dir) => root.join(dir),
-            None => self.fresh_dir(0, "fetch").map_err(|e| e.to_string())?,
+            None => self.fresh_dir(0, "fetch")?,
         };
         let argv = plan.argv.clone();
         // As root the per-run cargo cache starts with the machine's downloaded crates (hard links that the
@@ -1295,22 +1375,29 @@ impl Sandbox {
                 },
                 &BTreeSet::new(),
             )
-            .map_err(|e| format!("cannot run `{}`: {e}", argv.join(" ")))?;
+            .map_err(|source| FetchError::Start {
+                command: argv.join(" "),
+                source,
+            })?;
         if outcome.timed_out {
-            return Err(format!("`{}` ran past 600 s", argv.join(" ")));
+            return Err(FetchError::TimedOut {
+                command: argv.join(" "),
+            });
         }
-        if let Some(over) = &outcome.over_limit {
-            return Err(format!("`{}` went over a limit: {over}", argv.join(" ")));
+        if let Some(over) = outcome.over_limit {
+            return Err(FetchError::OverLimit {
+                command: argv.join(" "),
+                over,
+            });
         }
         if outcome.code != Some(0) {
-            return Err(format!(
-                "`{}` exited with {}: {}",
-                argv.join(" "),
-                outcome
+            return Err(FetchError::Exited {
+                command: argv.join(" "),
+                status: outcome
                     .code
                     .map_or_else(|| "a signal".to_string(), |c| c.to_string()),
-                said(&outcome.stderr, root)
-            ));
+                said: said(&outcome.stderr, root),
+            });
         }
         Ok(())
     }
@@ -2312,8 +2399,14 @@ fn refuse_forbidden_ids(settings: &SandboxSettings) -> Result<(), SandboxError> 
 /// Why a package's fetch did not happen: the fetch failed (the offline build then says what is missing),
 /// or the package's work is blocked until the fix (a `go.sum` to commit).
 enum Blocked {
-    Fetch(String),
+    Fetch(FetchError),
     Work(String),
+}
+
+impl From<FetchError> for Blocked {
+    fn from(e: FetchError) -> Blocked {
+        Blocked::Fetch(e)
+    }
 }
 
 /// A package's lock file (cargo's `Cargo.lock`), handed to the fetching slot uid for the fetch and given back afterwards (its
@@ -2329,7 +2422,7 @@ struct LockLoan {
 
 impl LockLoan {
     /// Lends `lock` (a path relative to `root`, whose folder must exist) to `uid` for the fetch.
-    fn new(root: &Path, lock: &str, uid: u32) -> Result<LockLoan, String> {
+    fn new(root: &Path, lock: &str, uid: u32) -> Result<LockLoan, LockLoanError> {
         use nix::fcntl::OFlag;
         use nix::sys::stat::Mode;
         let (workspace, name) = lock.rsplit_once('/').unwrap_or(("", lock));
@@ -2340,8 +2433,7 @@ impl LockLoan {
             // The workspace folder as it is: a pull request's `package.workspace` never makes aayu create one.
             crate::safe_fs::open_root(root)
                 .and_then(|top| crate::safe_fs::open_dir_at(top.as_fd(), &workspace))
-        }
-        .map_err(|e| e.to_string())?;
+        }?;
         let name = name.to_string();
         let open = |flags: OFlag| {
             nix::fcntl::openat(
@@ -2354,23 +2446,24 @@ impl LockLoan {
         let (fd, created) = match open(OFlag::empty()) {
             Ok(fd) => (fd, false),
             Err(nix::errno::Errno::ENOENT) => (
-                open(OFlag::O_CREAT | OFlag::O_EXCL)
-                    .map_err(|e| format!("cannot create `{name}`: {e}"))?,
+                open(OFlag::O_CREAT | OFlag::O_EXCL).map_err(|source| LockLoanError::Create {
+                    name: name.clone(),
+                    source,
+                })?,
                 true,
             ),
-            Err(e) => {
-                return Err(format!(
-                    "cannot open `{}`: {e}",
-                    join_rel(&workspace, &name)
-                ));
+            Err(source) => {
+                return Err(LockLoanError::Open {
+                    path: join_rel(&workspace, &name),
+                    source,
+                });
             }
         };
-        let stat = nix::sys::stat::fstat(&fd).map_err(|e| e.to_string())?;
+        let stat = nix::sys::stat::fstat(&fd).map_err(LockLoanError::Stat)?;
         if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(format!(
-                "`{}` is not a regular file",
-                join_rel(&workspace, &name)
-            ));
+            return Err(LockLoanError::NotRegular {
+                path: join_rel(&workspace, &name),
+            });
         }
         let file = std::fs::File::from(fd);
         nix::unistd::fchown(
@@ -2378,7 +2471,7 @@ impl LockLoan {
             Some(nix::unistd::Uid::from_raw(uid)),
             Some(nix::unistd::Gid::from_raw(uid)),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(LockLoanError::Lend)?;
         Ok(LockLoan {
             dir,
             name,

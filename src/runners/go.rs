@@ -10,12 +10,28 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
+use super::{
+    Job, Marker, Outcome, Package, Run, Runner, RunnerError, TestId, TestResult, exited, join,
+};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, go_requires_modules, shown_dir};
 use crate::sandbox::{FetchPlan, said};
 
 pub struct Go;
+
+/// Why Go's runner cannot read a package's coverage.
+#[derive(Debug, thiserror::Error)]
+pub enum GoError {
+    #[error("`{shown}`: its module's `go.mod` has no `module` line aayu can read")]
+    NoModuleLine { shown: String },
+}
+
+/// A Go test id's rest that is not `<TestName>[/<subtest>…]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not `<TestName>[/<subtest>…]` as `go test -json` names it (spaces in a subtest's name are `_`)"
+)]
+pub struct GoIdError(String);
 
 impl Runner for Go {
     fn name(&self) -> &'static str {
@@ -42,7 +58,7 @@ impl Runner for Go {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Vec<(String, OsString)>, String> {
+    ) -> Result<Vec<(String, OsString)>, RunnerError> {
         toolchains.go_for(root, package.home)?;
         Ok(Vec::new())
     }
@@ -51,8 +67,9 @@ impl Runner for Go {
         rest.split('/').next().unwrap_or(rest)
     }
 
-    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), String> {
-        GoTest::parse(rest).map(drop)
+    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), RunnerError> {
+        GoTest::parse(rest)?;
+        Ok(())
     }
 
     fn fetch(
@@ -60,7 +77,7 @@ impl Runner for Go {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Option<FetchPlan>, String> {
+    ) -> Result<Option<FetchPlan>, RunnerError> {
         let module = package.home;
         let lock = join(module, "go.sum");
         if !go_requires_modules(root, module) {
@@ -101,7 +118,7 @@ impl Runner for Go {
         run: &Run,
         package: &Package,
         _cover: &super::Cover,
-    ) -> Result<super::Suite, String> {
+    ) -> Result<super::Suite, RunnerError> {
         let module = package.home;
         let pkg = go_pkg(package);
         let argv = [
@@ -135,9 +152,10 @@ impl Runner for Go {
         }
         let shown = shown_dir(package.dir);
         let Some(module) = module_path(run.root, package.home) else {
-            return Err(format!(
-                "`{shown}`: its module's `go.mod` has no `module` line aayu can read"
-            ));
+            return Err(GoError::NoModuleLine {
+                shown: shown.to_string(),
+            }
+            .into());
         };
         let profile = ran.report.unwrap_or_default();
         if profile.is_empty() {
@@ -640,7 +658,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         Ok(ran) => ran,
         Err(e) => {
             let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
-            results.extend(super::all(&tests, Outcome::NotRun(e)));
+            results.extend(super::all(&tests, Outcome::NotRun(e.to_string())));
             return results;
         }
     };
@@ -813,7 +831,7 @@ pub struct GoTest {
 }
 
 impl GoTest {
-    pub fn parse(rest: &str) -> Result<GoTest, String> {
+    pub fn parse(rest: &str) -> Result<GoTest, GoIdError> {
         let function = rest.split('/').next().unwrap_or_default();
         let identifier = function
             .chars()
@@ -821,9 +839,7 @@ impl GoTest {
             .is_some_and(|c| c.is_alphabetic() || c == '_')
             && function.chars().all(|c| c.is_alphanumeric() || c == '_');
         if !identifier || rest.split('/').any(str::is_empty) || rest.contains(' ') {
-            return Err(format!(
-                "`{rest}` is not `<TestName>[/<subtest>…]` as `go test -json` names it (spaces in a subtest's name are `_`)"
-            ));
+            return Err(GoIdError(rest.to_string()));
         }
         Ok(GoTest {
             function: function.to_string(),

@@ -18,7 +18,11 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
+use super::{
+    Exited, Job, LaunchError, Marker, Outcome, Package, Run, Runner, RunnerError, TestId,
+    TestResult, exited, join,
+};
+use crate::safe_fs::Refused;
 use crate::sandbox::FetchPlan;
 use crate::sandbox::install::{Install, InstallStep, Output};
 use crate::sandbox::preflight::Tool;
@@ -46,6 +50,119 @@ const MARKERS: [&str; 5] = [
 const EVENTS: &str = "AAYU_PYTEST_EVENTS";
 
 pub struct Python;
+
+/// Why a Python package's requirements cannot be read, or its tests run.
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: Refused,
+    },
+    #[error("`{path}` is not a pyproject aayu can read: {}", .source.message())]
+    Pyproject {
+        path: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error(transparent)]
+    Requirement(#[from] RefusedRequirement),
+    #[error("`{file}`: {why}")]
+    Group {
+        file: String,
+        #[source]
+        why: GroupError,
+    },
+    #[error("`{file}` {group}: {why}")]
+    Poetry {
+        file: String,
+        group: String,
+        #[source]
+        why: PoetryError,
+    },
+    #[error("`{shown}`: `-r` files include each other")]
+    IncludesItself { shown: String },
+    #[error("{at}: `-r {other}` is outside the package folder")]
+    Outside { at: String, other: String },
+    #[error("{at}: `-r {other}` names no file of the package")]
+    NoFile { at: String, other: String },
+    #[error(
+        "{at}: `{line}` installs another local folder: aayu installs only the package itself (from a copy of its folder) and the rest as wheels by name, so that no other package's code is built; publish it as a wheel (to the index or `[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+    )]
+    Editable { at: String, line: String },
+    #[error(
+        "{at}: `{line}` is an option, and aayu reads requirements files as data: set the index in aayu's environment (PIP_INDEX_URL), a wheelhouse with `[verify] python_wheels`"
+    )]
+    Option { at: String, line: String },
+    #[error("{at}: {why}")]
+    Refused {
+        at: String,
+        #[source]
+        why: RefusedRequirement,
+    },
+    #[error(
+        "the build backend's requirements hold `{line}`, which is an option: aayu downloads requirements by name only"
+    )]
+    BackendOption { line: String },
+    #[error(
+        "the Python environment of `{shown}` was not installed (its install is made with the dependencies, before any test)"
+    )]
+    NotInstalled { shown: String },
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(
+        "the aayu pytest plugin did not load (check `addopts` in the package's pytest configuration: `-p no:aayu_pytest` or a plugin that replaces the run)"
+    )]
+    NotLoaded,
+    #[error("{}; pytest said: {said}", PythonError::NotLoaded)]
+    NotLoadedSaid { said: Exited },
+}
+
+/// A requirement aayu does not download by name (see [`refused_requirement`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{shown}` in `{from}` {what}: aayu installs dependencies only as wheels by name from the index (no package code runs with the network on); publish it to an index or a wheelhouse (`[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+)]
+pub struct RefusedRequirement {
+    shown: String,
+    from: String,
+    what: &'static str,
+}
+
+/// Why a PEP 735 dependency group cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    #[error("dependency group `{0}` includes itself")]
+    IncludesItself(String),
+    #[error("no dependency group `{0}`")]
+    Missing(String),
+    #[error("dependency group `{name}` holds {item}")]
+    Holds { name: String, item: toml::Value },
+}
+
+/// Why a poetry dependency table cannot be read as requirements.
+#[derive(Debug, thiserror::Error)]
+pub enum PoetryError {
+    #[error(
+        "`{name}` is a `{source_key}` dependency: aayu installs dependencies only as wheels by name from the index"
+    )]
+    Source {
+        name: String,
+        source_key: &'static str,
+    },
+    #[error("`{name}` is {value}, which aayu cannot read as a dependency")]
+    Unreadable { name: String, value: toml::Value },
+    #[error("`{name} = \"{constraint}\"` is a version constraint aayu cannot read")]
+    Constraint { name: String, constraint: String },
+}
+
+/// A pytest id's rest that is not a node id relative to the package folder.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a pytest node id relative to the package folder (`tests/test_x.py::test_name`, `tests/test_x.py::TestClass::test_name[param]`)"
+)]
+pub struct PyIdError(String);
 
 impl Runner for Python {
     fn name(&self) -> &'static str {
@@ -76,7 +193,7 @@ impl Runner for Python {
         _toolchains: &Toolchains,
         _root: &Path,
         _package: &Package,
-    ) -> Result<Vec<(String, OsString)>, String> {
+    ) -> Result<Vec<(String, OsString)>, RunnerError> {
         Ok(Vec::new())
     }
 
@@ -86,8 +203,9 @@ impl Runner for Python {
         base.rsplit("::").next().unwrap_or(base)
     }
 
-    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), String> {
-        PyTest::parse(rest).map(drop)
+    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), RunnerError> {
+        PyTest::parse(rest)?;
+        Ok(())
     }
 
     fn fetch(
@@ -95,7 +213,7 @@ impl Runner for Python {
         _toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Option<FetchPlan>, String> {
+    ) -> Result<Option<FetchPlan>, RunnerError> {
         let recipe = Recipe::read(root, package.dir)?;
         Ok(Some(FetchPlan {
             unit: package.dir.to_string(),
@@ -145,12 +263,8 @@ pub struct PyTest {
 }
 
 impl PyTest {
-    pub fn parse(rest: &str) -> Result<PyTest, String> {
-        let shape = || {
-            format!(
-                "`{rest}` is not a pytest node id relative to the package folder (`tests/test_x.py::test_name`, `tests/test_x.py::TestClass::test_name[param]`)"
-            )
-        };
+    pub fn parse(rest: &str) -> Result<PyTest, PyIdError> {
+        let shape = || PyIdError(rest.to_string());
         let (base, parameters) = match rest.find('[') {
             Some(at) => (&rest[..at], Some(&rest[at..])),
             None => (rest, None),
@@ -298,7 +412,7 @@ static REQUIREMENT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new
 
 /// Why a requirement cannot be downloaded as a wheel by name: an option, a URL, a `git+` source, a
 /// local path, or any text that is not a plain requirement ([`REQUIREMENT`]).
-fn refused_requirement(line: &str, from: &str) -> Option<String> {
+fn refused_requirement(line: &str, from: &str) -> Option<RefusedRequirement> {
     let shown = line.escape_debug().to_string().replace('`', "'");
     // Any word pip would read as an option (`--no-binary`, after a marker too).
     let option = line.split_whitespace().any(|word| word.starts_with('-'));
@@ -315,28 +429,32 @@ fn refused_requirement(line: &str, from: &str) -> Option<String> {
     } else {
         return None;
     };
-    Some(format!(
-        "`{shown}` in `{from}` {what}: aayu installs dependencies only as wheels by name from the index (no package code runs with the network on); publish it to an index or a wheelhouse (`[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
-    ))
+    Some(RefusedRequirement {
+        shown,
+        from: from.to_string(),
+        what,
+    })
 }
 
 impl Recipe {
-    fn read(root: &Path, dir: &str) -> Result<Recipe, String> {
+    fn read(root: &Path, dir: &str) -> Result<Recipe, PythonError> {
         let has = |name: &str| crate::safe_fs::is_regular(root, &join(dir, name));
-        let read_text = |name: &str| -> Result<String, String> {
+        let read_text = |name: &str| -> Result<String, PythonError> {
             crate::safe_fs::read(root, &join(dir, name), 4 << 20)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .map_err(|e| format!("cannot read `{}`: {e}", join(dir, name)))
+                .map_err(|source| PythonError::Read {
+                    path: join(dir, name),
+                    source,
+                })
         };
         let pyproject: Option<Pyproject> = if has("pyproject.toml") {
             let text = read_text("pyproject.toml")?;
-            Some(toml::from_str(&text).map_err(|e| {
-                format!(
-                    "`{}` is not a pyproject aayu can read: {}",
-                    join(dir, "pyproject.toml"),
-                    e.message()
-                )
-            })?)
+            Some(
+                toml::from_str(&text).map_err(|source| PythonError::Pyproject {
+                    path: join(dir, "pyproject.toml"),
+                    source,
+                })?,
+            )
         } else {
             None
         };
@@ -366,7 +484,7 @@ impl Recipe {
         };
         for line in &build {
             if let Some(why) = refused_requirement(line, &join(dir, build_file)) {
-                return Err(why);
+                return Err(why.into());
             }
         }
         // The test requirements beside the project's: a dependency group, else a requirements file.
@@ -388,12 +506,19 @@ impl Recipe {
         let more: Vec<String> = match (group, poetry_group) {
             (Some((name, groups)), _) => {
                 let mut out = Vec::new();
-                expand_group(groups, name, &mut out, 0)
-                    .map_err(|why| format!("`{}`: {why}", join(dir, "pyproject.toml")))?;
+                expand_group(groups, name, &mut out, 0).map_err(|why| PythonError::Group {
+                    file: join(dir, "pyproject.toml"),
+                    why,
+                })?;
                 out
             }
-            (None, Some((name, table))) => poetry_requirements(table)
-                .map_err(|why| format!("`{}` {name}: {why}", join(dir, "pyproject.toml")))?,
+            (None, Some((name, table))) => {
+                poetry_requirements(table).map_err(|why| PythonError::Poetry {
+                    file: join(dir, "pyproject.toml"),
+                    group: name,
+                    why,
+                })?
+            }
             (None, None) => match REQUIREMENTS
                 .iter()
                 .find_map(|pattern| requirements_file(root, dir, pattern))
@@ -404,7 +529,7 @@ impl Recipe {
         };
         for line in &more {
             if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
-                return Err(why);
+                return Err(why.into());
             }
         }
         let dynamic = project.is_some_and(|p| {
@@ -451,7 +576,7 @@ impl Recipe {
             }
             for line in &lines {
                 if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
-                    return Err(why);
+                    return Err(why.into());
                 }
             }
             if extra.is_none() {
@@ -628,7 +753,7 @@ impl Recipe {
                     output: Some(Output {
                         from: "out/requirements.txt".to_string(),
                         to: "requirements.txt".to_string(),
-                        check: checked_requirements,
+                        check: |text| checked_requirements(text).map_err(Into::into),
                     }),
                 });
             }
@@ -684,16 +809,16 @@ fn venv(at: &str) -> InstallStep {
 
 /// The requirements the backend's metadata step wrote (package code ran in it): every line must be a
 /// requirement by name, as a requirements file's are; the text root writes for the download.
-fn checked_requirements(text: &str) -> Result<String, String> {
+fn checked_requirements(text: &str) -> Result<String, PythonError> {
     let mut out = String::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if line.starts_with('-') {
-            return Err(format!(
-                "the build backend's requirements hold `{line}`, which is an option: aayu downloads requirements by name only"
-            ));
+            return Err(PythonError::BackendOption {
+                line: line.to_string(),
+            });
         }
         if let Some(why) = refused_requirement(line, "the build backend's metadata") {
-            return Err(why);
+            return Err(why.into());
         }
         out.push_str(line);
         out.push('\n');
@@ -735,7 +860,7 @@ fn poetry_test_group(poetry: &toml::Table) -> Option<(String, &toml::Table)> {
 
 /// A poetry dependency table as requirement lines: `pytest = "^7.2"` → `pytest>=7.2,<8`, `{version,
 /// extras, markers}` read; a `path`, `git` or `url` dependency refused (it would be built).
-fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, String> {
+fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, PoetryError> {
     let mut out = Vec::new();
     for (name, value) in table {
         if name == "python" {
@@ -748,9 +873,10 @@ fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, String> {
                     .iter()
                     .find(|k| t.contains_key(**k))
                 {
-                    return Err(format!(
-                        "`{name}` is a `{source}` dependency: aayu installs dependencies only as wheels by name from the index"
-                    ));
+                    return Err(PoetryError::Source {
+                        name: name.clone(),
+                        source_key: source,
+                    });
                 }
                 let extras = t
                     .get("extras")
@@ -773,13 +899,15 @@ fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, String> {
                 )
             }
             other => {
-                return Err(format!(
-                    "`{name}` is {other}, which aayu cannot read as a dependency"
-                ));
+                return Err(PoetryError::Unreadable {
+                    name: name.clone(),
+                    value: other.clone(),
+                });
             }
         };
-        let spec = poetry_constraint(&constraint).ok_or_else(|| {
-            format!("`{name} = \"{constraint}\"` is a version constraint aayu cannot read")
+        let spec = poetry_constraint(&constraint).ok_or_else(|| PoetryError::Constraint {
+            name: name.clone(),
+            constraint: constraint.clone(),
         })?;
         let mut line = name.clone();
         if !extras.is_empty() {
@@ -842,12 +970,12 @@ fn expand_group(
     name: &str,
     out: &mut Vec<String>,
     depth: usize,
-) -> Result<(), String> {
+) -> Result<(), GroupError> {
     if depth > 16 {
-        return Err(format!("dependency group `{name}` includes itself"));
+        return Err(GroupError::IncludesItself(name.to_string()));
     }
     let Some(list) = groups.get(name) else {
-        return Err(format!("no dependency group `{name}`"));
+        return Err(GroupError::Missing(name.to_string()));
     };
     for item in list {
         match item {
@@ -858,9 +986,19 @@ fn expand_group(
             }
             toml::Value::Table(t) => match t.get("include-group").and_then(toml::Value::as_str) {
                 Some(other) => expand_group(groups, other, out, depth + 1)?,
-                None => return Err(format!("dependency group `{name}` holds {item}")),
+                None => {
+                    return Err(GroupError::Holds {
+                        name: name.to_string(),
+                        item: item.clone(),
+                    });
+                }
             },
-            other => return Err(format!("dependency group `{name}` holds {other}")),
+            other => {
+                return Err(GroupError::Holds {
+                    name: name.to_string(),
+                    item: other.clone(),
+                });
+            }
         }
     }
     Ok(())
@@ -895,13 +1033,16 @@ fn read_requirements(
     dir: &str,
     file: &str,
     depth: usize,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, PythonError> {
     let shown = join(dir, file);
     if depth > 8 {
-        return Err(format!("`{shown}`: `-r` files include each other"));
+        return Err(PythonError::IncludesItself { shown });
     }
-    let bytes = crate::safe_fs::read(root, &shown, 1 << 20)
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let bytes =
+        crate::safe_fs::read(root, &shown, 1 << 20).map_err(|source| PythonError::Read {
+            path: shown.clone(),
+            source,
+        })?;
     let text = String::from_utf8_lossy(&bytes).replace("\\\n", " ");
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
@@ -928,26 +1069,36 @@ fn read_requirements(
             .map(str::trim)
         {
             let base = file.rsplit_once('/').map_or("", |(d, _)| d);
-            let joined = crate::sandbox::toolchain::package_dir(&join(base, other))
-                .map_err(|_| format!("{at}: `-r {other}` is outside the package folder"))?;
+            let joined =
+                crate::sandbox::toolchain::package_dir(&join(base, other)).map_err(|_| {
+                    PythonError::Outside {
+                        at: at.clone(),
+                        other: other.to_string(),
+                    }
+                })?;
             if !crate::safe_fs::is_regular(root, &join(dir, &joined)) {
-                return Err(format!("{at}: `-r {other}` names no file of the package"));
+                return Err(PythonError::NoFile {
+                    at,
+                    other: other.to_string(),
+                });
             }
             out.extend(read_requirements(root, dir, &joined, depth + 1)?);
             continue;
         }
         if line.starts_with("-e ") || line.starts_with("--editable") {
-            return Err(format!(
-                "{at}: `{line}` installs another local folder: aayu installs only the package itself (from a copy of its folder) and the rest as wheels by name, so that no other package's code is built; publish it as a wheel (to the index or `[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
-            ));
+            return Err(PythonError::Editable {
+                at,
+                line: line.to_string(),
+            });
         }
         if line.starts_with('-') {
-            return Err(format!(
-                "{at}: `{line}` is an option, and aayu reads requirements files as data: set the index in aayu's environment (PIP_INDEX_URL), a wheelhouse with `[verify] python_wheels`"
-            ));
+            return Err(PythonError::Option {
+                at,
+                line: line.to_string(),
+            });
         }
         if let Some(why) = refused_requirement(line, &shown) {
-            return Err(format!("{at}: {why}"));
+            return Err(PythonError::Refused { at, why });
         }
         if !out.iter().any(|l| l == line) {
             out.push(line.to_string());
@@ -958,7 +1109,7 @@ fn read_requirements(
 
 /// A run of pytest in the package folder for these node ids (none: the whole suite), with aayu's plugin
 /// and its events file.
-fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, String> {
+fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, PythonError> {
     let var = |name: &str| {
         run.env
             .iter()
@@ -966,10 +1117,9 @@ fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, Stri
             .map(|(_, v)| v.clone())
     };
     let (Some(python), Some(plugin)) = (var("AAYU_PYTHON"), var("AAYU_PYTEST_PLUGIN")) else {
-        return Err(format!(
-            "the Python environment of `{}` was not installed (its install is made with the dependencies, before any test)",
-            shown_dir(package.dir)
-        ));
+        return Err(PythonError::NotInstalled {
+            shown: shown_dir(package.dir).to_string(),
+        });
     };
     let nonce = nonce();
     let mut argv: Vec<String> = vec![
@@ -1034,11 +1184,8 @@ struct Events {
 
 impl Events {
     /// Reads the events file of a run: `Err` when it is not this run's plugin's (no file, no nonce).
-    fn read(ran: &super::Ran) -> Result<Events, String> {
-        let not_loaded = || {
-            "the aayu pytest plugin did not load (check `addopts` in the package's pytest configuration: `-p no:aayu_pytest` or a plugin that replaces the run)".to_string()
-        };
-        let report = ran.report.as_deref().ok_or_else(not_loaded)?;
+    fn read(ran: &super::Ran) -> Result<Events, PythonError> {
+        let report = ran.report.as_deref().ok_or(PythonError::NotLoaded)?;
         let text = String::from_utf8_lossy(report);
         let mut lines = text.lines();
         let nonce = lines.next().unwrap_or_default();
@@ -1048,7 +1195,7 @@ impl Events {
                 && f.get("nonce").and_then(Value::as_str) == Some(nonce)
         });
         if !started {
-            return Err(not_loaded());
+            return Err(PythonError::NotLoaded);
         }
         let mut events = Events {
             tests: BTreeMap::new(),
@@ -1251,13 +1398,13 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         .is_ok_and(|(code, _)| matches!(code, Some(2 | 4)));
     for (test, result) in match batch {
         Ok((_, results)) => results,
-        Err(why) => super::all(&asked, Outcome::NotRun(why)),
+        Err(why) => super::all(&asked, Outcome::NotRun(why.to_string())),
     } {
         let alone = stopped && asked.len() > 1 && result.events.is_empty();
         let result = if alone {
             match run_batch(run, package, &[&test]) {
                 Ok((_, mut one)) => one.remove(&test).unwrap_or(result),
-                Err(why) => TestResult::of(Outcome::NotRun(why)),
+                Err(why) => TestResult::of(Outcome::NotRun(why.to_string())),
             }
         } else {
             result
@@ -1272,15 +1419,14 @@ fn run_batch(
     run: &Run,
     package: &Package,
     tests: &[&TestId],
-) -> Result<(Option<i32>, BTreeMap<TestId, TestResult>), String> {
+) -> Result<(Option<i32>, BTreeMap<TestId, TestResult>), PythonError> {
     let ids: Vec<&str> = tests.iter().map(|t| t.rest.as_str()).collect();
     let ran = pytest(run, package, &ids)?;
-    let events = Events::read(&ran).map_err(|why| {
-        if ran.code == Some(4) {
-            format!("{why}; pytest said: {}", exited("pytest", &ran, run.root))
-        } else {
-            why
-        }
+    let events = Events::read(&ran).map_err(|why| match why {
+        PythonError::NotLoaded if ran.code == Some(4) => PythonError::NotLoadedSaid {
+            said: Exited::of("pytest", &ran, run.root),
+        },
+        why => why,
     })?;
     Ok((
         ran.code,
@@ -1379,7 +1525,10 @@ mod tests {
                 format!("{line}\n"),
             )
             .expect("dev");
-            let why = Recipe::read(legacy.path(), "").err().expect(line);
+            let why = Recipe::read(legacy.path(), "")
+                .err()
+                .expect(line)
+                .to_string();
             assert!(
                 why.contains(said) && why.contains("requirements-dev.txt"),
                 "{line}: {why}"
@@ -1411,7 +1560,9 @@ mod tests {
             ["pytest>=7.0,<8", "pytest-mock[x]"]
         );
         let path: toml::Table = toml::from_str("mine = {path = \"../mine\"}\n").expect("toml");
-        assert!(poetry_requirements(&path).is_err_and(|e| e.contains("`path` dependency")));
+        assert!(
+            poetry_requirements(&path).is_err_and(|e| e.to_string().contains("`path` dependency"))
+        );
     }
 
     #[test]
@@ -1443,7 +1594,9 @@ mod tests {
             ("foo \\", "is not a plain requirement"),
             ("@copy@", "is a URL or VCS requirement"),
         ] {
-            let why = refused_requirement(bad, "pyproject.toml").unwrap_or_default();
+            let why = refused_requirement(bad, "pyproject.toml")
+                .map(|why| why.to_string())
+                .unwrap_or_default();
             assert!(why.contains(said), "{bad:?}: {why}");
         }
     }
