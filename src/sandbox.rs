@@ -469,6 +469,129 @@ struct Caches {
     kept: Option<KeptHome>,
 }
 
+/// A lock held for the whole run (a uid's, a kept cargo home's).
+type HeldLock = nix::fcntl::Flock<std::fs::File>;
+
+/// A run's slots: as root one locked uid per slot plus one for the seed app, and how many slots that
+/// makes; without root none, and one slot.
+fn slot_uids(
+    settings: &SandboxSettings,
+    root: bool,
+) -> Result<(Vec<u32>, Vec<HeldLock>, usize), SandboxError> {
+    if !root {
+        // Without root every check runs as aayu's own uid: one at a time, so that every process a
+        // check leaves behind can be told apart from another check's and killed.
+        return Ok((Vec::new(), Vec::new(), 1));
+    }
+    // One uid per slot plus one for the seed app, each one locked for this run.
+    let (uids, locks) = lock_uids(settings, settings.jobs.max(1) + 1)?;
+    if uids.len() < 2 {
+        return Err(SandboxError::NoUid {
+            first: settings.uids[0],
+            last: settings.uids[1],
+        });
+    }
+    let slots = uids.len() - 1;
+    Ok((uids, locks, slots))
+}
+
+/// The run's cargo home: the run's own (`deps/cargo` in `dir`), or a local run's kept one as root, with
+/// its lock and stamp — emptied now unless a finished fetch sealed it.
+fn cargo_home(
+    settings: &SandboxSettings,
+    root: bool,
+    dir: &Path,
+) -> Result<(PathBuf, Option<HeldLock>, Option<KeptHome>), SandboxError> {
+    // A local run as root keeps its target folders, and so needs a cargo home at a path that stays
+    // the same between its runs (cargo names a registry crate's build by its source's path).
+    // A local run's kept folder that is refused (a link planted in its place) stops the run before
+    // anything runs, with the path and the fix.
+    if let build_cache::BuildCache::Kept { repo } = &settings.build_cache {
+        build_cache::kept_folder(&settings.process_env, repo)?;
+    }
+    let kept_home = match &settings.build_cache {
+        build_cache::BuildCache::Kept { repo } if root => {
+            build_cache::system_cargo_home(&settings.process_env, repo)
+        }
+        _ => None,
+    };
+    let Some((home, lock)) = kept_home else {
+        return Ok((dir.join("deps/cargo"), None, None));
+    };
+    let stamp = home.with_file_name("cargo-home.stamp");
+    // Left by a fetch that finished (its stamp is there) and sealed it: the fetch decides
+    // whether it is still what the run needs; anything else is emptied now.
+    let sealed = fetched::read_stamp(&stamp).is_some() && is_sealed(&home);
+    if !sealed {
+        let _ = std::fs::remove_file(&stamp);
+        build_cache::remove(&home).map_err(|source| SandboxError::Folder {
+            path: home.clone(),
+            source,
+        })?;
+    }
+    let kept = KeptHome {
+        stamp,
+        sealed: std::sync::atomic::AtomicBool::new(sealed),
+    };
+    Ok((home, Some(lock), Some(kept)))
+}
+
+impl Caches {
+    /// As root: the run's caches under `dir`'s `deps` folder (made here), with the cargo home chosen.
+    fn new(
+        settings: &SandboxSettings,
+        dir: &Path,
+        cargo_home: PathBuf,
+        kept: Option<KeptHome>,
+    ) -> Result<Caches, SandboxError> {
+        // The machine's own cargo configuration still applies where it says where crates come from
+        // (mirrors, source replacement, proxies): root's, trusted, and readable by the slot uid. Never
+        // its credentials, nor anything else of it.
+        let config = cargo_home_of(settings)
+            .map(|home| {
+                ["config.toml", "config"]
+                    .into_iter()
+                    .filter_map(|name| {
+                        let text = std::fs::read_to_string(home.join(name)).ok()?;
+                        Some((name.to_string(), network_config(&text)?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let caches = Caches {
+            cargo_home,
+            go_mod_cache: dir.join("deps/go"),
+            host_cargo_home: cargo_home_of(settings),
+            seeded: std::sync::atomic::AtomicBool::new(false),
+            config,
+            kept,
+        };
+        let deps = dir.join("deps");
+        std::fs::create_dir(&deps).map_err(|source| SandboxError::Folder {
+            path: deps.clone(),
+            source,
+        })?;
+        set_mode(&deps, 0o711)?;
+        Ok(caches)
+    }
+}
+
+/// The machine's wheelhouse: `[verify] python_wheels`, else aayu's own `PIP_FIND_LINKS` (one absolute
+/// folder); `None` when it is not a folder.
+fn python_wheels(settings: &SandboxSettings) -> Option<PathBuf> {
+    settings
+        .python_wheels
+        .clone()
+        .or_else(|| {
+            settings
+                .process_env
+                .get("PIP_FIND_LINKS")
+                .filter(|v| v.starts_with('/') && !v.contains(' '))
+                .map(PathBuf::from)
+        })
+        .filter(|p| p.is_dir())
+}
+
 /// Whether a local run's cargo fetch is the last one's: its stamp, the hash of what it reads, and whether
 /// they match.
 struct Reuse {
@@ -568,92 +691,16 @@ impl Sandbox {
             })?;
         // Traversable by the slot uids, readable by nobody else.
         set_mode(dir.path(), 0o711)?;
-        let (uids, locks, slots) = if root {
-            // One uid per slot plus one for the seed app, each one locked for this run.
-            let (uids, locks) = lock_uids(settings, settings.jobs.max(1) + 1)?;
-            if uids.len() < 2 {
-                return Err(SandboxError::NoUid {
-                    first: settings.uids[0],
-                    last: settings.uids[1],
-                });
-            }
-            let slots = uids.len() - 1;
-            (uids, locks, slots)
-        } else {
-            // Without root every check runs as aayu's own uid: one at a time, so that every process a
-            // check leaves behind can be told apart from another check's and killed.
-            (Vec::new(), Vec::new(), 1)
-        };
+        let (uids, locks, slots) = slot_uids(settings, root)?;
         let mut cleanup = vec![crate::sandbox::cleanup::dir(dir.path())];
         cleanup.extend(
             uids.iter()
                 .map(|&uid| crate::sandbox::cleanup::processes(procs::Owner::Uid(uid))),
         );
         let toolchains = toolchain::Toolchains::detect(&settings.process_env);
-        // A local run as root keeps its target folders, and so needs a cargo home at a path that stays
-        // the same between its runs (cargo names a registry crate's build by its source's path).
-        // A local run's kept folder that is refused (a link planted in its place) stops the run before
-        // anything runs, with the path and the fix.
-        if let build_cache::BuildCache::Kept { repo } = &settings.build_cache {
-            build_cache::kept_folder(&settings.process_env, repo)?;
-        }
-        let kept_home = match &settings.build_cache {
-            build_cache::BuildCache::Kept { repo } if root => {
-                build_cache::system_cargo_home(&settings.process_env, repo)
-            }
-            _ => None,
-        };
-        let (cargo_home, cargo_home_lock, kept) = match kept_home {
-            Some((home, lock)) => {
-                let stamp = home.with_file_name("cargo-home.stamp");
-                // Left by a fetch that finished (its stamp is there) and sealed it: the fetch decides
-                // whether it is still what the run needs; anything else is emptied now.
-                let sealed = fetched::read_stamp(&stamp).is_some() && is_sealed(&home);
-                if !sealed {
-                    let _ = std::fs::remove_file(&stamp);
-                    build_cache::remove(&home).map_err(|source| SandboxError::Folder {
-                        path: home.clone(),
-                        source,
-                    })?;
-                }
-                let kept = KeptHome {
-                    stamp,
-                    sealed: std::sync::atomic::AtomicBool::new(sealed),
-                };
-                (home, Some(lock), Some(kept))
-            }
-            None => (dir.path().join("deps/cargo"), None, None),
-        };
+        let (cargo_home, cargo_home_lock, kept) = cargo_home(settings, root, dir.path())?;
         let caches = if root {
-            // The machine's own cargo configuration still applies where it says where crates come from
-            // (mirrors, source replacement, proxies): root's, trusted, and readable by the slot uid. Never
-            // its credentials, nor anything else of it.
-            let config = cargo_home_of(settings)
-                .map(|home| {
-                    ["config.toml", "config"]
-                        .into_iter()
-                        .filter_map(|name| {
-                            let text = std::fs::read_to_string(home.join(name)).ok()?;
-                            Some((name.to_string(), network_config(&text)?))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let caches = Caches {
-                cargo_home,
-                go_mod_cache: dir.path().join("deps/go"),
-                host_cargo_home: cargo_home_of(settings),
-                seeded: std::sync::atomic::AtomicBool::new(false),
-                config,
-                kept,
-            };
-            let deps = dir.path().join("deps");
-            std::fs::create_dir(&deps).map_err(|source| SandboxError::Folder {
-                path: deps.clone(),
-                source,
-            })?;
-            set_mode(&deps, 0o711)?;
-            Some(caches)
+            Some(Caches::new(settings, dir.path(), cargo_home, kept)?)
         } else {
             None
         };
@@ -691,17 +738,7 @@ impl Sandbox {
             resolved: std::sync::Mutex::new(Vec::new()),
             read_checked: std::sync::Mutex::new(BTreeMap::new()),
             python: settings.python.clone(),
-            python_wheels: settings
-                .python_wheels
-                .clone()
-                .or_else(|| {
-                    settings
-                        .process_env
-                        .get("PIP_FIND_LINKS")
-                        .filter(|v| v.starts_with('/') && !v.contains(' '))
-                        .map(PathBuf::from)
-                })
-                .filter(|p| p.is_dir()),
+            python_wheels: python_wheels(settings),
             installed: std::sync::Mutex::new(Vec::new()),
             keep_links: std::sync::Mutex::new(BTreeSet::new()),
             vite_temps: std::sync::Mutex::new(Vec::new()),
@@ -709,30 +746,38 @@ impl Sandbox {
             llvm_tools: settings.llvm_tools.clone(),
             llvm_checked: std::sync::Mutex::new(BTreeMap::new()),
         };
-        if let Some(caches) = &sandbox.caches {
-            // Go's download folder exists before the cache is sealed, so that a module missing from it is
-            // reported by its path (`…/cache/download/example.com: permission denied`), not as a bare
-            // `mkdir …/cache` failure.
-            let go_download = caches.go_mod_cache.join("cache");
-            for dir in [
-                &caches.go_mod_cache,
-                &go_download,
-                &go_download.join("download"),
-            ] {
-                sandbox.prepare(0, dir)?;
-                set_mode(dir, 0o755)?;
-            }
-            let sealed = caches
-                .kept
-                .as_ref()
-                .is_some_and(|k| k.sealed.load(std::sync::atomic::Ordering::SeqCst));
-            if !sealed {
-                sandbox.fresh_cargo_home(caches)?;
-            }
-        }
+        sandbox.prepare_caches()?;
         sandbox.env = allowed_env(settings, &sandbox.toolchains, sandbox.caches.as_ref());
         sandbox.ask_go_version();
         Ok(sandbox)
+    }
+
+    /// As root: the caches' folders for the first slot's uid to fill — Go's download folder, and the
+    /// cargo home unless a kept one is sealed as the last run left it.
+    fn prepare_caches(&self) -> Result<(), SandboxError> {
+        let Some(caches) = &self.caches else {
+            return Ok(());
+        };
+        // Go's download folder exists before the cache is sealed, so that a module missing from it is
+        // reported by its path (`…/cache/download/example.com: permission denied`), not as a bare
+        // `mkdir …/cache` failure.
+        let go_download = caches.go_mod_cache.join("cache");
+        for dir in [
+            &caches.go_mod_cache,
+            &go_download,
+            &go_download.join("download"),
+        ] {
+            self.prepare(0, dir)?;
+            set_mode(dir, 0o755)?;
+        }
+        let sealed = caches
+            .kept
+            .as_ref()
+            .is_some_and(|k| k.sealed.load(std::sync::atomic::Ordering::SeqCst));
+        if !sealed {
+            self.fresh_cargo_home(caches)?;
+        }
+        Ok(())
     }
 
     /// What a no-network process here really gets: `isolated` when the filter can be installed.
@@ -974,6 +1019,31 @@ impl Sandbox {
                 "warning: cannot empty the kept cargo home for this run's fetch: {e}"
             );
         }
+        let cargo_failed = self.fetch_trees(trees, skip_cargo, progress);
+        let sealed = self.seal_caches(skip_cargo, progress);
+        // A complete fetch is stamped for the next local run; a failed one is done again.
+        if let Some(reuse) = reuse
+            && !reuse.hit
+            && !cargo_failed
+            && sealed
+            // What the fetch left (it may have written the lock) is what the next run is compared with.
+            && let Some(key) = self.cargo_reuse(trees).map(|r| r.key)
+        {
+            let _ = crate::safe_fs::write_atomic(&reuse.stamp, format!("{key}\n").as_bytes());
+            if let Some(kept) = self.caches.as_ref().and_then(|c| c.kept.as_ref()) {
+                kept.sealed.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Runs the fetch of every package of every tree, once per unit; a package whose fetch cannot
+    /// happen, or whose work it blocks, is said on `progress` and recorded. Whether a cargo fetch failed.
+    fn fetch_trees(
+        &self,
+        trees: &[FetchTree],
+        skip_cargo: bool,
+        progress: &mut dyn std::io::Write,
+    ) -> bool {
         let mut cargo_failed = false;
         // One fetch per unit (a Cargo workspace, a Go module): a later package of a unit shares its problem.
         let mut seen: BTreeMap<(PathBuf, preflight::Tool, String), Option<String>> =
@@ -1054,6 +1124,13 @@ impl Sandbox {
                 seen.insert(key, problem);
             }
         }
+        cargo_failed
+    }
+
+    /// As root, after the fetch: the machine's cargo configuration written again, the installs sealed
+    /// (or removed and their packages blocked), the caches made root's and read-only. Whether every
+    /// cache was sealed.
+    fn seal_caches(&self, skip_cargo: bool, progress: &mut dyn std::io::Write) -> bool {
         let mut sealed = true;
         if let Some(caches) = &self.caches {
             // The machine's cargo configuration, written again: the fetch's uid could replace what was
@@ -1111,19 +1188,7 @@ impl Sandbox {
                 }
             }
         }
-        // A complete fetch is stamped for the next local run; a failed one is done again.
-        if let Some(reuse) = reuse
-            && !reuse.hit
-            && !cargo_failed
-            && sealed
-            // What the fetch left (it may have written the lock) is what the next run is compared with.
-            && let Some(key) = self.cargo_reuse(trees).map(|r| r.key)
-        {
-            let _ = crate::safe_fs::write_atomic(&reuse.stamp, format!("{key}\n").as_bytes());
-            if let Some(kept) = self.caches.as_ref().and_then(|c| c.kept.as_ref()) {
-                kept.sealed.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
+        sealed
     }
 
     /// Whether this local run's cargo fetch would fetch what the last one did, into the cargo home it

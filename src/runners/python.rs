@@ -439,99 +439,13 @@ fn refused_requirement(line: &str, from: &str) -> Option<RefusedRequirement> {
 impl Recipe {
     fn read(root: &Path, dir: &str) -> Result<Recipe, PythonError> {
         let has = |name: &str| crate::safe_fs::is_regular(root, &join(dir, name));
-        let read_text = |name: &str| -> Result<String, PythonError> {
-            crate::safe_fs::read(root, &join(dir, name), 4 << 20)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .map_err(|source| PythonError::Read {
-                    path: join(dir, name),
-                    source,
-                })
-        };
-        let pyproject: Option<Pyproject> = if has("pyproject.toml") {
-            let text = read_text("pyproject.toml")?;
-            Some(
-                toml::from_str(&text).map_err(|source| PythonError::Pyproject {
-                    path: join(dir, "pyproject.toml"),
-                    source,
-                })?,
-            )
-        } else {
-            None
-        };
+        let pyproject = read_pyproject(root, dir)?;
         let legacy = has("setup.py") || has("setup.cfg");
         let project = pyproject.as_ref().and_then(|p| p.project.as_ref());
         let system = pyproject.as_ref().and_then(|p| p.build_system.as_ref());
         let installable = legacy || project.is_some() || system.is_some();
-        let mut build: Vec<String> = match system {
-            Some(system) => system.requires.clone(),
-            None if installable => vec!["setuptools>=40.8.0".to_string()],
-            None => Vec::new(),
-        };
-        if build
-            .iter()
-            .any(|r| normalised(requirement_name(r)) == "setuptools")
-            && !build
-                .iter()
-                .any(|r| normalised(requirement_name(r)) == "wheel")
-        {
-            // Older setuptools asks for `wheel` to build an editable install.
-            build.push("wheel".to_string());
-        }
-        let build_file = if pyproject.is_some() {
-            "pyproject.toml"
-        } else {
-            "setup.py"
-        };
-        for line in &build {
-            if let Some(why) = refused_requirement(line, &join(dir, build_file)) {
-                return Err(why.into());
-            }
-        }
-        // The test requirements beside the project's: a dependency group, else a requirements file.
-        let groups = pyproject
-            .as_ref()
-            .map(|p| &p.dependency_groups)
-            .filter(|g| !g.is_empty());
-        let group = groups.and_then(|groups| {
-            ["test", "tests", "dev"]
-                .into_iter()
-                .find(|name| groups.contains_key(*name))
-                .map(|name| (name, groups))
-        });
-        let poetry = pyproject
-            .as_ref()
-            .and_then(|p| p.tool.get("poetry"))
-            .and_then(toml::Value::as_table);
-        let poetry_group = poetry.and_then(poetry_test_group);
-        let more: Vec<String> = match (group, poetry_group) {
-            (Some((name, groups)), _) => {
-                let mut out = Vec::new();
-                expand_group(groups, name, &mut out, 0).map_err(|why| PythonError::Group {
-                    file: join(dir, "pyproject.toml"),
-                    why,
-                })?;
-                out
-            }
-            (None, Some((name, table))) => {
-                poetry_requirements(table).map_err(|why| PythonError::Poetry {
-                    file: join(dir, "pyproject.toml"),
-                    group: name,
-                    why,
-                })?
-            }
-            (None, None) => match REQUIREMENTS
-                .iter()
-                .find_map(|pattern| requirements_file(root, dir, pattern))
-            {
-                Some(file) => read_requirements(root, dir, &file, 0)?,
-                None => Vec::new(),
-            },
-        };
-        for line in &more {
-            if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
-                return Err(why.into());
-            }
-        }
+        let build = build_requirements(system, installable, &pyproject, dir)?;
+        let more = test_requirements(root, dir, pyproject.as_ref())?;
         let dynamic = project.is_some_and(|p| {
             p.dynamic
                 .iter()
@@ -539,60 +453,7 @@ impl Recipe {
         });
         let own_data = project.is_some() && !dynamic;
         let requirements = if own_data || !installable {
-            let mut lines: Vec<String> = Vec::new();
-            let project = project.cloned().unwrap_or_default();
-            let own = project.name.as_deref().map(normalised);
-            let extra = project
-                .optional_dependencies
-                .iter()
-                .filter(|(name, _)| TEST_EXTRAS.contains(&normalised(name).as_str()))
-                .min_by_key(|(_, list)| list.span().start)
-                .map(|(name, _)| name.clone());
-            let mut wanted: BTreeSet<String> = extra.iter().map(|e| normalised(e)).collect();
-            // The project's own extras a list names (`test = ["me[yaml]"]`) are taken in too.
-            loop {
-                let before = wanted.len();
-                let chosen = wanted.clone();
-                let lists = std::iter::once(&project.dependencies).chain(
-                    project
-                        .optional_dependencies
-                        .iter()
-                        .filter(|(name, _)| chosen.contains(&normalised(name)))
-                        .map(|(_, list)| list.get_ref()),
-                );
-                lines.clear();
-                for list in lists {
-                    for line in list {
-                        if own.as_deref() == Some(normalised(requirement_name(line)).as_str()) {
-                            wanted.extend(requirement_extras(line));
-                        } else if !lines.contains(line) {
-                            lines.push(line.clone());
-                        }
-                    }
-                }
-                if wanted.len() == before {
-                    break;
-                }
-            }
-            for line in &lines {
-                if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
-                    return Err(why.into());
-                }
-            }
-            if extra.is_none() {
-                for line in &more {
-                    if !lines.contains(line) {
-                        lines.push(line.clone());
-                    }
-                }
-            }
-            if !lines
-                .iter()
-                .any(|l| normalised(requirement_name(l)) == "pytest")
-            {
-                lines.push(PYTEST_PIN.to_string());
-            }
-            Some(lines)
+            Some(project_requirements(project, &more, dir)?)
         } else {
             None
         };
@@ -619,69 +480,6 @@ impl Recipe {
     /// The install: download the build requirements (wheels only, with the network), ask the backend for
     /// the rest when it must (offline), download those, then make the venv and install offline.
     fn install(&self, dir: &str) -> Install {
-        let download = |what: &str, file: &str| InstallStep {
-            what: what.to_string(),
-            argv: [
-                "@python@",
-                "-I",
-                "-m",
-                "pip",
-                "download",
-                "--only-binary=:all:",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--progress-bar",
-                "off",
-                "--dest",
-                "@work@/dl",
-                "--find-links",
-                "@wheels@",
-                "--find-links",
-                "@work@/dl",
-                "-r",
-            ]
-            .into_iter()
-            .map(String::from)
-            .chain([format!("@work@/{file}")])
-            .collect(),
-            network: true,
-            cwd: "@work@".to_string(),
-            env: Vec::new(),
-            unless_empty: Some(file.to_string()),
-            explain: Some(explain_pip),
-            output: None,
-        };
-        let offline_pip = |venv: &str, file: &str, package: bool| {
-            let mut argv: Vec<String> = [
-                "@python@",
-                "-I",
-                "-m",
-                "pip",
-                "--python",
-                &format!("{venv}/bin/python"),
-                "install",
-                "--no-index",
-                "--find-links",
-                "@wheels@",
-                "--find-links",
-                "@work@/dl",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--progress-bar",
-                "off",
-                "-r",
-                &format!("@work@/{file}"),
-            ]
-            .into_iter()
-            .map(String::from)
-            .collect();
-            if package {
-                argv.extend(["-e".to_string(), "@copy@".to_string()]);
-            }
-            argv
-        };
         // A version read from git metadata (setuptools-scm, hatch-vcs): the copy has no `.git`.
         let scm = vec![(
             "SETUPTOOLS_SCM_PRETEND_VERSION".to_string(),
@@ -709,53 +507,7 @@ impl Recipe {
                     "packaging\ntomli; python_version < \"3.11\"\n".to_string(),
                 ));
                 files.push(("aayu_meta.py".to_string(), META.to_string()));
-                steps.push(download(
-                    "downloading what reads the build's metadata",
-                    "meta.txt",
-                ));
-                steps.push(venv("@work@/build-env"));
-                let mut argv = offline_pip("@work@/build-env", "build.txt", false);
-                argv.extend([
-                    "-r".to_string(),
-                    "@work@/meta.txt".to_string(),
-                    "--only-binary=:all:".to_string(),
-                ]);
-                steps.push(InstallStep {
-                    what: "installing the build requirements (offline)".to_string(),
-                    argv,
-                    network: false,
-                    cwd: "@work@".to_string(),
-                    env: Vec::new(),
-                    unless_empty: None,
-                    explain: Some(explain_pip),
-                    output: None,
-                });
-                steps.push(InstallStep {
-                    what: "asking the package's build backend for its requirements (offline)"
-                        .to_string(),
-                    argv: [
-                        "@work@/build-env/bin/python",
-                        "@work@/aayu_meta.py",
-                        "@copy@",
-                        "@work@",
-                        "@work@/out",
-                        PYTEST_PIN,
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    network: false,
-                    cwd: "@copy@".to_string(),
-                    env: scm.clone(),
-                    unless_empty: None,
-                    explain: None,
-                    // Package code wrote it: read as data by root, every line a requirement by name,
-                    // before the download that has the network reads it.
-                    output: Some(Output {
-                        from: "out/requirements.txt".to_string(),
-                        to: "requirements.txt".to_string(),
-                        check: |text| checked_requirements(text).map_err(Into::into),
-                    }),
-                });
+                steps.extend(backend_requirements(&scm));
             }
         }
         steps.push(download(
@@ -789,6 +541,300 @@ impl Recipe {
             vite_temp: false,
         }
     }
+}
+
+/// A download of the requirements in `@work@/<file>` (wheels only, with the network), skipped when the
+/// file is empty.
+fn download(what: &str, file: &str) -> InstallStep {
+    InstallStep {
+        what: what.to_string(),
+        argv: [
+            "@python@",
+            "-I",
+            "-m",
+            "pip",
+            "download",
+            "--only-binary=:all:",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--progress-bar",
+            "off",
+            "--dest",
+            "@work@/dl",
+            "--find-links",
+            "@wheels@",
+            "--find-links",
+            "@work@/dl",
+            "-r",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain([format!("@work@/{file}")])
+        .collect(),
+        network: true,
+        cwd: "@work@".to_string(),
+        env: Vec::new(),
+        unless_empty: Some(file.to_string()),
+        explain: Some(explain_pip),
+        output: None,
+    }
+}
+
+/// pip of the interpreter, installing offline into the venv `venv` the requirements of `@work@/<file>`
+/// (and the copy of the package, editable, when `package`).
+fn offline_pip(venv: &str, file: &str, package: bool) -> Vec<String> {
+    let mut argv: Vec<String> = [
+        "@python@",
+        "-I",
+        "-m",
+        "pip",
+        "--python",
+        &format!("{venv}/bin/python"),
+        "install",
+        "--no-index",
+        "--find-links",
+        "@wheels@",
+        "--find-links",
+        "@work@/dl",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+        "-r",
+        &format!("@work@/{file}"),
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    if package {
+        argv.extend(["-e".to_string(), "@copy@".to_string()]);
+    }
+    argv
+}
+
+/// The steps that ask the package's build backend for its requirements: a venv of the build
+/// requirements (and what the step reads them with), offline; then the backend, in the copy, writes the
+/// list root reads as data.
+fn backend_requirements(scm: &[(String, String)]) -> Vec<InstallStep> {
+    let mut steps = Vec::new();
+    steps.push(download(
+        "downloading what reads the build's metadata",
+        "meta.txt",
+    ));
+    steps.push(venv("@work@/build-env"));
+    let mut argv = offline_pip("@work@/build-env", "build.txt", false);
+    argv.extend([
+        "-r".to_string(),
+        "@work@/meta.txt".to_string(),
+        "--only-binary=:all:".to_string(),
+    ]);
+    steps.push(InstallStep {
+        what: "installing the build requirements (offline)".to_string(),
+        argv,
+        network: false,
+        cwd: "@work@".to_string(),
+        env: Vec::new(),
+        unless_empty: None,
+        explain: Some(explain_pip),
+        output: None,
+    });
+    steps.push(InstallStep {
+        what: "asking the package's build backend for its requirements (offline)".to_string(),
+        argv: [
+            "@work@/build-env/bin/python",
+            "@work@/aayu_meta.py",
+            "@copy@",
+            "@work@",
+            "@work@/out",
+            PYTEST_PIN,
+        ]
+        .map(String::from)
+        .to_vec(),
+        network: false,
+        cwd: "@copy@".to_string(),
+        env: scm.to_vec(),
+        unless_empty: None,
+        explain: None,
+        // Package code wrote it: read as data by root, every line a requirement by name,
+        // before the download that has the network reads it.
+        output: Some(Output {
+            from: "out/requirements.txt".to_string(),
+            to: "requirements.txt".to_string(),
+            check: |text| checked_requirements(text).map_err(Into::into),
+        }),
+    });
+    steps
+}
+
+/// The package's `pyproject.toml`, read as data, when it has one.
+fn read_pyproject(root: &Path, dir: &str) -> Result<Option<Pyproject>, PythonError> {
+    let path = join(dir, "pyproject.toml");
+    if !crate::safe_fs::is_regular(root, &path) {
+        return Ok(None);
+    }
+    let text = crate::safe_fs::read(root, &path, 4 << 20)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|source| PythonError::Read {
+            path: path.clone(),
+            source,
+        })?;
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|source| PythonError::Pyproject { path, source })
+}
+
+/// The build requirements: `[build-system] requires`, or setuptools for an installable package that
+/// names none (with `wheel` beside setuptools); each one a requirement by name.
+fn build_requirements(
+    system: Option<&BuildSystem>,
+    installable: bool,
+    pyproject: &Option<Pyproject>,
+    dir: &str,
+) -> Result<Vec<String>, PythonError> {
+    let mut build: Vec<String> = match system {
+        Some(system) => system.requires.clone(),
+        None if installable => vec!["setuptools>=40.8.0".to_string()],
+        None => Vec::new(),
+    };
+    if build
+        .iter()
+        .any(|r| normalised(requirement_name(r)) == "setuptools")
+        && !build
+            .iter()
+            .any(|r| normalised(requirement_name(r)) == "wheel")
+    {
+        // Older setuptools asks for `wheel` to build an editable install.
+        build.push("wheel".to_string());
+    }
+    let build_file = if pyproject.is_some() {
+        "pyproject.toml"
+    } else {
+        "setup.py"
+    };
+    for line in &build {
+        if let Some(why) = refused_requirement(line, &join(dir, build_file)) {
+            return Err(why.into());
+        }
+    }
+    Ok(build)
+}
+
+/// The test requirements beside the project's: a dependency group, else poetry's test group, else a
+/// requirements file; each one a requirement by name.
+fn test_requirements(
+    root: &Path,
+    dir: &str,
+    pyproject: Option<&Pyproject>,
+) -> Result<Vec<String>, PythonError> {
+    let groups = pyproject
+        .map(|p| &p.dependency_groups)
+        .filter(|g| !g.is_empty());
+    let group = groups.and_then(|groups| {
+        ["test", "tests", "dev"]
+            .into_iter()
+            .find(|name| groups.contains_key(*name))
+            .map(|name| (name, groups))
+    });
+    let poetry = pyproject
+        .and_then(|p| p.tool.get("poetry"))
+        .and_then(toml::Value::as_table);
+    let poetry_group = poetry.and_then(poetry_test_group);
+    let more: Vec<String> = match (group, poetry_group) {
+        (Some((name, groups)), _) => {
+            let mut out = Vec::new();
+            expand_group(groups, name, &mut out, 0).map_err(|why| PythonError::Group {
+                file: join(dir, "pyproject.toml"),
+                why,
+            })?;
+            out
+        }
+        (None, Some((name, table))) => {
+            poetry_requirements(table).map_err(|why| PythonError::Poetry {
+                file: join(dir, "pyproject.toml"),
+                group: name,
+                why,
+            })?
+        }
+        (None, None) => match REQUIREMENTS
+            .iter()
+            .find_map(|pattern| requirements_file(root, dir, pattern))
+        {
+            Some(file) => read_requirements(root, dir, &file, 0)?,
+            None => Vec::new(),
+        },
+    };
+    for line in &more {
+        if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
+            return Err(why.into());
+        }
+    }
+    Ok(more)
+}
+
+/// Every requirement of a project that writes them as data: its dependencies and its test extra's (the
+/// project's own extras a list names taken in too), else the test requirements `more`; pytest when none
+/// names it.
+fn project_requirements(
+    project: Option<&Project>,
+    more: &[String],
+    dir: &str,
+) -> Result<Vec<String>, PythonError> {
+    let mut lines: Vec<String> = Vec::new();
+    let project = project.cloned().unwrap_or_default();
+    let own = project.name.as_deref().map(normalised);
+    let extra = project
+        .optional_dependencies
+        .iter()
+        .filter(|(name, _)| TEST_EXTRAS.contains(&normalised(name).as_str()))
+        .min_by_key(|(_, list)| list.span().start)
+        .map(|(name, _)| name.clone());
+    let mut wanted: BTreeSet<String> = extra.iter().map(|e| normalised(e)).collect();
+    // The project's own extras a list names (`test = ["me[yaml]"]`) are taken in too.
+    loop {
+        let before = wanted.len();
+        let chosen = wanted.clone();
+        let lists = std::iter::once(&project.dependencies).chain(
+            project
+                .optional_dependencies
+                .iter()
+                .filter(|(name, _)| chosen.contains(&normalised(name)))
+                .map(|(_, list)| list.get_ref()),
+        );
+        lines.clear();
+        for list in lists {
+            for line in list {
+                if own.as_deref() == Some(normalised(requirement_name(line)).as_str()) {
+                    wanted.extend(requirement_extras(line));
+                } else if !lines.contains(line) {
+                    lines.push(line.clone());
+                }
+            }
+        }
+        if wanted.len() == before {
+            break;
+        }
+    }
+    for line in &lines {
+        if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
+            return Err(why.into());
+        }
+    }
+    if extra.is_none() {
+        for line in more {
+            if !lines.contains(line) {
+                lines.push(line.clone());
+            }
+        }
+    }
+    if !lines
+        .iter()
+        .any(|l| normalised(requirement_name(l)) == "pytest")
+    {
+        lines.push(PYTEST_PIN.to_string());
+    }
+    Ok(lines)
 }
 
 /// A fresh virtual environment without pip of its own (the interpreter's pip installs into it).

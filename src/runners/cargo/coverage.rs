@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::super::{
-    Cover, Exited, Job, LaunchError, Lines, Outcome, Package, Run, Suite, exited, join,
+    Cover, Exited, Job, LaunchError, Lines, Outcome, Package, Run, Suite, TestId, exited, join,
 };
 use super::cfg::{Cfg, printed};
 use super::{
@@ -114,12 +114,7 @@ pub(super) fn cover_suite(
     let shown = shown_dir(package.dir);
     let deadline = Instant::now() + run.timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
-    let over = |during: &str| {
-        Suite::blocked(format!(
-            "the instrumented suite of `{shown}` ran past `[verify] suite_timeout_s` ({} s) while {during}",
-            run.timeout.as_secs()
-        ))
-    };
+    let over = |during: &str| over(run, shown, during);
     let config = instrument_config(run, cover, &llvm.host, left().min(Duration::from_secs(60)))?;
     let built = match build(run, package, &config, left()) {
         Ok(built) => built,
@@ -135,9 +130,15 @@ pub(super) fn cover_suite(
         return Ok(Suite::broken(describe_broken(built.broken.iter())));
     }
     let harnessless = harnessless_targets(run.root, package);
-    let library = library_env(run, &built)?;
     let (wanted, refused) = super::super::read_ids(cover.mapped, CargoTest::parse);
-    let none = BTreeSet::new();
+    let suite_run = SuiteRun {
+        run,
+        package,
+        shown,
+        library: library_env(run, &built)?,
+        wanted: &wanted,
+        deadline,
+    };
     let mut suite = Suite::default();
     let mut gathered = Gathered::default();
     let mut profiles: Vec<PathBuf> = Vec::new();
@@ -150,85 +151,10 @@ pub(super) fn cover_suite(
             ));
             continue;
         }
-        let listed = match list(run, package, (target, exe), &library, left()) {
-            Ok(listed) => listed,
-            Err(_) if left().is_zero() => {
-                return Ok(over(&format!("listing the tests of target `{target}`")));
-            }
-            Err(why) => return Ok(Suite::broken(why.to_string())),
-        };
-        // The mapped tests this executable holds run alone, each in a process of its own, as the tests
-        // floor runs them (one test's code cannot write another's result); the rest run together.
-        let mapped: BTreeSet<&str> = wanted
-            .iter()
-            .filter(|(_, spec)| spec.wants(target) && listed.contains(&spec.path))
-            .map(|(_, spec)| spec.path.as_str())
-            .collect();
-        let rest: BTreeSet<&str> = listed
-            .iter()
-            .map(String::as_str)
-            .filter(|name| !mapped.contains(name))
-            .collect();
-        let folder = run.launcher.scratch(&format!("profraw-{n}"))?;
-        let mut profile = library.clone();
-        profile.push((
-            "LLVM_PROFILE_FILE".to_string(),
-            folder.join("%p-%m.profraw").into_os_string(),
-        ));
-        let mut runs: Vec<(BTreeSet<&str>, bool)> = Vec::new();
-        // An executable without tests runs too: its code's lines read uncovered, as Go 1.22's do.
-        if !rest.is_empty() || mapped.is_empty() {
-            runs.push((rest, true));
+        match suite_run.target(n, (target, exe.as_path()), &mut suite, &mut gathered)? {
+            Profiled::Into(folder) => profiles.push(folder),
+            Profiled::Not(instead) => return Ok(instead),
         }
-        runs.extend(mapped.iter().map(|name| (BTreeSet::from([*name]), false)));
-        for (names, whole) in &runs {
-            let (record, ran) = match launch_executable(
-                run,
-                package,
-                (target, exe),
-                Asked {
-                    names,
-                    whole: *whole,
-                    skip: if *whole { &mapped } else { &none },
-                    env: profile.clone(),
-                    timeout: left(),
-                },
-            ) {
-                Ok(ran) => ran,
-                Err(why @ LaunchError::Start { .. }) => return Err(why.into()),
-                Err(why) => return Ok(Suite::broken(why.to_string())),
-            };
-            if ran.timed_out {
-                let what: Vec<&str> = names.iter().copied().collect();
-                return Ok(over(&if *whole {
-                    format!("running target `{target}`")
-                } else {
-                    format!("running `{target}/{}`", what.join(", "))
-                }));
-            }
-            if ran.truncated {
-                return Ok(Suite::blocked(format!(
-                    "the test output of target `{target}` of `{shown}` is over {} MiB, more than aayu reads of a process",
-                    super::super::REPORT_CAP >> 20
-                )));
-            }
-            if let Err(why) = take_record(
-                record,
-                &ran,
-                (target, shown),
-                run.root,
-                &mut suite,
-                &mut gathered,
-            ) {
-                return Ok(Suite::broken(why.to_string()));
-            }
-        }
-        if !has_profile(&folder) {
-            return Ok(Suite::blocked(format!(
-                "the test executable of target `{target}` of `{shown}` ran and wrote no `.profraw`: it is not instrumented (a `RUSTFLAGS` passed to the sandbox replaces cargo's configured flags)"
-            )));
-        }
-        profiles.push(folder);
         objects.push(exe.clone());
     }
     suite.mapped = refused;
@@ -261,6 +187,134 @@ pub(super) fn cover_suite(
         Err(why) => return Ok(Suite::blocked(why.to_string())),
     }
     Ok(suite)
+}
+
+/// The suite of a run past `[verify] suite_timeout_s`, with what it was doing.
+fn over(run: &Run, shown: &str, during: &str) -> Suite {
+    Suite::blocked(format!(
+        "the instrumented suite of `{shown}` ran past `[verify] suite_timeout_s` ({} s) while {during}",
+        run.timeout.as_secs()
+    ))
+}
+
+/// What a whole-suite run shares between its test executables.
+struct SuiteRun<'a> {
+    run: &'a Run<'a>,
+    package: &'a Package<'a>,
+    shown: &'a str,
+    /// The library path the executables need ([`library_env`]).
+    library: Vec<(String, std::ffi::OsString)>,
+    /// The mapped tests of the package, read by cargo's grammar.
+    wanted: &'a [(&'a TestId, CargoTest)],
+    /// When the suite's time ends.
+    deadline: Instant,
+}
+
+/// Where one test executable's profiles went, or the suite to report instead (it gave no coverage to
+/// trust).
+enum Profiled {
+    Into(PathBuf),
+    Not(Suite),
+}
+
+impl SuiteRun<'_> {
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Runs one test executable, instrumented: its mapped tests alone, each in a process of its own, as
+    /// the tests floor runs them (one test's code cannot write another's result), and the rest together;
+    /// every record read into the suite.
+    fn target(
+        &self,
+        n: usize,
+        (target, exe): (&super::Target, &Path),
+        suite: &mut Suite,
+        gathered: &mut Gathered,
+    ) -> Result<Profiled, CoverageError> {
+        let (run, package, shown) = (self.run, self.package, self.shown);
+        let listed = match list(run, package, (target, exe), &self.library, self.left()) {
+            Ok(listed) => listed,
+            Err(_) if self.left().is_zero() => {
+                return Ok(Profiled::Not(over(
+                    run,
+                    shown,
+                    &format!("listing the tests of target `{target}`"),
+                )));
+            }
+            Err(why) => return Ok(Profiled::Not(Suite::broken(why.to_string()))),
+        };
+        let mapped: BTreeSet<&str> = self
+            .wanted
+            .iter()
+            .filter(|(_, spec)| spec.wants(target) && listed.contains(&spec.path))
+            .map(|(_, spec)| spec.path.as_str())
+            .collect();
+        let rest: BTreeSet<&str> = listed
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !mapped.contains(name))
+            .collect();
+        let folder = run.launcher.scratch(&format!("profraw-{n}"))?;
+        let mut profile = self.library.clone();
+        profile.push((
+            "LLVM_PROFILE_FILE".to_string(),
+            folder.join("%p-%m.profraw").into_os_string(),
+        ));
+        let mut runs: Vec<(BTreeSet<&str>, bool)> = Vec::new();
+        // An executable without tests runs too: its code's lines read uncovered, as Go 1.22's do.
+        if !rest.is_empty() || mapped.is_empty() {
+            runs.push((rest, true));
+        }
+        runs.extend(mapped.iter().map(|name| (BTreeSet::from([*name]), false)));
+        let none = BTreeSet::new();
+        for (names, whole) in &runs {
+            let (record, ran) = match launch_executable(
+                run,
+                package,
+                (target, exe),
+                Asked {
+                    names,
+                    whole: *whole,
+                    skip: if *whole { &mapped } else { &none },
+                    env: profile.clone(),
+                    timeout: self.left(),
+                },
+            ) {
+                Ok(ran) => ran,
+                Err(why @ LaunchError::Start { .. }) => return Err(why.into()),
+                Err(why) => return Ok(Profiled::Not(Suite::broken(why.to_string()))),
+            };
+            if ran.timed_out {
+                let what: Vec<&str> = names.iter().copied().collect();
+                return Ok(Profiled::Not(over(
+                    run,
+                    shown,
+                    &if *whole {
+                        format!("running target `{target}`")
+                    } else {
+                        format!("running `{target}/{}`", what.join(", "))
+                    },
+                )));
+            }
+            if ran.truncated {
+                return Ok(Profiled::Not(Suite::blocked(format!(
+                    "the test output of target `{target}` of `{shown}` is over {} MiB, more than aayu reads of a process",
+                    super::super::REPORT_CAP >> 20
+                ))));
+            }
+            if let Err(why) = take_record(record, &ran, (target, shown), run.root, suite, gathered)
+            {
+                return Ok(Profiled::Not(Suite::broken(why.to_string())));
+            }
+        }
+        if !has_profile(&folder) {
+            return Ok(Profiled::Not(Suite::blocked(format!(
+                "the test executable of target `{target}` of `{shown}` ran and wrote no `.profraw`: it is not instrumented (a `RUSTFLAGS` passed to the sandbox replaces cargo's configured flags)"
+            ))));
+        }
+        Ok(Profiled::Into(folder))
+    }
 }
 
 /// A run's record into the suite: each test's result and its own events (`Whole`); or why the run gives
