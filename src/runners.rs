@@ -30,6 +30,87 @@ use crate::sandbox::{FetchPlan, said};
 pub use crate::machine_paths::scrub;
 pub use id::TestId;
 
+/// Why a runner cannot do what it is asked ([`Runner`]'s `Err`): each stack's own reasons, and what
+/// they share (the toolchain, a launch that gave no result).
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error(transparent)]
+    Toolchain(#[from] crate::sandbox::toolchain::ToolchainError),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Exited(#[from] Exited),
+    #[error("no coverage runner for {0} yet")]
+    NoCoverage(&'static str),
+    #[error(transparent)]
+    Cargo(#[from] cargo::CargoError),
+    #[error(transparent)]
+    CargoId(#[from] cargo::CargoIdError),
+    #[error(transparent)]
+    Coverage(#[from] cargo::coverage::CoverageError),
+    #[error(transparent)]
+    Go(#[from] go::GoError),
+    #[error(transparent)]
+    GoId(#[from] go::GoIdError),
+    #[error(transparent)]
+    Python(#[from] python::PythonError),
+    #[error(transparent)]
+    PyId(#[from] python::PyIdError),
+    #[error(transparent)]
+    Js(#[from] js::JsError),
+    #[error(transparent)]
+    JsId(#[from] js::JsIdError),
+}
+
+/// Why a launcher's process gave no result that can be trusted ([`Launcher`]'s `Err`).
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("an empty argv")]
+    EmptyArgv,
+    #[error("cannot make a folder for the report of `{program}`: {source}")]
+    ReportFolder {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot run `{command}`: {source}")]
+    Start {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    #[error("{count} process(es) of `{command}` survived the kill: its result cannot be trusted")]
+    Survivors { count: usize, command: String },
+    #[error("`{command}` went over a limit: {over}")]
+    OverLimit { command: String, over: String },
+    #[error("no folder `{name}` to write in here")]
+    NoScratch { name: String },
+}
+
+/// A process whose failure is the error, as [`exited`] says it: `… exited with status 101: <its
+/// stderr's first lines>`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct Exited(String);
+
+impl Exited {
+    pub(crate) fn of(what: &str, ran: &Ran, root: &Path) -> Exited {
+        Exited(exited(what, ran, root))
+    }
+}
+
+/// A whole-suite run's error as the coverage floor says it: the runner's words, every machine path
+/// written as [`scrub`] does.
+#[derive(Debug, thiserror::Error)]
+#[error("{said}")]
+pub struct SuiteError {
+    said: String,
+    #[source]
+    source: Box<RunnerError>,
+}
+
 /// Every runner, in the order their markers claim a folder: a folder's own markers first, in this order
 /// (a folder with a `Cargo.toml` is cargo's even inside a Go module), and only then a `go.mod` above it.
 pub static RUNNERS: [&dyn Runner; 4] = [&cargo::Cargo, &go::Go, &python::Python, &js::Js];
@@ -61,11 +142,16 @@ pub trait Runner: Sync {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Vec<(String, OsString)>, String>;
+    ) -> Result<Vec<(String, OsString)>, RunnerError>;
 
     /// Whether the package accepts the tool the preflight found, by its version line (`v20.20.2`): a
     /// package that asks for a newer one (`engines.node`) is blocked like a missing toolchain.
-    fn accepts_tool(&self, _root: &Path, _package: &Package, _version: &str) -> Result<(), String> {
+    fn accepts_tool(
+        &self,
+        _root: &Path,
+        _package: &Package,
+        _version: &str,
+    ) -> Result<(), RunnerError> {
         Ok(())
     }
 
@@ -75,7 +161,7 @@ pub trait Runner: Sync {
 
     /// Whether this runner can read a test id's `<rest>` in this package: a contract error (exit 2) before
     /// anything runs.
-    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String>;
+    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), RunnerError>;
 
     /// How the package's dependencies are fetched, once per run, with the network; `None` when there is
     /// nothing to fetch.
@@ -84,7 +170,7 @@ pub trait Runner: Sync {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Option<FetchPlan>, String>;
+    ) -> Result<Option<FetchPlan>, RunnerError>;
 
     /// Runs exactly these tests of the package (ids of this package), each once, and reads every result.
     fn run_named(
@@ -100,8 +186,13 @@ pub trait Runner: Sync {
 
     /// The package's whole test suite, once, instrumented for the coverage floor; `Err` says why it
     /// cannot be (no coverage runner for this stack yet, a tool it needs is missing).
-    fn cover_suite(&self, _run: &Run, _package: &Package, _cover: &Cover) -> Result<Suite, String> {
-        Err(format!("no coverage runner for {} yet", self.title()))
+    fn cover_suite(
+        &self,
+        _run: &Run,
+        _package: &Package,
+        _cover: &Cover,
+    ) -> Result<Suite, RunnerError> {
+        Err(RunnerError::NoCoverage(self.title()))
     }
 
     /// Whether [`Runner::cover_suite`] is built for this stack.
@@ -314,7 +405,8 @@ pub fn fetch_packages(
         let plan = match found.runner.fetch(toolchains, root, &found.package()) {
             Ok(None) => continue,
             Ok(Some(plan)) => Ok(plan),
-            Err(why) => Err(why),
+            // The sandbox holds a plan's error as the warning and the blocked reason it gives.
+            Err(why) => Err(why.to_string()),
         };
         packages.push(crate::sandbox::FetchPackage {
             tool: found.runner.tool(),
@@ -334,11 +426,14 @@ pub fn run_named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<Te
 
 /// The package's whole suite, instrumented, by its runner ([`Runner::cover_suite`]), with every machine
 /// path in what it says written as [`scrub`] does, as [`run_named`]'s.
-pub fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result<Suite, String> {
+pub fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result<Suite, SuiteError> {
     let mut suite = package
         .runner
         .cover_suite(run, package, cover)
-        .map_err(|why| scrub(&why, run.root))?;
+        .map_err(|source| SuiteError {
+            said: scrub(&source.to_string(), run.root),
+            source: Box::new(source),
+        })?;
     suite.broken = suite.broken.map(|why| scrub(&why, run.root));
     suite.blocked = suite.blocked.map(|why| scrub(&why, run.root));
     suite.mapped = scrubbed(std::mem::take(&mut suite.mapped), run.root);
@@ -516,12 +611,14 @@ pub fn read_report(file: &Path) -> Option<Vec<u8>> {
 /// the process gave no result that can be trusted (it could not start, it went over a limit, a process
 /// of it survived the kill).
 pub trait Launcher {
-    fn launch(&self, job: Job) -> Result<Ran, String>;
+    fn launch(&self, job: Job) -> Result<Ran, LaunchError>;
 
     /// A fresh, empty folder named `name` that the processes it launches may write and read (the coverage
     /// floor's profiles), kept until the run ends; `Err` when this launcher has none.
-    fn scratch(&self, name: &str) -> Result<PathBuf, String> {
-        Err(format!("no folder `{name}` to write in here"))
+    fn scratch(&self, name: &str) -> Result<PathBuf, LaunchError> {
+        Err(LaunchError::NoScratch {
+            name: name.to_string(),
+        })
     }
 }
 
@@ -554,9 +651,9 @@ pub(crate) fn exited(what: &str, ran: &Ran, root: &Path) -> String {
 
 /// Each id read by its runner's grammar (checked before the run in the gate; here for any other caller):
 /// the ones it reads, and a `not-found` result for each it cannot.
-pub(crate) fn read_ids<'a, T>(
+pub(crate) fn read_ids<'a, T, E: std::fmt::Display>(
     tests: &[&'a TestId],
-    parse: fn(&str) -> Result<T, String>,
+    parse: fn(&str) -> Result<T, E>,
 ) -> (Vec<(&'a TestId, T)>, BTreeMap<TestId, TestResult>) {
     let mut wanted = Vec::new();
     let mut refused = BTreeMap::new();
@@ -564,7 +661,10 @@ pub(crate) fn read_ids<'a, T>(
         match parse(&test.rest) {
             Ok(spec) => wanted.push((*test, spec)),
             Err(why) => {
-                refused.insert((*test).clone(), TestResult::of(Outcome::NotFound(why)));
+                refused.insert(
+                    (*test).clone(),
+                    TestResult::of(Outcome::NotFound(why.to_string())),
+                );
             }
         }
     }
@@ -631,8 +731,11 @@ pub(crate) mod tests {
     struct Plain;
 
     impl Launcher for Plain {
-        fn launch(&self, job: Job) -> Result<Ran, String> {
-            let folder = tempfile::tempdir().map_err(|e| e.to_string())?;
+        fn launch(&self, job: Job) -> Result<Ran, LaunchError> {
+            let folder = tempfile::tempdir().map_err(|source| LaunchError::ReportFolder {
+                program: job.argv[0].clone(),
+                source,
+            })?;
             let file = folder.path().join("report");
             let mut command = std::process::Command::new(&job.argv[0]);
             command
@@ -642,7 +745,10 @@ pub(crate) mod tests {
             if let Some(var) = job.report {
                 command.env(var, &file);
             }
-            let out = command.output().map_err(|e| e.to_string())?;
+            let out = command.output().map_err(|source| LaunchError::Start {
+                command: job.argv.join(" "),
+                source,
+            })?;
             use std::os::unix::process::ExitStatusExt;
             Ok(Ran {
                 code: out.status.code(),

@@ -194,14 +194,91 @@ pub enum SandboxError {
     },
     #[error("the sandbox's uid lock `{path}` {why}")]
     LockDir { path: PathBuf, why: String },
-    #[error("{0}")]
-    BuildCache(String),
+    #[error(transparent)]
+    BuildCache(#[from] build_cache::BuildCacheError),
     #[error("cannot prepare the sandbox folder `{path}`")]
     Folder {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Why a program asked for what it prints ([`Sandbox::ask`]) gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error(transparent)]
+    Folder(#[from] SandboxError),
+    #[error("`{command}` cannot run as the sandbox uid: {source}")]
+    CannotRun {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` fails as the sandbox uid{}", if .said.is_empty() { String::new() } else { format!(": {}", .said) })]
+    Fails { command: String, said: String },
+}
+
+/// Why a package's dependencies were not fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error(transparent)]
+    Loan(#[from] LockLoanError),
+    #[error(transparent)]
+    Folder(#[from] SandboxError),
+    #[error("cannot run `{command}`: {source}")]
+    Start {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` ran past 600 s")]
+    TimedOut { command: String },
+    #[error("`{command}` went over a limit: {over}")]
+    OverLimit { command: String, over: String },
+    #[error("`{command}` exited with {status}: {said}")]
+    Exited {
+        command: String,
+        status: String,
+        said: String,
+    },
+    #[error("cannot copy `{lock}` onto the base: {source}")]
+    CopyLock {
+        lock: String,
+        #[source]
+        source: crate::safe_fs::Refused,
+    },
+    #[error("the fetch left no readable `{lock}`: {source}")]
+    NoLock {
+        lock: String,
+        #[source]
+        source: crate::safe_fs::Refused,
+    },
+}
+
+/// Why a lock file could not be lent to the fetching slot uid.
+#[derive(Debug, thiserror::Error)]
+pub enum LockLoanError {
+    #[error(transparent)]
+    Folder(#[from] crate::safe_fs::Refused),
+    #[error("cannot create `{name}`: {source}")]
+    Create {
+        name: String,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("cannot open `{path}`: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("{0}")]
+    Stat(#[source] nix::errno::Errno),
+    #[error("`{path}` is not a regular file")]
+    NotRegular { path: String },
+    #[error("{0}")]
+    Lend(#[source] nix::errno::Errno),
 }
 
 /// The sandbox of one run: its folder, the environment it passes on, the uids of its slots.
@@ -269,7 +346,7 @@ pub struct Sandbox {
     /// `[verify] llvm_tools`, when set: the folder of the coverage floor's `llvm-profdata` and `llvm-cov`.
     llvm_tools: Option<PathBuf>,
     /// The LLVM tools found so far, by the `RUSTUP_TOOLCHAIN` they read the profiles of ([`llvm`]).
-    llvm_checked: std::sync::Mutex<BTreeMap<Option<OsString>, Result<llvm::LlvmTools, String>>>,
+    llvm_checked: std::sync::Mutex<BTreeMap<Option<OsString>, llvm::Found>>,
 }
 
 /// A lock file the tree does not commit, as the fetch left it.
@@ -392,6 +469,129 @@ struct Caches {
     kept: Option<KeptHome>,
 }
 
+/// A lock held for the whole run (a uid's, a kept cargo home's).
+type HeldLock = nix::fcntl::Flock<std::fs::File>;
+
+/// A run's slots: as root one locked uid per slot plus one for the seed app, and how many slots that
+/// makes; without root none, and one slot.
+fn slot_uids(
+    settings: &SandboxSettings,
+    root: bool,
+) -> Result<(Vec<u32>, Vec<HeldLock>, usize), SandboxError> {
+    if !root {
+        // Without root every check runs as aayu's own uid: one at a time, so that every process a
+        // check leaves behind can be told apart from another check's and killed.
+        return Ok((Vec::new(), Vec::new(), 1));
+    }
+    // One uid per slot plus one for the seed app, each one locked for this run.
+    let (uids, locks) = lock_uids(settings, settings.jobs.max(1) + 1)?;
+    if uids.len() < 2 {
+        return Err(SandboxError::NoUid {
+            first: settings.uids[0],
+            last: settings.uids[1],
+        });
+    }
+    let slots = uids.len() - 1;
+    Ok((uids, locks, slots))
+}
+
+/// The run's cargo home: the run's own (`deps/cargo` in `dir`), or a local run's kept one as root, with
+/// its lock and stamp — emptied now unless a finished fetch sealed it.
+fn cargo_home(
+    settings: &SandboxSettings,
+    root: bool,
+    dir: &Path,
+) -> Result<(PathBuf, Option<HeldLock>, Option<KeptHome>), SandboxError> {
+    // A local run as root keeps its target folders, and so needs a cargo home at a path that stays
+    // the same between its runs (cargo names a registry crate's build by its source's path).
+    // A local run's kept folder that is refused (a link planted in its place) stops the run before
+    // anything runs, with the path and the fix.
+    if let build_cache::BuildCache::Kept { repo } = &settings.build_cache {
+        build_cache::kept_folder(&settings.process_env, repo)?;
+    }
+    let kept_home = match &settings.build_cache {
+        build_cache::BuildCache::Kept { repo } if root => {
+            build_cache::system_cargo_home(&settings.process_env, repo)
+        }
+        _ => None,
+    };
+    let Some((home, lock)) = kept_home else {
+        return Ok((dir.join("deps/cargo"), None, None));
+    };
+    let stamp = home.with_file_name("cargo-home.stamp");
+    // Left by a fetch that finished (its stamp is there) and sealed it: the fetch decides
+    // whether it is still what the run needs; anything else is emptied now.
+    let sealed = fetched::read_stamp(&stamp).is_some() && is_sealed(&home);
+    if !sealed {
+        let _ = std::fs::remove_file(&stamp);
+        build_cache::remove(&home).map_err(|source| SandboxError::Folder {
+            path: home.clone(),
+            source,
+        })?;
+    }
+    let kept = KeptHome {
+        stamp,
+        sealed: std::sync::atomic::AtomicBool::new(sealed),
+    };
+    Ok((home, Some(lock), Some(kept)))
+}
+
+impl Caches {
+    /// As root: the run's caches under `dir`'s `deps` folder (made here), with the cargo home chosen.
+    fn new(
+        settings: &SandboxSettings,
+        dir: &Path,
+        cargo_home: PathBuf,
+        kept: Option<KeptHome>,
+    ) -> Result<Caches, SandboxError> {
+        // The machine's own cargo configuration still applies where it says where crates come from
+        // (mirrors, source replacement, proxies): root's, trusted, and readable by the slot uid. Never
+        // its credentials, nor anything else of it.
+        let config = cargo_home_of(settings)
+            .map(|home| {
+                ["config.toml", "config"]
+                    .into_iter()
+                    .filter_map(|name| {
+                        let text = std::fs::read_to_string(home.join(name)).ok()?;
+                        Some((name.to_string(), network_config(&text)?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let caches = Caches {
+            cargo_home,
+            go_mod_cache: dir.join("deps/go"),
+            host_cargo_home: cargo_home_of(settings),
+            seeded: std::sync::atomic::AtomicBool::new(false),
+            config,
+            kept,
+        };
+        let deps = dir.join("deps");
+        std::fs::create_dir(&deps).map_err(|source| SandboxError::Folder {
+            path: deps.clone(),
+            source,
+        })?;
+        set_mode(&deps, 0o711)?;
+        Ok(caches)
+    }
+}
+
+/// The machine's wheelhouse: `[verify] python_wheels`, else aayu's own `PIP_FIND_LINKS` (one absolute
+/// folder); `None` when it is not a folder.
+fn python_wheels(settings: &SandboxSettings) -> Option<PathBuf> {
+    settings
+        .python_wheels
+        .clone()
+        .or_else(|| {
+            settings
+                .process_env
+                .get("PIP_FIND_LINKS")
+                .filter(|v| v.starts_with('/') && !v.contains(' '))
+                .map(PathBuf::from)
+        })
+        .filter(|p| p.is_dir())
+}
+
 /// Whether a local run's cargo fetch is the last one's: its stamp, the hash of what it reads, and whether
 /// they match.
 struct Reuse {
@@ -491,93 +691,16 @@ impl Sandbox {
             })?;
         // Traversable by the slot uids, readable by nobody else.
         set_mode(dir.path(), 0o711)?;
-        let (uids, locks, slots) = if root {
-            // One uid per slot plus one for the seed app, each one locked for this run.
-            let (uids, locks) = lock_uids(settings, settings.jobs.max(1) + 1)?;
-            if uids.len() < 2 {
-                return Err(SandboxError::NoUid {
-                    first: settings.uids[0],
-                    last: settings.uids[1],
-                });
-            }
-            let slots = uids.len() - 1;
-            (uids, locks, slots)
-        } else {
-            // Without root every check runs as aayu's own uid: one at a time, so that every process a
-            // check leaves behind can be told apart from another check's and killed.
-            (Vec::new(), Vec::new(), 1)
-        };
+        let (uids, locks, slots) = slot_uids(settings, root)?;
         let mut cleanup = vec![crate::sandbox::cleanup::dir(dir.path())];
         cleanup.extend(
             uids.iter()
                 .map(|&uid| crate::sandbox::cleanup::processes(procs::Owner::Uid(uid))),
         );
         let toolchains = toolchain::Toolchains::detect(&settings.process_env);
-        // A local run as root keeps its target folders, and so needs a cargo home at a path that stays
-        // the same between its runs (cargo names a registry crate's build by its source's path).
-        // A local run's kept folder that is refused (a link planted in its place) stops the run before
-        // anything runs, with the path and the fix.
-        if let build_cache::BuildCache::Kept { repo } = &settings.build_cache {
-            build_cache::kept_folder(&settings.process_env, repo)
-                .map_err(SandboxError::BuildCache)?;
-        }
-        let kept_home = match &settings.build_cache {
-            build_cache::BuildCache::Kept { repo } if root => {
-                build_cache::system_cargo_home(&settings.process_env, repo)
-            }
-            _ => None,
-        };
-        let (cargo_home, cargo_home_lock, kept) = match kept_home {
-            Some((home, lock)) => {
-                let stamp = home.with_file_name("cargo-home.stamp");
-                // Left by a fetch that finished (its stamp is there) and sealed it: the fetch decides
-                // whether it is still what the run needs; anything else is emptied now.
-                let sealed = fetched::read_stamp(&stamp).is_some() && is_sealed(&home);
-                if !sealed {
-                    let _ = std::fs::remove_file(&stamp);
-                    build_cache::remove(&home).map_err(|source| SandboxError::Folder {
-                        path: home.clone(),
-                        source,
-                    })?;
-                }
-                let kept = KeptHome {
-                    stamp,
-                    sealed: std::sync::atomic::AtomicBool::new(sealed),
-                };
-                (home, Some(lock), Some(kept))
-            }
-            None => (dir.path().join("deps/cargo"), None, None),
-        };
+        let (cargo_home, cargo_home_lock, kept) = cargo_home(settings, root, dir.path())?;
         let caches = if root {
-            // The machine's own cargo configuration still applies where it says where crates come from
-            // (mirrors, source replacement, proxies): root's, trusted, and readable by the slot uid. Never
-            // its credentials, nor anything else of it.
-            let config = cargo_home_of(settings)
-                .map(|home| {
-                    ["config.toml", "config"]
-                        .into_iter()
-                        .filter_map(|name| {
-                            let text = std::fs::read_to_string(home.join(name)).ok()?;
-                            Some((name.to_string(), network_config(&text)?))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let caches = Caches {
-                cargo_home,
-                go_mod_cache: dir.path().join("deps/go"),
-                host_cargo_home: cargo_home_of(settings),
-                seeded: std::sync::atomic::AtomicBool::new(false),
-                config,
-                kept,
-            };
-            let deps = dir.path().join("deps");
-            std::fs::create_dir(&deps).map_err(|source| SandboxError::Folder {
-                path: deps.clone(),
-                source,
-            })?;
-            set_mode(&deps, 0o711)?;
-            Some(caches)
+            Some(Caches::new(settings, dir.path(), cargo_home, kept)?)
         } else {
             None
         };
@@ -615,17 +738,7 @@ impl Sandbox {
             resolved: std::sync::Mutex::new(Vec::new()),
             read_checked: std::sync::Mutex::new(BTreeMap::new()),
             python: settings.python.clone(),
-            python_wheels: settings
-                .python_wheels
-                .clone()
-                .or_else(|| {
-                    settings
-                        .process_env
-                        .get("PIP_FIND_LINKS")
-                        .filter(|v| v.starts_with('/') && !v.contains(' '))
-                        .map(PathBuf::from)
-                })
-                .filter(|p| p.is_dir()),
+            python_wheels: python_wheels(settings),
             installed: std::sync::Mutex::new(Vec::new()),
             keep_links: std::sync::Mutex::new(BTreeSet::new()),
             vite_temps: std::sync::Mutex::new(Vec::new()),
@@ -633,30 +746,38 @@ impl Sandbox {
             llvm_tools: settings.llvm_tools.clone(),
             llvm_checked: std::sync::Mutex::new(BTreeMap::new()),
         };
-        if let Some(caches) = &sandbox.caches {
-            // Go's download folder exists before the cache is sealed, so that a module missing from it is
-            // reported by its path (`…/cache/download/example.com: permission denied`), not as a bare
-            // `mkdir …/cache` failure.
-            let go_download = caches.go_mod_cache.join("cache");
-            for dir in [
-                &caches.go_mod_cache,
-                &go_download,
-                &go_download.join("download"),
-            ] {
-                sandbox.prepare(0, dir)?;
-                set_mode(dir, 0o755)?;
-            }
-            let sealed = caches
-                .kept
-                .as_ref()
-                .is_some_and(|k| k.sealed.load(std::sync::atomic::Ordering::SeqCst));
-            if !sealed {
-                sandbox.fresh_cargo_home(caches)?;
-            }
-        }
+        sandbox.prepare_caches()?;
         sandbox.env = allowed_env(settings, &sandbox.toolchains, sandbox.caches.as_ref());
         sandbox.ask_go_version();
         Ok(sandbox)
+    }
+
+    /// As root: the caches' folders for the first slot's uid to fill — Go's download folder, and the
+    /// cargo home unless a kept one is sealed as the last run left it.
+    fn prepare_caches(&self) -> Result<(), SandboxError> {
+        let Some(caches) = &self.caches else {
+            return Ok(());
+        };
+        // Go's download folder exists before the cache is sealed, so that a module missing from it is
+        // reported by its path (`…/cache/download/example.com: permission denied`), not as a bare
+        // `mkdir …/cache` failure.
+        let go_download = caches.go_mod_cache.join("cache");
+        for dir in [
+            &caches.go_mod_cache,
+            &go_download,
+            &go_download.join("download"),
+        ] {
+            self.prepare(0, dir)?;
+            set_mode(dir, 0o755)?;
+        }
+        let sealed = caches
+            .kept
+            .as_ref()
+            .is_some_and(|k| k.sealed.load(std::sync::atomic::Ordering::SeqCst));
+        if !sealed {
+            self.fresh_cargo_home(caches)?;
+        }
+        Ok(())
     }
 
     /// What a no-network process here really gets: `isolated` when the filter can be installed.
@@ -827,9 +948,9 @@ impl Sandbox {
         argv: &[&str],
         env: &[(String, OsString)],
         timeout: Duration,
-    ) -> Result<String, String> {
+    ) -> Result<String, AskError> {
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
-        let cwd = self.fresh_dir(0, "ask").map_err(|e| e.to_string())?;
+        let cwd = self.fresh_dir(0, "ask")?;
         let ran = self
             .run(
                 Job {
@@ -845,18 +966,15 @@ impl Sandbox {
                 },
                 &BTreeSet::new(),
             )
-            .map_err(|e| format!("`{}` cannot run as the sandbox uid: {e}", argv.join(" ")))?;
+            .map_err(|source| AskError::CannotRun {
+                command: argv.join(" "),
+                source,
+            })?;
         if ran.code != Some(0) {
-            let said = said(&ran.stderr, &cwd);
-            return Err(format!(
-                "`{}` fails as the sandbox uid{}",
-                argv.join(" "),
-                if said.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {said}")
-                }
-            ));
+            return Err(AskError::Fails {
+                command: argv.join(" "),
+                said: said(&ran.stderr, &cwd),
+            });
         }
         Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
     }
@@ -901,6 +1019,31 @@ impl Sandbox {
                 "warning: cannot empty the kept cargo home for this run's fetch: {e}"
             );
         }
+        let cargo_failed = self.fetch_trees(trees, skip_cargo, progress);
+        let sealed = self.seal_caches(skip_cargo, progress);
+        // A complete fetch is stamped for the next local run; a failed one is done again.
+        if let Some(reuse) = reuse
+            && !reuse.hit
+            && !cargo_failed
+            && sealed
+            // What the fetch left (it may have written the lock) is what the next run is compared with.
+            && let Some(key) = self.cargo_reuse(trees).map(|r| r.key)
+        {
+            let _ = crate::safe_fs::write_atomic(&reuse.stamp, format!("{key}\n").as_bytes());
+            if let Some(kept) = self.caches.as_ref().and_then(|c| c.kept.as_ref()) {
+                kept.sealed.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Runs the fetch of every package of every tree, once per unit; a package whose fetch cannot
+    /// happen, or whose work it blocks, is said on `progress` and recorded. Whether a cargo fetch failed.
+    fn fetch_trees(
+        &self,
+        trees: &[FetchTree],
+        skip_cargo: bool,
+        progress: &mut dyn std::io::Write,
+    ) -> bool {
         let mut cargo_failed = false;
         // One fetch per unit (a Cargo workspace, a Go module): a later package of a unit shares its problem.
         let mut seen: BTreeMap<(PathBuf, preflight::Tool, String), Option<String>> =
@@ -981,6 +1124,13 @@ impl Sandbox {
                 seen.insert(key, problem);
             }
         }
+        cargo_failed
+    }
+
+    /// As root, after the fetch: the machine's cargo configuration written again, the installs sealed
+    /// (or removed and their packages blocked), the caches made root's and read-only. Whether every
+    /// cache was sealed.
+    fn seal_caches(&self, skip_cargo: bool, progress: &mut dyn std::io::Write) -> bool {
         let mut sealed = true;
         if let Some(caches) = &self.caches {
             // The machine's cargo configuration, written again: the fetch's uid could replace what was
@@ -1038,19 +1188,7 @@ impl Sandbox {
                 }
             }
         }
-        // A complete fetch is stamped for the next local run; a failed one is done again.
-        if let Some(reuse) = reuse
-            && !reuse.hit
-            && !cargo_failed
-            && sealed
-            // What the fetch left (it may have written the lock) is what the next run is compared with.
-            && let Some(key) = self.cargo_reuse(trees).map(|r| r.key)
-        {
-            let _ = crate::safe_fs::write_atomic(&reuse.stamp, format!("{key}\n").as_bytes());
-            if let Some(kept) = self.caches.as_ref().and_then(|c| c.kept.as_ref()) {
-                kept.sealed.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
+        sealed
     }
 
     /// Whether this local run's cargo fetch would fetch what the last one did, into the cargo home it
@@ -1163,6 +1301,8 @@ impl Sandbox {
             return match self.install(root, package, install, heartbeat) {
                 Ok(_) => Ok(None),
                 Err(why) => {
+                    // Said where the package's work is blocked, and in the fetch's warning.
+                    let why = why.to_string();
                     if let Ok(mut problems) = self.dependency_problems.lock() {
                         problems.insert((root.to_path_buf(), package.to_string()), why.clone());
                     }
@@ -1172,8 +1312,7 @@ impl Sandbox {
         }
         let lock = plan.lock.clone();
         if tree.committed.contains(&lock) {
-            self.fetch_one(root, plan, heartbeat)
-                .map_err(Blocked::Fetch)?;
+            self.fetch_one(root, plan, heartbeat)?;
             return Ok(None);
         }
         if let Some(why) = &plan.without_committed_lock {
@@ -1198,16 +1337,21 @@ impl Sandbox {
             if let Some(from) = &tree.lock_from
                 && let Ok(bytes) = crate::safe_fs::read(from, &lock, 64 << 20)
             {
-                crate::safe_fs::write(root, &lock, &bytes).map_err(|e| {
-                    Blocked::Fetch(format!("cannot copy `{lock}` onto the base: {e}"))
+                crate::safe_fs::write(root, &lock, &bytes).map_err(|source| {
+                    FetchError::CopyLock {
+                        lock: lock.clone(),
+                        source,
+                    }
                 })?;
                 copied = true;
             }
         }
-        self.fetch_one(root, plan, heartbeat)
-            .map_err(Blocked::Fetch)?;
-        let bytes = crate::safe_fs::read(root, &lock, 64 << 20)
-            .map_err(|e| Blocked::Fetch(format!("the fetch left no readable `{lock}`: {e}")))?;
+        self.fetch_one(root, plan, heartbeat)?;
+        let bytes =
+            crate::safe_fs::read(root, &lock, 64 << 20).map_err(|source| FetchError::NoLock {
+                lock: lock.clone(),
+                source,
+            })?;
         if !existed && self.uids.is_empty() {
             // Without separate uids the build runs as aayu's own user: the lock is made read-only to it.
             let _ =
@@ -1236,7 +1380,7 @@ impl Sandbox {
         root: &Path,
         plan: &FetchPlan,
         heartbeat: &dyn Fn(Duration),
-    ) -> Result<(), String> {
+    ) -> Result<(), FetchError> {
         let mut env: Vec<(String, OsString)> = self
             .fetch_env
             .iter()
@@ -1250,7 +1394,7 @@ impl Sandbox {
         };
         let cwd = match &plan.cwd {
             Some(dir) => root.join(dir),
-            None => self.fresh_dir(0, "fetch").map_err(|e| e.to_string())?,
+            None => self.fresh_dir(0, "fetch")?,
         };
         let argv = plan.argv.clone();
         // As root the per-run cargo cache starts with the machine's downloaded crates (hard links that the
@@ -1296,22 +1440,29 @@ impl Sandbox {
                 },
                 &BTreeSet::new(),
             )
-            .map_err(|e| format!("cannot run `{}`: {e}", argv.join(" ")))?;
+            .map_err(|source| FetchError::Start {
+                command: argv.join(" "),
+                source,
+            })?;
         if outcome.timed_out {
-            return Err(format!("`{}` ran past 600 s", argv.join(" ")));
+            return Err(FetchError::TimedOut {
+                command: argv.join(" "),
+            });
         }
-        if let Some(over) = &outcome.over_limit {
-            return Err(format!("`{}` went over a limit: {over}", argv.join(" ")));
+        if let Some(over) = outcome.over_limit {
+            return Err(FetchError::OverLimit {
+                command: argv.join(" "),
+                over,
+            });
         }
         if outcome.code != Some(0) {
-            return Err(format!(
-                "`{}` exited with {}: {}",
-                argv.join(" "),
-                outcome
+            return Err(FetchError::Exited {
+                command: argv.join(" "),
+                status: outcome
                     .code
                     .map_or_else(|| "a signal".to_string(), |c| c.to_string()),
-                said(&outcome.stderr, root)
-            ));
+                said: said(&outcome.stderr, root),
+            });
         }
         Ok(())
     }
@@ -2313,8 +2464,14 @@ fn refuse_forbidden_ids(settings: &SandboxSettings) -> Result<(), SandboxError> 
 /// Why a package's fetch did not happen: the fetch failed (the offline build then says what is missing),
 /// or the package's work is blocked until the fix (a `go.sum` to commit).
 enum Blocked {
-    Fetch(String),
+    Fetch(FetchError),
     Work(String),
+}
+
+impl From<FetchError> for Blocked {
+    fn from(e: FetchError) -> Blocked {
+        Blocked::Fetch(e)
+    }
 }
 
 /// A package's lock file (cargo's `Cargo.lock`), handed to the fetching slot uid for the fetch and given back afterwards (its
@@ -2330,7 +2487,7 @@ struct LockLoan {
 
 impl LockLoan {
     /// Lends `lock` (a path relative to `root`, whose folder must exist) to `uid` for the fetch.
-    fn new(root: &Path, lock: &str, uid: u32) -> Result<LockLoan, String> {
+    fn new(root: &Path, lock: &str, uid: u32) -> Result<LockLoan, LockLoanError> {
         use nix::fcntl::OFlag;
         use nix::sys::stat::Mode;
         let (workspace, name) = lock.rsplit_once('/').unwrap_or(("", lock));
@@ -2341,8 +2498,7 @@ impl LockLoan {
             // The workspace folder as it is: a pull request's `package.workspace` never makes aayu create one.
             crate::safe_fs::open_root(root)
                 .and_then(|top| crate::safe_fs::open_dir_at(top.as_fd(), &workspace))
-        }
-        .map_err(|e| e.to_string())?;
+        }?;
         let name = name.to_string();
         let open = |flags: OFlag| {
             nix::fcntl::openat(
@@ -2355,23 +2511,24 @@ impl LockLoan {
         let (fd, created) = match open(OFlag::empty()) {
             Ok(fd) => (fd, false),
             Err(nix::errno::Errno::ENOENT) => (
-                open(OFlag::O_CREAT | OFlag::O_EXCL)
-                    .map_err(|e| format!("cannot create `{name}`: {e}"))?,
+                open(OFlag::O_CREAT | OFlag::O_EXCL).map_err(|source| LockLoanError::Create {
+                    name: name.clone(),
+                    source,
+                })?,
                 true,
             ),
-            Err(e) => {
-                return Err(format!(
-                    "cannot open `{}`: {e}",
-                    join_rel(&workspace, &name)
-                ));
+            Err(source) => {
+                return Err(LockLoanError::Open {
+                    path: join_rel(&workspace, &name),
+                    source,
+                });
             }
         };
-        let stat = nix::sys::stat::fstat(&fd).map_err(|e| e.to_string())?;
+        let stat = nix::sys::stat::fstat(&fd).map_err(LockLoanError::Stat)?;
         if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(format!(
-                "`{}` is not a regular file",
-                join_rel(&workspace, &name)
-            ));
+            return Err(LockLoanError::NotRegular {
+                path: join_rel(&workspace, &name),
+            });
         }
         let file = std::fs::File::from(fd);
         nix::unistd::fchown(
@@ -2379,7 +2536,7 @@ impl LockLoan {
             Some(nix::unistd::Uid::from_raw(uid)),
             Some(nix::unistd::Gid::from_raw(uid)),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(LockLoanError::Lend)?;
         Ok(LockLoan {
             dir,
             name,

@@ -303,7 +303,10 @@ fn parse_step(n: usize, step: &Value) -> Result<Step, StepContractError> {
 fn read_action(action: &str, step: &Map<String, Value>) -> Result<Step, KeyError> {
     let set = read_set(step)?;
     let package = |action: &'static str, dir: String| {
-        package_dir(&dir).map_err(|why| KeyError::Package { action, why })
+        package_dir(&dir).map_err(|why| KeyError::Package {
+            action,
+            why: why.to_string(),
+        })
     };
     Ok(match action {
         "build" => Step::Build {

@@ -1015,12 +1015,12 @@ fn toolchain_for(
             package
                 .runner
                 .accepts_tool(&options.root, &package, &version)
-                .map_err(ToolchainError::ToolVersion)?;
+                .map_err(|e| ToolchainError::ToolVersion(e.to_string()))?;
         }
         let env = package
             .runner
             .toolchain(sandbox.toolchains(), &options.root, &package)
-            .map_err(ToolchainError::Missing)?;
+            .map_err(|e| ToolchainError::Missing(e.to_string()))?;
         if let Some((_, name)) = env.into_iter().find(|(k, _)| k == "RUSTUP_TOOLCHAIN") {
             rust.get_or_insert(name.to_string_lossy().into_owned());
         }

@@ -336,80 +336,147 @@ fn verdict(value: u32, settings: &Settings, counted: String) -> (Verdict, String
 
 /// Runs the touched packages' suites and computes the number over the change's `added` lines.
 pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) -> Covered {
-    let added = &change.lines;
     let (tool, words) = names(touched);
-    let mut mapped = BTreeMap::new();
-    let mut versions: Vec<String> = Vec::new();
-    // A result without a number still names the threshold, and — once product code ran — the
-    // toolchain and the network it ran with.
-    let no_number = |verdict, detail: String, mapped, versions: &[String], ran: bool| {
-        let mut floor = FloorResult::new(
-            Floor::Coverage,
-            verdict,
-            tool.clone(),
-            runners::scrub(&detail, run.root),
-        )
-        .numbers(0.0, f64::from(settings.threshold));
-        if !versions.is_empty() {
-            floor.version = Some(versions.join("; "));
-        }
-        if ran {
-            floor.network = Some(run.sandbox.no_network());
-        }
-        Covered {
-            floor,
-            report: None,
-            mapped,
-        }
+    if let Some((verdict, why)) = refused(run, touched, change) {
+        return no_number(run, settings, &tool, verdict, why, Tally::default());
+    }
+    let launcher = InSandbox { run };
+    let changed: Vec<String> = change.lines.keys().cloned().collect();
+    let mut tally = Tally::default();
+    for found in &touched.packages {
+        tally.cover(run, &launcher, found, &changed, settings);
+    }
+    if let Some((verdict, why)) = tally.without_number() {
+        return no_number(run, settings, &tool, verdict, why, tally);
+    }
+    let test_code = test_code(run.root, &tally.files, &change.lines);
+    let report = compare(&tally.files, &change.lines, &test_code, settings, &tool);
+    let counted = counted(&report, &words, &tally, change, touched, &test_code);
+    let counted = runners::scrub(&counted, run.root);
+    let (n, m) = (report.covered, report.changed_executable);
+    let mut floor = if let Some(value) = (n * 100).checked_div(m) {
+        let value = u32::try_from(value).unwrap_or(100);
+        let (verdict, detail) = verdict(value, settings, counted);
+        FloorResult::new(Floor::Coverage, verdict, tool.clone(), detail)
+            .numbers(f64::from(value), f64::from(settings.threshold))
+    } else {
+        let why = match counted.split_once("; ") {
+            Some((_, rest)) => format!("no changed executable line counted; {rest}"),
+            None => "no changed executable line".to_string(),
+        };
+        FloorResult::new(Floor::Coverage, Verdict::Skipped, tool.clone(), why)
+            .numbers(0.0, f64::from(settings.threshold))
     };
+    floor.network = Some(run.sandbox.no_network());
+    floor.version = Some(tally.versions.join("; "));
+    Covered {
+        floor,
+        report: Some(report),
+        mapped: tally.mapped,
+    }
+}
+
+/// Why no suite runs at all: no touched package with tests, a changed path aayu refuses, a checkout the
+/// sandbox cannot reach.
+fn refused(run: &Run, touched: &Touched, change: &Added) -> Option<(Verdict, String)> {
     if touched.packages.is_empty() {
         let why = if touched.without_runner.is_empty() {
             "no package with tests is touched by the change".to_string()
         } else {
             format!("no coverage runner for {} yet", touched.stacks())
         };
-        return no_number(Verdict::Skipped, why, mapped, &versions, false);
+        return Some((Verdict::Skipped, why));
     }
     // A path is data: one with a control character is refused (its lines could not be told apart in
     // the tools' reports), never left out of the count.
-    if let Some(path) = added
+    if let Some(path) = change
+        .lines
         .keys()
         .chain(&change.left_out)
         .find(|p| p.chars().any(char::is_control))
     {
-        return no_number(
+        return Some((
             Verdict::Blocked,
             format!(
                 "`{}` has a control character in its name: aayu refuses such a path, and cannot count its lines — rename it",
                 path.escape_debug()
             ),
-            mapped,
-            &versions,
-            false,
-        );
+        ));
     }
-    if let Some(why) = run.sandbox.reach_problem(run.root) {
-        return no_number(Verdict::Blocked, why, mapped, &versions, false);
+    run.sandbox
+        .reach_problem(run.root)
+        .map(|why| (Verdict::Blocked, why))
+}
+
+/// A result without a number: it still names the threshold, and — once product code ran — the
+/// toolchain and the network it ran with.
+fn no_number(
+    run: &Run,
+    settings: &Settings,
+    tool: &str,
+    verdict: Verdict,
+    detail: String,
+    tally: Tally,
+) -> Covered {
+    let mut floor = FloorResult::new(
+        Floor::Coverage,
+        verdict,
+        tool.to_string(),
+        runners::scrub(&detail, run.root),
+    )
+    .numbers(0.0, f64::from(settings.threshold));
+    if !tally.versions.is_empty() {
+        floor.version = Some(tally.versions.join("; "));
     }
-    let launcher = InSandbox { run };
-    let mut files: BTreeMap<String, Lines> = BTreeMap::new();
-    let (mut failing, mut broken, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
-    let mut untested: Vec<String> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let mut ran = false;
-    let changed: Vec<String> = added.keys().cloned().collect();
-    for found in &touched.packages {
+    if tally.ran {
+        floor.network = Some(run.sandbox.no_network());
+    }
+    Covered {
+        floor,
+        report: None,
+        mapped: tally.mapped,
+    }
+}
+
+/// What the touched packages' suites gave, package by package.
+#[derive(Default)]
+struct Tally {
+    mapped: BTreeMap<TestId, TestResult>,
+    /// The toolchains they ran with, as the floor names them.
+    versions: Vec<String>,
+    files: BTreeMap<String, Lines>,
+    /// Tests of a suite that failed and that no criterion maps.
+    failing: Vec<String>,
+    broken: Vec<String>,
+    blocked: Vec<String>,
+    /// Packages whose lines are not counted, with why.
+    untested: Vec<String>,
+    notes: Vec<String>,
+    /// Whether product code ran.
+    ran: bool,
+}
+
+impl Tally {
+    /// Runs one touched package's suite, instrumented, and adds what it gave.
+    fn cover(
+        &mut self,
+        run: &Run,
+        launcher: &InSandbox,
+        found: &Found,
+        changed: &[String],
+        settings: &Settings,
+    ) {
         let package = found.package();
         let shown = crate::sandbox::toolchain::shown_dir(package.dir);
         let Prepared { env, version, llvm } = match prepare(run, &package) {
             Ok(prepared) => prepared,
             Err(why) => {
-                blocked.push(format!("`{shown}`: {why}"));
-                continue;
+                self.blocked.push(format!("`{shown}`: {why}"));
+                return;
             }
         };
-        if !versions.contains(&version) {
-            versions.push(version);
+        if !self.versions.contains(&version) {
+            self.versions.push(version);
         }
         let ids: Vec<&TestId> = settings
             .mapped
@@ -421,38 +488,46 @@ pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) ->
             .collect();
         let on = runners::Run {
             root: run.root,
-            launcher: &launcher,
+            launcher,
             timeout: run.timeout,
             env,
         };
         let cover = runners::Cover {
             mapped: &ids,
-            changed: &changed,
+            changed,
             llvm: llvm.as_ref(),
             cargo_home: run.sandbox.env_value("CARGO_HOME").map(Path::new),
         };
-        ran = true;
-        let suite = match runners::cover_suite(&on, &package, &cover) {
-            Ok(suite) => suite,
-            Err(why) => {
-                blocked.push(format!("`{shown}`: {why}"));
-                continue;
-            }
-        };
-        mapped.extend(suite.mapped);
+        self.ran = true;
+        match runners::cover_suite(&on, &package, &cover) {
+            Ok(suite) => self.add(suite, &package, &ids, shown),
+            Err(why) => self.blocked.push(format!("`{shown}`: {why}")),
+        }
+    }
+
+    /// A suite's results: the mapped tests, why it gives no coverage, its failing tests no criterion
+    /// maps, its lines.
+    fn add(
+        &mut self,
+        suite: runners::Suite,
+        package: &runners::Package,
+        ids: &[&TestId],
+        shown: &str,
+    ) {
+        self.mapped.extend(suite.mapped);
         if let Some(why) = suite.broken {
-            broken.push(why);
-            continue;
+            self.broken.push(why);
+            return;
         }
         if let Some(why) = suite.blocked {
-            blocked.push(why);
-            continue;
+            self.blocked.push(why);
+            return;
         }
         if suite.nothing {
             // No package after all (every file excluded by a build constraint): nothing to count.
-            continue;
+            return;
         }
-        notes.extend(suite.notes);
+        self.notes.extend(suite.notes);
         for (name, failed) in &suite.tests {
             let Some(why) = failed else {
                 continue;
@@ -461,7 +536,7 @@ pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) ->
                 .iter()
                 .any(|id| package.runner.names_test(&id.rest, name))
             {
-                failing.push(if why.is_empty() {
+                self.failing.push(if why.is_empty() {
                     format!("`{name}` in `{shown}`")
                 } else {
                     format!("`{name}` in `{shown}` ({why})")
@@ -469,34 +544,54 @@ pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) ->
             }
         }
         if let Some(why) = suite.uncounted {
-            untested.push(format!("`{shown}` ({why})"));
+            self.untested.push(format!("`{shown}` ({why})"));
         }
         for (path, lines) in suite.lines {
-            files.entry(path).or_default().add(lines);
+            self.files.entry(path).or_default().add(lines);
         }
     }
-    if !failing.is_empty() {
-        let them = if failing.len() == 1 { "it" } else { "them" };
-        broken.push(format!(
-            "{} of the suite failed and no criterion maps {them}: a broken suite has no coverage to report — fix {them}, or map {them} to the criterion it tests",
-            failing.join(", "),
-        ));
+
+    /// Why the suites give no number: a broken suite (its unmapped failing tests make it one) fails the
+    /// floor, a suite that could not run blocks it.
+    fn without_number(&mut self) -> Option<(Verdict, String)> {
+        if !self.failing.is_empty() {
+            let them = if self.failing.len() == 1 {
+                "it"
+            } else {
+                "them"
+            };
+            self.broken.push(format!(
+                "{} of the suite failed and no criterion maps {them}: a broken suite has no coverage to report — fix {them}, or map {them} to the criterion it tests",
+                self.failing.join(", "),
+            ));
+        }
+        if !self.broken.is_empty() {
+            let mut all = std::mem::take(&mut self.broken);
+            all.append(&mut self.blocked);
+            return Some((Verdict::Fail, all.join("; ")));
+        }
+        if !self.blocked.is_empty() {
+            return Some((Verdict::Blocked, self.blocked.join("; ")));
+        }
+        None
     }
-    if !broken.is_empty() {
-        broken.extend(blocked);
-        return no_number(Verdict::Fail, broken.join("; "), mapped, &versions, ran);
-    }
-    if !blocked.is_empty() {
-        return no_number(Verdict::Blocked, blocked.join("; "), mapped, &versions, ran);
-    }
-    let test_code = test_code(run.root, &files, added);
-    let report = compare(&files, added, &test_code, settings, &tool);
+}
+
+/// The counted lines in words, with everything the number leaves out said beside it.
+fn counted(
+    report: &Report,
+    words: &str,
+    tally: &Tally,
+    change: &Added,
+    touched: &Touched,
+    test_code: &BTreeMap<String, TestCode>,
+) -> String {
     let (n, m) = (report.covered, report.changed_executable);
     let mut counted = format!("{n} of {m} changed executable lines covered ({words})");
-    if !untested.is_empty() {
-        counted = format!("{counted}; not counted: {}", untested.join(", "));
+    if !tally.untested.is_empty() {
+        counted = format!("{counted}; not counted: {}", tally.untested.join(", "));
     }
-    for note in notes {
+    for note in &tally.notes {
         counted = format!("{counted}; {note}");
     }
     if !change.left_out.is_empty() {
@@ -523,27 +618,21 @@ pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) ->
             touched.stacks()
         );
     }
-    let counted = runners::scrub(&counted, run.root);
-    let mut floor = if let Some(value) = (n * 100).checked_div(m) {
-        let value = u32::try_from(value).unwrap_or(100);
-        let (verdict, detail) = verdict(value, settings, counted);
-        FloorResult::new(Floor::Coverage, verdict, tool.clone(), detail)
-            .numbers(f64::from(value), f64::from(settings.threshold))
-    } else {
-        let why = match counted.split_once("; ") {
-            Some((_, rest)) => format!("no changed executable line counted; {rest}"),
-            None => "no changed executable line".to_string(),
-        };
-        FloorResult::new(Floor::Coverage, Verdict::Skipped, tool.clone(), why)
-            .numbers(0.0, f64::from(settings.threshold))
-    };
-    floor.network = Some(run.sandbox.no_network());
-    floor.version = Some(versions.join("; "));
-    Covered {
-        floor,
-        report: Some(report),
-        mapped,
-    }
+    counted
+}
+
+/// Why a package's suite cannot run here ([`prepare`]): a blocked reason.
+#[derive(Debug, thiserror::Error)]
+enum Unprepared {
+    #[error(transparent)]
+    Package(#[from] crate::floors::test_evidence::Unrunnable),
+    /// The preflight's reason its runner's tool is missing.
+    #[error("{0}")]
+    Tool(String),
+    #[error(transparent)]
+    Llvm(#[from] std::sync::Arc<crate::sandbox::llvm::LlvmError>),
+    #[error(transparent)]
+    Folder(#[from] crate::sandbox::SandboxError),
 }
 
 /// A package ready to run its suite ([`prepare`]).
@@ -557,10 +646,13 @@ struct Prepared {
 /// instrumented build's own target folder, so that the plain builds of the checks, of the mapped tests
 /// outside the touched packages and of the base keep theirs), the toolchain's version as the floor names
 /// it, and for cargo the LLVM tools; or why it cannot run.
-fn prepare(run: &Run, package: &runners::Package) -> Result<Prepared, String> {
+fn prepare(run: &Run, package: &runners::Package) -> Result<Prepared, Unprepared> {
     let mut env = crate::floors::test_evidence::package_env(run, package)?;
     if package.runner.tool() != Tool::Cargo {
-        let line = run.sandbox.tool(package.runner.tool())?;
+        let line = run
+            .sandbox
+            .tool(package.runner.tool())
+            .map_err(Unprepared::Tool)?;
         let version = line
             .split_whitespace()
             .find(|w| w.starts_with("go1"))
@@ -573,10 +665,7 @@ fn prepare(run: &Run, package: &runners::Package) -> Result<Prepared, String> {
         });
     }
     let llvm = run.sandbox.llvm_tools(&env)?;
-    let dir = run
-        .sandbox
-        .named_target_dir(0, "coverage")
-        .map_err(|e| e.to_string())?;
+    let dir = run.sandbox.named_target_dir(0, "coverage")?;
     env.push(("CARGO_TARGET_DIR".to_string(), dir.into_os_string()));
     Ok(Prepared {
         env,

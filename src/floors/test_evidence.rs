@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::floors::behaviour::{self, BehaviourReport, Status};
 use crate::floors::{Floor, FloorResult, Verdict};
-use crate::runners::{self, Job, Launcher, Ran};
+use crate::runners::{self, Job, LaunchError, Launcher, Ran, RunnerError};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::{self, Network, Sandbox};
 use crate::story::evidence_map::EvidenceMap;
@@ -88,7 +88,7 @@ pub fn run_tests(
             Ok(env) => env,
             Err(why) => {
                 // Said as on every machine (a toolchain's folder is this machine's).
-                let why = runners::scrub(&why, run.root);
+                let why = runners::scrub(&why.to_string(), run.root);
                 results.extend(runners::all(&tests, Outcome::Blocked(why)));
                 continue;
             }
@@ -114,20 +114,36 @@ pub fn run_tests(
     results
 }
 
+/// Why a package's processes cannot run here: a blocked reason.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unrunnable {
+    /// The preflight's reason its runner's tool is missing.
+    #[error("{0}")]
+    Tool(String),
+    #[error(transparent)]
+    Runner(#[from] RunnerError),
+    /// The fetch's reason the package's dependencies are missing.
+    #[error("{0}")]
+    Dependencies(String),
+}
+
 /// What a package's processes need to run here — its runner's tool (and a version the package accepts),
 /// its toolchain, its fetched dependencies — as the variables they get, its install's included; or why
 /// it cannot run (a blocked reason).
 pub(crate) fn package_env(
     run: &Run,
     package: &runners::Package,
-) -> Result<Vec<(String, std::ffi::OsString)>, String> {
-    let version = run.sandbox.tool(package.runner.tool())?;
+) -> Result<Vec<(String, std::ffi::OsString)>, Unrunnable> {
+    let version = run
+        .sandbox
+        .tool(package.runner.tool())
+        .map_err(Unrunnable::Tool)?;
     package.runner.accepts_tool(run.root, package, &version)?;
     let mut env = package
         .runner
         .toolchain(run.sandbox.toolchains(), run.root, package)?;
     if let Some(why) = run.sandbox.dependency_problem(run.root, package.dir) {
-        return Err(why);
+        return Err(Unrunnable::Dependencies(why));
     }
     // What the package's install gave it (a Python venv of this tree's own).
     env.extend(run.sandbox.installed_env(run.root, package.dir));
@@ -142,14 +158,11 @@ pub(crate) struct InSandbox<'a, 'b> {
 
 impl Launcher for InSandbox<'_, '_> {
     /// A fresh folder of the first slot's uid.
-    fn scratch(&self, name: &str) -> Result<std::path::PathBuf, String> {
-        self.run
-            .sandbox
-            .fresh_dir(0, name)
-            .map_err(|e| e.to_string())
+    fn scratch(&self, name: &str) -> Result<std::path::PathBuf, LaunchError> {
+        Ok(self.run.sandbox.fresh_dir(0, name)?)
     }
 
-    fn launch(&self, job: Job) -> Result<Ran, String> {
+    fn launch(&self, job: Job) -> Result<Ran, LaunchError> {
         let run = self.run;
         let beat = |elapsed: Duration| {
             if let Some(heartbeat) = run.heartbeat {
@@ -160,10 +173,7 @@ impl Launcher for InSandbox<'_, '_> {
         let mut env = job.env.clone();
         let report = match job.report {
             Some(var) => {
-                let dir = run
-                    .sandbox
-                    .fresh_dir(0, "report")
-                    .map_err(|e| e.to_string())?;
+                let dir = run.sandbox.fresh_dir(0, "report")?;
                 let file = dir.join("report");
                 env.push((var.to_string(), file.clone().into_os_string()));
                 Some(file)
@@ -190,19 +200,21 @@ impl Launcher for InSandbox<'_, '_> {
                 },
                 &BTreeSet::new(),
             )
-            .map_err(|e| format!("cannot run `{}`: {e}", job.argv.join(" ")))?;
+            .map_err(|source| LaunchError::Start {
+                command: job.argv.join(" "),
+                source,
+            })?;
         if !outcome.survivors.is_empty() {
-            return Err(format!(
-                "{} process(es) of `{}` survived the kill: its result cannot be trusted",
-                outcome.survivors.len(),
-                job.argv.join(" ")
-            ));
+            return Err(LaunchError::Survivors {
+                count: outcome.survivors.len(),
+                command: job.argv.join(" "),
+            });
         }
-        if let Some(over) = &outcome.over_limit {
-            return Err(format!(
-                "`{}` went over a limit: {over}",
-                job.argv.join(" ")
-            ));
+        if let Some(over) = outcome.over_limit {
+            return Err(LaunchError::OverLimit {
+                command: job.argv.join(" "),
+                over,
+            });
         }
         Ok(Ran {
             code: outcome.code,

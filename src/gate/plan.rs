@@ -87,11 +87,12 @@ pub fn plan(inputs: &Inputs) -> Result<Plan, GateError> {
                         criterion.id
                     ))
                 };
-                let id = TestId::parse(text).map_err(contract)?;
+                let id = TestId::parse(text).map_err(|e| contract(e.to_string()))?;
                 // The runner of the package reads the rest of the id: a doc test, a malformed target
                 // qualifier or Go name is refused before anything runs.
                 if let Some(found) = crate::runners::package_of(root, &id) {
-                    id.check(root, &found.package()).map_err(contract)?;
+                    id.check(root, &found.package())
+                        .map_err(|e| contract(e.to_string()))?;
                 }
                 tests.push(id);
             }

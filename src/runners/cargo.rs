@@ -11,16 +11,47 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Job, Marker, Outcome, Package, Ran, Run, Runner, TestId, TestResult, exited, join};
+use super::{
+    Exited, Job, LaunchError, Marker, Outcome, Package, Ran, Run, Runner, RunnerError, TestId,
+    TestResult, exited, join,
+};
 use crate::sandbox::FetchPlan;
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, cargo_workspace, is_virtual_manifest, shown_dir};
 
 mod cfg;
-mod coverage;
+pub(crate) mod coverage;
 mod test_code;
 
 pub struct Cargo;
+
+/// Why cargo's runner cannot read or run a package's tests.
+#[derive(Debug, thiserror::Error)]
+pub enum CargoError {
+    #[error(
+        "`{manifest}` is a virtual workspace manifest (no `[package]`), which has no tests of its own: name the member's folder (`crates/<member>:{rest}`)"
+    )]
+    VirtualManifest { manifest: String, rest: String },
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Exited(#[from] Exited),
+    #[error("{0}")]
+    LibraryPath(#[source] std::env::JoinPathsError),
+}
+
+/// A cargo test id's rest that is not `[<target>[(<kind>)]/]<test path>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CargoIdError {
+    #[error("doc tests are not evidence: move the example into a `#[test]`")]
+    DocTest,
+    #[error(
+        "`{rest}` is not `[<target>[(<kind>)]/]<test path>` (kinds: lib, bin, test, example, bench)"
+    )]
+    Grammar { rest: String },
+    #[error("`{path}` is not a test path as libtest prints it (`tests::name`)")]
+    NotAPath { path: String },
+}
 
 impl Runner for Cargo {
     fn name(&self) -> &'static str {
@@ -47,7 +78,7 @@ impl Runner for Cargo {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Vec<(String, OsString)>, String> {
+    ) -> Result<Vec<(String, OsString)>, RunnerError> {
         Ok(toolchains
             .rust_for(root, package.dir)?
             .map(|name| vec![("RUSTUP_TOOLCHAIN".to_string(), name.into())])
@@ -59,13 +90,14 @@ impl Runner for Cargo {
         path.rsplit("::").next().unwrap_or(path)
     }
 
-    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String> {
+    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), RunnerError> {
         CargoTest::parse(rest)?;
         if is_virtual_manifest(root, package.dir) {
-            return Err(format!(
-                "`{}` is a virtual workspace manifest (no `[package]`), which has no tests of its own: name the member's folder (`crates/<member>:{rest}`)",
-                join(package.dir, "Cargo.toml")
-            ));
+            return Err(CargoError::VirtualManifest {
+                manifest: join(package.dir, "Cargo.toml"),
+                rest: rest.to_string(),
+            }
+            .into());
         }
         Ok(())
     }
@@ -75,7 +107,7 @@ impl Runner for Cargo {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Option<FetchPlan>, String> {
+    ) -> Result<Option<FetchPlan>, RunnerError> {
         let workspace = cargo_workspace(root, package.dir);
         let manifest = root.join(package.dir).join("Cargo.toml");
         Ok(Some(FetchPlan {
@@ -118,7 +150,7 @@ impl Runner for Cargo {
         let library = match library_env(run, &built) {
             Ok(env) => env,
             Err(why) => {
-                results.extend(super::all(&ids, Outcome::NotRun(why)));
+                results.extend(super::all(&ids, Outcome::NotRun(why.to_string())));
                 return results;
             }
         };
@@ -159,7 +191,7 @@ impl Runner for Cargo {
                     Err(why) => {
                         gathered
                             .ended
-                            .insert((target.clone(), name.to_string()), why);
+                            .insert((target.clone(), name.to_string()), why.to_string());
                     }
                 }
             }
@@ -180,8 +212,8 @@ impl Runner for Cargo {
         run: &Run,
         package: &Package,
         cover: &super::Cover,
-    ) -> Result<super::Suite, String> {
-        coverage::cover_suite(run, package, cover)
+    ) -> Result<super::Suite, RunnerError> {
+        Ok(coverage::cover_suite(run, package, cover)?)
     }
 
     fn covers(&self) -> bool {
@@ -468,7 +500,7 @@ fn build(
             timeout,
             report: None,
         })
-        .map_err(Outcome::NotRun)?;
+        .map_err(|why| Outcome::NotRun(why.to_string()))?;
     let mut executables: BTreeMap<Target, PathBuf> = BTreeMap::new();
     let mut bins: BTreeMap<Target, PathBuf> = BTreeMap::new();
     let mut broken: BTreeMap<Target, String> = BTreeMap::new();
@@ -590,7 +622,7 @@ fn build(
 /// native ones its build scripts named, and — when something links Rust's std as a dylib (a proc-macro
 /// crate's own tests, a `dylib` crate) — the toolchain's library folder (`rustc --print
 /// target-libdir`, asked as the process's uid). Empty when nothing needs one.
-fn library_env(run: &Run, built: &Built) -> Result<Vec<(String, std::ffi::OsString)>, String> {
+fn library_env(run: &Run, built: &Built) -> Result<Vec<(String, std::ffi::OsString)>, CargoError> {
     if built.library.is_empty() {
         return Ok(Vec::new());
     }
@@ -607,7 +639,7 @@ fn library_env(run: &Run, built: &Built) -> Result<Vec<(String, std::ffi::OsStri
             report: None,
         })?;
         if ran.code != Some(0) {
-            return Err(exited("`rustc --print target-libdir`", &ran, run.root));
+            return Err(Exited::of("`rustc --print target-libdir`", &ran, run.root).into());
         }
         let dir = String::from_utf8_lossy(&ran.stdout).trim().to_string();
         if !dir.is_empty() {
@@ -615,7 +647,7 @@ fn library_env(run: &Run, built: &Built) -> Result<Vec<(String, std::ffi::OsStri
         }
     }
     dirs.extend(built.library.iter().cloned());
-    let joined = std::env::join_paths(&dirs).map_err(|e| e.to_string())?;
+    let joined = std::env::join_paths(&dirs).map_err(CargoError::LibraryPath)?;
     Ok(vec![("LD_LIBRARY_PATH".to_string(), joined)])
 }
 
@@ -761,7 +793,7 @@ fn run_executable(
     (target, exe): (&Target, &Path),
     names: &BTreeSet<&str>,
     library: &[(String, std::ffi::OsString)],
-) -> Result<(Events, Option<String>), String> {
+) -> Result<(Events, Option<String>), LaunchError> {
     let (record, ran) = launch_executable(
         run,
         package,
@@ -811,7 +843,7 @@ fn launch_executable(
     package: &Package,
     (target, exe): (&Target, &Path),
     asked: Asked,
-) -> Result<(Record, Ran), String> {
+) -> Result<(Record, Ran), LaunchError> {
     let shown = shown_dir(package.dir);
     let mut argv = vec![exe.display().to_string()];
     if asked.whole {
@@ -1020,24 +1052,23 @@ pub struct CargoTest {
 }
 
 impl CargoTest {
-    pub fn parse(rest: &str) -> Result<CargoTest, String> {
+    pub fn parse(rest: &str) -> Result<CargoTest, CargoIdError> {
         // libtest names a doc test `src/lib.rs - foo (line 12)`.
         if rest.contains(" - ") && rest.ends_with(')') && rest.contains("(line ") {
-            return Err(
-                "doc tests are not evidence: move the example into a `#[test]`".to_string(),
-            );
+            return Err(CargoIdError::DocTest);
         }
         let Some((prefix, path)) = rest.split_once('/') else {
             return CargoTest::path_only(rest);
         };
-        let grammar =
-            "is not `[<target>[(<kind>)]/]<test path>` (kinds: lib, bin, test, example, bench)";
+        let grammar = || CargoIdError::Grammar {
+            rest: rest.to_string(),
+        };
         let (name, kind) = match prefix.split_once('(') {
             Some((name, kind)) => {
                 let kind = kind
                     .strip_suffix(')')
                     .and_then(TargetKind::from_word)
-                    .ok_or_else(|| format!("`{rest}` {grammar}"))?;
+                    .ok_or_else(grammar)?;
                 (name, Some(kind))
             }
             None => (prefix, None),
@@ -1047,14 +1078,14 @@ impl CargoTest {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !target_name {
-            return Err(format!("`{rest}` {grammar}"));
+            return Err(grammar());
         }
-        let mut test = CargoTest::path_only(path).map_err(|_| format!("`{rest}` {grammar}"))?;
+        let mut test = CargoTest::path_only(path).map_err(|_| grammar())?;
         test.target = Some((name.to_string(), kind));
         Ok(test)
     }
 
-    fn path_only(path: &str) -> Result<CargoTest, String> {
+    fn path_only(path: &str) -> Result<CargoTest, CargoIdError> {
         // A leading `-` would reach libtest as one of its options (`--include-ignored`).
         if path.is_empty()
             || path.split("::").any(str::is_empty)
@@ -1062,9 +1093,9 @@ impl CargoTest {
             || path.contains('/')
             || path.chars().any(char::is_whitespace)
         {
-            return Err(format!(
-                "`{path}` is not a test path as libtest prints it (`tests::name`)"
-            ));
+            return Err(CargoIdError::NotAPath {
+                path: path.to_string(),
+            });
         }
         Ok(CargoTest {
             target: None,
@@ -1105,7 +1136,10 @@ mod tests {
         assert!(CargoTest::parse("a::b/t").is_err());
         assert!(CargoTest::parse("--include-ignored").is_err());
         let doc = CargoTest::parse("src/lib.rs - foo (line 12)").expect_err("doc");
-        assert!(doc.starts_with("doc tests are not evidence"), "{doc}");
+        assert!(
+            doc.to_string().starts_with("doc tests are not evidence"),
+            "{doc}"
+        );
     }
 
     #[test]

@@ -10,12 +10,28 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
+use super::{
+    Job, Marker, Outcome, Package, Run, Runner, RunnerError, TestId, TestResult, exited, join,
+};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, go_requires_modules, shown_dir};
 use crate::sandbox::{FetchPlan, said};
 
 pub struct Go;
+
+/// Why Go's runner cannot read a package's coverage.
+#[derive(Debug, thiserror::Error)]
+pub enum GoError {
+    #[error("`{shown}`: its module's `go.mod` has no `module` line aayu can read")]
+    NoModuleLine { shown: String },
+}
+
+/// A Go test id's rest that is not `<TestName>[/<subtest>…]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not `<TestName>[/<subtest>…]` as `go test -json` names it (spaces in a subtest's name are `_`)"
+)]
+pub struct GoIdError(String);
 
 impl Runner for Go {
     fn name(&self) -> &'static str {
@@ -42,7 +58,7 @@ impl Runner for Go {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Vec<(String, OsString)>, String> {
+    ) -> Result<Vec<(String, OsString)>, RunnerError> {
         toolchains.go_for(root, package.home)?;
         Ok(Vec::new())
     }
@@ -51,8 +67,9 @@ impl Runner for Go {
         rest.split('/').next().unwrap_or(rest)
     }
 
-    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), String> {
-        GoTest::parse(rest).map(drop)
+    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), RunnerError> {
+        GoTest::parse(rest)?;
+        Ok(())
     }
 
     fn fetch(
@@ -60,7 +77,7 @@ impl Runner for Go {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Option<FetchPlan>, String> {
+    ) -> Result<Option<FetchPlan>, RunnerError> {
         let module = package.home;
         let lock = join(module, "go.sum");
         if !go_requires_modules(root, module) {
@@ -101,7 +118,7 @@ impl Runner for Go {
         run: &Run,
         package: &Package,
         _cover: &super::Cover,
-    ) -> Result<super::Suite, String> {
+    ) -> Result<super::Suite, RunnerError> {
         let module = package.home;
         let pkg = go_pkg(package);
         let argv = [
@@ -135,9 +152,10 @@ impl Runner for Go {
         }
         let shown = shown_dir(package.dir);
         let Some(module) = module_path(run.root, package.home) else {
-            return Err(format!(
-                "`{shown}`: its module's `go.mod` has no `module` line aayu can read"
-            ));
+            return Err(GoError::NoModuleLine {
+                shown: shown.to_string(),
+            }
+            .into());
         };
         let profile = ran.report.unwrap_or_default();
         if profile.is_empty() {
@@ -593,6 +611,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         }
         return results;
     }
+    let ids: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
     // A package's own `TestMain` decides how its tests run: the evidence's line says it is there.
     let main = test_main(run.root, package);
     if let Some(TestMain {
@@ -601,17 +620,52 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         runs: false,
     }) = &main
     {
-        let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
         let why = format!(
             "`{file}` has a `TestMain` that never calls `{param}.Run()` (nor hands `{param}` on): its output is not a test result"
         );
-        results.extend(super::all(&tests, Outcome::NotRun(why)));
+        results.extend(super::all(&ids, Outcome::NotRun(why)));
         return results;
     }
     let test_main = main.map(|m| format!("`{}` has its own `TestMain`", m.file));
     let pkg = go_pkg(package);
-    let module = run.root.join(package.home);
-    let module = module.as_path();
+    let ran = match launch_functions(run, package, &wanted, &pkg) {
+        Ok(ran) => ran,
+        Err(e) => {
+            results.extend(super::all(&ids, Outcome::NotRun(e.to_string())));
+            return results;
+        }
+    };
+    let record = Record::read(&ran, &asked);
+    if let Some(name) = &record.stranger {
+        results.extend(super::all(
+            &ids,
+            Outcome::NotRun(format!(
+                "the test output does not match go test's record (an event of `{name}`, which was not asked for): its events are not a test result"
+            )),
+        ));
+        return results;
+    }
+    for (test, spec) in &wanted {
+        results.insert(
+            (*test).clone(),
+            TestResult {
+                outcome: record.outcome(spec, &ran, run, package, &pkg),
+                events: record.kept(spec),
+                pinned: None,
+                note: test_main.clone(),
+            },
+        );
+    }
+    results
+}
+
+/// One `go test -json -run '^(…)$'` of the wanted top-level functions, from the module's folder.
+fn launch_functions(
+    run: &Run,
+    package: &Package,
+    wanted: &[(&TestId, GoTest)],
+    pkg: &str,
+) -> Result<super::Ran, super::LaunchError> {
     // The top-level functions run whole: a subtest's own result and events are read from their run (a
     // second `-run` level would also filter the subtests of a function that is mapped whole).
     let functions: BTreeSet<String> = wanted
@@ -623,91 +677,114 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         functions.iter().cloned().collect::<Vec<_>>().join("|")
     );
     let argv = [
-        "go", "test", "-json", "-count=1", "-vet=off", "-run", &pattern, &pkg,
+        "go", "test", "-json", "-count=1", "-vet=off", "-run", &pattern, pkg,
     ]
     .map(String::from)
     .to_vec();
     let mut env = run.env.clone();
     env.push(("GODEBUG".to_string(), "gotestjsonbuildtext=0".into()));
-    let ran = match run.launcher.launch(Job {
+    run.launcher.launch(Job {
         what: format!("go test `{pkg}` in `{}`", shown_dir(package.home)),
         argv,
-        cwd: module.to_path_buf(),
+        cwd: run.root.join(package.home),
         env,
         timeout: run.timeout.max(Duration::from_secs(600)),
         report: None,
-    }) {
-        Ok(ran) => ran,
-        Err(e) => {
-            let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
-            results.extend(super::all(&tests, Outcome::NotRun(e)));
-            return results;
-        }
-    };
-    let stdout = String::from_utf8_lossy(&ran.stdout);
-    let stderr = String::from_utf8_lossy(&ran.stderr);
-    let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    let mut build_failed = stdout.contains("[build failed]") || stderr.contains("[build failed]");
-    // Whether go ran the package at all: it ends with a package-level result (pass, fail or skip).
-    let mut package_ran = false;
-    // Whether the package's own last word was `pass`.
-    let mut package_passed = false;
-    // An event of a test this run did not ask for: a test printed it.
-    let mut stranger: Option<String> = None;
-    for line in stdout.lines() {
-        let Ok(mut event) = serde_json::from_str::<Value>(line) else {
-            continue;
+    })
+}
+
+/// What `go test -json` reported of a run: each test's events (timing removed), and what the package's
+/// own events said.
+struct Record {
+    events: BTreeMap<String, Vec<Value>>,
+    build_failed: bool,
+    /// Whether go ran the package at all: it ends with a package-level result (pass, fail or skip).
+    package_ran: bool,
+    /// Whether the package's own last word was `pass`.
+    package_passed: bool,
+    /// An event of a test this run did not ask for: a test printed it.
+    stranger: Option<String>,
+}
+
+impl Record {
+    fn read(ran: &super::Ran, asked: &BTreeSet<&str>) -> Record {
+        let stdout = String::from_utf8_lossy(&ran.stdout);
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        let mut record = Record {
+            events: BTreeMap::new(),
+            build_failed: stdout.contains("[build failed]") || stderr.contains("[build failed]"),
+            package_ran: false,
+            package_passed: false,
+            stranger: None,
         };
-        if event.get("Test").is_none()
-            && matches!(
-                event.get("Action").and_then(Value::as_str),
-                Some("pass" | "fail" | "skip")
-            )
-        {
-            package_ran = true;
-            package_passed = event.get("Action").and_then(Value::as_str) == Some("pass");
-        }
-        if event.get("FailedBuild").is_some()
-            || event.get("Action").and_then(Value::as_str) == Some("build-fail")
-        {
-            build_failed = true;
-        }
-        let Some(test) = event
-            .get("Test")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        if let Some(object) = event.as_object_mut() {
-            object.shift_remove("Time");
-            object.shift_remove("Elapsed");
-            // `--- PASS: TestX (0.00s)` carries a duration too.
-            if let Some(Value::String(output)) = object.get_mut("Output") {
-                *output = without_duration(output);
+        for line in stdout.lines() {
+            let Ok(mut event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if event.get("Test").is_none()
+                && matches!(
+                    event.get("Action").and_then(Value::as_str),
+                    Some("pass" | "fail" | "skip")
+                )
+            {
+                record.package_ran = true;
+                record.package_passed = event.get("Action").and_then(Value::as_str) == Some("pass");
             }
+            if event.get("FailedBuild").is_some()
+                || event.get("Action").and_then(Value::as_str) == Some("build-fail")
+            {
+                record.build_failed = true;
+            }
+            let Some(test) = event
+                .get("Test")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            if let Some(object) = event.as_object_mut() {
+                object.shift_remove("Time");
+                object.shift_remove("Elapsed");
+                // `--- PASS: TestX (0.00s)` carries a duration too.
+                if let Some(Value::String(output)) = object.get_mut("Output") {
+                    *output = without_duration(output);
+                }
+            }
+            if !asked
+                .iter()
+                .any(|f| test == *f || test.starts_with(&format!("{f}/")))
+            {
+                record.stranger.get_or_insert_with(|| test.clone());
+            }
+            record.events.entry(test).or_default().push(event);
         }
-        if !asked
+        record
+    }
+
+    /// The events of a test and of its subtests, in order.
+    fn own<'a>(&'a self, spec: &'a GoTest) -> impl Iterator<Item = &'a Value> + 'a {
+        let nested = format!("{}/", spec.name);
+        self.events
             .iter()
-            .any(|f| test == *f || test.starts_with(&format!("{f}/")))
-        {
-            stranger.get_or_insert_with(|| test.clone());
-        }
-        events.entry(test).or_default().push(event);
+            .filter(move |(name, _)| **name == spec.name || name.starts_with(&nested))
+            .flat_map(|(_, list)| list.iter())
     }
-    if let Some(name) = stranger {
-        let tests: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
-        results.extend(super::all(
-            &tests,
-            Outcome::NotRun(format!(
-                "the test output does not match go test's record (an event of `{name}`, which was not asked for): its events are not a test result"
-            )),
-        ));
-        return results;
+
+    /// The test's own events, and its subtests', as the evidence keeps them.
+    fn kept(&self, spec: &GoTest) -> Vec<String> {
+        self.own(spec).map(Value::to_string).collect()
     }
-    let shown = shown_dir(package.dir);
-    for (test, spec) in &wanted {
-        let own = events.get(&spec.name).cloned().unwrap_or_default();
+
+    /// One test's outcome, read from its own events and the package's.
+    fn outcome(
+        &self,
+        spec: &GoTest,
+        ran: &super::Ran,
+        run: &Run,
+        package: &Package,
+        pkg: &str,
+    ) -> Outcome {
+        let own = self.events.get(&spec.name).cloned().unwrap_or_default();
         let verdicts: Vec<&str> = own
             .iter()
             .filter_map(|e| {
@@ -717,15 +794,10 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
             })
             .collect();
         // The test's own output and its subtests', in order: what a failure is read from.
-        let nested = format!("{}/", spec.name);
-        let output: Vec<&str> = events
-            .iter()
-            .filter(|(name, _)| **name == spec.name || name.starts_with(&nested))
-            .flat_map(|(_, list)| list.iter())
-            .filter_map(|e| e.get("Output").and_then(Value::as_str))
-            .collect();
-        let last = verdicts.last().copied();
-        let outcome = match last {
+        let output = self
+            .own(spec)
+            .filter_map(|e| e.get("Output").and_then(Value::as_str));
+        match verdicts.last().copied() {
             // The testing package's record of one test: one result, and a package that passed and exited
             // 0 — a `--- PASS` printed after a failure, or before an `os.Exit`, is not one.
             _ if verdicts.len() > 1 => Outcome::NotRun(format!(
@@ -735,7 +807,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
             )),
             // (A subtest's pass stands while a sibling subtest fails the package.)
             Some("pass")
-                if spec.name == spec.function && (!package_passed || ran.code != Some(0)) =>
+                if spec.name == spec.function && (!self.package_passed || ran.code != Some(0)) =>
             {
                 Outcome::NotRun(format!(
                     "the test output does not match go test's record (`{}` passed, but the package did not): its events are not a test result",
@@ -743,43 +815,26 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
                 ))
             }
             Some("pass") => Outcome::Passed,
-            Some("fail") => Outcome::Failed(go_failure(
-                output.into_iter(),
-                &run.root.join(package.home),
-                run.root,
-            )),
+            Some("fail") => {
+                Outcome::Failed(go_failure(output, &run.root.join(package.home), run.root))
+            }
             Some(_) => Outcome::NotRun("the test was skipped".to_string()),
-            None if build_failed => Outcome::NotBuilt(format!(
+            None if self.build_failed => Outcome::NotBuilt(format!(
                 "`{pkg}` did not build: {}",
                 said(&ran.stderr, run.root)
             )),
             None if !own.is_empty() => Outcome::NotRun(
                 "the test started but gave no result (a crash or os.Exit)".to_string(),
             ),
-            None if package_ran => {
-                Outcome::NotFound(format!("no test `{}` in `{shown}`", spec.name))
-            }
+            None if self.package_ran => Outcome::NotFound(format!(
+                "no test `{}` in `{}`",
+                spec.name,
+                shown_dir(package.dir)
+            )),
             // go stopped before it ran the package (go.mod, a missing module offline…): its own words.
-            None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), &ran, run.root)),
-        };
-        // The test's own events, and its subtests'.
-        let nested = format!("{}/", spec.name);
-        let kept: Vec<String> = events
-            .iter()
-            .filter(|(name, _)| **name == spec.name || name.starts_with(&nested))
-            .flat_map(|(_, list)| list.iter().map(Value::to_string))
-            .collect();
-        results.insert(
-            (*test).clone(),
-            TestResult {
-                outcome,
-                events: kept,
-                pinned: None,
-                note: test_main.clone(),
-            },
-        );
+            None => Outcome::NotBuilt(exited(&format!("`go test {pkg}`"), ran, run.root)),
+        }
     }
-    results
 }
 
 /// `--- PASS: TestX (0.01s)` → `--- PASS: TestX`: Go prints each result's duration into its output.
@@ -813,7 +868,7 @@ pub struct GoTest {
 }
 
 impl GoTest {
-    pub fn parse(rest: &str) -> Result<GoTest, String> {
+    pub fn parse(rest: &str) -> Result<GoTest, GoIdError> {
         let function = rest.split('/').next().unwrap_or_default();
         let identifier = function
             .chars()
@@ -821,9 +876,7 @@ impl GoTest {
             .is_some_and(|c| c.is_alphabetic() || c == '_')
             && function.chars().all(|c| c.is_alphanumeric() || c == '_');
         if !identifier || rest.split('/').any(str::is_empty) || rest.contains(' ') {
-            return Err(format!(
-                "`{rest}` is not `<TestName>[/<subtest>…]` as `go test -json` names it (spaces in a subtest's name are `_`)"
-            ));
+            return Err(GoIdError(rest.to_string()));
         }
         Ok(GoTest {
             function: function.to_string(),

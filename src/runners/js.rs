@@ -17,7 +17,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
+use super::{
+    Job, Marker, Outcome, Package, Run, Runner, RunnerError, TestId, TestResult, exited, join,
+};
+use crate::safe_fs::Refused;
 use crate::sandbox::FetchPlan;
 use crate::sandbox::install::{Install, InstallStep};
 use crate::sandbox::preflight::Tool;
@@ -78,6 +81,119 @@ pub enum Framework {
     Node,
 }
 
+/// Why a JavaScript package's tests cannot be read, fetched or run here.
+#[derive(Debug, thiserror::Error)]
+pub enum JsError {
+    #[error(
+        "`{manifest}` names no test runner aayu reads: vitest or jest as a dependency (here or in a package above it, a workspace's root), their config file, or a `test` script that runs `node --test`"
+    )]
+    NoRunner { manifest: String },
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: Refused,
+    },
+    #[error("`{path}` is not JSON: {source}")]
+    NotJson {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "`{manifest}` asks for Node `{wanted}` (`engines.node`), and this machine's is {have}: use an image with a Node that satisfies it, or widen the range"
+    )]
+    NodeUnfit {
+        manifest: String,
+        wanted: String,
+        have: UnfitNode,
+    },
+    #[error(
+        "`{file}` is in the package `{member}` (it has its own `package.json`): name it `{member}:{inner}::{full}`"
+    )]
+    InMember {
+        file: String,
+        member: String,
+        inner: String,
+        full: String,
+    },
+    #[error(
+        "`{file}` is yarn 2 or newer's (no `# yarn lockfile v1` line): installing with yarn ≥ 2 is not built yet — its yarn is the repository's own `.yarn/releases` program, which aayu does not run with the network on; map the criterion to a behaviour check with `checks = [...]` meanwhile"
+    )]
+    Yarn2 { file: String },
+    #[error(
+        "`{manifest}` has dependencies but no lock file: commit a lock file (`npm install` writes `package-lock.json`; pnpm's `pnpm-lock.yaml` and yarn 1's `yarn.lock` do too): the gate installs exactly what it names"
+    )]
+    NoLock { manifest: String },
+    #[error(transparent)]
+    NotPrepared(Box<NotPrepared>),
+    #[error(
+        "`{file}` has no `packages` (lockfileVersion 1): write it again with npm 7 or newer (`npm install`)"
+    )]
+    NoPackages { file: String },
+    #[error(
+        "`{file}`: `{at}` comes from `{shown}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`"
+    )]
+    NotRegistry {
+        file: String,
+        at: String,
+        shown: String,
+    },
+    #[error("`{file}` has no `lockfileVersion`: it is not a pnpm lock file aayu reads")]
+    NoLockfileVersion { file: String },
+    #[error(
+        "`{file}` line {line}: `{text}`: {why}; aayu installs only tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`"
+    )]
+    PnpmRefused {
+        file: String,
+        line: usize,
+        text: String,
+        why: &'static str,
+    },
+    #[error(
+        "`{file}` line {line}: `{what}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`"
+    )]
+    YarnRefused {
+        file: String,
+        line: usize,
+        what: String,
+    },
+    #[error(
+        "`{file}` line {line}: `{what}` has no `integrity`: aayu installs only registry tarballs named with their hash; write the lock again with yarn 1.10 or newer (`yarn install`)"
+    )]
+    YarnUnhashed {
+        file: String,
+        line: usize,
+        what: String,
+    },
+}
+
+/// A lock file whose package manager (pnpm, yarn 1) corepack has not prepared on this machine.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{file}` is {tool}'s, and no {which} is prepared on this machine (looked in {shown}: {have}): the full image carries pnpm and yarn 1; elsewhere run `corepack install -g {install}` (with the COREPACK_HOME aayu sees)"
+)]
+pub struct NotPrepared {
+    file: String,
+    tool: &'static str,
+    which: String,
+    shown: String,
+    have: String,
+    install: String,
+}
+
+/// The version line of a Node that a package's `engines.node` does not accept, as shown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`")]
+pub struct UnfitNode(String);
+
+/// A JavaScript test id's rest that is not `<test file>::<describe> > <test title>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not `<test file>::<describe> > <test title>` relative to the package folder (`src/parse.test.ts::parse > rejects a trailing comma`)"
+)]
+pub struct JsIdError(String);
+
 impl Framework {
     pub fn name(self) -> &'static str {
         match self {
@@ -88,7 +204,7 @@ impl Framework {
     }
 
     /// The runner `package.json` (and the config files beside it) names; why none, else.
-    pub fn of(root: &Path, dir: &str) -> Result<Framework, String> {
+    pub fn of(root: &Path, dir: &str) -> Result<Framework, JsError> {
         let manifest = read_manifest(root, dir)?;
         let has_dependency = |name: &str| {
             ["devDependencies", "dependencies"]
@@ -144,16 +260,15 @@ impl Framework {
                 return Ok(Framework::Jest);
             }
         }
-        Err(format!(
-            "`{}` names no test runner aayu reads: vitest or jest as a dependency (here or in a package above it, a workspace's root), their config file, or a `test` script that runs `node --test`",
-            join(dir, "package.json")
-        ))
+        Err(JsError::NoRunner {
+            manifest: join(dir, "package.json"),
+        })
     }
 }
 
 /// Whether node's version line (`v20.20.2`) satisfies the npm range `wanted`; `Err` holds the version as
 /// shown. A range or a version line that cannot be read fits (npm itself only warns).
-fn node_fits(wanted: &str, version: &str) -> Result<(), String> {
+fn node_fits(wanted: &str, version: &str) -> Result<(), UnfitNode> {
     let shown = version.trim();
     let (Ok(range), Ok(have)) = (
         wanted.parse::<nodejs_semver::Range>(),
@@ -166,16 +281,18 @@ fn node_fits(wanted: &str, version: &str) -> Result<(), String> {
     if range.satisfies(&have) {
         Ok(())
     } else {
-        Err(format!("`{shown}`"))
+        Err(UnfitNode(shown.to_string()))
     }
 }
 
 /// A package's `package.json`, read without following a link, capped.
-fn read_manifest(root: &Path, dir: &str) -> Result<Value, String> {
+fn read_manifest(root: &Path, dir: &str) -> Result<Value, JsError> {
     let path = join(dir, "package.json");
-    let bytes = crate::safe_fs::read(root, &path, 4 << 20)
-        .map_err(|e| format!("cannot read `{path}`: {e}"))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("`{path}` is not JSON: {e}"))
+    let bytes = crate::safe_fs::read(root, &path, 4 << 20).map_err(|source| JsError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| JsError::NotJson { path, source })
 }
 
 impl Runner for Js {
@@ -207,7 +324,7 @@ impl Runner for Js {
         _toolchains: &Toolchains,
         _root: &Path,
         _package: &Package,
-    ) -> Result<Vec<(String, OsString)>, String> {
+    ) -> Result<Vec<(String, OsString)>, RunnerError> {
         Ok(Vec::new())
     }
 
@@ -219,7 +336,12 @@ impl Runner for Js {
 
     /// `engines.node` (an npm range) against the machine's Node: one it does not satisfy blocks, with
     /// both named. A range aayu cannot read is left to npm, which only warns about it.
-    fn accepts_tool(&self, root: &Path, package: &Package, version: &str) -> Result<(), String> {
+    fn accepts_tool(
+        &self,
+        root: &Path,
+        package: &Package,
+        version: &str,
+    ) -> Result<(), RunnerError> {
         let manifest = read_manifest(root, package.dir)?;
         let Some(wanted) = manifest
             .get("engines")
@@ -228,16 +350,17 @@ impl Runner for Js {
         else {
             return Ok(());
         };
-        node_fits(wanted, version).map_err(|shown| {
-            format!(
-                "`{}` asks for Node `{}` (`engines.node`), and this machine's is {shown}: use an image with a Node that satisfies it, or widen the range",
-                join(package.dir, "package.json"),
-                wanted.escape_debug()
-            )
+        node_fits(wanted, version).map_err(|have| {
+            JsError::NodeUnfit {
+                manifest: join(package.dir, "package.json"),
+                wanted: wanted.escape_debug().to_string(),
+                have,
+            }
+            .into()
         })
     }
 
-    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), String> {
+    fn check_id(&self, root: &Path, package: &Package, rest: &str) -> Result<(), RunnerError> {
         let spec = JsTest::parse(rest)?;
         // A file of a package below this one (a workspace member) is that package's test.
         let parts: Vec<&str> = spec.file.split('/').collect();
@@ -245,15 +368,17 @@ impl Runner for Js {
             let inner = parts[..n].join("/");
             let member = join(package.dir, &inner);
             if crate::safe_fs::is_regular(root, &join(&member, "package.json")) {
-                return Err(format!(
-                    "`{}` is in the package `{member}` (it has its own `package.json`): name it `{member}:{}::{}`",
-                    join(package.dir, &spec.file),
-                    parts[n..].join("/"),
-                    spec.full
-                ));
+                return Err(JsError::InMember {
+                    file: join(package.dir, &spec.file),
+                    member,
+                    inner: parts[n..].join("/"),
+                    full: spec.full,
+                }
+                .into());
             }
         }
-        Framework::of(root, package.dir).map(drop)
+        Framework::of(root, package.dir)?;
+        Ok(())
     }
 
     fn fetch(
@@ -261,7 +386,7 @@ impl Runner for Js {
         toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Option<FetchPlan>, String> {
+    ) -> Result<Option<FetchPlan>, RunnerError> {
         let manifest = read_manifest(root, package.dir)?;
         let depends = ["dependencies", "devDependencies", "optionalDependencies"]
             .iter()
@@ -367,7 +492,7 @@ struct Lock {
 /// The lock file that installs the package: in its own folder, or the nearest above it inside the tree
 /// (an npm, pnpm or yarn workspace's root). None: why, with the fix. A yarn ≥ 2 lock (`__metadata:`) is
 /// refused: its yarn is the repository's own program.
-fn lock_folder(root: &Path, dir: &str) -> Result<Lock, String> {
+fn lock_folder(root: &Path, dir: &str) -> Result<Lock, JsError> {
     let mut at = dir.to_string();
     loop {
         for (name, manager) in [
@@ -383,9 +508,7 @@ fn lock_folder(root: &Path, dir: &str) -> Result<Lock, String> {
             if manager == Manager::Yarn {
                 let head = crate::safe_fs::read(root, &file, 64 << 20).unwrap_or_default();
                 if !String::from_utf8_lossy(&head).contains("# yarn lockfile v1") {
-                    return Err(format!(
-                        "`{file}` is yarn 2 or newer's (no `# yarn lockfile v1` line): installing with yarn ≥ 2 is not built yet — its yarn is the repository's own `.yarn/releases` program, which aayu does not run with the network on; map the criterion to a behaviour check with `checks = [...]` meanwhile"
-                    ));
+                    return Err(JsError::Yarn2 { file });
                 }
             }
             return Ok(Lock {
@@ -401,10 +524,9 @@ fn lock_folder(root: &Path, dir: &str) -> Result<Lock, String> {
             .rsplit_once('/')
             .map_or(String::new(), |(p, _)| p.to_string());
     }
-    Err(format!(
-        "`{}` has dependencies but no lock file: commit a lock file (`npm install` writes `package-lock.json`; pnpm's `pnpm-lock.yaml` and yarn 1's `yarn.lock` do too): the gate installs exactly what it names",
-        join(dir, "package.json")
-    ))
+    Err(JsError::NoLock {
+        manifest: join(dir, "package.json"),
+    })
 }
 
 /// The pnpm or yarn 1 that corepack prepared on this machine (`$COREPACK_HOME/v1/<tool>/<version>`),
@@ -416,7 +538,7 @@ fn prepared(
     root: &Path,
     lock: &Lock,
     manifest: &Value,
-) -> Result<(String, PathBuf), String> {
+) -> Result<(String, PathBuf), JsError> {
     let tool = lock.manager.name();
     let program = if lock.manager == Manager::Pnpm {
         "bin/pnpm.cjs"
@@ -490,30 +612,36 @@ fn prepared(
         (None, Manager::Yarn) => ("yarn 1".to_string(), "yarn@1".to_string()),
         (None, _) => (tool.to_string(), tool.to_string()),
     };
-    Err(format!(
-        "`{}` is {tool}'s, and no {which} is prepared on this machine (looked in {shown}: {have}): the full image carries pnpm and yarn 1; elsewhere run `corepack install -g {install}` (with the COREPACK_HOME aayu sees)",
-        lock.file
-    ))
+    Err(JsError::NotPrepared(Box::new(NotPrepared {
+        file: lock.file.clone(),
+        tool,
+        which,
+        shown,
+        have,
+        install,
+    })))
 }
 
 /// Whether every package the lock names comes from a registry as a tarball with its hash, or is a folder
 /// of the lock's own tree (a workspace member, a `file:` folder inside it): a git, `file:` tarball or URL
 /// dependency is refused, read as data before anything runs — npm prepares a git dependency by running
 /// npm in its clone, with the network on.
-fn registry_only(root: &Path, lock: &str) -> Result<(), String> {
+fn registry_only(root: &Path, lock: &str) -> Result<(), JsError> {
     let file = ["package-lock.json", "npm-shrinkwrap.json"]
         .into_iter()
         .map(|name| join(lock, name))
         .find(|path| crate::safe_fs::is_regular(root, path))
         .unwrap_or_else(|| join(lock, "package-lock.json"));
-    let bytes = crate::safe_fs::read(root, &file, 64 << 20)
-        .map_err(|e| format!("cannot read `{file}`: {e}"))?;
-    let parsed: Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("`{file}` is not JSON: {e}"))?;
+    let bytes = crate::safe_fs::read(root, &file, 64 << 20).map_err(|source| JsError::Read {
+        path: file.clone(),
+        source,
+    })?;
+    let parsed: Value = serde_json::from_slice(&bytes).map_err(|source| JsError::NotJson {
+        path: file.clone(),
+        source,
+    })?;
     let Some(packages) = parsed.get("packages").and_then(Value::as_object) else {
-        return Err(format!(
-            "`{file}` has no `packages` (lockfileVersion 1): write it again with npm 7 or newer (`npm install`)"
-        ));
+        return Err(JsError::NoPackages { file });
     };
     for (at, entry) in packages {
         if at.is_empty() {
@@ -538,10 +666,11 @@ fn registry_only(root: &Path, lock: &str) -> Result<(), String> {
                 .unwrap_or("(no resolved, no integrity)")
                 .escape_debug()
                 .to_string();
-            return Err(format!(
-                "`{file}`: `{}` comes from `{shown}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
-                at.escape_debug()
-            ));
+            return Err(JsError::NotRegistry {
+                file,
+                at: at.escape_debug().to_string(),
+                shown,
+            });
         }
     }
     Ok(())
@@ -740,23 +869,26 @@ fn yarn_install(lock: &str, version: &str, program: &Path) -> Install {
 /// anchors, aliases, tags, complex keys, escapes in double quotes, a quoted `resolution` key, a git
 /// `repo`/`commit` anywhere. Anything else is refused naming its line. (git is also shut for the
 /// install: see [`shut`].)
-fn pnpm_registry_only(root: &Path, file: &str) -> Result<(), String> {
-    let bytes = crate::safe_fs::read(root, file, 64 << 20)
-        .map_err(|e| format!("cannot read `{file}`: {e}"))?;
+fn pnpm_registry_only(root: &Path, file: &str) -> Result<(), JsError> {
+    let bytes = crate::safe_fs::read(root, file, 64 << 20).map_err(|source| JsError::Read {
+        path: file.to_string(),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&bytes);
     if !text.lines().any(|l| l.starts_with("lockfileVersion:")) {
-        return Err(format!(
-            "`{file}` has no `lockfileVersion`: it is not a pnpm lock file aayu reads"
-        ));
+        return Err(JsError::NoLockfileVersion {
+            file: file.to_string(),
+        });
     }
     let inside =
         |path: &str| !path.starts_with('/') && path.split('/').all(|p| p != ".." && !p.is_empty());
-    let refused = |n: usize, line: &str, why: &str| {
-        Err(format!(
-            "`{file}` line {}: `{}`: {why}; aayu installs only tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
-            n + 1,
-            line.trim().escape_debug()
-        ))
+    let refused = |n: usize, line: &str, why: &'static str| {
+        Err(JsError::PnpmRefused {
+            file: file.to_string(),
+            line: n + 1,
+            text: line.trim().escape_debug().to_string(),
+            why,
+        })
     };
     for (n, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
@@ -825,9 +957,11 @@ fn pnpm_registry_only(root: &Path, file: &str) -> Result<(), String> {
 
 /// The same for yarn 1's `yarn.lock`: an entry with `resolved` names an `https://` tarball and has an
 /// `integrity`; one without names only `file:`/`link:` folders inside the tree.
-fn yarn_registry_only(root: &Path, file: &str) -> Result<(), String> {
-    let bytes = crate::safe_fs::read(root, file, 64 << 20)
-        .map_err(|e| format!("cannot read `{file}`: {e}"))?;
+fn yarn_registry_only(root: &Path, file: &str) -> Result<(), JsError> {
+    let bytes = crate::safe_fs::read(root, file, 64 << 20).map_err(|source| JsError::Read {
+        path: file.to_string(),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&bytes);
     let inside = |path: &str| {
         let path = path.trim_start_matches("./");
@@ -837,16 +971,18 @@ fn yarn_registry_only(root: &Path, file: &str) -> Result<(), String> {
             && path.split('/').all(|p| p != ".." && !p.is_empty())
     };
     let refuse = |n: usize, what: &str| {
-        Err(format!(
-            "`{file}` line {n}: `{}`: aayu installs only registry tarballs named with their hash (and folders of this tree), so that no package code runs with the network on — a git or URL dependency is not one; publish it, or map the criterion to a behaviour check with `checks = [...]`",
-            what.escape_debug()
-        ))
+        Err(JsError::YarnRefused {
+            file: file.to_string(),
+            line: n,
+            what: what.escape_debug().to_string(),
+        })
     };
     let unhashed = |n: usize, what: &str| {
-        Err(format!(
-            "`{file}` line {n}: `{}` has no `integrity`: aayu installs only registry tarballs named with their hash; write the lock again with yarn 1.10 or newer (`yarn install`)",
-            what.escape_debug()
-        ))
+        Err(JsError::YarnUnhashed {
+            file: file.to_string(),
+            line: n,
+            what: what.escape_debug().to_string(),
+        })
     };
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
@@ -949,12 +1085,8 @@ pub struct JsTest {
 }
 
 impl JsTest {
-    pub fn parse(rest: &str) -> Result<JsTest, String> {
-        let shape = || {
-            format!(
-                "`{rest}` is not `<test file>::<describe> > <test title>` relative to the package folder (`src/parse.test.ts::parse > rejects a trailing comma`)"
-            )
-        };
+    pub fn parse(rest: &str) -> Result<JsTest, JsIdError> {
+        let shape = || JsIdError(rest.to_string());
         let (file, full) = rest.split_once("::").ok_or_else(shape)?;
         let plain = !file.starts_with('/')
             && file
@@ -1027,7 +1159,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         Ok(f) => f,
         Err(why) => {
             let all: Vec<&TestId> = wanted.iter().map(|(t, _)| *t).collect();
-            results.extend(super::all(&all, Outcome::NotRun(why)));
+            results.extend(super::all(&all, Outcome::NotRun(why.to_string())));
             return results;
         }
     };
@@ -1115,7 +1247,10 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         }) {
             Ok(ran) => ran,
             Err(why) => {
-                results.insert((*test).clone(), TestResult::of(Outcome::NotRun(why)));
+                results.insert(
+                    (*test).clone(),
+                    TestResult::of(Outcome::NotRun(why.to_string())),
+                );
                 continue;
             }
         };
@@ -1399,8 +1534,14 @@ mod tests {
         assert_eq!(node_fits(">=18", "v20.20.2"), Ok(()));
         assert_eq!(node_fits("^20.19.0 || >=22", "v20.20.2"), Ok(()));
         assert_eq!(node_fits(">=18.0.0 <21", "v20.20.2"), Ok(()));
-        assert_eq!(node_fits(">=22", "v20.20.2"), Err("`v20.20.2`".to_string()));
-        assert_eq!(node_fits("^18", "v20.20.2"), Err("`v20.20.2`".to_string()));
+        assert_eq!(
+            node_fits(">=22", "v20.20.2").map_err(|e| e.to_string()),
+            Err("`v20.20.2`".to_string())
+        );
+        assert_eq!(
+            node_fits("^18", "v20.20.2").map_err(|e| e.to_string()),
+            Err("`v20.20.2`".to_string())
+        );
         // What aayu cannot read is npm's to warn about.
         assert_eq!(node_fits("lts/*", "v20.20.2"), Ok(()));
         assert_eq!(node_fits(">=99", "node: unknown"), Ok(()));
@@ -1415,7 +1556,7 @@ mod tests {
                 format!("lockfileVersion: '9.0'\n\npackages:\n\n{body}"),
             )
             .expect("write");
-            pnpm_registry_only(dir.path(), "pnpm-lock.yaml")
+            pnpm_registry_only(dir.path(), "pnpm-lock.yaml").map_err(|e| e.to_string())
         };
         assert_eq!(
             pnpm("  a@1.0.0:\n    resolution: {integrity: sha512-AAAA==}\n"),
@@ -1444,7 +1585,7 @@ mod tests {
                 format!("# yarn lockfile v1\n\n\n{body}"),
             )
             .expect("write");
-            yarn_registry_only(dir.path(), "yarn.lock")
+            yarn_registry_only(dir.path(), "yarn.lock").map_err(|e| e.to_string())
         };
         assert_eq!(
             yarn(
@@ -1486,17 +1627,17 @@ mod tests {
             Framework::of(dir.path(), "")
         };
         assert_eq!(
-            of(r#"{"devDependencies": {"vitest": "^3"}}"#),
-            Ok(Framework::Vitest)
+            of(r#"{"devDependencies": {"vitest": "^3"}}"#).ok(),
+            Some(Framework::Vitest)
         );
-        assert_eq!(of(r#"{"jest": {}}"#), Ok(Framework::Jest));
+        assert_eq!(of(r#"{"jest": {}}"#).ok(), Some(Framework::Jest));
         assert_eq!(
-            of(r#"{"scripts": {"test": "eslint . && node --test"}}"#),
-            Ok(Framework::Node)
+            of(r#"{"scripts": {"test": "eslint . && node --test"}}"#).ok(),
+            Some(Framework::Node)
         );
         assert!(
             of(r#"{"scripts": {"test": "mocha"}}"#)
-                .is_err_and(|e| e.contains("names no test runner"))
+                .is_err_and(|e| e.to_string().contains("names no test runner"))
         );
         // A workspace member whose runner is hoisted to the workspace's root.
         std::fs::create_dir_all(dir.path().join("packages/cli")).expect("member");
@@ -1509,8 +1650,8 @@ mod tests {
         of(r#"{"workspaces": ["packages/*"], "devDependencies": {"vitest": "^3"}}"#)
             .expect("the root");
         assert_eq!(
-            Framework::of(dir.path(), "packages/cli"),
-            Ok(Framework::Vitest)
+            Framework::of(dir.path(), "packages/cli").ok(),
+            Some(Framework::Vitest)
         );
         // An id of the root package that names a member's file is pointed to the member.
         let package = Package {
@@ -1519,11 +1660,13 @@ mod tests {
             home: "",
         };
         assert_eq!(
-            Js.check_id(dir.path(), &package, "packages/cli/src/a.test.ts::a > b"),
+            Js.check_id(dir.path(), &package, "packages/cli/src/a.test.ts::a > b")
+                .map_err(|e| e.to_string()),
             Err("`packages/cli/src/a.test.ts` is in the package `packages/cli` (it has its own `package.json`): name it `packages/cli:src/a.test.ts::a > b`".to_string())
         );
         assert_eq!(
-            Js.check_id(dir.path(), &package, "src/a.test.ts::a > b"),
+            Js.check_id(dir.path(), &package, "src/a.test.ts::a > b")
+                .map_err(|e| e.to_string()),
             Ok(())
         );
     }

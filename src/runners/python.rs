@@ -18,7 +18,11 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Job, Marker, Outcome, Package, Run, Runner, TestId, TestResult, exited, join};
+use super::{
+    Exited, Job, LaunchError, Marker, Outcome, Package, Run, Runner, RunnerError, TestId,
+    TestResult, exited, join,
+};
+use crate::safe_fs::Refused;
 use crate::sandbox::FetchPlan;
 use crate::sandbox::install::{Install, InstallStep, Output};
 use crate::sandbox::preflight::Tool;
@@ -46,6 +50,119 @@ const MARKERS: [&str; 5] = [
 const EVENTS: &str = "AAYU_PYTEST_EVENTS";
 
 pub struct Python;
+
+/// Why a Python package's requirements cannot be read, or its tests run.
+#[derive(Debug, thiserror::Error)]
+pub enum PythonError {
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: Refused,
+    },
+    #[error("`{path}` is not a pyproject aayu can read: {}", .source.message())]
+    Pyproject {
+        path: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error(transparent)]
+    Requirement(#[from] RefusedRequirement),
+    #[error("`{file}`: {why}")]
+    Group {
+        file: String,
+        #[source]
+        why: GroupError,
+    },
+    #[error("`{file}` {group}: {why}")]
+    Poetry {
+        file: String,
+        group: String,
+        #[source]
+        why: PoetryError,
+    },
+    #[error("`{shown}`: `-r` files include each other")]
+    IncludesItself { shown: String },
+    #[error("{at}: `-r {other}` is outside the package folder")]
+    Outside { at: String, other: String },
+    #[error("{at}: `-r {other}` names no file of the package")]
+    NoFile { at: String, other: String },
+    #[error(
+        "{at}: `{line}` installs another local folder: aayu installs only the package itself (from a copy of its folder) and the rest as wheels by name, so that no other package's code is built; publish it as a wheel (to the index or `[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+    )]
+    Editable { at: String, line: String },
+    #[error(
+        "{at}: `{line}` is an option, and aayu reads requirements files as data: set the index in aayu's environment (PIP_INDEX_URL), a wheelhouse with `[verify] python_wheels`"
+    )]
+    Option { at: String, line: String },
+    #[error("{at}: {why}")]
+    Refused {
+        at: String,
+        #[source]
+        why: RefusedRequirement,
+    },
+    #[error(
+        "the build backend's requirements hold `{line}`, which is an option: aayu downloads requirements by name only"
+    )]
+    BackendOption { line: String },
+    #[error(
+        "the Python environment of `{shown}` was not installed (its install is made with the dependencies, before any test)"
+    )]
+    NotInstalled { shown: String },
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(
+        "the aayu pytest plugin did not load (check `addopts` in the package's pytest configuration: `-p no:aayu_pytest` or a plugin that replaces the run)"
+    )]
+    NotLoaded,
+    #[error("{}; pytest said: {said}", PythonError::NotLoaded)]
+    NotLoadedSaid { said: Exited },
+}
+
+/// A requirement aayu does not download by name (see [`refused_requirement`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{shown}` in `{from}` {what}: aayu installs dependencies only as wheels by name from the index (no package code runs with the network on); publish it to an index or a wheelhouse (`[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
+)]
+pub struct RefusedRequirement {
+    shown: String,
+    from: String,
+    what: &'static str,
+}
+
+/// Why a PEP 735 dependency group cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    #[error("dependency group `{0}` includes itself")]
+    IncludesItself(String),
+    #[error("no dependency group `{0}`")]
+    Missing(String),
+    #[error("dependency group `{name}` holds {item}")]
+    Holds { name: String, item: toml::Value },
+}
+
+/// Why a poetry dependency table cannot be read as requirements.
+#[derive(Debug, thiserror::Error)]
+pub enum PoetryError {
+    #[error(
+        "`{name}` is a `{source_key}` dependency: aayu installs dependencies only as wheels by name from the index"
+    )]
+    Source {
+        name: String,
+        source_key: &'static str,
+    },
+    #[error("`{name}` is {value}, which aayu cannot read as a dependency")]
+    Unreadable { name: String, value: toml::Value },
+    #[error("`{name} = \"{constraint}\"` is a version constraint aayu cannot read")]
+    Constraint { name: String, constraint: String },
+}
+
+/// A pytest id's rest that is not a node id relative to the package folder.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a pytest node id relative to the package folder (`tests/test_x.py::test_name`, `tests/test_x.py::TestClass::test_name[param]`)"
+)]
+pub struct PyIdError(String);
 
 impl Runner for Python {
     fn name(&self) -> &'static str {
@@ -76,7 +193,7 @@ impl Runner for Python {
         _toolchains: &Toolchains,
         _root: &Path,
         _package: &Package,
-    ) -> Result<Vec<(String, OsString)>, String> {
+    ) -> Result<Vec<(String, OsString)>, RunnerError> {
         Ok(Vec::new())
     }
 
@@ -86,8 +203,9 @@ impl Runner for Python {
         base.rsplit("::").next().unwrap_or(base)
     }
 
-    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), String> {
-        PyTest::parse(rest).map(drop)
+    fn check_id(&self, _root: &Path, _package: &Package, rest: &str) -> Result<(), RunnerError> {
+        PyTest::parse(rest)?;
+        Ok(())
     }
 
     fn fetch(
@@ -95,7 +213,7 @@ impl Runner for Python {
         _toolchains: &Toolchains,
         root: &Path,
         package: &Package,
-    ) -> Result<Option<FetchPlan>, String> {
+    ) -> Result<Option<FetchPlan>, RunnerError> {
         let recipe = Recipe::read(root, package.dir)?;
         Ok(Some(FetchPlan {
             unit: package.dir.to_string(),
@@ -145,12 +263,8 @@ pub struct PyTest {
 }
 
 impl PyTest {
-    pub fn parse(rest: &str) -> Result<PyTest, String> {
-        let shape = || {
-            format!(
-                "`{rest}` is not a pytest node id relative to the package folder (`tests/test_x.py::test_name`, `tests/test_x.py::TestClass::test_name[param]`)"
-            )
-        };
+    pub fn parse(rest: &str) -> Result<PyTest, PyIdError> {
+        let shape = || PyIdError(rest.to_string());
         let (base, parameters) = match rest.find('[') {
             Some(at) => (&rest[..at], Some(&rest[at..])),
             None => (rest, None),
@@ -298,7 +412,7 @@ static REQUIREMENT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new
 
 /// Why a requirement cannot be downloaded as a wheel by name: an option, a URL, a `git+` source, a
 /// local path, or any text that is not a plain requirement ([`REQUIREMENT`]).
-fn refused_requirement(line: &str, from: &str) -> Option<String> {
+fn refused_requirement(line: &str, from: &str) -> Option<RefusedRequirement> {
     let shown = line.escape_debug().to_string().replace('`', "'");
     // Any word pip would read as an option (`--no-binary`, after a marker too).
     let option = line.split_whitespace().any(|word| word.starts_with('-'));
@@ -315,98 +429,23 @@ fn refused_requirement(line: &str, from: &str) -> Option<String> {
     } else {
         return None;
     };
-    Some(format!(
-        "`{shown}` in `{from}` {what}: aayu installs dependencies only as wheels by name from the index (no package code runs with the network on); publish it to an index or a wheelhouse (`[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
-    ))
+    Some(RefusedRequirement {
+        shown,
+        from: from.to_string(),
+        what,
+    })
 }
 
 impl Recipe {
-    fn read(root: &Path, dir: &str) -> Result<Recipe, String> {
+    fn read(root: &Path, dir: &str) -> Result<Recipe, PythonError> {
         let has = |name: &str| crate::safe_fs::is_regular(root, &join(dir, name));
-        let read_text = |name: &str| -> Result<String, String> {
-            crate::safe_fs::read(root, &join(dir, name), 4 << 20)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .map_err(|e| format!("cannot read `{}`: {e}", join(dir, name)))
-        };
-        let pyproject: Option<Pyproject> = if has("pyproject.toml") {
-            let text = read_text("pyproject.toml")?;
-            Some(toml::from_str(&text).map_err(|e| {
-                format!(
-                    "`{}` is not a pyproject aayu can read: {}",
-                    join(dir, "pyproject.toml"),
-                    e.message()
-                )
-            })?)
-        } else {
-            None
-        };
+        let pyproject = read_pyproject(root, dir)?;
         let legacy = has("setup.py") || has("setup.cfg");
         let project = pyproject.as_ref().and_then(|p| p.project.as_ref());
         let system = pyproject.as_ref().and_then(|p| p.build_system.as_ref());
         let installable = legacy || project.is_some() || system.is_some();
-        let mut build: Vec<String> = match system {
-            Some(system) => system.requires.clone(),
-            None if installable => vec!["setuptools>=40.8.0".to_string()],
-            None => Vec::new(),
-        };
-        if build
-            .iter()
-            .any(|r| normalised(requirement_name(r)) == "setuptools")
-            && !build
-                .iter()
-                .any(|r| normalised(requirement_name(r)) == "wheel")
-        {
-            // Older setuptools asks for `wheel` to build an editable install.
-            build.push("wheel".to_string());
-        }
-        let build_file = if pyproject.is_some() {
-            "pyproject.toml"
-        } else {
-            "setup.py"
-        };
-        for line in &build {
-            if let Some(why) = refused_requirement(line, &join(dir, build_file)) {
-                return Err(why);
-            }
-        }
-        // The test requirements beside the project's: a dependency group, else a requirements file.
-        let groups = pyproject
-            .as_ref()
-            .map(|p| &p.dependency_groups)
-            .filter(|g| !g.is_empty());
-        let group = groups.and_then(|groups| {
-            ["test", "tests", "dev"]
-                .into_iter()
-                .find(|name| groups.contains_key(*name))
-                .map(|name| (name, groups))
-        });
-        let poetry = pyproject
-            .as_ref()
-            .and_then(|p| p.tool.get("poetry"))
-            .and_then(toml::Value::as_table);
-        let poetry_group = poetry.and_then(poetry_test_group);
-        let more: Vec<String> = match (group, poetry_group) {
-            (Some((name, groups)), _) => {
-                let mut out = Vec::new();
-                expand_group(groups, name, &mut out, 0)
-                    .map_err(|why| format!("`{}`: {why}", join(dir, "pyproject.toml")))?;
-                out
-            }
-            (None, Some((name, table))) => poetry_requirements(table)
-                .map_err(|why| format!("`{}` {name}: {why}", join(dir, "pyproject.toml")))?,
-            (None, None) => match REQUIREMENTS
-                .iter()
-                .find_map(|pattern| requirements_file(root, dir, pattern))
-            {
-                Some(file) => read_requirements(root, dir, &file, 0)?,
-                None => Vec::new(),
-            },
-        };
-        for line in &more {
-            if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
-                return Err(why);
-            }
-        }
+        let build = build_requirements(system, installable, &pyproject, dir)?;
+        let more = test_requirements(root, dir, pyproject.as_ref())?;
         let dynamic = project.is_some_and(|p| {
             p.dynamic
                 .iter()
@@ -414,60 +453,7 @@ impl Recipe {
         });
         let own_data = project.is_some() && !dynamic;
         let requirements = if own_data || !installable {
-            let mut lines: Vec<String> = Vec::new();
-            let project = project.cloned().unwrap_or_default();
-            let own = project.name.as_deref().map(normalised);
-            let extra = project
-                .optional_dependencies
-                .iter()
-                .filter(|(name, _)| TEST_EXTRAS.contains(&normalised(name).as_str()))
-                .min_by_key(|(_, list)| list.span().start)
-                .map(|(name, _)| name.clone());
-            let mut wanted: BTreeSet<String> = extra.iter().map(|e| normalised(e)).collect();
-            // The project's own extras a list names (`test = ["me[yaml]"]`) are taken in too.
-            loop {
-                let before = wanted.len();
-                let chosen = wanted.clone();
-                let lists = std::iter::once(&project.dependencies).chain(
-                    project
-                        .optional_dependencies
-                        .iter()
-                        .filter(|(name, _)| chosen.contains(&normalised(name)))
-                        .map(|(_, list)| list.get_ref()),
-                );
-                lines.clear();
-                for list in lists {
-                    for line in list {
-                        if own.as_deref() == Some(normalised(requirement_name(line)).as_str()) {
-                            wanted.extend(requirement_extras(line));
-                        } else if !lines.contains(line) {
-                            lines.push(line.clone());
-                        }
-                    }
-                }
-                if wanted.len() == before {
-                    break;
-                }
-            }
-            for line in &lines {
-                if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
-                    return Err(why);
-                }
-            }
-            if extra.is_none() {
-                for line in &more {
-                    if !lines.contains(line) {
-                        lines.push(line.clone());
-                    }
-                }
-            }
-            if !lines
-                .iter()
-                .any(|l| normalised(requirement_name(l)) == "pytest")
-            {
-                lines.push(PYTEST_PIN.to_string());
-            }
-            Some(lines)
+            Some(project_requirements(project, &more, dir)?)
         } else {
             None
         };
@@ -494,69 +480,6 @@ impl Recipe {
     /// The install: download the build requirements (wheels only, with the network), ask the backend for
     /// the rest when it must (offline), download those, then make the venv and install offline.
     fn install(&self, dir: &str) -> Install {
-        let download = |what: &str, file: &str| InstallStep {
-            what: what.to_string(),
-            argv: [
-                "@python@",
-                "-I",
-                "-m",
-                "pip",
-                "download",
-                "--only-binary=:all:",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--progress-bar",
-                "off",
-                "--dest",
-                "@work@/dl",
-                "--find-links",
-                "@wheels@",
-                "--find-links",
-                "@work@/dl",
-                "-r",
-            ]
-            .into_iter()
-            .map(String::from)
-            .chain([format!("@work@/{file}")])
-            .collect(),
-            network: true,
-            cwd: "@work@".to_string(),
-            env: Vec::new(),
-            unless_empty: Some(file.to_string()),
-            explain: Some(explain_pip),
-            output: None,
-        };
-        let offline_pip = |venv: &str, file: &str, package: bool| {
-            let mut argv: Vec<String> = [
-                "@python@",
-                "-I",
-                "-m",
-                "pip",
-                "--python",
-                &format!("{venv}/bin/python"),
-                "install",
-                "--no-index",
-                "--find-links",
-                "@wheels@",
-                "--find-links",
-                "@work@/dl",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--progress-bar",
-                "off",
-                "-r",
-                &format!("@work@/{file}"),
-            ]
-            .into_iter()
-            .map(String::from)
-            .collect();
-            if package {
-                argv.extend(["-e".to_string(), "@copy@".to_string()]);
-            }
-            argv
-        };
         // A version read from git metadata (setuptools-scm, hatch-vcs): the copy has no `.git`.
         let scm = vec![(
             "SETUPTOOLS_SCM_PRETEND_VERSION".to_string(),
@@ -584,53 +507,7 @@ impl Recipe {
                     "packaging\ntomli; python_version < \"3.11\"\n".to_string(),
                 ));
                 files.push(("aayu_meta.py".to_string(), META.to_string()));
-                steps.push(download(
-                    "downloading what reads the build's metadata",
-                    "meta.txt",
-                ));
-                steps.push(venv("@work@/build-env"));
-                let mut argv = offline_pip("@work@/build-env", "build.txt", false);
-                argv.extend([
-                    "-r".to_string(),
-                    "@work@/meta.txt".to_string(),
-                    "--only-binary=:all:".to_string(),
-                ]);
-                steps.push(InstallStep {
-                    what: "installing the build requirements (offline)".to_string(),
-                    argv,
-                    network: false,
-                    cwd: "@work@".to_string(),
-                    env: Vec::new(),
-                    unless_empty: None,
-                    explain: Some(explain_pip),
-                    output: None,
-                });
-                steps.push(InstallStep {
-                    what: "asking the package's build backend for its requirements (offline)"
-                        .to_string(),
-                    argv: [
-                        "@work@/build-env/bin/python",
-                        "@work@/aayu_meta.py",
-                        "@copy@",
-                        "@work@",
-                        "@work@/out",
-                        PYTEST_PIN,
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    network: false,
-                    cwd: "@copy@".to_string(),
-                    env: scm.clone(),
-                    unless_empty: None,
-                    explain: None,
-                    // Package code wrote it: read as data by root, every line a requirement by name,
-                    // before the download that has the network reads it.
-                    output: Some(Output {
-                        from: "out/requirements.txt".to_string(),
-                        to: "requirements.txt".to_string(),
-                        check: checked_requirements,
-                    }),
-                });
+                steps.extend(backend_requirements(&scm));
             }
         }
         steps.push(download(
@@ -666,6 +543,300 @@ impl Recipe {
     }
 }
 
+/// A download of the requirements in `@work@/<file>` (wheels only, with the network), skipped when the
+/// file is empty.
+fn download(what: &str, file: &str) -> InstallStep {
+    InstallStep {
+        what: what.to_string(),
+        argv: [
+            "@python@",
+            "-I",
+            "-m",
+            "pip",
+            "download",
+            "--only-binary=:all:",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--progress-bar",
+            "off",
+            "--dest",
+            "@work@/dl",
+            "--find-links",
+            "@wheels@",
+            "--find-links",
+            "@work@/dl",
+            "-r",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain([format!("@work@/{file}")])
+        .collect(),
+        network: true,
+        cwd: "@work@".to_string(),
+        env: Vec::new(),
+        unless_empty: Some(file.to_string()),
+        explain: Some(explain_pip),
+        output: None,
+    }
+}
+
+/// pip of the interpreter, installing offline into the venv `venv` the requirements of `@work@/<file>`
+/// (and the copy of the package, editable, when `package`).
+fn offline_pip(venv: &str, file: &str, package: bool) -> Vec<String> {
+    let mut argv: Vec<String> = [
+        "@python@",
+        "-I",
+        "-m",
+        "pip",
+        "--python",
+        &format!("{venv}/bin/python"),
+        "install",
+        "--no-index",
+        "--find-links",
+        "@wheels@",
+        "--find-links",
+        "@work@/dl",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+        "-r",
+        &format!("@work@/{file}"),
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    if package {
+        argv.extend(["-e".to_string(), "@copy@".to_string()]);
+    }
+    argv
+}
+
+/// The steps that ask the package's build backend for its requirements: a venv of the build
+/// requirements (and what the step reads them with), offline; then the backend, in the copy, writes the
+/// list root reads as data.
+fn backend_requirements(scm: &[(String, String)]) -> Vec<InstallStep> {
+    let mut steps = Vec::new();
+    steps.push(download(
+        "downloading what reads the build's metadata",
+        "meta.txt",
+    ));
+    steps.push(venv("@work@/build-env"));
+    let mut argv = offline_pip("@work@/build-env", "build.txt", false);
+    argv.extend([
+        "-r".to_string(),
+        "@work@/meta.txt".to_string(),
+        "--only-binary=:all:".to_string(),
+    ]);
+    steps.push(InstallStep {
+        what: "installing the build requirements (offline)".to_string(),
+        argv,
+        network: false,
+        cwd: "@work@".to_string(),
+        env: Vec::new(),
+        unless_empty: None,
+        explain: Some(explain_pip),
+        output: None,
+    });
+    steps.push(InstallStep {
+        what: "asking the package's build backend for its requirements (offline)".to_string(),
+        argv: [
+            "@work@/build-env/bin/python",
+            "@work@/aayu_meta.py",
+            "@copy@",
+            "@work@",
+            "@work@/out",
+            PYTEST_PIN,
+        ]
+        .map(String::from)
+        .to_vec(),
+        network: false,
+        cwd: "@copy@".to_string(),
+        env: scm.to_vec(),
+        unless_empty: None,
+        explain: None,
+        // Package code wrote it: read as data by root, every line a requirement by name,
+        // before the download that has the network reads it.
+        output: Some(Output {
+            from: "out/requirements.txt".to_string(),
+            to: "requirements.txt".to_string(),
+            check: |text| checked_requirements(text).map_err(Into::into),
+        }),
+    });
+    steps
+}
+
+/// The package's `pyproject.toml`, read as data, when it has one.
+fn read_pyproject(root: &Path, dir: &str) -> Result<Option<Pyproject>, PythonError> {
+    let path = join(dir, "pyproject.toml");
+    if !crate::safe_fs::is_regular(root, &path) {
+        return Ok(None);
+    }
+    let text = crate::safe_fs::read(root, &path, 4 << 20)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|source| PythonError::Read {
+            path: path.clone(),
+            source,
+        })?;
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|source| PythonError::Pyproject { path, source })
+}
+
+/// The build requirements: `[build-system] requires`, or setuptools for an installable package that
+/// names none (with `wheel` beside setuptools); each one a requirement by name.
+fn build_requirements(
+    system: Option<&BuildSystem>,
+    installable: bool,
+    pyproject: &Option<Pyproject>,
+    dir: &str,
+) -> Result<Vec<String>, PythonError> {
+    let mut build: Vec<String> = match system {
+        Some(system) => system.requires.clone(),
+        None if installable => vec!["setuptools>=40.8.0".to_string()],
+        None => Vec::new(),
+    };
+    if build
+        .iter()
+        .any(|r| normalised(requirement_name(r)) == "setuptools")
+        && !build
+            .iter()
+            .any(|r| normalised(requirement_name(r)) == "wheel")
+    {
+        // Older setuptools asks for `wheel` to build an editable install.
+        build.push("wheel".to_string());
+    }
+    let build_file = if pyproject.is_some() {
+        "pyproject.toml"
+    } else {
+        "setup.py"
+    };
+    for line in &build {
+        if let Some(why) = refused_requirement(line, &join(dir, build_file)) {
+            return Err(why.into());
+        }
+    }
+    Ok(build)
+}
+
+/// The test requirements beside the project's: a dependency group, else poetry's test group, else a
+/// requirements file; each one a requirement by name.
+fn test_requirements(
+    root: &Path,
+    dir: &str,
+    pyproject: Option<&Pyproject>,
+) -> Result<Vec<String>, PythonError> {
+    let groups = pyproject
+        .map(|p| &p.dependency_groups)
+        .filter(|g| !g.is_empty());
+    let group = groups.and_then(|groups| {
+        ["test", "tests", "dev"]
+            .into_iter()
+            .find(|name| groups.contains_key(*name))
+            .map(|name| (name, groups))
+    });
+    let poetry = pyproject
+        .and_then(|p| p.tool.get("poetry"))
+        .and_then(toml::Value::as_table);
+    let poetry_group = poetry.and_then(poetry_test_group);
+    let more: Vec<String> = match (group, poetry_group) {
+        (Some((name, groups)), _) => {
+            let mut out = Vec::new();
+            expand_group(groups, name, &mut out, 0).map_err(|why| PythonError::Group {
+                file: join(dir, "pyproject.toml"),
+                why,
+            })?;
+            out
+        }
+        (None, Some((name, table))) => {
+            poetry_requirements(table).map_err(|why| PythonError::Poetry {
+                file: join(dir, "pyproject.toml"),
+                group: name,
+                why,
+            })?
+        }
+        (None, None) => match REQUIREMENTS
+            .iter()
+            .find_map(|pattern| requirements_file(root, dir, pattern))
+        {
+            Some(file) => read_requirements(root, dir, &file, 0)?,
+            None => Vec::new(),
+        },
+    };
+    for line in &more {
+        if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
+            return Err(why.into());
+        }
+    }
+    Ok(more)
+}
+
+/// Every requirement of a project that writes them as data: its dependencies and its test extra's (the
+/// project's own extras a list names taken in too), else the test requirements `more`; pytest when none
+/// names it.
+fn project_requirements(
+    project: Option<&Project>,
+    more: &[String],
+    dir: &str,
+) -> Result<Vec<String>, PythonError> {
+    let mut lines: Vec<String> = Vec::new();
+    let project = project.cloned().unwrap_or_default();
+    let own = project.name.as_deref().map(normalised);
+    let extra = project
+        .optional_dependencies
+        .iter()
+        .filter(|(name, _)| TEST_EXTRAS.contains(&normalised(name).as_str()))
+        .min_by_key(|(_, list)| list.span().start)
+        .map(|(name, _)| name.clone());
+    let mut wanted: BTreeSet<String> = extra.iter().map(|e| normalised(e)).collect();
+    // The project's own extras a list names (`test = ["me[yaml]"]`) are taken in too.
+    loop {
+        let before = wanted.len();
+        let chosen = wanted.clone();
+        let lists = std::iter::once(&project.dependencies).chain(
+            project
+                .optional_dependencies
+                .iter()
+                .filter(|(name, _)| chosen.contains(&normalised(name)))
+                .map(|(_, list)| list.get_ref()),
+        );
+        lines.clear();
+        for list in lists {
+            for line in list {
+                if own.as_deref() == Some(normalised(requirement_name(line)).as_str()) {
+                    wanted.extend(requirement_extras(line));
+                } else if !lines.contains(line) {
+                    lines.push(line.clone());
+                }
+            }
+        }
+        if wanted.len() == before {
+            break;
+        }
+    }
+    for line in &lines {
+        if let Some(why) = refused_requirement(line, &join(dir, "pyproject.toml")) {
+            return Err(why.into());
+        }
+    }
+    if extra.is_none() {
+        for line in more {
+            if !lines.contains(line) {
+                lines.push(line.clone());
+            }
+        }
+    }
+    if !lines
+        .iter()
+        .any(|l| normalised(requirement_name(l)) == "pytest")
+    {
+        lines.push(PYTEST_PIN.to_string());
+    }
+    Ok(lines)
+}
+
 /// A fresh virtual environment without pip of its own (the interpreter's pip installs into it).
 fn venv(at: &str) -> InstallStep {
     InstallStep {
@@ -684,16 +855,16 @@ fn venv(at: &str) -> InstallStep {
 
 /// The requirements the backend's metadata step wrote (package code ran in it): every line must be a
 /// requirement by name, as a requirements file's are; the text root writes for the download.
-fn checked_requirements(text: &str) -> Result<String, String> {
+fn checked_requirements(text: &str) -> Result<String, PythonError> {
     let mut out = String::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if line.starts_with('-') {
-            return Err(format!(
-                "the build backend's requirements hold `{line}`, which is an option: aayu downloads requirements by name only"
-            ));
+            return Err(PythonError::BackendOption {
+                line: line.to_string(),
+            });
         }
         if let Some(why) = refused_requirement(line, "the build backend's metadata") {
-            return Err(why);
+            return Err(why.into());
         }
         out.push_str(line);
         out.push('\n');
@@ -735,7 +906,7 @@ fn poetry_test_group(poetry: &toml::Table) -> Option<(String, &toml::Table)> {
 
 /// A poetry dependency table as requirement lines: `pytest = "^7.2"` → `pytest>=7.2,<8`, `{version,
 /// extras, markers}` read; a `path`, `git` or `url` dependency refused (it would be built).
-fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, String> {
+fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, PoetryError> {
     let mut out = Vec::new();
     for (name, value) in table {
         if name == "python" {
@@ -748,9 +919,10 @@ fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, String> {
                     .iter()
                     .find(|k| t.contains_key(**k))
                 {
-                    return Err(format!(
-                        "`{name}` is a `{source}` dependency: aayu installs dependencies only as wheels by name from the index"
-                    ));
+                    return Err(PoetryError::Source {
+                        name: name.clone(),
+                        source_key: source,
+                    });
                 }
                 let extras = t
                     .get("extras")
@@ -773,13 +945,15 @@ fn poetry_requirements(table: &toml::Table) -> Result<Vec<String>, String> {
                 )
             }
             other => {
-                return Err(format!(
-                    "`{name}` is {other}, which aayu cannot read as a dependency"
-                ));
+                return Err(PoetryError::Unreadable {
+                    name: name.clone(),
+                    value: other.clone(),
+                });
             }
         };
-        let spec = poetry_constraint(&constraint).ok_or_else(|| {
-            format!("`{name} = \"{constraint}\"` is a version constraint aayu cannot read")
+        let spec = poetry_constraint(&constraint).ok_or_else(|| PoetryError::Constraint {
+            name: name.clone(),
+            constraint: constraint.clone(),
         })?;
         let mut line = name.clone();
         if !extras.is_empty() {
@@ -842,12 +1016,12 @@ fn expand_group(
     name: &str,
     out: &mut Vec<String>,
     depth: usize,
-) -> Result<(), String> {
+) -> Result<(), GroupError> {
     if depth > 16 {
-        return Err(format!("dependency group `{name}` includes itself"));
+        return Err(GroupError::IncludesItself(name.to_string()));
     }
     let Some(list) = groups.get(name) else {
-        return Err(format!("no dependency group `{name}`"));
+        return Err(GroupError::Missing(name.to_string()));
     };
     for item in list {
         match item {
@@ -858,9 +1032,19 @@ fn expand_group(
             }
             toml::Value::Table(t) => match t.get("include-group").and_then(toml::Value::as_str) {
                 Some(other) => expand_group(groups, other, out, depth + 1)?,
-                None => return Err(format!("dependency group `{name}` holds {item}")),
+                None => {
+                    return Err(GroupError::Holds {
+                        name: name.to_string(),
+                        item: item.clone(),
+                    });
+                }
             },
-            other => return Err(format!("dependency group `{name}` holds {other}")),
+            other => {
+                return Err(GroupError::Holds {
+                    name: name.to_string(),
+                    item: other.clone(),
+                });
+            }
         }
     }
     Ok(())
@@ -895,13 +1079,16 @@ fn read_requirements(
     dir: &str,
     file: &str,
     depth: usize,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, PythonError> {
     let shown = join(dir, file);
     if depth > 8 {
-        return Err(format!("`{shown}`: `-r` files include each other"));
+        return Err(PythonError::IncludesItself { shown });
     }
-    let bytes = crate::safe_fs::read(root, &shown, 1 << 20)
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let bytes =
+        crate::safe_fs::read(root, &shown, 1 << 20).map_err(|source| PythonError::Read {
+            path: shown.clone(),
+            source,
+        })?;
     let text = String::from_utf8_lossy(&bytes).replace("\\\n", " ");
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
@@ -928,26 +1115,36 @@ fn read_requirements(
             .map(str::trim)
         {
             let base = file.rsplit_once('/').map_or("", |(d, _)| d);
-            let joined = crate::sandbox::toolchain::package_dir(&join(base, other))
-                .map_err(|_| format!("{at}: `-r {other}` is outside the package folder"))?;
+            let joined =
+                crate::sandbox::toolchain::package_dir(&join(base, other)).map_err(|_| {
+                    PythonError::Outside {
+                        at: at.clone(),
+                        other: other.to_string(),
+                    }
+                })?;
             if !crate::safe_fs::is_regular(root, &join(dir, &joined)) {
-                return Err(format!("{at}: `-r {other}` names no file of the package"));
+                return Err(PythonError::NoFile {
+                    at,
+                    other: other.to_string(),
+                });
             }
             out.extend(read_requirements(root, dir, &joined, depth + 1)?);
             continue;
         }
         if line.starts_with("-e ") || line.starts_with("--editable") {
-            return Err(format!(
-                "{at}: `{line}` installs another local folder: aayu installs only the package itself (from a copy of its folder) and the rest as wheels by name, so that no other package's code is built; publish it as a wheel (to the index or `[verify] python_wheels`), or map the criterion to a behaviour check with `checks = [...]`"
-            ));
+            return Err(PythonError::Editable {
+                at,
+                line: line.to_string(),
+            });
         }
         if line.starts_with('-') {
-            return Err(format!(
-                "{at}: `{line}` is an option, and aayu reads requirements files as data: set the index in aayu's environment (PIP_INDEX_URL), a wheelhouse with `[verify] python_wheels`"
-            ));
+            return Err(PythonError::Option {
+                at,
+                line: line.to_string(),
+            });
         }
         if let Some(why) = refused_requirement(line, &shown) {
-            return Err(format!("{at}: {why}"));
+            return Err(PythonError::Refused { at, why });
         }
         if !out.iter().any(|l| l == line) {
             out.push(line.to_string());
@@ -958,7 +1155,7 @@ fn read_requirements(
 
 /// A run of pytest in the package folder for these node ids (none: the whole suite), with aayu's plugin
 /// and its events file.
-fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, String> {
+fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, PythonError> {
     let var = |name: &str| {
         run.env
             .iter()
@@ -966,10 +1163,9 @@ fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, Stri
             .map(|(_, v)| v.clone())
     };
     let (Some(python), Some(plugin)) = (var("AAYU_PYTHON"), var("AAYU_PYTEST_PLUGIN")) else {
-        return Err(format!(
-            "the Python environment of `{}` was not installed (its install is made with the dependencies, before any test)",
-            shown_dir(package.dir)
-        ));
+        return Err(PythonError::NotInstalled {
+            shown: shown_dir(package.dir).to_string(),
+        });
     };
     let nonce = nonce();
     let mut argv: Vec<String> = vec![
@@ -1034,11 +1230,8 @@ struct Events {
 
 impl Events {
     /// Reads the events file of a run: `Err` when it is not this run's plugin's (no file, no nonce).
-    fn read(ran: &super::Ran) -> Result<Events, String> {
-        let not_loaded = || {
-            "the aayu pytest plugin did not load (check `addopts` in the package's pytest configuration: `-p no:aayu_pytest` or a plugin that replaces the run)".to_string()
-        };
-        let report = ran.report.as_deref().ok_or_else(not_loaded)?;
+    fn read(ran: &super::Ran) -> Result<Events, PythonError> {
+        let report = ran.report.as_deref().ok_or(PythonError::NotLoaded)?;
         let text = String::from_utf8_lossy(report);
         let mut lines = text.lines();
         let nonce = lines.next().unwrap_or_default();
@@ -1048,7 +1241,7 @@ impl Events {
                 && f.get("nonce").and_then(Value::as_str) == Some(nonce)
         });
         if !started {
-            return Err(not_loaded());
+            return Err(PythonError::NotLoaded);
         }
         let mut events = Events {
             tests: BTreeMap::new(),
@@ -1251,13 +1444,13 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         .is_ok_and(|(code, _)| matches!(code, Some(2 | 4)));
     for (test, result) in match batch {
         Ok((_, results)) => results,
-        Err(why) => super::all(&asked, Outcome::NotRun(why)),
+        Err(why) => super::all(&asked, Outcome::NotRun(why.to_string())),
     } {
         let alone = stopped && asked.len() > 1 && result.events.is_empty();
         let result = if alone {
             match run_batch(run, package, &[&test]) {
                 Ok((_, mut one)) => one.remove(&test).unwrap_or(result),
-                Err(why) => TestResult::of(Outcome::NotRun(why)),
+                Err(why) => TestResult::of(Outcome::NotRun(why.to_string())),
             }
         } else {
             result
@@ -1272,15 +1465,14 @@ fn run_batch(
     run: &Run,
     package: &Package,
     tests: &[&TestId],
-) -> Result<(Option<i32>, BTreeMap<TestId, TestResult>), String> {
+) -> Result<(Option<i32>, BTreeMap<TestId, TestResult>), PythonError> {
     let ids: Vec<&str> = tests.iter().map(|t| t.rest.as_str()).collect();
     let ran = pytest(run, package, &ids)?;
-    let events = Events::read(&ran).map_err(|why| {
-        if ran.code == Some(4) {
-            format!("{why}; pytest said: {}", exited("pytest", &ran, run.root))
-        } else {
-            why
-        }
+    let events = Events::read(&ran).map_err(|why| match why {
+        PythonError::NotLoaded if ran.code == Some(4) => PythonError::NotLoadedSaid {
+            said: Exited::of("pytest", &ran, run.root),
+        },
+        why => why,
     })?;
     Ok((
         ran.code,
@@ -1379,7 +1571,10 @@ mod tests {
                 format!("{line}\n"),
             )
             .expect("dev");
-            let why = Recipe::read(legacy.path(), "").err().expect(line);
+            let why = Recipe::read(legacy.path(), "")
+                .err()
+                .expect(line)
+                .to_string();
             assert!(
                 why.contains(said) && why.contains("requirements-dev.txt"),
                 "{line}: {why}"
@@ -1411,7 +1606,9 @@ mod tests {
             ["pytest>=7.0,<8", "pytest-mock[x]"]
         );
         let path: toml::Table = toml::from_str("mine = {path = \"../mine\"}\n").expect("toml");
-        assert!(poetry_requirements(&path).is_err_and(|e| e.contains("`path` dependency")));
+        assert!(
+            poetry_requirements(&path).is_err_and(|e| e.to_string().contains("`path` dependency"))
+        );
     }
 
     #[test]
@@ -1443,7 +1640,9 @@ mod tests {
             ("foo \\", "is not a plain requirement"),
             ("@copy@", "is a URL or VCS requirement"),
         ] {
-            let why = refused_requirement(bad, "pyproject.toml").unwrap_or_default();
+            let why = refused_requirement(bad, "pyproject.toml")
+                .map(|why| why.to_string())
+                .unwrap_or_default();
             assert!(why.contains(said), "{bad:?}: {why}");
         }
     }

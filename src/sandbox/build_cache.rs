@@ -27,6 +27,76 @@ pub const SYSTEM_ROOT: &str = "/var/cache/aayudha/target";
 /// set by whoever runs it, never by a pull request.
 pub const VARIABLE: &str = "AAYUDHA_BUILD_CACHE";
 
+/// Why a kept build folder cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildCacheError {
+    #[error("neither XDG_CACHE_HOME nor HOME is an absolute path")]
+    NoHome,
+    #[error("cannot create `{}`: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create `{}`: {source}", .path.display())]
+    MakeDir {
+        path: PathBuf,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("cannot set the mode of `{}`: {source}", .path.display())]
+    SetMode {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set the mode of `{}`: {source}", .path.display())]
+    ChangeMode {
+        path: PathBuf,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("cannot read `{}`: {source}", .path.display())]
+    Stat {
+        path: PathBuf,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("cannot open `{}`: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("cannot hand `{}` to uid {uid}: {source}", .path.display())]
+    HandOn {
+        path: PathBuf,
+        uid: u32,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error(
+        "the build folder `{}` is refused: {why}. Remove it (`aayu clean`, or by hand) and run again",
+        .path.display()
+    )]
+    Refused { path: PathBuf, why: Refusal },
+}
+
+/// Why a folder on the way to a kept build folder is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("it is a symbolic link")]
+    SymbolicLink,
+    #[error("it is not a directory")]
+    NotADirectory,
+    #[error("it belongs to uid {owner}, not the sandbox uid {uid}")]
+    AnotherUid { owner: u32, uid: u32 },
+    #[error("it belongs to uid {owner}, not root")]
+    NotRoot { owner: u32 },
+    #[error("its mode {mode:04o} lets others write in it")]
+    OthersWrite { mode: u32 },
+}
+
 fn chosen(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     env.get(VARIABLE)
         .filter(|v| v.starts_with('/'))
@@ -78,17 +148,27 @@ pub fn roots(env: &crate::settings::Env) -> Vec<PathBuf> {
 }
 
 /// The kept folder of `repo` for a run as an ordinary user, created (mode `0700`) when missing.
-pub fn user_folder(env: &BTreeMap<String, String>, repo: &Path) -> Result<PathBuf, String> {
+pub fn user_folder(
+    env: &BTreeMap<String, String>,
+    repo: &Path,
+) -> Result<PathBuf, BuildCacheError> {
     use std::os::unix::fs::PermissionsExt;
-    let root = user_root(env).ok_or("neither XDG_CACHE_HOME nor HOME is an absolute path")?;
+    let root = user_root(env).ok_or(BuildCacheError::NoHome)?;
     let dir = root.join(repo_key(repo));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| BuildCacheError::Create {
+        path: dir.clone(),
+        source,
+    })?;
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(refused(&dir, "it is a symbolic link"));
+        return Err(refused(&dir, Refusal::SymbolicLink));
     }
     // The repository's folder is the user's alone; the folders above it are left as they are.
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| format!("cannot set the mode of `{}`: {e}", dir.display()))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(|source| {
+        BuildCacheError::SetMode {
+            path: dir.clone(),
+            source,
+        }
+    })?;
     Ok(dir)
 }
 
@@ -101,7 +181,7 @@ pub fn system_folder(
     env: &BTreeMap<String, String>,
     repo: &Path,
     uid: u32,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, BuildCacheError> {
     system_folder_in(&system_root(env), repo, uid)
 }
 
@@ -110,13 +190,16 @@ pub fn system_root(env: &BTreeMap<String, String>) -> PathBuf {
     chosen(env).unwrap_or_else(|| PathBuf::from(SYSTEM_ROOT))
 }
 
-fn system_folder_in(base: &Path, repo: &Path, uid: u32) -> Result<PathBuf, String> {
+fn system_folder_in(base: &Path, repo: &Path, uid: u32) -> Result<PathBuf, BuildCacheError> {
     let (mut path, at) = repo_folder_in(base, repo)?;
     let leaf = uid.to_string();
     path.push(&leaf);
     make_dir(&at, &leaf, 0o700, &path)?;
     let fd = open_dir(Some(&at), Path::new(&leaf), &path)?;
-    let stat = fstat(fd.as_fd()).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let stat = fstat(fd.as_fd()).map_err(|source| BuildCacheError::Stat {
+        path: path.clone(),
+        source,
+    })?;
     if stat.st_uid == 0 {
         // Just made, or left by a run that stopped before handing it on: the uid's own from now.
         nix::unistd::fchown(
@@ -124,18 +207,26 @@ fn system_folder_in(base: &Path, repo: &Path, uid: u32) -> Result<PathBuf, Strin
             Some(nix::unistd::Uid::from_raw(uid)),
             Some(nix::unistd::Gid::from_raw(uid)),
         )
-        .map_err(|e| format!("cannot hand `{}` to uid {uid}: {e}", path.display()))?;
+        .map_err(|source| BuildCacheError::HandOn {
+            path: path.clone(),
+            uid,
+            source,
+        })?;
     } else if stat.st_uid != uid {
         return Err(refused(
             &path,
-            &format!(
-                "it belongs to uid {}, not the sandbox uid {uid}",
-                stat.st_uid
-            ),
+            Refusal::AnotherUid {
+                owner: stat.st_uid,
+                uid,
+            },
         ));
     }
-    fchmod(fd.as_fd(), Mode::from_bits_truncate(0o700))
-        .map_err(|e| format!("cannot set the mode of `{}`: {e}", path.display()))?;
+    fchmod(fd.as_fd(), Mode::from_bits_truncate(0o700)).map_err(|source| {
+        BuildCacheError::ChangeMode {
+            path: path.clone(),
+            source,
+        }
+    })?;
     Ok(path)
 }
 
@@ -167,7 +258,10 @@ pub fn system_cargo_home(
 /// Where a local run of `repo` keeps what outlives it beside the target folders (the cargo home, the
 /// stamps of a fetch and of the tools that ran): as root, root's `<repo-key>` folder, checked as
 /// [`system_folder`] checks it; as an ordinary user, the user's kept folder.
-pub fn kept_folder(env: &BTreeMap<String, String>, repo: &Path) -> Result<PathBuf, String> {
+pub fn kept_folder(
+    env: &BTreeMap<String, String>,
+    repo: &Path,
+) -> Result<PathBuf, BuildCacheError> {
     if nix::unistd::geteuid().is_root() {
         repo_folder_in(&system_root(env), repo).map(|(path, _)| path)
     } else {
@@ -187,7 +281,7 @@ pub fn remove(path: &Path) -> std::io::Result<()> {
 }
 
 /// As root: `base/<repo-key>`, each folder on the way checked (see [`system_folder`]), and its descriptor.
-fn repo_folder_in(base: &Path, repo: &Path) -> Result<(PathBuf, OwnedFd), String> {
+fn repo_folder_in(base: &Path, repo: &Path) -> Result<(PathBuf, OwnedFd), BuildCacheError> {
     let mut at = open_dir(None, Path::new("/"), Path::new("/"))?;
     let mut path = PathBuf::from("/");
     let key = repo_key(repo);
@@ -204,52 +298,57 @@ fn repo_folder_in(base: &Path, repo: &Path) -> Result<(PathBuf, OwnedFd), String
         path.push(name);
         let created = make_dir(&at, name, 0o711, &path)?;
         let next = open_dir(Some(&at), Path::new(name), &path)?;
-        let stat =
-            fstat(next.as_fd()).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let stat = fstat(next.as_fd()).map_err(|source| BuildCacheError::Stat {
+            path: path.clone(),
+            source,
+        })?;
         if stat.st_uid != 0 {
-            return Err(refused(
-                &path,
-                &format!("it belongs to uid {}, not root", stat.st_uid),
-            ));
+            return Err(refused(&path, Refusal::NotRoot { owner: stat.st_uid }));
         }
         // A sticky folder (`/tmp`) lets others write, but not rename or remove what is not theirs.
         let sticky = stat.st_mode & 0o1000 != 0;
         if stat.st_mode & 0o022 != 0 && !sticky && !created {
             return Err(refused(
                 &path,
-                &format!(
-                    "its mode {:04o} lets others write in it",
-                    stat.st_mode & 0o7777
-                ),
+                Refusal::OthersWrite {
+                    mode: stat.st_mode & 0o7777,
+                },
             ));
         }
         if (i >= own_from || created) && stat.st_mode & 0o7777 != 0o711 {
-            fchmod(next.as_fd(), Mode::from_bits_truncate(0o711))
-                .map_err(|e| format!("cannot set the mode of `{}`: {e}", path.display()))?;
+            fchmod(next.as_fd(), Mode::from_bits_truncate(0o711)).map_err(|source| {
+                BuildCacheError::ChangeMode {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
         }
         at = next;
     }
     Ok((path, at))
 }
 
-fn refused(path: &Path, why: &str) -> String {
-    format!(
-        "the build folder `{}` is refused: {why}. Remove it (`aayu clean`, or by hand) and run again",
-        path.display()
-    )
+fn refused(path: &Path, why: Refusal) -> BuildCacheError {
+    BuildCacheError::Refused {
+        path: path.to_path_buf(),
+        why,
+    }
 }
 
 /// Creates `name` in `at` with `mode`; whether it was made now.
-fn make_dir(at: &OwnedFd, name: &str, mode: u32, path: &Path) -> Result<bool, String> {
+fn make_dir(at: &OwnedFd, name: &str, mode: u32, path: &Path) -> Result<bool, BuildCacheError> {
     match mkdirat(at.as_fd(), name, Mode::from_bits_truncate(mode)) {
         Ok(()) => Ok(true),
         Err(nix::errno::Errno::EEXIST) => Ok(false),
-        Err(e) => Err(format!("cannot create `{}`: {e}", path.display())),
+        Err(source) => Err(BuildCacheError::MakeDir {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
 /// Opens a directory in `at` (or an absolute one) without following a link.
-fn open_dir(at: Option<&OwnedFd>, name: &Path, path: &Path) -> Result<OwnedFd, String> {
+fn open_dir(at: Option<&OwnedFd>, name: &Path, path: &Path) -> Result<OwnedFd, BuildCacheError> {
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let opened = match at {
         Some(at) => openat(at.as_fd(), name, flags, Mode::empty()),
@@ -260,15 +359,18 @@ fn open_dir(at: Option<&OwnedFd>, name: &Path, path: &Path) -> Result<OwnedFd, S
             let what = std::fs::symlink_metadata(path)
                 .map(|m| {
                     if m.file_type().is_symlink() {
-                        "it is a symbolic link"
+                        Refusal::SymbolicLink
                     } else {
-                        "it is not a directory"
+                        Refusal::NotADirectory
                     }
                 })
-                .unwrap_or("it is not a directory");
+                .unwrap_or(Refusal::NotADirectory);
             refused(path, what)
         }
-        e => format!("cannot open `{}`: {e}", path.display()),
+        source => BuildCacheError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
     })
 }
 
@@ -457,7 +559,7 @@ mod tests {
         // Another uid's leaf is refused to this one.
         std::os::unix::fs::chown(&leaf, Some(64_124), None).expect("chown");
         let err = system_folder_in(&base, repo, 64_123).expect_err("another's");
-        assert!(err.contains("belongs to uid 64124"), "{err}");
+        assert!(err.to_string().contains("belongs to uid 64124"), "{err}");
         // A link at each level.
         let elsewhere = dir.path().join("elsewhere");
         std::fs::create_dir_all(&elsewhere).expect("mkdir");
@@ -471,7 +573,7 @@ mod tests {
             std::os::unix::fs::symlink(&elsewhere, &level).expect("link");
             let err = system_folder_in(&base, repo, 64_123).expect_err("a link");
             assert!(
-                err.contains(&format!(
+                err.to_string().contains(&format!(
                     "`{}` is refused: it is a symbolic link",
                     level.display()
                 )),
@@ -487,7 +589,7 @@ mod tests {
         )
         .expect("chmod");
         let err = system_folder_in(&base, repo, 64_123).expect_err("writable");
-        assert!(err.contains("lets others write in it"), "{err}");
+        assert!(err.to_string().contains("lets others write in it"), "{err}");
     }
 
     /// A copy keeps modes and times, and (with an owner) leaves out what is not the owner's own.

@@ -71,7 +71,64 @@ pub struct InstallStep {
 pub struct Output {
     pub from: String,
     pub to: String,
-    pub check: fn(&str) -> Result<String, String>,
+    /// The text to write, or why it is refused (the runner's own error).
+    pub check: fn(&str) -> Result<String, Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// Why a package's install could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("no Python interpreter the sandbox uid can run")]
+    NoPython,
+    #[error("{0}")]
+    Write(#[source] std::io::Error),
+    #[error(
+        "`[verify] python_wheels` names `{}`, which is inside the repository: it names a folder of the machine's (the repository's own files are the pull request's)",
+        .folder.display()
+    )]
+    WheelsInRepository { folder: PathBuf },
+    #[error(transparent)]
+    Folder(#[from] SandboxError),
+    #[error("cannot copy `{shown}` for its install: {source}")]
+    Copy {
+        shown: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what}: {why}")]
+    Step {
+        what: String,
+        #[source]
+        why: StepError,
+    },
+}
+
+/// Why one step of an install failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error("cannot run `{argv}`: {source}")]
+    Start {
+        argv: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{count} process(es) survived the kill: the install cannot be trusted")]
+    Survivors { count: usize },
+    #[error("ran past 600 s")]
+    TimedOut,
+    #[error("went over a limit: {over}")]
+    OverLimit { over: String },
+    /// What the step said (see [`Sandbox::step_said`]).
+    #[error("{said}")]
+    Failed { said: String },
+    #[error("it wrote no readable `{from}`: {source}")]
+    NoOutput {
+        from: String,
+        #[source]
+        source: crate::safe_fs::Refused,
+    },
+    #[error("{0}")]
+    Refused(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The folders of one package's install.
@@ -110,8 +167,7 @@ impl Sandbox {
         package: &str,
         install: &Install,
         heartbeat: &dyn Fn(Duration),
-    ) -> Result<Vec<(String, OsString)>, String> {
-        let failed = |e: SandboxError| e.to_string();
+    ) -> Result<Vec<(String, OsString)>, InstallError> {
         // The interpreter, when a step names it (a JavaScript install needs none).
         let python = self
             .locate(super::preflight::Tool::Python)
@@ -122,18 +178,30 @@ impl Sandbox {
                 .iter()
                 .any(|step| step.argv.iter().any(|a| a.contains("@python@")))
         {
-            return Err("no Python interpreter the sandbox uid can run".to_string());
+            return Err(InstallError::NoPython);
         }
+        let places = self.install_places(python.clone().unwrap_or_default())?;
+        self.fill_work(root, install, &places)?;
+        for step in &install.steps {
+            self.install_step(root, step, &places, heartbeat)?;
+        }
+        Ok(self.record_install(root, package, install, &places, python))
+    }
+
+    /// The install's folders: the run's installs (made once), its wheelhouse (the machine's wheels linked
+    /// read-only), and this install's own `@work@` with the slot's folders in it.
+    fn install_places(&self, python: PathBuf) -> Result<Places, InstallError> {
         let base = self.installs_dir();
         if !base.exists() {
-            std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(&base).map_err(InstallError::Write)?;
+            let _ = std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711));
             let _ = std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711));
         }
         let wheels = base.join("wheels");
         if !wheels.exists() {
             // Root's: the machine's own wheelhouse, linked read-only (a wheel it holds is not downloaded
             // again). No step writes here.
-            std::fs::create_dir_all(&wheels).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(&wheels).map_err(InstallError::Write)?;
             let _ = std::fs::set_permissions(&wheels, std::fs::Permissions::from_mode(0o755));
             if let Some(from) = &self.python_wheels {
                 if let Some(workspace) = &self.workspace
@@ -141,10 +209,9 @@ impl Sandbox {
                         std::fs::canonicalize(workspace).is_ok_and(|w| f.starts_with(w))
                     })
                 {
-                    return Err(format!(
-                        "`[verify] python_wheels` names `{}`, which is inside the repository: it names a folder of the machine's (the repository's own files are the pull request's)",
-                        from.display()
-                    ));
+                    return Err(InstallError::WheelsInRepository {
+                        folder: from.clone(),
+                    });
                 }
                 link_wheels(from, &wheels);
             }
@@ -156,19 +223,30 @@ impl Sandbox {
             .unwrap_or_default();
         let work = base.join(format!("{n}"));
         let _ = std::fs::remove_dir_all(&work);
-        std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&work).map_err(InstallError::Write)?;
         std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| e.to_string())?;
+            .map_err(InstallError::Write)?;
         for slot_own in ["venv", "build-env", "out", "dl"] {
             let dir = work.join(slot_own);
-            self.prepare(0, &dir).map_err(failed)?;
+            self.prepare(0, &dir)?;
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
         }
-        let places = Places {
-            python: python.clone().unwrap_or_default(),
+        Ok(Places {
+            python,
             wheels,
-            work: work.clone(),
-        };
+            work,
+        })
+    }
+
+    /// What `@work@` holds before any step: the install's files, the seed of the npm cache, the copy of
+    /// the package folder.
+    fn fill_work(
+        &self,
+        root: &Path,
+        install: &Install,
+        places: &Places,
+    ) -> Result<(), InstallError> {
+        let work = &places.work;
         for (name, text) in &install.files {
             let to = work.join(name);
             if let Some(parent) = to.parent() {
@@ -176,7 +254,7 @@ impl Sandbox {
                 let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755));
             }
             // As written: a file's text is data (a requirement is never a placeholder's).
-            std::fs::write(&to, text).map_err(|e| e.to_string())?;
+            std::fs::write(&to, text).map_err(InstallError::Write)?;
             let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
         }
         if install.npm_cache
@@ -191,107 +269,156 @@ impl Sandbox {
         if let Some(folder) = &install.copy {
             let copy = work.join("copy");
             let shown = super::toolchain::shown_dir(folder);
-            copy_package(&root.join(folder), &copy, self.uid(0))
-                .map_err(|e| format!("cannot copy `{shown}` for its install: {e}"))?;
-        }
-        for step in &install.steps {
-            if let Some(file) = &step.unless_empty {
-                let text = std::fs::read_to_string(work.join(file)).unwrap_or_default();
-                if text.lines().all(|l| l.trim().is_empty()) {
-                    continue;
+            copy_package(&root.join(folder), &copy, self.uid(0)).map_err(|source| {
+                InstallError::Copy {
+                    shown: shown.to_string(),
+                    source,
                 }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Runs one step of an install (unless the file it needs is empty), and checks and writes again the
+    /// output file it wrote for a later step.
+    fn install_step(
+        &self,
+        root: &Path,
+        step: &InstallStep,
+        places: &Places,
+        heartbeat: &dyn Fn(Duration),
+    ) -> Result<(), InstallError> {
+        let work = &places.work;
+        if let Some(file) = &step.unless_empty {
+            let text = std::fs::read_to_string(work.join(file)).unwrap_or_default();
+            if text.lines().all(|l| l.trim().is_empty()) {
+                return Ok(());
             }
-            let argv: Vec<String> = step.argv.iter().map(|a| places.fill(a)).collect();
-            let cwd = PathBuf::from(places.fill(&step.cwd));
-            let mut env: Vec<(String, OsString)> = if step.network {
-                self.fetch_env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            env.extend(
-                step.env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), OsString::from(places.fill(v)))),
-            );
-            let outcome = self
-                .run(
-                    Job {
-                        argv: &argv,
-                        cwd: &cwd,
-                        slot: 0,
-                        network: step.network,
-                        stdin: Vec::new(),
-                        timeout: Duration::from_secs(600),
-                        env,
-                        heartbeat: Some(heartbeat),
-                        stdout_cap: crate::sandbox::OUTPUT_CAP,
-                    },
-                    &BTreeSet::new(),
+        }
+        let failed = |why: StepError| InstallError::Step {
+            what: step.what.clone(),
+            why,
+        };
+        let argv: Vec<String> = step.argv.iter().map(|a| places.fill(a)).collect();
+        let cwd = PathBuf::from(places.fill(&step.cwd));
+        let mut env: Vec<(String, OsString)> = if step.network {
+            self.fetch_env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        env.extend(
+            step.env
+                .iter()
+                .map(|(k, v)| (k.clone(), OsString::from(places.fill(v)))),
+        );
+        let outcome = self
+            .run(
+                Job {
+                    argv: &argv,
+                    cwd: &cwd,
+                    slot: 0,
+                    network: step.network,
+                    stdin: Vec::new(),
+                    timeout: Duration::from_secs(600),
+                    env,
+                    heartbeat: Some(heartbeat),
+                    stdout_cap: crate::sandbox::OUTPUT_CAP,
+                },
+                &BTreeSet::new(),
+            )
+            .map_err(|source| {
+                failed(StepError::Start {
+                    argv: crate::machine_paths::scrub(&argv.join(" "), root),
+                    source,
+                })
+            })?;
+        if !outcome.survivors.is_empty() {
+            return Err(failed(StepError::Survivors {
+                count: outcome.survivors.len(),
+            }));
+        }
+        if outcome.timed_out {
+            return Err(failed(StepError::TimedOut));
+        }
+        if let Some(over) = outcome.over_limit {
+            return Err(failed(StepError::OverLimit { over }));
+        }
+        if outcome.code != Some(0) {
+            return Err(failed(StepError::Failed {
+                said: self.step_said(root, step, places, &outcome),
+            }));
+        }
+        if let Some(output) = &step.output {
+            let text = crate::safe_fs::read(work, &output.from, 4 << 20).map_err(|source| {
+                failed(StepError::NoOutput {
+                    from: output.from.clone(),
+                    source,
+                })
+            })?;
+            let checked = (output.check)(&String::from_utf8_lossy(&text))
+                .map_err(|why| failed(StepError::Refused(why)))?;
+            let to = work.join(&output.to);
+            let _ = std::fs::remove_file(&to);
+            std::fs::write(&to, checked).map_err(InstallError::Write)?;
+            let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
+        }
+        Ok(())
+    }
+
+    /// What a failed step said, as a reason may show it: the runner's explanation, or its exit and
+    /// stderr; machine paths and index URLs (a token may be in one) written out.
+    fn step_said(
+        &self,
+        root: &Path,
+        step: &InstallStep,
+        places: &Places,
+        outcome: &super::Outcome,
+    ) -> String {
+        let stderr = String::from_utf8_lossy(&outcome.stderr);
+        let root_said = said(&outcome.stderr, root);
+        let why = step
+            .explain
+            .and_then(|explain| explain(&stderr))
+            .unwrap_or_else(|| {
+                format!(
+                    "exited with {}: {root_said}",
+                    outcome
+                        .code
+                        .map_or_else(|| "a signal".to_string(), |c| c.to_string())
                 )
-                .map_err(|e| {
-                    let argv = crate::machine_paths::scrub(&argv.join(" "), root);
-                    format!("{}: cannot run `{argv}`: {e}", step.what)
-                })?;
-            if !outcome.survivors.is_empty() {
-                return Err(format!(
-                    "{}: {} process(es) survived the kill: the install cannot be trusted",
-                    step.what,
-                    outcome.survivors.len()
-                ));
-            }
-            if outcome.timed_out {
-                return Err(format!("{}: ran past 600 s", step.what));
-            }
-            if let Some(over) = &outcome.over_limit {
-                return Err(format!("{}: went over a limit: {over}", step.what));
-            }
-            if outcome.code != Some(0) {
-                let stderr = String::from_utf8_lossy(&outcome.stderr);
-                let root_said = said(&outcome.stderr, root);
-                let why = step
-                    .explain
-                    .and_then(|explain| explain(&stderr))
-                    .unwrap_or_else(|| {
-                        format!(
-                            "exited with {}: {root_said}",
-                            outcome
-                                .code
-                                .map_or_else(|| "a signal".to_string(), |c| c.to_string())
-                        )
-                    });
-                let mut why = crate::machine_paths::scrub(&why, root)
-                    .replace(&places.work.display().to_string(), "<install>")
-                    .replace(&places.wheels.display().to_string(), "<wheelhouse>");
-                // An index URL may carry a token in its path: never in a reason (which a comment shows).
-                for name in [
-                    "PIP_INDEX_URL",
-                    "PIP_EXTRA_INDEX_URL",
-                    "npm_config_registry",
-                    "NPM_CONFIG_REGISTRY",
-                ] {
-                    if let Some(value) = self.fetch_env.get(name).and_then(|v| v.to_str()) {
-                        for url in value.split_whitespace().filter(|u| u.len() > 8) {
-                            why = why.replace(url, "<index>");
-                        }
-                    }
+            });
+        let mut why = crate::machine_paths::scrub(&why, root)
+            .replace(&places.work.display().to_string(), "<install>")
+            .replace(&places.wheels.display().to_string(), "<wheelhouse>");
+        // An index URL may carry a token in its path: never in a reason (which a comment shows).
+        for name in [
+            "PIP_INDEX_URL",
+            "PIP_EXTRA_INDEX_URL",
+            "npm_config_registry",
+            "NPM_CONFIG_REGISTRY",
+        ] {
+            if let Some(value) = self.fetch_env.get(name).and_then(|v| v.to_str()) {
+                for url in value.split_whitespace().filter(|u| u.len() > 8) {
+                    why = why.replace(url, "<index>");
                 }
-                return Err(format!("{}: {why}", step.what));
-            }
-            if let Some(output) = &step.output {
-                let text = crate::safe_fs::read(&work, &output.from, 4 << 20).map_err(|e| {
-                    format!("{}: it wrote no readable `{}`: {e}", step.what, output.from)
-                })?;
-                let checked = (output.check)(&String::from_utf8_lossy(&text))
-                    .map_err(|why| format!("{}: {why}", step.what))?;
-                let to = work.join(&output.to);
-                let _ = std::fs::remove_file(&to);
-                std::fs::write(&to, checked).map_err(|e| e.to_string())?;
-                let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644));
             }
         }
+        why
+    }
+
+    /// Records a made install: the variables its package's processes get (returned), the copy that gets
+    /// a `.vite-temp`, the interpreter its venv's links lead to.
+    fn record_install(
+        &self,
+        root: &Path,
+        package: &str,
+        install: &Install,
+        places: &Places,
+        python: Option<PathBuf>,
+    ) -> Vec<(String, OsString)> {
         let env: Vec<(String, OsString)> = install
             .env
             .iter()
@@ -303,14 +430,14 @@ impl Sandbox {
         if install.vite_temp
             && let Ok(mut copies) = self.vite_temps.lock()
         {
-            copies.push(work.join("copy"));
+            copies.push(places.work.join("copy"));
         }
         if let Some(python) = python
             && let Ok(mut keep) = self.keep_links.lock()
         {
             keep.insert(std::fs::canonicalize(&python).unwrap_or(python));
         }
-        Ok(env)
+        env
     }
 
     /// The machine's npm cache, as npm itself finds it for aayu's own user: `npm_config_cache`, else

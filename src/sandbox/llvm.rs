@@ -16,7 +16,60 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::Sandbox;
+use super::{AskError, Sandbox};
+
+/// What a lookup of the LLVM tools found, kept per toolchain for the run (an error is shared by every
+/// package that asks again).
+pub type Found = Result<LlvmTools, std::sync::Arc<LlvmError>>;
+
+/// Why there are no LLVM tools to read a toolchain's profiles with, each with its fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LlvmError {
+    #[error(transparent)]
+    Ask(#[from] AskError),
+    #[error(
+        "`rustc -vV` names no LLVM version: aayu cannot tell which llvm-cov reads its profiles"
+    )]
+    NoLlvmVersion,
+    #[error("`rustc -vV` says `LLVM version: {0}`, which aayu cannot read")]
+    UnreadableVersion(String),
+    #[error(
+        "`[verify] llvm_tools` names `{}`, which is not a folder of the machine's: name it by an absolute path outside the repository (the repository's files are the pull request's)",
+        .folder.display()
+    )]
+    NotTheMachines { folder: PathBuf },
+    #[error(
+        "`[verify] llvm_tools` names `{}`, which holds no `llvm-profdata` and `llvm-cov`: correct the setting, or {fix}",
+        .folder.display()
+    )]
+    NoToolsThere { folder: PathBuf, fix: String },
+    #[error(
+        "{described}, and `[verify] llvm_tools` names `{}`: {others} — a profile is read only by the tools of its own LLVM: point it at LLVM {want}'s tools, or leave it empty to use the installed ones ({fix})",
+        .folder.display()
+    )]
+    WrongThere {
+        described: String,
+        folder: PathBuf,
+        others: String,
+        want: u32,
+        fix: String,
+    },
+    #[error("{described}, and no llvm-profdata and llvm-cov of LLVM {want} are installed: {fix}")]
+    NoneInstalled {
+        described: String,
+        want: u32,
+        fix: String,
+    },
+    #[error(
+        "{described}, and {others}: a profile is read only by the tools of its own LLVM, and no pair of LLVM {want} is installed: {fix}"
+    )]
+    OthersInstalled {
+        described: String,
+        others: String,
+        want: u32,
+        fix: String,
+    },
+}
 
 /// How long a version question may take.
 const ASK: Duration = Duration::from_secs(60);
@@ -96,7 +149,7 @@ fn fix(major: u32, in_action: bool) -> String {
 impl Sandbox {
     /// The LLVM tools that read the profiles of the toolchain `toolchain` names (its `RUSTUP_TOOLCHAIN`,
     /// or none for the default), checked once per toolchain and run; or why there are none, with the fix.
-    pub fn llvm_tools(&self, toolchain: &[(String, OsString)]) -> Result<LlvmTools, String> {
+    pub fn llvm_tools(&self, toolchain: &[(String, OsString)]) -> Found {
         // The toolchain named, else the one every process gets: one lookup for both spellings.
         let key = toolchain
             .iter()
@@ -107,22 +160,16 @@ impl Sandbox {
         if let Some(found) = checked.get(&key) {
             return found.clone();
         }
-        let found = self.find_llvm_tools(toolchain);
+        let found = self.find_llvm_tools(toolchain).map_err(std::sync::Arc::new);
         checked.insert(key, found.clone());
         found
     }
 
-    fn find_llvm_tools(&self, toolchain: &[(String, OsString)]) -> Result<LlvmTools, String> {
+    fn find_llvm_tools(&self, toolchain: &[(String, OsString)]) -> Result<LlvmTools, LlvmError> {
         let said = self.ask(&["rustc", "-vV"], toolchain, ASK)?;
-        let rustc = Rustc::parse(&said).ok_or_else(|| {
-            "`rustc -vV` names no LLVM version: aayu cannot tell which llvm-cov reads its profiles"
-                .to_string()
-        })?;
+        let rustc = Rustc::parse(&said).ok_or(LlvmError::NoLlvmVersion)?;
         let Some(want) = rustc.major() else {
-            return Err(format!(
-                "`rustc -vV` says `LLVM version: {}`, which aayu cannot read",
-                rustc.llvm
-            ));
+            return Err(LlvmError::UnreadableVersion(rustc.llvm));
         };
         let described = format!("rustc {} is LLVM {}", rustc.release, rustc.llvm);
         let mut pairs: Vec<(PathBuf, PathBuf)> = Vec::new();
@@ -133,18 +180,16 @@ impl Sandbox {
                     .as_ref()
                     .is_some_and(|w| folder.starts_with(w))
             {
-                return Err(format!(
-                    "`[verify] llvm_tools` names `{}`, which is not a folder of the machine's: name it by an absolute path outside the repository (the repository's files are the pull request's)",
-                    folder.display()
-                ));
+                return Err(LlvmError::NotTheMachines {
+                    folder: folder.clone(),
+                });
             }
             let pair = (folder.join("llvm-profdata"), folder.join("llvm-cov"));
             if !pair.0.is_file() || !pair.1.is_file() {
-                return Err(format!(
-                    "`[verify] llvm_tools` names `{}`, which holds no `llvm-profdata` and `llvm-cov`: correct the setting, or {}",
-                    folder.display(),
-                    fix(want, self.in_action)
-                ));
+                return Err(LlvmError::NoToolsThere {
+                    folder: folder.clone(),
+                    fix: fix(want, self.in_action),
+                });
             }
             pairs.push(pair);
         } else {
@@ -216,25 +261,29 @@ impl Sandbox {
             });
         }
         if let Some(folder) = &self.llvm_tools {
-            return Err(format!(
-                "{described}, and `[verify] llvm_tools` names `{}`: {} — a profile is read only by the tools of its own LLVM: point it at LLVM {want}'s tools, or leave it empty to use the installed ones ({})",
-                folder.display(),
-                others.join("; "),
-                fix(want, self.in_action)
-            ));
+            return Err(LlvmError::WrongThere {
+                described,
+                folder: folder.clone(),
+                others: others.join("; "),
+                want,
+                fix: fix(want, self.in_action),
+            });
         }
-        let found = if others.is_empty() {
-            format!("no llvm-profdata and llvm-cov of LLVM {want} are installed")
+        let fix = fix(want, self.in_action);
+        Err(if others.is_empty() {
+            LlvmError::NoneInstalled {
+                described,
+                want,
+                fix,
+            }
         } else {
-            format!(
-                "{}: a profile is read only by the tools of its own LLVM, and no pair of LLVM {want} is installed",
-                others.join("; ")
-            )
-        };
-        Err(format!(
-            "{described}, and {found}: {}",
-            fix(want, self.in_action)
-        ))
+            LlvmError::OthersInstalled {
+                described,
+                others: others.join("; "),
+                want,
+                fix,
+            }
+        })
     }
 }
 

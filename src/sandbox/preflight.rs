@@ -303,7 +303,8 @@ impl Sandbox {
             self.tool(Tool::Cargo)?;
             return self
                 .llvm_tools(&[])
-                .map(|found| format!("{} (`{}`)", found.version, found.cov.display()));
+                .map(|found| format!("{} (`{}`)", found.version, found.cov.display()))
+                .map_err(|e| e.to_string());
         }
         let Some((program, found)) = self.locate(tool) else {
             return Err(self.missing(tool));

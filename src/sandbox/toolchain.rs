@@ -79,7 +79,7 @@ impl Toolchains {
     /// The Rust toolchain to run a package with (`package` relative to `root`): the channel its
     /// `rust-toolchain.toml` (or `rust-toolchain`, in the package or a folder above it inside `root`) names,
     /// when installed; else the default. `Err` says why it cannot run here.
-    pub fn rust_for(&self, root: &Path, package: &str) -> Result<Option<String>, String> {
+    pub fn rust_for(&self, root: &Path, package: &str) -> Result<Option<String>, ToolchainError> {
         let Some(home) = &self.rustup_home else {
             // Without rustup, cargo ignores toolchain files: the installed toolchain is the only one.
             return Ok(None);
@@ -88,17 +88,19 @@ impl Toolchains {
             return Ok(self.rust_default.clone());
         };
         match request {
-            RustRequest::Path(path) => Err(format!(
-                "`{file}` names a toolchain by `path` (`{path}`): aayu never runs a toolchain from a path; name an installed channel instead ({})",
-                self.installed_list()
-            )),
+            RustRequest::Path(path) => Err(ToolchainError::RustPath {
+                file,
+                path,
+                installed: self.installed_list(),
+            }),
             RustRequest::Channel(channel) => match self.installed(&channel) {
                 Some(name) => Ok(Some(name)),
-                None => Err(format!(
-                    "`{file}` asks for the Rust toolchain `{channel}`, which this image lacks (installed in `{}`: {}); use an image with it, or change the channel",
-                    home.join("toolchains").display(),
-                    self.installed_list()
-                )),
+                None => Err(ToolchainError::RustMissing {
+                    file,
+                    channel,
+                    folder: home.join("toolchains"),
+                    installed: self.installed_list(),
+                }),
             },
         }
     }
@@ -144,12 +146,9 @@ impl Toolchains {
     /// Whether the Go module in `module` (relative to `root`) can be built by this image's Go: its `go.mod`
     /// (and a `go.work` above it inside `root`) may not ask for a newer Go (`go` or `toolchain` line), since
     /// every Go step runs with `GOTOOLCHAIN=local`.
-    pub fn go_for(&self, root: &Path, module: &str) -> Result<(), String> {
+    pub fn go_for(&self, root: &Path, module: &str) -> Result<(), ToolchainError> {
         let Some(go) = &self.go else {
-            return Err(
-                "Go is not installed here (no `go` on PATH): install it, or use an image with Go"
-                    .to_string(),
-            );
+            return Err(ToolchainError::NoGo);
         };
         let Some(local) = go.version.as_deref().and_then(parse_go_version) else {
             return Ok(());
@@ -182,10 +181,12 @@ impl Toolchains {
                     _ => continue,
                 };
                 if parse_go_version(&asked).is_some_and(|v| v > local) {
-                    return Err(format!(
-                        "`{file}` asks for Go {asked} (its `{key}` line), and this image has {}: every Go step runs with GOTOOLCHAIN=local, so use an image with Go {asked} or newer",
-                        go.version.as_deref().unwrap_or("an older Go")
-                    ));
+                    return Err(ToolchainError::GoTooOld {
+                        file,
+                        asked,
+                        key: key.to_string(),
+                        has: go.version.as_deref().unwrap_or("an older Go").to_string(),
+                    });
                 }
             }
         }
@@ -196,12 +197,9 @@ impl Toolchains {
 /// A package folder as a map or an evidence map writes it, normalised: `.` and `""` are the repository
 /// root (returned as `""`), `./x` and `x/` are `x`. Refused: an absolute path, `..`, an empty or `.` part
 /// inside, a control character.
-pub fn package_dir(text: &str) -> Result<String, String> {
+pub fn package_dir(text: &str) -> Result<String, NotAPackageDir> {
     if text.starts_with('/') {
-        return Err(format!(
-            "`{}` is not a package folder relative to the repository root (write `.` for the root, `a/b` for a folder in it)",
-            text.escape_debug()
-        ));
+        return Err(NotAPackageDir(text.escape_debug().to_string()));
     }
     let mut dir = text;
     while let Some(rest) = dir.strip_prefix("./") {
@@ -217,10 +215,7 @@ pub fn package_dir(text: &str) -> Result<String, String> {
             .split('/')
             .any(|p| p.is_empty() || p == "." || p == "..");
     if bad {
-        return Err(format!(
-            "`{}` is not a package folder relative to the repository root (write `.` for the root, `a/b` for a folder in it)",
-            text.escape_debug()
-        ));
+        return Err(NotAPackageDir(text.escape_debug().to_string()));
     }
     Ok(dir.to_string())
 }
@@ -340,6 +335,66 @@ enum RustRequest {
     Path(String),
 }
 
+/// Why a package cannot have the toolchain it asks for.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolchainError {
+    #[error(
+        "`{file}` names a toolchain by `path` (`{path}`): aayu never runs a toolchain from a path; name an installed channel instead ({installed})"
+    )]
+    RustPath {
+        file: String,
+        path: String,
+        installed: String,
+    },
+    #[error(
+        "`{file}` asks for the Rust toolchain `{channel}`, which this image lacks (installed in `{}`: {installed}); use an image with it, or change the channel",
+        .folder.display()
+    )]
+    RustMissing {
+        file: String,
+        channel: String,
+        folder: PathBuf,
+        installed: String,
+    },
+    #[error("`{file}`: {why}")]
+    ToolchainFile {
+        file: String,
+        #[source]
+        why: RustRequestError,
+    },
+    #[error(transparent)]
+    Read(#[from] crate::safe_fs::Refused),
+    #[error("Go is not installed here (no `go` on PATH): install it, or use an image with Go")]
+    NoGo,
+    #[error(
+        "`{file}` asks for Go {asked} (its `{key}` line), and this image has {has}: every Go step runs with GOTOOLCHAIN=local, so use an image with Go {asked} or newer"
+    )]
+    GoTooOld {
+        file: String,
+        asked: String,
+        key: String,
+        has: String,
+    },
+}
+
+/// Why a toolchain file says nothing aayu can read.
+#[derive(Debug, thiserror::Error)]
+pub enum RustRequestError {
+    #[error("{}", .0.message())]
+    Toml(#[source] toml::de::Error),
+    #[error("no `[toolchain]` table")]
+    NoTable,
+    #[error("`[toolchain]` names neither `channel` nor `path`")]
+    NoChannel,
+}
+
+/// A package folder that is not a plain relative path (its text, escaped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a package folder relative to the repository root (write `.` for the root, `a/b` for a folder in it)"
+)]
+pub struct NotAPackageDir(String);
+
 fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_string()
@@ -349,7 +404,10 @@ fn join(dir: &str, name: &str) -> String {
 }
 
 /// The nearest toolchain file from `package` up to `root`, as rustup looks for one, and what it asks.
-fn rust_request(root: &Path, package: &str) -> Result<Option<(String, RustRequest)>, String> {
+fn rust_request(
+    root: &Path,
+    package: &str,
+) -> Result<Option<(String, RustRequest)>, ToolchainError> {
     let mut dir = package_dir(package).unwrap_or_else(|_| package.trim_matches('/').to_string());
     loop {
         for name in ["rust-toolchain.toml", "rust-toolchain"] {
@@ -359,10 +417,10 @@ fn rust_request(root: &Path, package: &str) -> Result<Option<(String, RustReques
                     let text = String::from_utf8_lossy(&bytes);
                     return parse_rust_request(&text)
                         .map(|r| Some((file.clone(), r)))
-                        .map_err(|why| format!("`{file}`: {why}"));
+                        .map_err(|why| ToolchainError::ToolchainFile { file, why });
                 }
                 Err(e) if e.is_missing() => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
         if dir.is_empty() {
@@ -374,17 +432,17 @@ fn rust_request(root: &Path, package: &str) -> Result<Option<(String, RustReques
     }
 }
 
-fn parse_rust_request(text: &str) -> Result<RustRequest, String> {
+fn parse_rust_request(text: &str) -> Result<RustRequest, RustRequestError> {
     let trimmed = text.trim();
     // The old single-line form: just a channel name.
     if !trimmed.contains(['=', '[', '\n']) && !trimmed.is_empty() {
         return Ok(RustRequest::Channel(trimmed.to_string()));
     }
-    let table: toml::Table = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let table: toml::Table = toml::from_str(text).map_err(RustRequestError::Toml)?;
     let toolchain = table
         .get("toolchain")
         .and_then(toml::Value::as_table)
-        .ok_or("no `[toolchain]` table")?;
+        .ok_or(RustRequestError::NoTable)?;
     if let Some(path) = toolchain.get("path").and_then(toml::Value::as_str) {
         return Ok(RustRequest::Path(path.to_string()));
     }
@@ -392,7 +450,7 @@ fn parse_rust_request(text: &str) -> Result<RustRequest, String> {
         .get("channel")
         .and_then(toml::Value::as_str)
         .map(|c| RustRequest::Channel(c.to_string()))
-        .ok_or_else(|| "`[toolchain]` names neither `channel` nor `path`".to_string())
+        .ok_or(RustRequestError::NoChannel)
 }
 
 /// `1.21`, `1.21.3`, `1.21rc2`, `go1.19.8` → comparable numbers (a release candidate sorts before `.0`).
@@ -471,16 +529,16 @@ mod tests {
     #[test]
     fn toolchain_files_are_read_as_data() {
         assert_eq!(
-            parse_rust_request("[toolchain]\nchannel = \"1.80\"\n"),
-            Ok(RustRequest::Channel("1.80".into()))
+            parse_rust_request("[toolchain]\nchannel = \"1.80\"\n").ok(),
+            Some(RustRequest::Channel("1.80".into()))
         );
         assert_eq!(
-            parse_rust_request("[toolchain]\npath = \"/tmp/evil\"\n"),
-            Ok(RustRequest::Path("/tmp/evil".into()))
+            parse_rust_request("[toolchain]\npath = \"/tmp/evil\"\n").ok(),
+            Some(RustRequest::Path("/tmp/evil".into()))
         );
         assert_eq!(
-            parse_rust_request("nightly-2026-01-01\n"),
-            Ok(RustRequest::Channel("nightly-2026-01-01".into()))
+            parse_rust_request("nightly-2026-01-01\n").ok(),
+            Some(RustRequest::Channel("nightly-2026-01-01".into()))
         );
         assert!(parse_rust_request("[other]\n").is_err());
     }
@@ -569,6 +627,7 @@ mod tests {
         assert!(
             t.rust_for(dir.path(), "a/b")
                 .expect_err("path")
+                .to_string()
                 .contains("by `path`")
         );
         assert_eq!(
@@ -583,6 +642,7 @@ mod tests {
         assert!(
             t.rust_for(dir.path(), "")
                 .expect_err("missing")
+                .to_string()
                 .contains("`1.70`")
         );
     }

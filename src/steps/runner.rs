@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::browser::{self, BrowserStep};
 use super::{Request, Run, Set, Step, TestStep};
 use crate::runners::scrub;
-use crate::runners::{self, Job, Launcher, Outcome, Ran as Launched, TestId};
+use crate::runners::{self, Job, LaunchError, Launcher, Outcome, Ran as Launched, TestId};
 use crate::sandbox::said;
 use crate::sandbox::toolchain::shown_dir;
 
@@ -447,7 +447,7 @@ impl StepRunner {
             env: installed_env(&step.package),
         };
         let outcome = match package.runner.check_id(&self.root, &package, &step.test) {
-            Err(why) => Outcome::NotFound(why),
+            Err(why) => Outcome::NotFound(why.to_string()),
             Ok(()) => runners::run_named(&run, &package, &[&id])
                 .remove(&id)
                 .map_or_else(|| Outcome::NotRun("no result".to_string()), |r| r.outcome),
@@ -518,9 +518,21 @@ pub enum ChildError {
 }
 
 impl Launcher for Child {
-    // The trait is the runners' and says why in words; the words are `ChildError`'s.
-    fn launch(&self, job: Job) -> Result<Launched, String> {
-        self.run(job).map_err(|e| e.to_string())
+    fn launch(&self, job: Job) -> Result<Launched, LaunchError> {
+        Ok(self.run(job)?)
+    }
+}
+
+/// The runners' own words for what the step runner's child could not do.
+impl From<ChildError> for LaunchError {
+    fn from(e: ChildError) -> LaunchError {
+        match e {
+            ChildError::EmptyArgv => LaunchError::EmptyArgv,
+            ChildError::ReportFolder { program, source } => {
+                LaunchError::ReportFolder { program, source }
+            }
+            ChildError::Run { command, source } => LaunchError::Start { command, source },
+        }
     }
 }
 

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::super::{Cover, Job, Lines, Outcome, Package, Run, Suite, exited, join};
+use super::super::{
+    Cover, Exited, Job, LaunchError, Lines, Outcome, Package, Run, Suite, TestId, exited, join,
+};
 use super::cfg::{Cfg, printed};
 use super::{
     Asked, CargoTest, Gathered, Record, build, classify, describe_broken, harnessless_targets,
@@ -24,25 +26,95 @@ use super::{
 };
 use crate::sandbox::toolchain::{relative_join, shown_dir};
 
+/// Why the instrumented suite of a cargo package gives no coverage, or why its coverage cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CoverageError {
+    #[error("no LLVM tools to read its coverage with")]
+    NoLlvm,
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Exited(#[from] Exited),
+    #[error(transparent)]
+    Cargo(#[from] super::CargoError),
+    #[error(
+        "target `{target}` of `{shown}` ended before its tests finished ({how}): no coverage from a partial profile"
+    )]
+    TargetEnded {
+        target: String,
+        shown: String,
+        how: String,
+    },
+    #[error(
+        "{test} in `{shown}` ended the run before it finished ({how}): no coverage from a partial profile — fix the test"
+    )]
+    TestEnded {
+        test: String,
+        shown: String,
+        how: String,
+    },
+    #[error(
+        "one of {tests} in `{shown}` ended the run before it finished ({how}; they were running side by side): no coverage from a partial profile — fix the test"
+    )]
+    OneOfEnded {
+        tests: String,
+        shown: String,
+        how: String,
+    },
+    #[error(
+        "the test output of target `{target}` of `{shown}` does not match libtest's record ({what}): its run gives no coverage to trust"
+    )]
+    Forged {
+        target: String,
+        shown: String,
+        what: String,
+    },
+    #[error(
+        "the test list of target `{target}` of `{shown}` is over {mib} MiB, more than aayu reads of a process"
+    )]
+    ListTooLong {
+        target: String,
+        shown: String,
+        mib: u64,
+    },
+    #[error(
+        "`{rel}` is not a file of the repository aayu can read as data (a link out of it, or over 1 MiB): aayu reads the cargo configuration to add its coverage flags, and never runs cargo as root for it"
+    )]
+    ConfigOutside { rel: String },
+    #[error("the cargo configuration cannot be read as data: {0}")]
+    Config(#[source] cargo_config2::Error),
+    #[error("llvm-cov's report is over {mib} MiB: aayu reads no more of it")]
+    ReportTooLong { mib: u64 },
+    #[error("llvm-cov's summary is not JSON aayu reads: {0}")]
+    Summary(#[source] serde_json::Error),
+    #[error(
+        "the build names a file `{0}`, with a control character: aayu refuses such a name, and reads no report that holds it"
+    )]
+    ControlCharacter(String),
+    #[error("llvm-cov's report names `{0}`, which its summary does not: its report is not read")]
+    Unsummarised(String),
+    #[error("llvm-cov's report names `{0}` twice: its report is not read")]
+    Twice(String),
+}
+
 /// The flags added: as a TOML array, for `--config`.
 const INSTRUMENT: &str = r#"["-C", "instrument-coverage"]"#;
 
 /// How much of the repository's cargo configuration file is read.
 const CONFIG_CAP: u64 = 1 << 20;
 
-pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result<Suite, String> {
+pub(super) fn cover_suite(
+    run: &Run,
+    package: &Package,
+    cover: &Cover,
+) -> Result<Suite, CoverageError> {
     let Some(llvm) = cover.llvm else {
-        return Err("no LLVM tools to read its coverage with".to_string());
+        return Err(CoverageError::NoLlvm);
     };
     let shown = shown_dir(package.dir);
     let deadline = Instant::now() + run.timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
-    let over = |during: &str| {
-        Suite::blocked(format!(
-            "the instrumented suite of `{shown}` ran past `[verify] suite_timeout_s` ({} s) while {during}",
-            run.timeout.as_secs()
-        ))
-    };
+    let over = |during: &str| over(run, shown, during);
     let config = instrument_config(run, cover, &llvm.host, left().min(Duration::from_secs(60)))?;
     let built = match build(run, package, &config, left()) {
         Ok(built) => built,
@@ -58,9 +130,15 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
         return Ok(Suite::broken(describe_broken(built.broken.iter())));
     }
     let harnessless = harnessless_targets(run.root, package);
-    let library = library_env(run, &built)?;
     let (wanted, refused) = super::super::read_ids(cover.mapped, CargoTest::parse);
-    let none = BTreeSet::new();
+    let suite_run = SuiteRun {
+        run,
+        package,
+        shown,
+        library: library_env(run, &built)?,
+        wanted: &wanted,
+        deadline,
+    };
     let mut suite = Suite::default();
     let mut gathered = Gathered::default();
     let mut profiles: Vec<PathBuf> = Vec::new();
@@ -73,85 +151,10 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
             ));
             continue;
         }
-        let listed = match list(run, package, (target, exe), &library, left()) {
-            Ok(listed) => listed,
-            Err(_) if left().is_zero() => {
-                return Ok(over(&format!("listing the tests of target `{target}`")));
-            }
-            Err(why) => return Ok(Suite::broken(why)),
-        };
-        // The mapped tests this executable holds run alone, each in a process of its own, as the tests
-        // floor runs them (one test's code cannot write another's result); the rest run together.
-        let mapped: BTreeSet<&str> = wanted
-            .iter()
-            .filter(|(_, spec)| spec.wants(target) && listed.contains(&spec.path))
-            .map(|(_, spec)| spec.path.as_str())
-            .collect();
-        let rest: BTreeSet<&str> = listed
-            .iter()
-            .map(String::as_str)
-            .filter(|name| !mapped.contains(name))
-            .collect();
-        let folder = run.launcher.scratch(&format!("profraw-{n}"))?;
-        let mut profile = library.clone();
-        profile.push((
-            "LLVM_PROFILE_FILE".to_string(),
-            folder.join("%p-%m.profraw").into_os_string(),
-        ));
-        let mut runs: Vec<(BTreeSet<&str>, bool)> = Vec::new();
-        // An executable without tests runs too: its code's lines read uncovered, as Go 1.22's do.
-        if !rest.is_empty() || mapped.is_empty() {
-            runs.push((rest, true));
+        match suite_run.target(n, (target, exe.as_path()), &mut suite, &mut gathered)? {
+            Profiled::Into(folder) => profiles.push(folder),
+            Profiled::Not(instead) => return Ok(instead),
         }
-        runs.extend(mapped.iter().map(|name| (BTreeSet::from([*name]), false)));
-        for (names, whole) in &runs {
-            let (record, ran) = match launch_executable(
-                run,
-                package,
-                (target, exe),
-                Asked {
-                    names,
-                    whole: *whole,
-                    skip: if *whole { &mapped } else { &none },
-                    env: profile.clone(),
-                    timeout: left(),
-                },
-            ) {
-                Ok(ran) => ran,
-                Err(why) if why.starts_with("cannot run") => return Err(why),
-                Err(why) => return Ok(Suite::broken(why)),
-            };
-            if ran.timed_out {
-                let what: Vec<&str> = names.iter().copied().collect();
-                return Ok(over(&if *whole {
-                    format!("running target `{target}`")
-                } else {
-                    format!("running `{target}/{}`", what.join(", "))
-                }));
-            }
-            if ran.truncated {
-                return Ok(Suite::blocked(format!(
-                    "the test output of target `{target}` of `{shown}` is over {} MiB, more than aayu reads of a process",
-                    super::super::REPORT_CAP >> 20
-                )));
-            }
-            if let Err(why) = take_record(
-                record,
-                &ran,
-                (target, shown),
-                run.root,
-                &mut suite,
-                &mut gathered,
-            ) {
-                return Ok(Suite::broken(why));
-            }
-        }
-        if !has_profile(&folder) {
-            return Ok(Suite::blocked(format!(
-                "the test executable of target `{target}` of `{shown}` ran and wrote no `.profraw`: it is not instrumented (a `RUSTFLAGS` passed to the sandbox replaces cargo's configured flags)"
-            )));
-        }
-        profiles.push(folder);
         objects.push(exe.clone());
     }
     suite.mapped = refused;
@@ -181,9 +184,137 @@ pub(super) fn cover_suite(run: &Run, package: &Package, cover: &Cover) -> Result
         Err(_) if left().is_zero() => {
             return Ok(over("reading the profiles (llvm-profdata, llvm-cov)"));
         }
-        Err(why) => return Ok(Suite::blocked(why)),
+        Err(why) => return Ok(Suite::blocked(why.to_string())),
     }
     Ok(suite)
+}
+
+/// The suite of a run past `[verify] suite_timeout_s`, with what it was doing.
+fn over(run: &Run, shown: &str, during: &str) -> Suite {
+    Suite::blocked(format!(
+        "the instrumented suite of `{shown}` ran past `[verify] suite_timeout_s` ({} s) while {during}",
+        run.timeout.as_secs()
+    ))
+}
+
+/// What a whole-suite run shares between its test executables.
+struct SuiteRun<'a> {
+    run: &'a Run<'a>,
+    package: &'a Package<'a>,
+    shown: &'a str,
+    /// The library path the executables need ([`library_env`]).
+    library: Vec<(String, std::ffi::OsString)>,
+    /// The mapped tests of the package, read by cargo's grammar.
+    wanted: &'a [(&'a TestId, CargoTest)],
+    /// When the suite's time ends.
+    deadline: Instant,
+}
+
+/// Where one test executable's profiles went, or the suite to report instead (it gave no coverage to
+/// trust).
+enum Profiled {
+    Into(PathBuf),
+    Not(Suite),
+}
+
+impl SuiteRun<'_> {
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Runs one test executable, instrumented: its mapped tests alone, each in a process of its own, as
+    /// the tests floor runs them (one test's code cannot write another's result), and the rest together;
+    /// every record read into the suite.
+    fn target(
+        &self,
+        n: usize,
+        (target, exe): (&super::Target, &Path),
+        suite: &mut Suite,
+        gathered: &mut Gathered,
+    ) -> Result<Profiled, CoverageError> {
+        let (run, package, shown) = (self.run, self.package, self.shown);
+        let listed = match list(run, package, (target, exe), &self.library, self.left()) {
+            Ok(listed) => listed,
+            Err(_) if self.left().is_zero() => {
+                return Ok(Profiled::Not(over(
+                    run,
+                    shown,
+                    &format!("listing the tests of target `{target}`"),
+                )));
+            }
+            Err(why) => return Ok(Profiled::Not(Suite::broken(why.to_string()))),
+        };
+        let mapped: BTreeSet<&str> = self
+            .wanted
+            .iter()
+            .filter(|(_, spec)| spec.wants(target) && listed.contains(&spec.path))
+            .map(|(_, spec)| spec.path.as_str())
+            .collect();
+        let rest: BTreeSet<&str> = listed
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !mapped.contains(name))
+            .collect();
+        let folder = run.launcher.scratch(&format!("profraw-{n}"))?;
+        let mut profile = self.library.clone();
+        profile.push((
+            "LLVM_PROFILE_FILE".to_string(),
+            folder.join("%p-%m.profraw").into_os_string(),
+        ));
+        let mut runs: Vec<(BTreeSet<&str>, bool)> = Vec::new();
+        // An executable without tests runs too: its code's lines read uncovered, as Go 1.22's do.
+        if !rest.is_empty() || mapped.is_empty() {
+            runs.push((rest, true));
+        }
+        runs.extend(mapped.iter().map(|name| (BTreeSet::from([*name]), false)));
+        let none = BTreeSet::new();
+        for (names, whole) in &runs {
+            let (record, ran) = match launch_executable(
+                run,
+                package,
+                (target, exe),
+                Asked {
+                    names,
+                    whole: *whole,
+                    skip: if *whole { &mapped } else { &none },
+                    env: profile.clone(),
+                    timeout: self.left(),
+                },
+            ) {
+                Ok(ran) => ran,
+                Err(why @ LaunchError::Start { .. }) => return Err(why.into()),
+                Err(why) => return Ok(Profiled::Not(Suite::broken(why.to_string()))),
+            };
+            if ran.timed_out {
+                let what: Vec<&str> = names.iter().copied().collect();
+                return Ok(Profiled::Not(over(
+                    run,
+                    shown,
+                    &if *whole {
+                        format!("running target `{target}`")
+                    } else {
+                        format!("running `{target}/{}`", what.join(", "))
+                    },
+                )));
+            }
+            if ran.truncated {
+                return Ok(Profiled::Not(Suite::blocked(format!(
+                    "the test output of target `{target}` of `{shown}` is over {} MiB, more than aayu reads of a process",
+                    super::super::REPORT_CAP >> 20
+                ))));
+            }
+            if let Err(why) = take_record(record, &ran, (target, shown), run.root, suite, gathered)
+            {
+                return Ok(Profiled::Not(Suite::broken(why.to_string())));
+            }
+        }
+        if !has_profile(&folder) {
+            return Ok(Profiled::Not(Suite::blocked(format!(
+                "the test executable of target `{target}` of `{shown}` ran and wrote no `.profraw`: it is not instrumented (a `RUSTFLAGS` passed to the sandbox replaces cargo's configured flags)"
+            ))));
+        }
+        Ok(Profiled::Into(folder))
+    }
 }
 
 /// A run's record into the suite: each test's result and its own events (`Whole`); or why the run gives
@@ -196,7 +327,7 @@ fn take_record(
     root: &Path,
     suite: &mut Suite,
     gathered: &mut Gathered,
-) -> Result<(), String> {
+) -> Result<(), CoverageError> {
     match record {
         Record::Whole(events) => {
             for (name, list) in events {
@@ -220,22 +351,30 @@ fn take_record(
                 .filter(|(_, list)| !has_result(list))
                 .map(|(name, _)| format!("`{target}/{name}`"))
                 .collect();
+            let shown = shown.to_string();
             Err(match running.as_slice() {
-                [] => format!(
-                    "target `{target}` of `{shown}` ended before its tests finished ({how}): no coverage from a partial profile"
-                ),
-                [one] => format!(
-                    "{one} in `{shown}` ended the run before it finished ({how}): no coverage from a partial profile — fix the test"
-                ),
-                many => format!(
-                    "one of {} in `{shown}` ended the run before it finished ({how}; they were running side by side): no coverage from a partial profile — fix the test",
-                    many.join(", ")
-                ),
+                [] => CoverageError::TargetEnded {
+                    target: target.to_string(),
+                    shown,
+                    how,
+                },
+                [one] => CoverageError::TestEnded {
+                    test: one.clone(),
+                    shown,
+                    how,
+                },
+                many => CoverageError::OneOfEnded {
+                    tests: many.join(", "),
+                    shown,
+                    how,
+                },
             })
         }
-        Record::Forged(what) => Err(format!(
-            "the test output of target `{target}` of `{shown}` does not match libtest's record ({what}): its run gives no coverage to trust"
-        )),
+        Record::Forged(what) => Err(CoverageError::Forged {
+            target: target.to_string(),
+            shown: shown.to_string(),
+            what,
+        }),
     }
 }
 
@@ -284,7 +423,7 @@ fn list(
     (target, exe): (&super::Target, &Path),
     library: &[(String, std::ffi::OsString)],
     timeout: Duration,
-) -> Result<BTreeSet<String>, String> {
+) -> Result<BTreeSet<String>, CoverageError> {
     let shown = shown_dir(package.dir);
     // The listing is instrumented too: its profile goes where nobody reads it.
     let folder = run.launcher.scratch("profraw-list")?;
@@ -309,17 +448,19 @@ fn list(
         report: None,
     })?;
     if ran.truncated {
-        return Err(format!(
-            "the test list of target `{target}` of `{shown}` is over {} MiB, more than aayu reads of a process",
-            super::super::REPORT_CAP >> 20
-        ));
+        return Err(CoverageError::ListTooLong {
+            target: target.to_string(),
+            shown: shown.to_string(),
+            mib: super::super::REPORT_CAP >> 20,
+        });
     }
     if ran.code != Some(0) || ran.timed_out {
-        return Err(exited(
+        return Err(Exited::of(
             &format!("`--list` of the test executable of target `{target}` of `{shown}`"),
             &ran,
             run.root,
-        ));
+        )
+        .into());
     }
     Ok(String::from_utf8_lossy(&ran.stdout)
         .lines()
@@ -341,7 +482,7 @@ fn instrument_config(
     cover: &Cover,
     host: &str,
     timeout: Duration,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, CoverageError> {
     for name in ["config", "config.toml"] {
         let rel = join(".cargo", name);
         let path = run.root.join(&rel);
@@ -355,16 +496,14 @@ fn instrument_config(
                 && std::fs::metadata(&real).is_ok_and(|m| m.is_file() && m.len() <= CONFIG_CAP)
         });
         if !inside {
-            return Err(format!(
-                "`{rel}` is not a file of the repository aayu can read as data (a link out of it, or over 1 MiB): aayu reads the cargo configuration to add its coverage flags, and never runs cargo as root for it"
-            ));
+            return Err(CoverageError::ConfigOutside { rel });
         }
     }
     let config = cargo_config2::de::Config::load_with_options(
         run.root,
         cover.cargo_home.map(Path::to_path_buf),
     )
-    .map_err(|e| format!("the cargo configuration cannot be read as data: {e}"))?;
+    .map_err(CoverageError::Config)?;
     let targets: Vec<String> = match config.build.target.as_ref() {
         Some(cargo_config2::de::StringOrArray::String(t)) => vec![t.val.clone()],
         Some(cargo_config2::de::StringOrArray::Array(ts)) => {
@@ -418,7 +557,7 @@ fn print_cfg(
     run: &Run,
     target: &str,
     timeout: Duration,
-) -> Result<BTreeSet<(String, Option<String>)>, String> {
+) -> Result<BTreeSet<(String, Option<String>)>, CoverageError> {
     let ran = run.launcher.launch(Job {
         what: "rustc --print cfg".to_string(),
         argv: ["rustc", "--print", "cfg", "--target", target]
@@ -430,7 +569,7 @@ fn print_cfg(
         report: None,
     })?;
     if ran.code != Some(0) {
-        return Err(exited("`rustc --print cfg`", &ran, run.root));
+        return Err(Exited::of("`rustc --print cfg`", &ran, run.root).into());
     }
     Ok(printed(&String::from_utf8_lossy(&ran.stdout)))
 }
@@ -444,7 +583,7 @@ fn lines(
     llvm: &crate::sandbox::llvm::LlvmTools,
     (profiles, objects, sources): (&[PathBuf], &[PathBuf], &[PathBuf]),
     left: &dyn Fn() -> Duration,
-) -> Result<BTreeMap<String, Lines>, String> {
+) -> Result<BTreeMap<String, Lines>, CoverageError> {
     let shown = shown_dir(package.dir);
     let merged = run.launcher.scratch("profdata")?.join("merged.profdata");
     let mut argv = vec![
@@ -460,20 +599,21 @@ fn lines(
         run.root,
         package.dir,
     ));
-    let tool = |what: String, name: &str, argv: Vec<String>| -> Result<super::super::Ran, String> {
-        let ran = run.launcher.launch(Job {
-            what,
-            argv,
-            cwd: workspace.clone(),
-            env: Vec::new(),
-            timeout: left(),
-            report: None,
-        })?;
-        if ran.code != Some(0) {
-            return Err(exited(&format!("`{name}`"), &ran, run.root));
-        }
-        Ok(ran)
-    };
+    let tool =
+        |what: String, name: &str, argv: Vec<String>| -> Result<super::super::Ran, CoverageError> {
+            let ran = run.launcher.launch(Job {
+                what,
+                argv,
+                cwd: workspace.clone(),
+                env: Vec::new(),
+                timeout: left(),
+                report: None,
+            })?;
+            if ran.code != Some(0) {
+                return Err(Exited::of(&format!("`{name}`"), &ran, run.root).into());
+            }
+            Ok(ran)
+        };
     tool(
         format!("merging the coverage profiles of `{shown}`"),
         "llvm-profdata merge",
@@ -506,10 +646,9 @@ fn lines(
             argv,
         )?;
         if ran.truncated {
-            return Err(format!(
-                "llvm-cov's report is over {} MiB: aayu reads no more of it",
-                super::super::REPORT_CAP >> 20
-            ));
+            return Err(CoverageError::ReportTooLong {
+                mib: super::super::REPORT_CAP >> 20,
+            });
         }
         Ok(ran.stdout)
     };
@@ -534,9 +673,8 @@ fn compiled_names(
     summary: &[u8],
     (root, workspace): (&Path, &Path),
     sources: &[PathBuf],
-) -> Result<(BTreeSet<String>, BTreeMap<String, String>), String> {
-    let parsed: Value = serde_json::from_slice(summary)
-        .map_err(|e| format!("llvm-cov's summary is not JSON aayu reads: {e}"))?;
+) -> Result<(BTreeSet<String>, BTreeMap<String, String>), CoverageError> {
+    let parsed: Value = serde_json::from_slice(summary).map_err(CoverageError::Summary)?;
     let roots: Vec<PathBuf> = std::iter::once(root.to_path_buf())
         .chain(std::fs::canonicalize(root).ok())
         .collect();
@@ -556,9 +694,8 @@ fn compiled_names(
             continue;
         };
         if name.chars().any(char::is_control) {
-            return Err(format!(
-                "the build names a file `{}`, with a control character: aayu refuses such a name, and reads no report that holds it",
-                name.escape_debug()
+            return Err(CoverageError::ControlCharacter(
+                name.escape_debug().to_string(),
             ));
         }
         names.insert(name.to_string());
@@ -592,23 +729,17 @@ pub(super) fn lcov(
     text: &str,
     names: &BTreeSet<String>,
     asked: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, Lines>, String> {
+) -> Result<BTreeMap<String, Lines>, CoverageError> {
     let mut files: BTreeMap<String, Lines> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
         if let Some(file) = line.strip_prefix("SF:") {
             if !names.contains(file) {
-                return Err(format!(
-                    "llvm-cov's report names `{}`, which its summary does not: its report is not read",
-                    file.escape_debug()
-                ));
+                return Err(CoverageError::Unsummarised(file.escape_debug().to_string()));
             }
             if !seen.insert(file.to_string()) {
-                return Err(format!(
-                    "llvm-cov's report names `{}` twice: its report is not read",
-                    file.escape_debug()
-                ));
+                return Err(CoverageError::Twice(file.escape_debug().to_string()));
             }
             current = asked.get(file).cloned();
             if let Some(rel) = &current {
@@ -678,10 +809,12 @@ mod tests {
         // A record of a name the summary does not have (a line break forging one), or a second record of
         // a name, is a report not read.
         let forged = "SF:/r/x\nSF:/r/src/lib.rs\nDA:1,1\nend_of_record\n";
-        assert!(lcov(forged, &names, &asked).is_err_and(|e| e.contains("summary does not")));
+        assert!(
+            lcov(forged, &names, &asked).is_err_and(|e| e.to_string().contains("summary does not"))
+        );
         let twice =
             "SF:/r/src/lib.rs\nDA:1,0\nend_of_record\nSF:/r/src/lib.rs\nDA:1,1\nend_of_record\n";
-        assert!(lcov(twice, &names, &asked).is_err_and(|e| e.contains("twice")));
+        assert!(lcov(twice, &names, &asked).is_err_and(|e| e.to_string().contains("twice")));
     }
 
     /// The build's names of the change's files are found whatever `..` they hold, relative names from the
@@ -731,7 +864,7 @@ mod tests {
                 (root, root),
                 &sources
             )
-            .is_err_and(|e| e.contains("control character"))
+            .is_err_and(|e| e.to_string().contains("control character"))
         );
     }
 }

@@ -59,7 +59,37 @@ struct Facts {
 }
 
 /// A file as read: its facts, or why it cannot be read as code; `None` when there is no such file.
-type Read = Option<Result<Facts, String>>;
+type Read = Option<Result<Facts, Unparsed>>;
+
+/// Why a Rust file's `#[cfg(test)]` items cannot be told apart: they are then counted as product code.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unparsed {
+    #[error("`{path}` cannot be read: its `#[cfg(test)]` items are counted as product code")]
+    Unreadable { path: String },
+    #[error(
+        "`{path}` is over {mib} MiB, which aayu does not parse: its `#[cfg(test)]` items are counted as product code"
+    )]
+    TooLarge { path: String, mib: u64 },
+    #[error(
+        "`{path}` was not parsed (aayu parses at most {mib} MiB of a change's Rust files): its `#[cfg(test)]` items are counted as product code"
+    )]
+    OverBudget { path: String, mib: u64 },
+    #[error("`{path}` is not UTF-8: its `#[cfg(test)]` items are counted as product code")]
+    NotUtf8 { path: String },
+    #[error(
+        "`{path}` nests brackets deeper than {NESTING}, which aayu does not parse: its `#[cfg(test)]` items are counted as product code"
+    )]
+    TooDeep { path: String },
+    #[error(
+        "`{path}` does not parse as Rust (line {line}): its `#[cfg(test)]` items are counted as product code"
+    )]
+    NotRust { path: String, line: usize },
+    /// The parser's thread could not start (the system's words).
+    #[error("`{path}` could not be parsed: {why}")]
+    NoThread { path: String, why: String },
+    #[error("`{path}` could not be parsed")]
+    Crashed { path: String },
+}
 
 struct Reader<'a> {
     root: &'a Path,
@@ -138,11 +168,11 @@ impl Reader<'_> {
         match self.declared_for_tests(path, DEPTH) {
             Ok(true) => return TestCode::Whole,
             Ok(false) => {}
-            Err(why) => return TestCode::Unread(why),
+            Err(why) => return TestCode::Unread(why.to_string()),
         }
         match self.facts(path) {
             None => TestCode::None,
-            Some(Err(why)) => TestCode::Unread(why),
+            Some(Err(why)) => TestCode::Unread(why.to_string()),
             Some(Ok(facts)) if facts.lines.is_empty() => TestCode::None,
             Some(Ok(facts)) => TestCode::Lines(facts.lines),
         }
@@ -165,33 +195,33 @@ impl Reader<'_> {
         let bytes = match crate::safe_fs::read(self.root, path, FILE_CAP + 1) {
             Ok(bytes) => bytes,
             Err(_) => {
-                return Some(Err(format!(
-                    "`{path}` cannot be read: its `#[cfg(test)]` items are counted as product code"
-                )));
+                return Some(Err(Unparsed::Unreadable {
+                    path: path.to_string(),
+                }));
             }
         };
         if bytes.len() as u64 > FILE_CAP {
-            return Some(Err(format!(
-                "`{path}` is over {} MiB, which aayu does not parse: its `#[cfg(test)]` items are counted as product code",
-                FILE_CAP >> 20
-            )));
+            return Some(Err(Unparsed::TooLarge {
+                path: path.to_string(),
+                mib: FILE_CAP >> 20,
+            }));
         }
         if self.parsed + bytes.len() as u64 > BUDGET {
-            return Some(Err(format!(
-                "`{path}` was not parsed (aayu parses at most {} MiB of a change's Rust files): its `#[cfg(test)]` items are counted as product code",
-                BUDGET >> 20
-            )));
+            return Some(Err(Unparsed::OverBudget {
+                path: path.to_string(),
+                mib: BUDGET >> 20,
+            }));
         }
         self.parsed += bytes.len() as u64;
         let Ok(text) = String::from_utf8(bytes) else {
-            return Some(Err(format!(
-                "`{path}` is not UTF-8: its `#[cfg(test)]` items are counted as product code"
-            )));
+            return Some(Err(Unparsed::NotUtf8 {
+                path: path.to_string(),
+            }));
         };
         if nesting(&text) > NESTING {
-            return Some(Err(format!(
-                "`{path}` nests brackets deeper than {NESTING}, which aayu does not parse: its `#[cfg(test)]` items are counted as product code"
-            )));
+            return Some(Err(Unparsed::TooDeep {
+                path: path.to_string(),
+            }));
         }
         let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
         let name = path.rsplit('/').next().unwrap_or(path);
@@ -206,11 +236,16 @@ impl Reader<'_> {
         let parsed = std::thread::Builder::new()
             .stack_size(STACK)
             .spawn(move || parse(&text, &children, &dir).map_err(|line| not_parsed(&shown, line)))
-            .map_err(|e| format!("`{path}` could not be parsed: {e}"))
+            .map_err(|e| Unparsed::NoThread {
+                path: path.to_string(),
+                why: e.to_string(),
+            })
             .and_then(|thread| {
-                thread
-                    .join()
-                    .unwrap_or_else(|_| Err(format!("`{path}` could not be parsed")))
+                thread.join().unwrap_or_else(|_| {
+                    Err(Unparsed::Crashed {
+                        path: path.to_string(),
+                    })
+                })
             });
         Some(parsed)
     }
@@ -221,7 +256,7 @@ impl Reader<'_> {
     /// looked at are those that can name it: `lib.rs`, `main.rs` and `mod.rs` of a folder above it, a
     /// `<folder>.rs` beside that folder, and the files beside it that hold a `#[path]` attribute. A
     /// declaring file that cannot be parsed and may declare it is `Err` (nothing excluded, said).
-    fn declared_for_tests(&mut self, path: &str, depth: usize) -> Result<bool, String> {
+    fn declared_for_tests(&mut self, path: &str, depth: usize) -> Result<bool, Unparsed> {
         if depth == 0 {
             return Ok(false);
         }
@@ -369,10 +404,11 @@ fn parse(text: &str, children: &str, own_dir: &str) -> Result<Facts, usize> {
     Ok(facts)
 }
 
-fn not_parsed(path: &str, line: usize) -> String {
-    format!(
-        "`{path}` does not parse as Rust (line {line}): its `#[cfg(test)]` items are counted as product code"
-    )
+fn not_parsed(path: &str, line: usize) -> Unparsed {
+    Unparsed::NotRust {
+        path: path.to_string(),
+        line,
+    }
 }
 
 /// `path` relative to the package folder `dir`, when it is inside it.
