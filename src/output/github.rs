@@ -135,12 +135,16 @@ pub fn map_annotations(
     }
 }
 
-/// The annotations of a gate run: the map's ([`map_annotations`], blocking when the feature-map floor
-/// fails), each weakening (`aayudha weakening: <kind>`, an error once its floor fails, a warning while
-/// advisory or waived), the changed lines no test ran (warnings, as ranges), and each floor that does not
-/// hold.
+/// The annotations of a gate run: first each floor that does not hold (so that the ten errors GitHub shows
+/// always hold them, however many findings follow), then the map's ([`map_annotations`], blocking when
+/// the feature-map floor fails), each weakening (`aayudha weakening: <kind>`, an error once its floor
+/// fails, a warning while advisory or waived), and the changed lines no test ran (warnings, as ranges).
 pub fn annotations(run: &crate::gate::GateRun, notes: &mut Annotations) {
     use crate::floors::Floor;
+    for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
+        let title = format!("aayudha {} floor: {}", floor.floor.as_str(), floor.verdict);
+        notes.add(Level::Error, None, &title, &floor.detail);
+    }
     let fails = |floor: Floor| {
         run.floors
             .iter()
@@ -165,10 +169,6 @@ pub fn annotations(run: &crate::gate::GateRun, notes: &mut Annotations) {
                 "changed executable lines no test ran",
             );
         }
-    }
-    for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
-        let title = format!("aayudha {} floor: {}", floor.floor.as_str(), floor.verdict);
-        notes.add(Level::Error, None, &title, &floor.detail);
     }
 }
 
@@ -213,6 +213,76 @@ mod tests {
             a.overflow.last().map(String::as_str),
             Some("warning: calc/calc.go:30-31: t: m")
         );
+    }
+
+    /// A gate run whose feature-map floor fails on `drifts` drifts.
+    fn failing_run(drifts: usize) -> crate::gate::GateRun {
+        use crate::floors::feature_map::{Drift, DriftKind, MapReport};
+        use crate::floors::{Floor, FloorResult, Verdict};
+        let pack = serde_json::from_slice(include_bytes!(
+            "../../tests/data/packs/seeds-story-131.json"
+        ))
+        .expect("the seed's pack");
+        let drift = (1..=drifts)
+            .map(|line| Drift {
+                product: "shop".into(),
+                feature: Some("buy".into()),
+                file: "src/buy.rs".into(),
+                line,
+                kind: DriftKind::UnmappedSurface,
+                detail: "a route the map does not name".into(),
+            })
+            .collect();
+        crate::gate::GateRun {
+            pack,
+            pack_dir: "proof".into(),
+            pack_sha256: String::new(),
+            floors: vec![FloorResult::new(
+                Floor::FeatureMap,
+                Verdict::Fail,
+                "aayu",
+                format!("{drifts} drift"),
+            )],
+            map: MapReport {
+                schema_version: 1,
+                maps: 1,
+                features: 1,
+                drift,
+                stale: Vec::new(),
+                errors: Vec::new(),
+                warnings: Vec::new(),
+                scan_stopped: None,
+            },
+            weakening: crate::floors::weakening::Report {
+                schema_version: 1,
+                base: String::new(),
+                head: String::new(),
+                weakenings: Vec::new(),
+            },
+            red_on_base: None,
+            criteria: Vec::new(),
+            coverage: None,
+        }
+    }
+
+    /// However many findings a run has, the floors that do not hold are among the ten errors GitHub shows:
+    /// the findings past the cap go to the summary, never the verdict.
+    #[test]
+    fn a_failing_floor_is_annotated_first_and_never_capped_away() {
+        let mut notes = Annotations::default();
+        annotations(&failing_run(12), &mut notes);
+        let errors: Vec<&str> = notes
+            .lines
+            .lines()
+            .filter(|l| l.starts_with("::error "))
+            .collect();
+        assert_eq!(errors.len(), ANNOTATIONS_PER_LEVEL);
+        assert_eq!(
+            errors[0],
+            "::error title=aayudha feature-map floor%3A fail::12 drift"
+        );
+        assert_eq!(notes.overflow.len(), 3, "{:?}", notes.overflow);
+        assert!(notes.overflow.iter().all(|o| o.contains("aayudha drift")));
     }
 
     #[test]
