@@ -79,7 +79,20 @@ pub(crate) fn write_report(ctx: &mut Context, text: &str) -> Result<bool, Failur
 
 /// Writes to stdout; a closed pipe (`aayu … | head`) ends the command quietly with success.
 pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<bool, Failure> {
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    written(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+}
+
+/// Writes a `--json` document to stdout, as [`write_out`] does a text.
+pub(crate) fn write_json<T: serde::Serialize>(
+    out: &mut dyn Write,
+    document: &T,
+) -> Result<bool, Failure> {
+    written(crate::output::json::write(&mut *out, document).and_then(|()| out.flush()))
+}
+
+/// Whether a write to stdout reached it: a closed pipe is not an error.
+fn written(result: std::io::Result<()>) -> Result<bool, Failure> {
+    match result {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(Failure::unexpected("cannot write to standard output").caused_by(e)),
@@ -98,9 +111,10 @@ pub(crate) fn map_run(
     let report = map_check(ctx, repo, config)?;
 
     let written = if as_json {
-        write_out(ctx.out, &crate::output::json::render(&report))?
+        write_json(ctx.out, &report)?
     } else {
-        write_report(ctx, &crate::output::plain::map_report(&report))?
+        let text = crate::output::text(|w| crate::output::plain::map_report(&report, w));
+        write_report(ctx, &text)?
     };
     if written && ctx.env.github_actions {
         let blocking = config.verify.drift_blocking_from.blocks_at(now);

@@ -94,7 +94,8 @@ fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failur
     let config_sha = inputs::trusted_commit(&repo, github, token)?;
     let no_pack = |ctx: &mut Context, failure: Failure| {
         job.output(ctx.err, "result", "no-pack");
-        job.summary(ctx.err, &crate::output::summary::no_pack(&failure.message));
+        let summary = crate::output::text(|w| crate::output::summary::no_pack(&failure.message, w));
+        job.summary(ctx.err, &summary);
         failure
     };
     let config = inputs::config_at(&repo, &config_sha, &config_path, options.config.is_some())
@@ -274,10 +275,10 @@ fn sweep(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failu
     let count = |status: Status| checks.iter().filter(|c| c.status == status).count();
     let (failed, blocked) = (count(Status::Failed), count(Status::Blocked));
     let verdict = sweep_verdict(failed, blocked, checks.len());
-    job.summary(
-        ctx.err,
-        &crate::output::summary::sweep(&verdict, &checks, &notes.overflow),
-    );
+    let summary = crate::output::text(|w| {
+        crate::output::summary::sweep(&verdict, &checks, &notes.overflow, w)
+    });
+    job.summary(ctx.err, &summary);
     let result = match (failed, blocked) {
         (0, 0) => "passed",
         (0, _) => "blocked",

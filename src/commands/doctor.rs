@@ -111,10 +111,11 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
 
     let mut text = String::new();
     if options.json {
-        text = crate::output::json::render(&Report {
+        let report = Report {
             schema_version: 1,
             problems: &found,
-        });
+        };
+        text = crate::output::text(|w| crate::output::json::write(w, &report));
         text.push('\n');
     } else {
         for p in &fixed {

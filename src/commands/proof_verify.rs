@@ -7,7 +7,7 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::{Context, Failure};
 use crate::exit::ExitStatus;
 use crate::ledger::store::Ledger;
 use crate::pack::Store;
@@ -118,7 +118,7 @@ pub fn run(ctx: &mut Context, options: ProofVerifyOptions) -> Result<ExitStatus,
         notes: outcome.notes,
     };
     let written = if options.json {
-        write_out(ctx.out, &crate::output::json::render(&report))?
+        super::write_json(ctx.out, &report)?
     } else {
         super::write_report(ctx, &render(&report))?
     };

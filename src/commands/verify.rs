@@ -3,13 +3,13 @@
 
 mod ci;
 
-use crate::commands::{Context, Failure, write_out, write_report};
+use crate::commands::{Context, Failure, write_json, write_out, write_report};
 use crate::config::Config;
 use crate::exit::ExitStatus;
 use crate::floors::behaviour;
 use crate::git::Repo;
 use crate::maintain::post::Maintain;
-use crate::output::{json, plain};
+use crate::output::{plain, text};
 use crate::settings::VerifyOptions;
 
 pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Failure> {
@@ -68,8 +68,10 @@ fn checks(
     let ran = crate::gate::checks::run(ctx.env, ctx.err, repo, config, options, start)?;
     let written = match &ran {
         None => write_out(ctx.out, "no behaviour check selected\n")?,
-        Some((report, _)) if options.json => write_out(ctx.out, &json::render(report))?,
-        Some((report, out)) => write_report(ctx, &plain::behaviour_report(report, out))?,
+        Some((report, _)) if options.json => write_json(ctx.out, report)?,
+        Some((report, out)) => {
+            write_report(ctx, &text(|w| plain::behaviour_report(report, out, w)))?
+        }
     };
     if let Some(maintain) = maintain {
         // The brief also says what drifted: the map check runs no product code and takes a moment.

@@ -1,16 +1,12 @@
 //! JSON documents: pretty-printed, one object, a final newline.
 
+use std::io::{self, Write};
+
 use serde::Serialize;
 
-pub fn render<T: Serialize>(document: &T) -> String {
-    match serde_json::to_string_pretty(document) {
-        Ok(mut text) => {
-            text.push('\n');
-            text
-        }
-        // Our documents are plain structs of strings and numbers; serialising them cannot fail.
-        Err(e) => {
-            format!("{{\"schema_version\": 1, \"error\": \"cannot serialise the report: {e}\"}}\n")
-        }
-    }
+/// Writes `document` pretty-printed, with a final newline. Our documents are plain structs of strings and
+/// numbers: serialising them cannot fail, so an error is the writer's.
+pub fn write<T: Serialize>(out: &mut (impl Write + ?Sized), document: &T) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, document)?;
+    out.write_all(b"\n")
 }

@@ -3,14 +3,13 @@
 //! Quiet when all is well: one line.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::io::{self, Write};
 
 use crate::floors::feature_map::MapReport;
 
-pub fn map_report(report: &MapReport) -> String {
-    let mut text = String::new();
+pub fn map_report(report: &MapReport, text: &mut impl Write) -> io::Result<()> {
     for product in report.products() {
-        let _ = writeln!(text, "{product}");
+        writeln!(text, "{product}")?;
         let mut by_feature: BTreeMap<Option<&str>, Vec<String>> = BTreeMap::new();
         for d in report.drift.iter().filter(|d| d.product == product) {
             by_feature
@@ -25,45 +24,44 @@ pub fn map_report(report: &MapReport) -> String {
                 ));
         }
         for (feature, lines) in by_feature {
-            let _ = writeln!(text, "  {}", feature.unwrap_or("(no feature)"));
+            writeln!(text, "  {}", feature.unwrap_or("(no feature)"))?;
             for line in lines {
-                let _ = writeln!(text, "    {line}");
+                writeln!(text, "    {line}")?;
             }
         }
         for s in report.stale.iter().filter(|s| s.product == product) {
-            let _ = writeln!(
+            writeln!(
                 text,
                 "  stale: {} ({}): {}",
                 s.feature,
                 s.reason.as_str(),
                 s.detail
-            );
+            )?;
         }
     }
     if !report.errors.is_empty() {
-        let _ = writeln!(
+        writeln!(
             text,
             "contract errors (the maps below are not judged until they are fixed)"
-        );
+        )?;
         for e in &report.errors {
-            let _ = writeln!(text, "  {}:{}: {}", e.file, e.line, e.message);
+            writeln!(text, "  {}:{}: {}", e.file, e.line, e.message)?;
         }
     }
     if !report.warnings.is_empty() {
-        let _ = writeln!(text, "warnings");
+        writeln!(text, "warnings")?;
         for w in &report.warnings {
-            let _ = writeln!(text, "  {}:{}: {}", w.file, w.line, w.message);
+            writeln!(text, "  {}:{}: {}", w.file, w.line, w.message)?;
         }
     }
     if let Some(stopped) = &report.scan_stopped {
-        let _ = writeln!(text, "scan stopped: {}", stopped.sentence());
+        writeln!(text, "scan stopped: {}", stopped.sentence())?;
     }
-    let _ = writeln!(text, "{}", summary(report));
-    text
+    writeln!(text, "{}", summary(report))
 }
 
 /// `2 maps, 9 features: 3 drift, 1 stale` or `… : in sync`.
-pub fn summary(report: &MapReport) -> String {
+fn summary(report: &MapReport) -> String {
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let head = format!(
@@ -98,15 +96,15 @@ pub fn summary(report: &MapReport) -> String {
 pub fn behaviour_report(
     report: &crate::floors::behaviour::BehaviourReport,
     out: &std::path::Path,
-) -> String {
-    let mut text = String::new();
+    text: &mut impl Write,
+) -> io::Result<()> {
     for c in &report.checks {
         let reason = if c.reason.is_empty() {
             String::new()
         } else {
             format!(": {}", c.reason)
         };
-        let _ = writeln!(
+        writeln!(
             text,
             "{} {}.{} ({}, network {}): {}{reason}",
             c.product,
@@ -115,14 +113,14 @@ pub fn behaviour_report(
             c.kind.as_str(),
             c.network.as_str(),
             c.status.as_str()
-        );
-        let _ = writeln!(text, "  selected because {}", c.selected_because.join("; "));
+        )?;
+        writeln!(text, "  selected because {}", c.selected_because.join("; "))?;
     }
     let count = |s: crate::floors::behaviour::Status| {
         report.checks.iter().filter(|c| c.status == s).count()
     };
     use crate::floors::behaviour::Status;
-    let _ = writeln!(
+    writeln!(
         text,
         "{} checks: {} passed, {} failed, {} blocked, {} unreachable; report: {}",
         report.checks.len(),
@@ -131,15 +129,12 @@ pub fn behaviour_report(
         count(Status::Blocked),
         count(Status::Unreachable),
         out.join("reports/behaviour.json").display()
-    );
-    text
+    )
 }
 
-/// The table `aayu verify --ci` prints: a line per floor, a line per weakening (`file:line: weakening:
-/// …`), a line per criterion, and the pack.
 /// A line per criterion for a person: its evidence or why it has none, then each criterion's verdict on
 /// the base, then each run of changed lines no test ran.
-pub fn criteria_lines(run: &crate::gate::GateRun) -> Vec<String> {
+fn criteria_lines(run: &crate::gate::GateRun) -> Vec<String> {
     use crate::floors::red_on_base::Verdict as OnBase;
     use crate::floors::test_evidence::Said;
     let mut lines = Vec::new();
@@ -188,33 +183,32 @@ pub fn criteria_lines(run: &crate::gate::GateRun) -> Vec<String> {
     lines
 }
 
-/// `verify --ci`'s table: the floors, the weakenings, the criteria, where the pack is.
-pub fn gate_table(run: &crate::gate::GateRun) -> String {
+/// The table `aayu verify --ci` prints: a line per floor, a line per weakening (`file:line: weakening:
+/// …`), a line per criterion, and where the pack is.
+pub fn gate_table(run: &crate::gate::GateRun, text: &mut impl Write) -> io::Result<()> {
     let (pack, weakenings) = (&run.pack, &run.weakening.weakenings);
     let (dir, pack_sha256) = (&run.pack_dir, &run.pack_sha256);
-    let mut text = String::new();
-    let _ = writeln!(
+    writeln!(
         text,
         "{:<12} {:<8} {:>6} {:>9}  detail",
         "floor", "result", "value", "threshold"
-    );
+    )?;
     for c in &pack.checks {
-        let _ = writeln!(
+        writeln!(
             text,
             "{:<12} {:<8} {:>6} {:>9}  {}",
             c.floor, c.result, c.value, c.threshold, c.detail
-        );
+        )?;
     }
     for w in weakenings {
-        let _ = writeln!(text, "{}:{}: weakening: {}", w.file, w.line, w.detail);
+        writeln!(text, "{}:{}: weakening: {}", w.file, w.line, w.detail)?;
     }
     for line in criteria_lines(run) {
-        let _ = writeln!(text, "{line}");
+        writeln!(text, "{line}")?;
     }
-    let _ = writeln!(
+    writeln!(
         text,
         "pack: {} (sha256 {pack_sha256})",
         dir.join("pack.json").display()
-    );
-    text
+    )
 }

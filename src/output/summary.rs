@@ -2,7 +2,7 @@
 //! pack), the nightly sweep's, and the proof comment's text (also the pack job's summary). Every text from a pull request or a pack is code
 //! ([`super::markdown`]).
 
-use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use crate::floors::behaviour::CheckResult;
 use crate::output::markdown::{block, cell, code};
@@ -11,9 +11,9 @@ use crate::pack::Pack;
 
 /// The criteria that screenshots evidence, each screenshot with its hash and a link to the run's
 /// `aayudha-pack` artifact, which holds their bytes (media are `store: none` or `bucket` in pack.json:
-/// never in git). Empty when no criterion has a screenshot.
-pub fn screenshots(pack: &Pack, artifact_url: Option<&str>) -> String {
-    let mut rows = String::new();
+/// never in git). Nothing when no criterion has a screenshot.
+fn screenshots(pack: &Pack, artifact_url: Option<&str>, text: &mut impl Write) -> io::Result<()> {
+    let mut rows = Vec::new();
     for criterion in &pack.criteria {
         for path in &criterion.evidence {
             let Some(artifact) = pack.artifacts.iter().find(|a| {
@@ -25,47 +25,54 @@ pub fn screenshots(pack: &Pack, artifact_url: Option<&str>) -> String {
                 Some(url) => format!("[{}]({url})", code(path)),
                 None => code(path),
             };
-            let _ = writeln!(
-                rows,
+            rows.push(format!(
                 "| {} | {shown} | {} | {} |",
                 criterion.id,
                 artifact.size,
                 code(&artifact.sha256)
-            );
+            ));
         }
     }
     if rows.is_empty() {
-        return rows;
+        return Ok(());
     }
     let whence = match artifact_url {
         Some(url) => format!("[`{ARTIFACT}`]({url})"),
         None => format!("`{ARTIFACT}`"),
     };
-    format!(
-        "
-**Screenshots** — in the run's {whence} artifact under `artifacts/` (kept for the artifact's retention; pack.json keeps their hashes):
-
-| Criterion | Screenshot | Bytes | sha256 |
-|---|---|---|---|
-{rows}"
-    )
+    writeln!(
+        text,
+        "\n**Screenshots** — in the run's {whence} artifact under `artifacts/` (kept for the artifact's retention; pack.json keeps their hashes):\n\n| Criterion | Screenshot | Bytes | sha256 |\n|---|---|---|---|"
+    )?;
+    for row in rows {
+        writeln!(text, "{row}")?;
+    }
+    Ok(())
 }
 
-/// The merge gate's summary: the verdict, the floors, the criteria (and their screenshots, linked to
-/// `artifact_url`), and the findings past GitHub's ten annotations of a level. `run` names the run and
-/// the artifact; `fork` adds a note that the code came from a fork.
-pub fn gate(
-    pack: &Pack,
-    pack_sha256: &str,
-    run: &str,
-    artifact_url: Option<&str>,
-    fork: bool,
-    overflow: &[String],
-    coverage: Option<&crate::floors::coverage::Report>,
-) -> String {
+/// What the merge gate's job summary says of its run.
+pub struct Gate<'a> {
+    pub pack: &'a Pack,
+    pub pack_sha256: &'a str,
+    /// The run and the artifact, named (`run 7 attempt 1, artifact 9`).
+    pub run: &'a str,
+    /// The run's `aayudha-pack` artifact, which screenshots link to.
+    pub artifact_url: Option<&'a str>,
+    /// The code came from a fork.
+    pub fork: bool,
+    /// The findings past GitHub's ten annotations of a level.
+    pub overflow: &'a [String],
+    pub coverage: Option<&'a crate::floors::coverage::Report>,
+}
+
+/// The merge gate's summary: the verdict, the floors, the criteria (and their screenshots), and the
+/// findings past GitHub's ten annotations of a level.
+pub fn gate(g: &Gate, text: &mut impl Write) -> io::Result<()> {
+    let pack = g.pack;
     let holds = pack.checks.iter().all(crate::pack::Check::holds);
-    let mut text = format!(
-        "### aayudha merge gate — {}\n\nHead `{}` · base `{}` · story {} · pack.json sha256 `{pack_sha256}` · `{ARTIFACT}` of {run}\n\n",
+    write!(
+        text,
+        "### aayudha merge gate — {}\n\nHead `{}` · base `{}` · story {} · pack.json sha256 `{}` · `{ARTIFACT}` of {}\n\n",
         if holds {
             "every floor holds"
         } else {
@@ -78,18 +85,20 @@ pub fn gate(
         } else {
             "none".into()
         },
-    );
-    if fork {
-        text.push_str("From a fork: its code ran in aayu's sandbox as an unprivileged user, with no token in its environment.\n\n");
+        g.pack_sha256,
+        g.run,
+    )?;
+    if g.fork {
+        text.write_all(b"From a fork: its code ran in aayu's sandbox as an unprivileged user, with no token in its environment.\n\n")?;
     }
     floor_rows(
-        &mut text,
+        text,
         "| Floor | Result | Value | Threshold | Detail |",
         &pack.checks,
-    );
-    text.push_str(&most_uncovered(coverage));
+    )?;
+    most_uncovered(g.coverage, text)?;
     if !pack.criteria.is_empty() {
-        text.push_str("\n| Criterion | Evidence |\n|---|---|\n");
+        text.write_all(b"\n| Criterion | Evidence |\n|---|---|\n")?;
         for c in &pack.criteria {
             let evidence = if c.evidence.is_empty() {
                 "none".to_string()
@@ -100,65 +109,79 @@ pub fn gate(
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let _ = writeln!(text, "| {} | {evidence} |", c.id);
+            writeln!(text, "| {} | {evidence} |", c.id)?;
         }
-        text.push_str(&screenshots(pack, artifact_url));
+        screenshots(pack, g.artifact_url, text)?;
     }
-    if !overflow.is_empty() {
-        text.push_str("\n**More findings** (GitHub shows 10 annotations of each level):\n\n");
-        for line in overflow {
-            let _ = writeln!(text, "- {}", code(line));
+    if !g.overflow.is_empty() {
+        text.write_all(b"\n**More findings** (GitHub shows 10 annotations of each level):\n\n")?;
+        for line in g.overflow {
+            writeln!(text, "- {}", code(line))?;
         }
     }
-    text
+    Ok(())
 }
 
 /// The coverage floor's five files with the most uncovered changed lines, as a table (none: nothing).
-pub fn most_uncovered(report: Option<&crate::floors::coverage::Report>) -> String {
+pub fn most_uncovered(
+    report: Option<&crate::floors::coverage::Report>,
+    text: &mut impl Write,
+) -> io::Result<()> {
     let Some(files) = report
         .map(|r| r.most_uncovered(5))
         .filter(|f| !f.is_empty())
     else {
-        return String::new();
+        return Ok(());
     };
-    let mut text = "\n| file (most uncovered changed lines) | uncovered | changed executable |\n|---|---|---|\n".to_string();
+    text.write_all(b"\n| file (most uncovered changed lines) | uncovered | changed executable |\n|---|---|---|\n")?;
     for file in files {
-        let _ = writeln!(
+        writeln!(
             text,
             "| {} | {} | {} |",
             cell(&file.path),
             file.uncovered.len(),
             file.changed_executable.len()
-        );
+        )?;
     }
-    text
+    Ok(())
 }
 
 /// The merge gate's summary when it made no pack: why, as code.
-pub fn no_pack(message: &str) -> String {
-    format!("### aayudha merge gate — no pack\n\n{}", block(message))
+pub fn no_pack(message: &str, text: &mut impl Write) -> io::Result<()> {
+    write!(
+        text,
+        "### aayudha merge gate — no pack\n\n{}",
+        block(message)
+    )
 }
 
 /// The nightly sweep's summary: the verdict and a line per check.
-pub fn sweep(verdict: &str, checks: &[CheckResult], overflow: &[String]) -> String {
-    let mut text =
-        format!("### aayudha sweep — {verdict}\n\n| Check | Status | Reason |\n|---|---|---|\n");
+pub fn sweep(
+    verdict: &str,
+    checks: &[CheckResult],
+    overflow: &[String],
+    text: &mut impl Write,
+) -> io::Result<()> {
+    write!(
+        text,
+        "### aayudha sweep — {verdict}\n\n| Check | Status | Reason |\n|---|---|---|\n"
+    )?;
     for c in checks {
-        let _ = writeln!(
+        writeln!(
             text,
             "| {} | {} | {} |",
             cell(&format!("{}.{}", c.feature, c.check)),
             cell(c.status.as_str()),
             cell(&c.reason)
-        );
+        )?;
     }
     if !overflow.is_empty() {
-        text.push_str("\n**More findings:**\n\n");
+        text.write_all(b"\n**More findings:**\n\n")?;
         for line in overflow {
-            let _ = writeln!(text, "- {}", code(line));
+            writeln!(text, "- {}", code(line))?;
         }
     }
-    text
+    Ok(())
 }
 
 /// What the proof comment says.
@@ -171,6 +194,7 @@ pub struct Proof<'a> {
     pub problems: &'a [String],
     /// Table rows of the criteria, rendered by the caller (`| 1 | evidenced: … | … |`).
     pub criteria: &'a [String],
+    /// The hashes of pack.json and of the artifact's zip: empty when there is no pack.
     pub pack_json: &'a str,
     pub zip: &'a str,
     pub run_url: Option<&'a str>,
@@ -182,10 +206,14 @@ pub struct Proof<'a> {
 
 /// The floors table of a pack under `header` (the job summary's and the comment's differ in case only):
 /// a row per check, every cell escaped.
-fn floor_rows(text: &mut String, header: &str, checks: &[crate::pack::Check]) {
-    let _ = writeln!(text, "{header}\n|---|---|---|---|---|");
+fn floor_rows(
+    text: &mut impl Write,
+    header: &str,
+    checks: &[crate::pack::Check],
+) -> io::Result<()> {
+    writeln!(text, "{header}\n|---|---|---|---|---|")?;
     for c in checks {
-        let _ = writeln!(
+        writeln!(
             text,
             "| {} | {} | {} | {} | {} |",
             cell(&c.floor),
@@ -193,50 +221,59 @@ fn floor_rows(text: &mut String, header: &str, checks: &[crate::pack::Check]) {
             c.value,
             c.threshold,
             cell(&c.detail)
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// The proof comment's text (after its hidden marker): the verdict, what does not verify, the floors, the
-/// criteria, the hashes and the run.
-pub fn proof(p: &Proof) -> String {
+/// criteria, then the hashes (when there is a pack) and the run.
+pub fn proof(p: &Proof, text: &mut impl Write) -> io::Result<()> {
     let verdict = match (p.verifies, p.holds) {
         (true, true) => "proven: the pack verifies and every floor holds",
         (true, false) => "not proven: a floor does not hold",
         (false, _) => "not proven: the pack does not verify",
     };
-    let mut text = format!("### aayudha proof — {verdict}\n\nHead: `{}`\n\n", p.head);
+    write!(
+        text,
+        "### aayudha proof — {verdict}\n\nHead: `{}`\n\n",
+        p.head
+    )?;
     if !p.problems.is_empty() {
-        text.push_str("**Does not verify:**\n\n");
+        text.write_all(b"**Does not verify:**\n\n")?;
         for problem in p.problems {
-            let _ = writeln!(text, "- {}", code(problem));
+            writeln!(text, "- {}", code(problem))?;
         }
-        text.push('\n');
+        text.write_all(b"\n")?;
     }
     if let Some(pack) = p.pack {
         floor_rows(
-            &mut text,
+            text,
             "| floor | result | value | threshold | detail |",
             &pack.checks,
-        );
-        text.push_str(&most_uncovered(p.coverage));
+        )?;
+        most_uncovered(p.coverage, text)?;
         if !p.criteria.is_empty() {
-            text.push_str("\n| criterion | verdict | text |\n|---|---|---|\n");
+            text.write_all(b"\n| criterion | verdict | text |\n|---|---|---|\n")?;
             for line in p.criteria {
-                let _ = writeln!(text, "{line}");
+                writeln!(text, "{line}")?;
             }
         }
-        text.push_str(&screenshots(pack, p.artifact_url));
+        screenshots(pack, p.artifact_url, text)?;
+        // The tables end on a line of their own; the sections above end on a blank one.
+        text.write_all(b"\n")?;
     }
-    let _ = write!(
-        text,
-        "\npack.json sha256 `{}` · artifact zip sha256 `{}`",
-        p.pack_json, p.zip
-    );
+    let mut footer = Vec::new();
+    if !p.pack_json.is_empty() {
+        footer.push(format!("pack.json sha256 `{}`", p.pack_json));
+    }
+    if !p.zip.is_empty() {
+        footer.push(format!("artifact zip sha256 `{}`", p.zip));
+    }
     if let Some(url) = p.run_url {
-        let _ = write!(text, " · [run and artifact]({url})");
+        footer.push(format!("[run and artifact]({url})"));
     }
-    text
+    write!(text, "{}", footer.join(" · "))
 }
 
 #[cfg(test)]
@@ -271,7 +308,7 @@ mod tests {
                 file("g.go", &[1], &[1]),
             ],
         };
-        let text = super::most_uncovered(Some(&report));
+        let text = crate::output::text(|w| super::most_uncovered(Some(&report), w));
         let rows: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("| ") && !l.starts_with("| file"))
@@ -285,6 +322,6 @@ mod tests {
         assert!(!rows[1].contains("d|<img"), "{text}");
         assert!(rows[2].contains("a.go"), "ties by path: {text}");
         assert!(!text.contains("c.go"), "a fully covered file is not listed");
-        assert_eq!(super::most_uncovered(None), "");
+        assert_eq!(crate::output::text(|w| super::most_uncovered(None, w)), "");
     }
 }

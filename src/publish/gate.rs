@@ -113,22 +113,24 @@ pub fn gate(
         )),
         _ => None,
     };
+    let named = format!(
+        "run {} attempt {}, artifact {}",
+        github.run_id.unwrap_or(0),
+        github.run_attempt.unwrap_or(1),
+        uploaded.artifact_id
+    );
+    let summary = crate::output::summary::Gate {
+        pack,
+        pack_sha256: &run.pack_sha256,
+        run: &named,
+        artifact_url: artifact_url.as_deref(),
+        fork: publish.fork,
+        overflow: &notes.overflow,
+        coverage: run.coverage.as_ref(),
+    };
     job.summary(
         log,
-        &crate::output::summary::gate(
-            pack,
-            &run.pack_sha256,
-            &format!(
-                "run {} attempt {}, artifact {}",
-                github.run_id.unwrap_or(0),
-                github.run_attempt.unwrap_or(1),
-                uploaded.artifact_id
-            ),
-            artifact_url.as_deref(),
-            publish.fork,
-            &notes.overflow,
-            run.coverage.as_ref(),
-        ),
+        &crate::output::text(|w| crate::output::summary::gate(&summary, w)),
     );
     let _ = out.write_all(
         format!(

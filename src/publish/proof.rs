@@ -100,7 +100,7 @@ pub fn comment(
         .filter(|_| verifies)
         .and_then(|u| u.artifacts.get("reports/coverage.json"))
         .and_then(|bytes| serde_json::from_slice(bytes).ok());
-    let text = crate::output::summary::proof(&crate::output::summary::Proof {
+    let proof = crate::output::summary::Proof {
         pack,
         head: &head,
         verifies,
@@ -112,7 +112,8 @@ pub fn comment(
         run_url: run_url.as_deref(),
         artifact_url: artifact_url.as_deref(),
         coverage: coverage.as_ref(),
-    });
+    };
+    let text = crate::output::text(|w| crate::output::summary::proof(&proof, w));
     let run_id = github.run_id.unwrap_or(0);
     let body = comment::body(run_id, &head, &text);
 
@@ -452,7 +453,7 @@ fn no_pack_status(
     let run_id = github.run_id.unwrap_or(0);
     let run_url = github.run_id.map(|id| github.run_url_of(repo.as_str(), id));
     let problems = [why.to_string()];
-    let text = crate::output::summary::proof(&crate::output::summary::Proof {
+    let proof = crate::output::summary::Proof {
         pack: None,
         head: &head,
         verifies: false,
@@ -464,7 +465,8 @@ fn no_pack_status(
         run_url: run_url.as_deref(),
         artifact_url: None,
         coverage: None,
-    });
+    };
+    let text = crate::output::text(|w| crate::output::summary::proof(&proof, w));
     let mut degraded = Vec::new();
     let target = Target {
         client,

@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use crate::commands::{Context, Failure, write_out};
+use crate::commands::{Context, Failure};
 use crate::config::CONFIG_PATH;
 use crate::exit::ExitStatus;
 use crate::gate::{self, inputs};
@@ -108,9 +108,10 @@ pub fn run(
         );
     }
     let written = if options.json {
-        write_out(ctx.out, &crate::output::json::render(&run.pack))?
+        crate::commands::write_json(ctx.out, &run.pack)?
     } else {
-        crate::commands::write_report(ctx, &crate::output::plain::gate_table(&run))?
+        let table = crate::output::text(|w| crate::output::plain::gate_table(&run, w));
+        crate::commands::write_report(ctx, &table)?
     };
     if !written {
         return Ok(ExitStatus::Ok);
