@@ -8,6 +8,11 @@
 
 use std::io::Write;
 
+/// A count with its noun in the number the count needs: `1 map`, `0 maps`, `4 maps`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")

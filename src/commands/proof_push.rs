@@ -89,7 +89,8 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
     );
     if options.media {
         said.push_str(&format!(
-            "  {uploaded} media file(s) uploaded to {}\n",
+            "  {} uploaded to {}\n",
+            crate::log::count(uploaded, "media file", "media files"),
             config.proof.media
         ));
     }

@@ -293,8 +293,8 @@ fn render(r: &Report) -> String {
     if r.verifies {
         let _ = writeln!(
             text,
-            "  verifies: {} artifacts checked, {} not stored; {}",
-            r.artifacts_checked,
+            "  verifies: {} checked, {} not stored; {}",
+            crate::log::count(r.artifacts_checked, "artifact", "artifacts"),
             r.artifacts_not_stored,
             if r.floors_hold {
                 "every floor holds"

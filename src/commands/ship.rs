@@ -105,8 +105,9 @@ impl Plan<'_> {
             plan
         } else {
             format!(
-                "{plan}  upload {} media file(s) to {}\n",
-                self.media, config.proof.media
+                "{plan}  upload {} to {}\n",
+                crate::log::count(self.media, "media file", "media files"),
+                config.proof.media
             )
         }
     }
@@ -227,8 +228,8 @@ fn first_qualifying(
         Failure::new(
             ExitStatus::ProofFails,
             format!(
-                "no run of {gate_workflow} qualifies to ship pull request #{pr} ({} runs looked at)",
-                runs.len()
+                "no run of {gate_workflow} qualifies to ship pull request #{pr} ({} looked at)",
+                crate::log::count(runs.len(), "run", "runs")
             ),
         )
         .with_hint("let the merge gate run on the pull request's current head (pull_request_target), then ship again")
