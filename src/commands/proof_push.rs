@@ -171,7 +171,7 @@ fn checked_artifacts(
             return Err(Failure::new(
                 ExitStatus::ProofFails,
                 format!(
-                    "artifact `{}`: pack.json says sha256 {} and {} bytes, the file has {actual} and {}",
+                    "artifact `{}`: pack.json says sha256 {} and {} bytes, the file has sha256 {actual} and {} bytes",
                     a.path,
                     a.sha256,
                     a.size,
