@@ -630,6 +630,9 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     Ok(ExitStatus::Ok)
 }
 
+/// What the ship record's `approver` says after the login when nobody else approved: `alice (--solo-bypass)`.
+const SOLO_BYPASS: &str = " (--solo-bypass)";
+
 /// The token's user (login and id) and who approved the head: a reviewer with write access, or the user
 /// with `--solo-bypass` (recorded); exit 4 when nobody did.
 fn approval(
@@ -647,7 +650,7 @@ fn approval(
         })?;
     let approver = match approver(remote, pull)? {
         Some(who) => who,
-        None if solo_bypass => format!("{login} (--solo-bypass)"),
+        None if solo_bypass => format!("{login}{SOLO_BYPASS}"),
         None => {
             return Err(Failure::new(
                 ExitStatus::ProofFails,
@@ -710,7 +713,7 @@ fn landing(
         "artifact": q.artifact_id,
         "pack_sha256": q.unpacked.pack_sha256,
         "approver": approver,
-        "solo_bypass": approver.ends_with("(--solo-bypass)"),
+        "solo_bypass": approver.ends_with(SOLO_BYPASS),
         "writer": writer,
     });
     let mut record_bytes = serde_json::to_vec_pretty(&record)
@@ -797,7 +800,11 @@ fn finish(
             "\n\n## Complete\n\n{marker}\nShipped by pull request #{} at `{}`, approved by {}, on the merge gate's run {} (pack.json sha256 `{}`); the authoritative pack is on the ledger under `proof/{story}/{}/authoritative/`.\n",
             pull.number,
             pull.head_sha,
-            crate::output::markdown::code(approver),
+            match approver.strip_suffix(SOLO_BYPASS) {
+                Some(login) =>
+                    format!("{} (`--solo-bypass`)", crate::output::markdown::code(login)),
+                None => crate::output::markdown::code(approver),
+            },
             record["gate_run"],
             record["pack_sha256"].as_str().unwrap_or_default(),
             pull.head_sha
@@ -815,7 +822,7 @@ fn finish(
     if record["solo_bypass"] == json!(true) {
         let note = format!(
             "<!-- aayudha:solo-bypass -->\nShipped with `--solo-bypass` by {} (no second person approved).",
-            crate::output::markdown::code(approver)
+            crate::output::markdown::code(approver.strip_suffix(SOLO_BYPASS).unwrap_or(approver))
         );
         let already = remote
             .client
