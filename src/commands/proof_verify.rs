@@ -305,7 +305,7 @@ fn render(r: &Report) -> String {
     } else {
         let _ = writeln!(text, "  does not verify:");
         for f in &r.failures {
-            let _ = writeln!(text, "    {} {}: {}", f.check, f.subject, f.detail);
+            let _ = writeln!(text, "    {}", f.said());
         }
     }
     for note in &r.notes {

@@ -289,13 +289,7 @@ enum NotQualified {
         run: u64,
         sha256: String,
     },
-    #[error(
-        "its pack does not verify: {} {}: {}{}",
-        .first.check,
-        .first.subject,
-        .first.detail,
-        and_more(*.more)
-    )]
+    #[error("its pack does not verify: {}{}", .first.said(), and_more(*.more))]
     DoesNotVerify { first: verify::Finding, more: usize },
     #[error("the {floor} floor does not hold ({result}): {detail}")]
     FloorFails {

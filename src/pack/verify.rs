@@ -23,6 +23,18 @@ pub struct Finding {
     pub detail: String,
 }
 
+impl Finding {
+    /// The finding as a line says it: `artifact-hash evidence/x.jsonl: …`; a finding about the pack field
+    /// its check is named after (`completion-goal-hash` on `completion_goal_hash`) names the field once.
+    pub fn said(&self) -> String {
+        if self.subject.replace('_', "-").starts_with(&self.check) {
+            format!("{}: {}", self.subject, self.detail)
+        } else {
+            format!("{} {}: {}", self.check, self.subject, self.detail)
+        }
+    }
+}
+
 fn finding(check: &str, subject: impl Into<String>, detail: impl Into<String>) -> Finding {
     Finding {
         check: check.to_string(),
