@@ -234,7 +234,7 @@ fn pr_head(
     pr: u64,
 ) -> Result<Option<String>, NoPrHead> {
     let remote = token
-        .ok_or_else(remote::no_token)
+        .ok_or_else(|| remote::no_token(ctx.env))
         .and_then(|t| {
             remote::resolve_with(
                 options.repo.as_deref(),
