@@ -291,12 +291,21 @@ enum NotQualified {
     },
     #[error("its pack does not verify: {}{}", .first.said(), and_more(*.more))]
     DoesNotVerify { first: verify::Finding, more: usize },
-    #[error("the {floor} floor does not hold ({result}): {detail}")]
+    #[error("the {floor} floor does not hold ({result}){}", detail_after(.detail))]
     FloorFails {
         floor: String,
         result: String,
         detail: String,
     },
+}
+
+/// `: <detail>` after a floor's result; nothing when the floor said nothing more.
+fn detail_after(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
 }
 
 /// ` (and 2 more)` after the first of several failures; nothing after the only one.
