@@ -215,6 +215,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_count_takes_the_singular_for_one_only() {
+        assert_eq!(count(0, "map", "maps"), "0 maps");
+        assert_eq!(count(1, "map", "maps"), "1 map");
+        assert_eq!(count(4, "map", "maps"), "4 maps");
+    }
+
+    #[test]
     fn data_escapes_percent_cr_and_lf() {
         assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
         assert_eq!(escape_data("a:b,c"), "a:b,c");

@@ -199,3 +199,25 @@ pub fn verify(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_about_the_field_its_check_is_named_after_names_it_once() {
+        let field = finding(
+            "completion-goal-hash",
+            "completion_goal_hash",
+            "the pack says a",
+        );
+        assert_eq!(field.said(), "completion_goal_hash: the pack says a");
+        let head = finding("pr-head", "pr_head_sha", "the pack proves b");
+        assert_eq!(head.said(), "pr_head_sha: the pack proves b");
+        let artifact = finding("artifact-hash", "evidence/x.jsonl", "expected c");
+        assert_eq!(
+            artifact.said(),
+            "artifact-hash evidence/x.jsonl: expected c"
+        );
+    }
+}
