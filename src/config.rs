@@ -122,8 +122,16 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// A key or a value the configuration does not take (an unknown key, a wrong type, a uid range).
     #[error("{file}:{line}: {message}")]
     Invalid {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    /// The file is not TOML.
+    #[error("{file}:{line}: {message}")]
+    Syntax {
         file: String,
         line: usize,
         message: String,
@@ -133,7 +141,8 @@ pub enum ConfigError {
 impl ConfigError {
     pub fn hint(&self) -> Option<String> {
         match self {
-            ConfigError::Read { .. } => None,
+            // The keys of the defaults do not help to mend a file that is not TOML.
+            ConfigError::Read { .. } | ConfigError::Syntax { .. } => None,
             ConfigError::Invalid { .. } => Some(
                 "every key and its default is listed in defaults.toml (see docs/configuration.md)"
                     .to_string(),
@@ -184,8 +193,11 @@ impl Config {
                 line: span.map_or(1, |s| line_of(text, s.start)),
                 message,
             };
-        let user = toml::de::DeTable::parse(text)
-            .map_err(|e| invalid(e.span(), e.message().to_string()))?;
+        let user = toml::de::DeTable::parse(text).map_err(|e| ConfigError::Syntax {
+            file: file.to_string(),
+            line: e.span().map_or(1, |s| line_of(text, s.start)),
+            message: e.message().to_string(),
+        })?;
         let mut merged: toml::Table = match toml::from_str(DEFAULTS) {
             Ok(table) => table,
             Err(e) => panic!("the embedded defaults.toml does not parse: {e}"),

@@ -8,6 +8,11 @@
 
 use std::io::Write;
 
+/// A count with its noun in the number the count needs: `1 map`, `0 maps`, `4 maps`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
@@ -208,6 +213,13 @@ fn live_commands(log: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_takes_the_singular_for_one_only() {
+        assert_eq!(count(0, "map", "maps"), "0 maps");
+        assert_eq!(count(1, "map", "maps"), "1 map");
+        assert_eq!(count(4, "map", "maps"), "4 maps");
+    }
 
     #[test]
     fn data_escapes_percent_cr_and_lf() {

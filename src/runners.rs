@@ -81,7 +81,10 @@ pub enum LaunchError {
     },
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
-    #[error("{count} process(es) of `{command}` survived the kill: its result cannot be trusted")]
+    #[error(
+        "{} of `{command}` survived the kill: its result cannot be trusted",
+        crate::sandbox::processes(*count)
+    )]
     Survivors { count: usize, command: String },
     #[error("`{command}` went over a limit: {over}")]
     OverLimit { command: String, over: String },

@@ -48,6 +48,15 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How many processes of one check end it (a fork bomb held at [`NPROC`] is still ended, and blocked).
 const PROCESS_WATCH: u64 = NPROC * 9 / 10;
 
+/// `1 process`, `3 processes`: how many processes a kill left, for the messages that say so.
+pub(crate) fn processes(count: usize) -> String {
+    if count == 1 {
+        "1 process".to_string()
+    } else {
+        format!("{count} processes")
+    }
+}
+
 /// What a tool (cargo, rustc, go) said when it failed, in one line for a reason: its error lines first
 /// (`error:`, `error[E0425]:`, `go: …`, `x.go:3:2: …`), then the lines that follow the first of them —
 /// never only the tail, where cargo puts its reminders (`As a reminder, you're using offline mode`). A tool

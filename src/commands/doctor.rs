@@ -541,7 +541,7 @@ fn online_checks(
     found: &mut Vec<Problem>,
     notes: &mut Vec<String>,
 ) {
-    let Some((token, _)) = crate::settings::github::token(ctx.env, TokenFor::Read) else {
+    let Some((token, source)) = crate::settings::github::token(ctx.env, TokenFor::Read) else {
         notes.push("note: no GITHUB_TOKEN or GH_TOKEN: the token and the required status `aayudha/proof` were not checked".to_string());
         return;
     };
@@ -566,13 +566,12 @@ fn online_checks(
             let fix = e
                 .hint()
                 .unwrap_or_else(|| "check the token and the repository".to_string());
-            found.push(problem(
-                "token",
-                format!("{slug}"),
-                format!("the token cannot read the repository: {e}"),
-                fix,
-                false,
-            ));
+            // The error names the repository; the place is the token, by the variable it came from.
+            let place = match source {
+                crate::settings::github::TokenSource::Variable(name) => name,
+                crate::settings::github::TokenSource::Gh => "gh auth token",
+            };
+            found.push(problem("token", place, e.to_string(), fix, false));
             return;
         }
     };

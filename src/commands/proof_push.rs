@@ -89,7 +89,8 @@ pub fn run(ctx: &mut Context, options: ProofPushOptions) -> Result<ExitStatus, F
     );
     if options.media {
         said.push_str(&format!(
-            "  {uploaded} media file(s) uploaded to {}\n",
+            "  {} uploaded to {}\n",
+            crate::log::count(uploaded, "media file", "media files"),
             config.proof.media
         ));
     }
@@ -170,7 +171,7 @@ fn checked_artifacts(
             return Err(Failure::new(
                 ExitStatus::ProofFails,
                 format!(
-                    "artifact `{}`: pack.json says sha256 {} and {} bytes, the file has {actual} and {}",
+                    "artifact `{}`: pack.json says sha256 {} and {} bytes, the file has sha256 {actual} and {} bytes",
                     a.path,
                     a.sha256,
                     a.size,

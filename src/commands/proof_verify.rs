@@ -234,7 +234,7 @@ fn pr_head(
     pr: u64,
 ) -> Result<Option<String>, NoPrHead> {
     let remote = token
-        .ok_or_else(remote::no_token)
+        .ok_or_else(|| remote::no_token(ctx.env))
         .and_then(|t| {
             remote::resolve_with(
                 options.repo.as_deref(),
@@ -293,8 +293,8 @@ fn render(r: &Report) -> String {
     if r.verifies {
         let _ = writeln!(
             text,
-            "  verifies: {} artifacts checked, {} not stored; {}",
-            r.artifacts_checked,
+            "  verifies: {} checked, {} not stored; {}",
+            crate::log::count(r.artifacts_checked, "artifact", "artifacts"),
             r.artifacts_not_stored,
             if r.floors_hold {
                 "every floor holds"
@@ -305,7 +305,7 @@ fn render(r: &Report) -> String {
     } else {
         let _ = writeln!(text, "  does not verify:");
         for f in &r.failures {
-            let _ = writeln!(text, "    {} {}: {}", f.check, f.subject, f.detail);
+            let _ = writeln!(text, "    {}", f.said());
         }
     }
     for note in &r.notes {

@@ -105,8 +105,9 @@ impl Plan<'_> {
             plan
         } else {
             format!(
-                "{plan}  upload {} media file(s) to {}\n",
-                self.media, config.proof.media
+                "{plan}  upload {} to {}\n",
+                crate::log::count(self.media, "media file", "media files"),
+                config.proof.media
             )
         }
     }
@@ -227,8 +228,8 @@ fn first_qualifying(
         Failure::new(
             ExitStatus::ProofFails,
             format!(
-                "no run of {gate_workflow} qualifies to ship pull request #{pr} ({} runs looked at)",
-                runs.len()
+                "no run of {gate_workflow} qualifies to ship pull request #{pr} ({} looked at)",
+                crate::log::count(runs.len(), "run", "runs")
             ),
         )
         .with_hint("let the merge gate run on the pull request's current head (pull_request_target), then ship again")
@@ -288,20 +289,23 @@ enum NotQualified {
         run: u64,
         sha256: String,
     },
-    #[error(
-        "its pack does not verify: {} {}: {}{}",
-        .first.check,
-        .first.subject,
-        .first.detail,
-        and_more(*.more)
-    )]
+    #[error("its pack does not verify: {}{}", .first.said(), and_more(*.more))]
     DoesNotVerify { first: verify::Finding, more: usize },
-    #[error("the {floor} floor does not hold ({result}): {detail}")]
+    #[error("the {floor} floor does not hold ({result}){}", detail_after(.detail))]
     FloorFails {
         floor: String,
         result: String,
         detail: String,
     },
+}
+
+/// `: <detail>` after a floor's result; nothing when the floor said nothing more.
+fn detail_after(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
 }
 
 /// ` (and 2 more)` after the first of several failures; nothing after the only one.
@@ -629,6 +633,9 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     Ok(ExitStatus::Ok)
 }
 
+/// What the ship record's `approver` says after the login when nobody else approved: `alice (--solo-bypass)`.
+const SOLO_BYPASS: &str = " (--solo-bypass)";
+
 /// The token's user (login and id) and who approved the head: a reviewer with write access, or the user
 /// with `--solo-bypass` (recorded); exit 4 when nobody did.
 fn approval(
@@ -646,7 +653,7 @@ fn approval(
         })?;
     let approver = match approver(remote, pull)? {
         Some(who) => who,
-        None if solo_bypass => format!("{login} (--solo-bypass)"),
+        None if solo_bypass => format!("{login}{SOLO_BYPASS}"),
         None => {
             return Err(Failure::new(
                 ExitStatus::ProofFails,
@@ -709,7 +716,7 @@ fn landing(
         "artifact": q.artifact_id,
         "pack_sha256": q.unpacked.pack_sha256,
         "approver": approver,
-        "solo_bypass": approver.ends_with("(--solo-bypass)"),
+        "solo_bypass": approver.ends_with(SOLO_BYPASS),
         "writer": writer,
     });
     let mut record_bytes = serde_json::to_vec_pretty(&record)
@@ -796,7 +803,11 @@ fn finish(
             "\n\n## Complete\n\n{marker}\nShipped by pull request #{} at `{}`, approved by {}, on the merge gate's run {} (pack.json sha256 `{}`); the authoritative pack is on the ledger under `proof/{story}/{}/authoritative/`.\n",
             pull.number,
             pull.head_sha,
-            crate::output::markdown::code(approver),
+            match approver.strip_suffix(SOLO_BYPASS) {
+                Some(login) =>
+                    format!("{} (`--solo-bypass`)", crate::output::markdown::code(login)),
+                None => crate::output::markdown::code(approver),
+            },
             record["gate_run"],
             record["pack_sha256"].as_str().unwrap_or_default(),
             pull.head_sha
@@ -814,7 +825,7 @@ fn finish(
     if record["solo_bypass"] == json!(true) {
         let note = format!(
             "<!-- aayudha:solo-bypass -->\nShipped with `--solo-bypass` by {} (no second person approved).",
-            crate::output::markdown::code(approver)
+            crate::output::markdown::code(approver.strip_suffix(SOLO_BYPASS).unwrap_or(approver))
         );
         let already = remote
             .client

@@ -745,14 +745,20 @@ fn judge(
 ) -> (Status, String, Vec<Artifact>) {
     let blocked = |reason: String| (Status::Blocked, reason, Vec::new());
     let killed = if outcome.killed > 0 {
-        format!("; {} leftover process(es) were killed", outcome.killed)
+        format!(
+            "; {} killed",
+            match outcome.killed {
+                1 => "1 leftover process was".to_string(),
+                n => format!("{n} leftover processes were"),
+            }
+        )
     } else {
         String::new()
     };
     if !outcome.survivors.is_empty() {
         return blocked(format!(
-            "{} process(es) of the check survived every round of the kill (pids {:?}): what it wrote cannot be trusted",
-            outcome.survivors.len(),
+            "{} of the check survived every round of the kill (pids {:?}): what it wrote cannot be trusted",
+            crate::log::count(outcome.survivors.len(), "process", "processes"),
             outcome.survivors
         ));
     }
@@ -1352,8 +1358,8 @@ pub fn floor(report: &BehaviourReport) -> crate::floors::FloorResult {
         Network::Isolated
     };
     let detail = format!(
-        "{} checks: {} passed, {failed} failed, {blocked} blocked, {} unreachable",
-        report.checks.len(),
+        "{}: {} passed, {failed} failed, {blocked} blocked, {} unreachable",
+        crate::log::count(report.checks.len(), "check", "checks"),
         count(Status::Passed),
         count(Status::Unreachable)
     );

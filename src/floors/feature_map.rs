@@ -700,12 +700,16 @@ pub fn floor(
     now: time::OffsetDateTime,
 ) -> crate::floors::FloorResult {
     use crate::floors::{Floor, FloorResult, Verdict};
+    use crate::log::count;
     let tool = "aayu verify --map";
     let result = |verdict, detail| FloorResult::new(Floor::FeatureMap, verdict, tool, detail);
     if !report.errors.is_empty() {
         return result(
             Verdict::Blocked,
-            format!("{} contract error(s) in the maps", report.errors.len()),
+            format!(
+                "{} in the maps",
+                count(report.errors.len(), "contract error", "contract errors")
+            ),
         )
         .numbers(report.errors.len() as f64, 0.0);
     }
@@ -718,7 +722,11 @@ pub fn floor(
     if report.drift.is_empty() {
         return result(
             Verdict::Pass,
-            format!("{} maps, {} features in sync", report.maps, report.features),
+            format!(
+                "{}, {} in sync",
+                count(report.maps, "map", "maps"),
+                count(report.features, "feature", "features")
+            ),
         );
     }
     let drift = report.drift.len();

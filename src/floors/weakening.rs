@@ -376,9 +376,9 @@ fn compare_check(
             kept.id.line,
             Kind::FewerChecks,
             format!(
-                "feature `{}` has {} check block(s), had {}: `{id}` was removed",
+                "feature `{}` has {}, had {}: `{id}` was removed",
                 kept.id.value,
-                kept.checks.len(),
+                crate::log::count(kept.checks.len(), "check block", "check blocks"),
                 feature.checks.len()
             ),
         )),
@@ -441,11 +441,16 @@ fn loosened(
             lost.push(if now_times == 0 {
                 format!("the assertion `{key}` was removed")
             } else {
-                format!("the assertion `{key}` is made {now_times} time(s), was {times}")
+                format!(
+                    "the assertion `{key}` is made {}, was {times}",
+                    crate::log::count(now_times, "time", "times")
+                )
             });
         } else if now_items < items {
             lost.push(format!(
-                "the assertion `{key}` was shortened from {items} to {now_items} item(s)"
+                "the assertion `{key}` was shortened from {} to {}",
+                crate::log::count(items, "item", "items"),
+                crate::log::count(now_items, "item", "items")
             ));
         }
     }
@@ -632,7 +637,7 @@ mod tests {
             loosened(&base, &weaker),
             [
                 "the assertion `stderr` was removed",
-                "the assertion `stdout` was shortened from 2 to 1 item(s)"
+                "the assertion `stdout` was shortened from 2 items to 1 item"
             ]
         );
     }

@@ -23,6 +23,18 @@ pub struct Finding {
     pub detail: String,
 }
 
+impl Finding {
+    /// The finding as a line says it: `artifact-hash evidence/x.jsonl: …`; a finding about the pack field
+    /// its check is named after (`completion-goal-hash` on `completion_goal_hash`) names the field once.
+    pub fn said(&self) -> String {
+        if self.subject.replace('_', "-").starts_with(&self.check) {
+            format!("{}: {}", self.subject, self.detail)
+        } else {
+            format!("{} {}: {}", self.check, self.subject, self.detail)
+        }
+    }
+}
+
 fn finding(check: &str, subject: impl Into<String>, detail: impl Into<String>) -> Finding {
     Finding {
         check: check.to_string(),
@@ -186,4 +198,26 @@ pub fn verify(
         )),
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_about_the_field_its_check_is_named_after_names_it_once() {
+        let field = finding(
+            "completion-goal-hash",
+            "completion_goal_hash",
+            "the pack says a",
+        );
+        assert_eq!(field.said(), "completion_goal_hash: the pack says a");
+        let head = finding("pr-head", "pr_head_sha", "the pack proves b");
+        assert_eq!(head.said(), "pr_head_sha: the pack proves b");
+        let artifact = finding("artifact-hash", "evidence/x.jsonl", "expected c");
+        assert_eq!(
+            artifact.said(),
+            "artifact-hash evidence/x.jsonl: expected c"
+        );
+    }
 }

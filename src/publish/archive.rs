@@ -149,8 +149,14 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
         // Names that are one file on a case-insensitive or normalising file system collide.
         let key: String = name.nfc().collect::<String>().to_lowercase();
         if let Some(first) = folded.insert(key, name.clone()) {
+            // Two names one normalisation apart look the same printed: their code points show the difference.
+            let spelled = if name.is_ascii() && first.is_ascii() {
+                String::new()
+            } else {
+                format!(": `{}` and `{}`", code_points(&name), code_points(&first))
+            };
             return Err(refuse(&format!(
-                "collides with `{first}` (case or Unicode normalisation)"
+                "collides with `{first}` (case or Unicode normalisation{spelled})"
             )));
         }
         let declared = entry.size();
@@ -237,4 +243,18 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
         pack_sha256,
         artifacts,
     })
+}
+
+/// A name with every character outside printable ASCII written as its code point (`caf\u{e9}`), so two
+/// names that print the same can be told apart.
+fn code_points(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii() && !c.is_ascii_control() {
+                c.to_string()
+            } else {
+                c.escape_unicode().to_string()
+            }
+        })
+        .collect()
 }

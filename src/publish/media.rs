@@ -45,16 +45,19 @@ pub(crate) fn upload(
         Retention::Set { kept } => {
             let _ = writeln!(
                 log,
-                "media: the lifecycle rule `{}` expires `{}/` in {retention_days} days (the bucket's {kept} other rule(s) kept)",
+                "media: the lifecycle rule `{}` expires `{}/` in {} (the bucket's {} kept)",
                 crate::publish::bucket::RULE_ID,
-                bucket.prefix
+                bucket.prefix,
+                crate::log::count(retention_days as usize, "day", "days"),
+                crate::log::count(kept, "other rule", "other rules")
             );
         }
         Retention::Unchanged => {}
         Retention::ByHand { why, rule } => {
             let _ = writeln!(
                 log,
-                "note: the media retention ({retention_days} days, `[proof] retention_days`) was not set: {why}\n  set this rule on `{}` yourself:\n  {rule}",
+                "note: the media retention ({}, `[proof] retention_days`) was not set: {why}\n  set this rule on `{}` yourself:\n  {rule}",
+                crate::log::count(retention_days as usize, "day", "days"),
                 bucket.bucket
             );
         }

@@ -221,12 +221,7 @@ fn check_pack(
     };
     // The head was compared above, with the pull request's full SHA in the message.
     let outcome = verify::verify(pack, &read, snapshot.as_ref(), &Ok(None));
-    problems.extend(
-        outcome
-            .failures
-            .iter()
-            .map(|f| format!("{} {}: {}", f.check, f.subject, f.detail)),
-    );
+    problems.extend(outcome.failures.iter().map(verify::Finding::said));
     match &snapshot {
         Some(Ok(snapshot)) => criteria_rows(pack, snapshot),
         _ => Vec::new(),

@@ -1368,13 +1368,15 @@ impl Events {
             String::from_utf8_lossy(&ran.stdout),
             String::from_utf8_lossy(&ran.stderr)
         );
-        let not_found = output.lines().any(|l| {
-            l.starts_with("ERROR: not found: ")
-                && (l.contains(&format!("/{id}")) || l.ends_with(id))
-                || l.starts_with("ERROR: file or directory not found: ")
-                    && l.ends_with(id.split("::").next().unwrap_or(id))
-        });
         let file = id.split("::").next().unwrap_or(id);
+        let no_file = output
+            .lines()
+            .any(|l| l.starts_with("ERROR: file or directory not found: ") && l.ends_with(file));
+        let not_found = no_file
+            || output.lines().any(|l| {
+                l.starts_with("ERROR: not found: ")
+                    && (l.contains(&format!("/{id}")) || l.ends_with(id))
+            });
         if let Some((_, text)) = self.collect_errors.iter().find(|(node, _)| {
             node == file || node.is_empty() || id.starts_with(&format!("{node}::"))
         }) {
@@ -1384,7 +1386,12 @@ impl Events {
             ));
         }
         if not_found || ran.code == Some(5) {
-            return Outcome::NotFound(format!("pytest found no test `{id}`"));
+            // The caller says which test (`<package>:<id>` was not found): this says what pytest found.
+            return Outcome::NotFound(if no_file {
+                format!("pytest found no file `{file}`")
+            } else {
+                "pytest found no such test".to_string()
+            });
         }
         if ran.code == Some(4) {
             let line = output

@@ -112,7 +112,7 @@ pub enum StepError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{count} process(es) survived the kill: the install cannot be trusted")]
+    #[error("{} survived the kill: the install cannot be trusted", crate::sandbox::processes(*count))]
     Survivors { count: usize },
     #[error("ran past 600 s")]
     TimedOut,

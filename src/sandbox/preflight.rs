@@ -147,7 +147,7 @@ impl Sandbox {
                 "the sandbox uid cannot reach the repository `{}`: `{}` is mode {mode:04o}, which other users cannot pass. Clone it under a folder others can enter (such as /var/tmp or /srv), `chmod o+x {}`, or run aayu as an ordinary user (checks then run as your own uid)",
                 root.display(),
                 folder.display(),
-                folder.display()
+                shell_word(&folder.display().to_string())
             )
         })
     }
@@ -216,7 +216,8 @@ impl Sandbox {
                 if hidden {
                     let shown = crate::sandbox::toolchain::shown_dir(package);
                     return Some(format!(
-                        "the sandbox uid cannot read `{path}` (mode {mode:04o}): product code runs as another uid, which reads only what other users may; `chmod -R o+rX {shown}` in the repository (a clone made under umask 022 has these modes)"
+                        "the sandbox uid cannot read `{path}` (mode {mode:04o}): product code runs as another uid, which reads only what other users may; `chmod -R o+rX {}` in the repository (a clone made under umask 022 has these modes)",
+                        shell_word(shown)
                     ));
                 }
             }
@@ -539,9 +540,27 @@ impl Sandbox {
     }
 }
 
+/// A path as a shell command needs it: as it is when every character is plain, else in single quotes (a
+/// path with a space, a `$` or a quote), so a hint's command can be pasted as it is.
+fn shell_word(path: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c);
+    if !path.is_empty() && path.chars().all(plain) {
+        path.to_string()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_in_a_hint_is_quoted_as_a_shell_needs_it() {
+        assert_eq!(shell_word("/var/tmp/shop"), "/var/tmp/shop");
+        assert_eq!(shell_word("/home/me/My Projects"), "'/home/me/My Projects'");
+        assert_eq!(shell_word("/srv/it's"), r"'/srv/it'\''s'");
+    }
 
     #[test]
     fn the_first_closed_folder_is_named() {

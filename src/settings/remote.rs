@@ -56,13 +56,18 @@ pub fn repository(
 pub fn token(env: &Env) -> Result<Token, Failure> {
     super::github::token(env, TokenFor::Remote)
         .map(|(t, _)| Token::new(t))
-        .ok_or_else(no_token)
+        .ok_or_else(|| no_token(env))
 }
 
-/// The error of a missing token, naming the ways to give one.
-pub fn no_token() -> Failure {
-    Failure::usage("no GitHub token")
-        .with_hint("set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login` so that `gh auth token` gives one")
+/// The error of a missing token, naming the ways to give one where aayu runs: inside GitHub Actions the
+/// workflow's token (`gh` is never asked there), elsewhere a variable or `gh`'s login.
+pub fn no_token(env: &Env) -> Failure {
+    let hint = if env.github_actions {
+        "inside GitHub Actions, give the step the workflow's token (`env:` `GITHUB_TOKEN: ${{ github.token }}`) and the job the `permissions:` the command needs"
+    } else {
+        "set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login` so that `gh auth token` gives one"
+    };
+    Failure::usage("no GitHub token").with_hint(hint)
 }
 
 /// How git reaches the server (`GITHUB_SERVER_URL`), with the token when there is one.

@@ -256,7 +256,8 @@ fn every_process_of_a_check_is_killed_before_hashing() {
     assert!(
         reasons
             .iter()
-            .all(|r| r.ends_with(" leftover process(es) were killed")),
+            .all(|r| r.ends_with(" leftover process was killed")
+                || r.ends_with(" leftover processes were killed")),
         "{reasons:?}"
     );
 }

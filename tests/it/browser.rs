@@ -95,7 +95,10 @@ fn quiet(reason: &str) -> bool {
         .strip_prefix("Chromium ran with --no-sandbox: ")
         .map_or(reason, |r| r.split_once(';').map_or("", |(_, more)| more));
     let rest = rest.trim_start_matches(';').trim();
-    rest.is_empty() || (rest.ends_with("leftover process(es) were killed") && rest.len() < 45)
+    rest.is_empty()
+        || ((rest.ends_with("leftover process was killed")
+            || rest.ends_with("leftover processes were killed"))
+            && rest.len() < 45)
 }
 
 #[test]

@@ -535,7 +535,7 @@ fn a_python_package_gets_the_built_in_runner_and_rules_in_sync_with_its_tests() 
     let report: serde_json::Value = serde_json::from_str(&missing.stdout).expect("json");
     assert_eq!(
         report["checks"][0]["reason"],
-        "step 1 (test tests/test_add.py::test_missing): `.:tests/test_add.py::test_missing` was not found: pytest found no test `tests/test_add.py::test_missing`",
+        "step 1 (test tests/test_add.py::test_missing): `.:tests/test_add.py::test_missing` was not found: pytest found no such test",
         "{report:#}"
     );
     let status = repo.git(&[
