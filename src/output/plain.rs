@@ -62,8 +62,7 @@ pub fn map_report(report: &MapReport, text: &mut impl Write) -> io::Result<()> {
 
 /// `2 maps, 9 features: 3 drift, 1 stale` or `… : in sync`.
 fn summary(report: &MapReport) -> String {
-    let plural =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let plural = crate::log::count;
     let head = format!(
         "{}, {}",
         plural(report.maps, "map", "maps"),
@@ -122,8 +121,8 @@ pub fn behaviour_report(
     use crate::floors::behaviour::Status;
     writeln!(
         text,
-        "{} checks: {} passed, {} failed, {} blocked, {} unreachable; report: {}",
-        report.checks.len(),
+        "{}: {} passed, {} failed, {} blocked, {} unreachable; report: {}",
+        crate::log::count(report.checks.len(), "check", "checks"),
         count(Status::Passed),
         count(Status::Failed),
         count(Status::Blocked),
