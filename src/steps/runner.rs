@@ -498,48 +498,17 @@ struct Child {
     path: OsString,
 }
 
-/// Why the step runner could not run a process a package's runner asked for.
-#[derive(Debug, thiserror::Error)]
-pub enum ChildError {
-    #[error("an empty argv")]
-    EmptyArgv,
-    #[error("cannot make a folder for the report of `{program}`: {source}")]
-    ReportFolder {
-        program: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot run `{command}`: {source}")]
-    Run {
-        command: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
+/// The step runner's child says what it could not do in the runners' own words ([`LaunchError`]).
 impl Launcher for Child {
     fn launch(&self, job: Job) -> Result<Launched, LaunchError> {
-        Ok(self.run(job)?)
-    }
-}
-
-/// The runners' own words for what the step runner's child could not do.
-impl From<ChildError> for LaunchError {
-    fn from(e: ChildError) -> LaunchError {
-        match e {
-            ChildError::EmptyArgv => LaunchError::EmptyArgv,
-            ChildError::ReportFolder { program, source } => {
-                LaunchError::ReportFolder { program, source }
-            }
-            ChildError::Run { command, source } => LaunchError::Start { command, source },
-        }
+        self.run(job)
     }
 }
 
 impl Child {
-    fn run(&self, job: Job) -> Result<Launched, ChildError> {
+    fn run(&self, job: Job) -> Result<Launched, LaunchError> {
         let Some(program) = job.argv.first() else {
-            return Err(ChildError::EmptyArgv);
+            return Err(LaunchError::EmptyArgv);
         };
         // A report file the process may write, in a folder of its own under the check's TMPDIR.
         let folder = match job.report {
@@ -548,7 +517,7 @@ impl Child {
                     Some(tmp) => tempfile::tempdir_in(tmp),
                     None => tempfile::tempdir(),
                 }
-                .map_err(|source| ChildError::ReportFolder {
+                .map_err(|source| LaunchError::ReportFolder {
                     program: program.clone(),
                     source,
                 })?,
@@ -571,7 +540,7 @@ impl Child {
         if let (Some(var), Some(file)) = (job.report, &report) {
             command.env(var, file);
         }
-        let output = command.output().map_err(|source| ChildError::Run {
+        let output = command.output().map_err(|source| LaunchError::Start {
             command: job.argv.join(" "),
             source,
         })?;
