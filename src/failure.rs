@@ -62,10 +62,12 @@ impl Failure {
         failure
     }
 
-    /// Adds a `caused by:` line, unless it only repeats the message or the line before it (some errors'
-    /// sources say the same again).
+    /// Adds a `caused by:` line, unless the message or the line before it already says it — the same
+    /// text, or its end after `: ` (an error whose one-line message quotes its source, as the sandbox's
+    /// and the runners' do because their texts also land in a check's reason).
     fn cause(&mut self, text: String) {
-        if self.causes.last() != Some(&text) && text != self.message {
+        let says = |line: &str| line == text || line.ends_with(&format!(": {text}"));
+        if !says(&self.message) && !self.causes.last().is_some_and(|line| says(line)) {
             self.causes.push(text);
         }
     }
@@ -99,5 +101,32 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error whose one-line text quotes its source, as the sandbox's build-folder errors do.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot create `/x/target`: {source}")]
+    struct Quoting {
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_the_message_already_says_is_not_said_again() {
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let failure = Failure::from_error(ExitStatus::Failure, &Quoting { source: denied() });
+        assert_eq!(
+            failure.message,
+            "cannot create `/x/target`: permission denied"
+        );
+        assert!(failure.causes.is_empty(), "{:?}", failure.causes);
+        // A cause the message does not say is kept.
+        let failure = Failure::unexpected("cannot read the pack").caused_by(denied());
+        assert_eq!(failure.causes, ["permission denied"]);
     }
 }

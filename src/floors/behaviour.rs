@@ -960,11 +960,11 @@ enum ToolchainError {
     #[error("{0}")]
     Unreadable(String),
     /// The package's runner refuses the version of its tool on this machine.
-    #[error("{0}")]
-    ToolVersion(String),
+    #[error(transparent)]
+    ToolVersion(Box<crate::runners::RunnerError>),
     /// The toolchain the package asks for is not on this machine.
-    #[error("{0}")]
-    Missing(String),
+    #[error(transparent)]
+    Missing(Box<crate::runners::RunnerError>),
     /// What the fetch left blocks the package's work.
     #[error("{0}")]
     Dependencies(String),
@@ -1021,12 +1021,12 @@ fn toolchain_for(
             package
                 .runner
                 .accepts_tool(&options.root, &package, &version)
-                .map_err(|e| ToolchainError::ToolVersion(e.to_string()))?;
+                .map_err(|e| ToolchainError::ToolVersion(Box::new(e)))?;
         }
         let env = package
             .runner
             .toolchain(sandbox.toolchains(), &options.root, &package)
-            .map_err(|e| ToolchainError::Missing(e.to_string()))?;
+            .map_err(|e| ToolchainError::Missing(Box::new(e)))?;
         if let Some((_, name)) = env.into_iter().find(|(k, _)| k == "RUSTUP_TOOLCHAIN") {
             rust.get_or_insert(name.to_string_lossy().into_owned());
         }

@@ -195,7 +195,6 @@ impl Sandbox {
         if !base.exists() {
             std::fs::create_dir_all(&base).map_err(InstallError::Write)?;
             let _ = std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711));
-            let _ = std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711));
         }
         let wheels = base.join("wheels");
         if !wheels.exists() {

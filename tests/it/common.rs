@@ -690,6 +690,17 @@ pub fn redact(text: &str) -> String {
         (r"(uploaded as `[^`]+`) \(\d+ bytes\)", "$1 ([n] bytes)"),
     ];
     let mut text = text.to_string();
+    // aayu's own version (init pins it, doctor reports it): a release bump changes no snapshot.
+    text = text.replace(concat!("v", env!("CARGO_PKG_VERSION")), "v[version]");
+    // Temporary folders where TMPDIR puts them, not only /tmp.
+    let temp = std::env::temp_dir();
+    let temp = temp.to_string_lossy();
+    let temp = temp.trim_end_matches('/');
+    if !temp.is_empty() && temp != "/tmp" && temp != "/var/tmp" {
+        let re = regex::Regex::new(&format!(r#"{}/[^\s/`'")]+"#, regex::escape(temp)))
+            .expect("a pattern");
+        text = re.replace_all(&text, "[tmp]").into_owned();
+    }
     for (pattern, with) in rules {
         let re = regex::Regex::new(pattern).expect("a pattern");
         text = re.replace_all(&text, with).into_owned();
