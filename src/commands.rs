@@ -87,7 +87,12 @@ pub(crate) fn write_json<T: serde::Serialize>(
     out: &mut dyn Write,
     document: &T,
 ) -> Result<bool, Failure> {
-    written(crate::output::json::write(&mut *out, document).and_then(|()| out.flush()))
+    // Buffered: the serializer writes a token at a time, and stdout would pass each line on by itself.
+    let mut buffered = std::io::BufWriter::new(&mut *out);
+    let result =
+        crate::output::json::write(&mut buffered, document).and_then(|()| buffered.flush());
+    drop(buffered);
+    written(result.and_then(|()| out.flush()))
 }
 
 /// Whether a write to stdout reached it: a closed pipe is not an error.

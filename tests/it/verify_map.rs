@@ -777,3 +777,24 @@ fn a_surface_rule_excludes_with_bang_entries_in_order() {
         );
     }
 }
+
+/// A reader that goes away (`aayu verify --map --json | head -c 0`) ends the command quietly with success,
+/// for the `--json` document as for the readable report.
+#[test]
+fn a_closed_stdout_is_a_quiet_success() {
+    let (repo, _) = shop();
+    for args in [&["verify", "--map", "--json"][..], &["verify", "--map"][..]] {
+        let mut child = repo
+            .aayu()
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("aayu starts");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("aayu ends");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}
