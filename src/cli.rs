@@ -133,6 +133,7 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             commands::doctor::run(ctx, settings::options::DoctorOptions::from_matches(m))
         }
         CommandId::Clean => commands::clean::run(ctx, m.get_flag("all")),
+        CommandId::Mcp => Err(not_built(id.spec())),
     }
 }
 

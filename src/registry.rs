@@ -7,6 +7,7 @@
 
 pub mod clap;
 mod commands;
+pub mod mcp;
 mod raci;
 
 use crate::exit::ExitStatus;
@@ -31,13 +32,15 @@ pub enum CommandId {
     Control,
     Generate,
     Completions,
+    Mcp,
 }
 
 impl CommandId {
     /// Every command, in the order `--help` and the docs list them.
-    pub const ALL: [CommandId; 14] = [
+    pub const ALL: [CommandId; 15] = [
         CommandId::Init,
         CommandId::Install,
+        CommandId::Mcp,
         CommandId::Doctor,
         CommandId::Clean,
         CommandId::Ready,
@@ -83,6 +86,8 @@ pub struct Command {
     pub exposure: Exposure,
     /// Never writes anything.
     pub read_only: bool,
+    /// What an MCP host is told of the command's effects, beyond `read_only`.
+    pub hints: Hints,
     pub surfaces: &'static [Surface],
     /// Whether the command does its work in this build; an unbuilt command exits 2 and says so.
     pub built: bool,
@@ -111,6 +116,9 @@ pub struct Input {
     pub required: bool,
     /// Never exposed to agents over MCP: only a person may pass it.
     pub human_only: bool,
+    /// What an agent may do with this input over MCP: `Read` (as its command), `Write` (listed only with
+    /// `aayu mcp --allow-write`), or `Never` (not an MCP input, e.g. `--ci` or `--json`).
+    pub exposure: Exposure,
     pub help: &'static str,
     /// A value name for help (`REV`, `DIR`), when the type's own is not clear enough.
     pub value_name: Option<&'static str>,
@@ -237,6 +245,40 @@ pub enum Exposure {
     Read,
     Write,
     Never,
+}
+
+impl Exposure {
+    /// The id in generated files (`x-aayu-exposure`, the skill frontmatter).
+    pub fn id(self) -> &'static str {
+        match self {
+            Exposure::Read => "read",
+            Exposure::Write => "write",
+            Exposure::Never => "never",
+        }
+    }
+}
+
+/// The MCP tool annotations of a command (hints to the host, never a permission).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hints {
+    /// Without its `write` inputs the command writes nothing (`doctor` without `--fix`).
+    pub read_only_without_writes: bool,
+    /// It may delete or overwrite what it did not create.
+    pub destructive: bool,
+    /// Calling it again with the same inputs has no further effect.
+    pub idempotent: bool,
+    /// It reaches beyond the repository and this machine (GitHub) even with only its read inputs.
+    pub open_world: bool,
+}
+
+impl Hints {
+    /// A command that is not served over MCP: the hints are never rendered.
+    pub const NONE: Hints = Hints {
+        read_only_without_writes: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    };
 }
 
 /// Where the command is offered.

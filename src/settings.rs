@@ -146,6 +146,8 @@ pub struct VerifyOptions {
     pub out: Option<PathBuf>,
     pub jobs: Option<usize>,
     pub ci: bool,
+    /// `--select`: print the plan of the change, run nothing.
+    pub select: bool,
     pub red_on_base: bool,
     pub ready: Option<PathBuf>,
     /// `--maintain drift|always`: post the maintain brief after the run.
@@ -167,6 +169,7 @@ impl VerifyOptions {
                 .get_one::<u64>("jobs")
                 .map(|&n| usize::try_from(n).unwrap_or(usize::MAX)),
             ci: m.get_flag("ci"),
+            select: m.get_flag("select"),
             red_on_base: m.get_flag("red-on-base"),
             ready: m.get_one::<PathBuf>("ready").cloned(),
             maintain: m

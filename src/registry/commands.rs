@@ -1,7 +1,8 @@
 //! The command table itself: one entry per [`CommandId`].
 
 use super::{
-    Command, CommandId, Exposure, Gate, Identity, Input, InputType, Mode, Seat, Stage, Surface,
+    Command, CommandId, Exposure, Gate, Hints, Identity, Input, InputType, Mode, Seat, Stage,
+    Surface,
 };
 use crate::exit::ExitStatus;
 
@@ -13,6 +14,7 @@ const fn flag(name: &'static str, ty: InputType, help: &'static str) -> Input {
         short: None,
         required: false,
         human_only: false,
+        exposure: Exposure::Read,
         help,
         value_name: None,
     }
@@ -45,14 +47,31 @@ const fn human_only(input: Input) -> Input {
     }
 }
 
-const JSON: Input = flag(
+/// An input that writes (to GitHub, or the repository): served over MCP only with `--allow-write`.
+const fn writes(input: Input) -> Input {
+    Input {
+        exposure: Exposure::Write,
+        ..input
+    }
+}
+
+/// An input an agent never passes over MCP (the gate's `--ci`; `--json`, which MCP always passes).
+const fn not_over_mcp(input: Input) -> Input {
+    Input {
+        exposure: Exposure::Never,
+        ..input
+    }
+}
+
+const JSON: Input = not_over_mcp(flag(
     "json",
     InputType::Bool,
     "Print one JSON object (schema_version 1) instead of the readable report.",
-);
+));
 
 const CLI_SKILL: &[Surface] = &[Surface::Cli, Surface::Skill];
 const CLI_ONLY: &[Surface] = &[Surface::Cli];
+const CLI_MCP: &[Surface] = &[Surface::Cli, Surface::Mcp];
 const EXITS_VERIFY: &[ExitStatus] = &[
     ExitStatus::Ok,
     ExitStatus::Failure,
@@ -108,10 +127,16 @@ static VERIFY: Command = Command {
             "The story (issue number) whose evidence map names tests and checks.",
         ),
         flag(
+            "select",
+            InputType::Bool,
+            "With --base and --head (and --story): print what the gate would run on the change — the checks, the mapped tests, the packages — without running anything.",
+        ),
+        // The gate's: it writes the pack the merge gate would, which an agent has no business forging.
+        not_over_mcp(flag(
             "ci",
             InputType::Bool,
             "Run the full floor set and write the proof pack, as the merge gate does.",
-        ),
+        )),
         flag(
             "red-on-base",
             InputType::Bool,
@@ -141,9 +166,8 @@ static VERIFY: Command = Command {
             "N",
             "Run at most N checks at once (default: the number of cores).",
         ),
-        // Not offered to agents over MCP: the brief wakes an agent app, and an agent posting its own
-        // briefs would be a loop.
-        human_only(valued(
+        // Posts to GitHub: offered over MCP only with `aayu mcp --allow-write --github`.
+        writes(valued(
             "maintain",
             InputType::Enum(&["drift", "always"]),
             "MODE",
@@ -162,6 +186,13 @@ static VERIFY: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Read,
     read_only: false,
+    hints: Hints {
+        // A run folder under .aayudha/runs/ is added, nothing else is changed.
+        read_only_without_writes: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    },
     surfaces: &[Surface::Cli, Surface::Skill, Surface::Mcp, Surface::Action],
     built: true,
     lands_with: "",
@@ -217,6 +248,7 @@ static READY: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Write,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_SKILL,
     built: true,
     lands_with: "",
@@ -256,6 +288,7 @@ static SHIP: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_SKILL,
     built: true,
     lands_with: "",
@@ -327,6 +360,7 @@ static INIT: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_ONLY,
     built: true,
     lands_with: "",
@@ -351,9 +385,43 @@ static INSTALL: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_ONLY,
     built: true,
     lands_with: "",
+};
+
+static MCP: Command = Command {
+    id: CommandId::Mcp,
+    name: "mcp",
+    summary: "Serve the MCP-surface commands (verify, proof verify, doctor) to a coding agent over stdio (MCP): read-only by default, without GitHub tokens unless --github.",
+    reader: "Lets a coding agent ask aayu what its change would run, and run the read-only checks itself.",
+    stage: Stage::Setup,
+    seat: Seat::PlatformEngineer,
+    owns: None,
+    inputs: &[
+        human_only(flag(
+            "allow-write",
+            InputType::Bool,
+            "Also serve the inputs that write (verify --maintain posts to GitHub, doctor --fix); off by default.",
+        )),
+        human_only(flag(
+            "github",
+            InputType::Bool,
+            "Keep GitHub reachable: read GITHUB_TOKEN, then GH_TOKEN (never `gh auth token`); without it the tokens are removed at start.",
+        )),
+    ],
+    outputs: &["stdout: MCP (JSON-RPC)"],
+    exits: EXITS_PLAIN,
+    gates: &[],
+    identity: Identity::Human,
+    mode: Mode::None,
+    exposure: Exposure::Never,
+    read_only: false,
+    hints: Hints::NONE,
+    surfaces: CLI_ONLY,
+    built: false,
+    lands_with: "issue 38",
 };
 
 static DOCTOR: Command = Command {
@@ -365,11 +433,11 @@ static DOCTOR: Command = Command {
     seat: Seat::PlatformEngineer,
     owns: None,
     inputs: &[
-        flag(
+        writes(flag(
             "fix",
             InputType::Bool,
             "Fix what can be fixed safely (.gitignore entries, pointer descriptions, a missing ledger branch, created locally); report the rest.",
-        ),
+        )),
         JSON,
     ],
     outputs: &[
@@ -384,7 +452,14 @@ static DOCTOR: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Read,
     read_only: false,
-    surfaces: CLI_ONLY,
+    hints: Hints {
+        read_only_without_writes: true,
+        destructive: false,
+        idempotent: true,
+        // It asks GitHub about the token and the required status when it has a token.
+        open_world: true,
+    },
+    surfaces: CLI_MCP,
     built: true,
     lands_with: "",
 };
@@ -409,6 +484,7 @@ static CLEAN: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_ONLY,
     built: true,
     lands_with: "",
@@ -439,7 +515,14 @@ static PROOF_VERIFY: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Read,
     read_only: true,
-    surfaces: CLI_ONLY,
+    hints: Hints {
+        read_only_without_writes: true,
+        destructive: false,
+        idempotent: true,
+        // It fetches the ledger branch and reads the pull request's head from GitHub.
+        open_world: true,
+    },
+    surfaces: CLI_MCP,
     built: true,
     lands_with: "",
 };
@@ -477,6 +560,7 @@ static PROOF_PUSH: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_ONLY,
     built: true,
     lands_with: "",
@@ -517,6 +601,7 @@ static PROOF_COMMENT: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: &[Surface::Cli, Surface::Action],
     built: true,
     lands_with: "",
@@ -587,6 +672,7 @@ static ACTION: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: &[Surface::Action],
     built: true,
     lands_with: "",
@@ -612,6 +698,7 @@ static CONTROL: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_ONLY,
     built: true,
     lands_with: "",
@@ -645,6 +732,7 @@ static GENERATE: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: false,
+    hints: Hints::NONE,
     surfaces: CLI_ONLY,
     built: true,
     lands_with: "",
@@ -670,6 +758,7 @@ static COMPLETIONS: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Never,
     read_only: true,
+    hints: Hints::NONE,
     surfaces: CLI_ONLY,
     built: true,
     lands_with: "",
@@ -683,6 +772,7 @@ pub fn command(id: CommandId) -> &'static Command {
         CommandId::Ship => &SHIP,
         CommandId::Init => &INIT,
         CommandId::Install => &INSTALL,
+        CommandId::Mcp => &MCP,
         CommandId::Doctor => &DOCTOR,
         CommandId::Clean => &CLEAN,
         CommandId::ProofVerify => &PROOF_VERIFY,

@@ -135,6 +135,7 @@ pub fn raci(id: CommandId) -> (&'static [Seat], &'static [Seat]) {
         CommandId::Control => (&[AiNativeEngineer], &[]),
         CommandId::Generate => (&[QualityArchitect], &[AiNativeEngineer]),
         CommandId::Completions => (&[], &[]),
+        CommandId::Mcp => (&[QualityArchitect], &[AiNativeEngineer]),
     }
 }
 

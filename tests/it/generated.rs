@@ -256,12 +256,13 @@ fn every_mcp_schema_is_a_json_schema_that_accepts_a_real_call() {
         !validator.is_valid(&serde_json::json!({"story": "131", "refreeze": true})),
         "an input the command does not have is refused"
     );
-    // A schema exactly for each command with the MCP surface.
+    // A schema exactly for each command with the MCP surface, named as its tool, and the listing.
     let mut with_mcp: Vec<String> = aayudha::registry::CommandId::ALL
         .iter()
         .map(|id| id.spec())
         .filter(|c| c.surfaces.contains(&aayudha::registry::Surface::Mcp))
-        .map(|c| format!("{}.json", c.name.replace(' ', "-")))
+        .map(|c| format!("{}.json", c.name.replace(' ', "_")))
+        .chain(["tools.json".to_string()])
         .collect();
     with_mcp.sort();
     let mut present: Vec<String> = walk(&root().join("schemas/mcp"))
@@ -271,9 +272,20 @@ fn every_mcp_schema_is_a_json_schema_that_accepts_a_real_call() {
     present.sort();
     assert_eq!(present, with_mcp);
     for path in walk(&root().join("schemas/mcp")) {
+        if path.ends_with("tools.json") {
+            continue;
+        }
         let schema: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
         jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // Every property says what an agent may do with it.
+        for (name, property) in schema["properties"].as_object().expect("properties") {
+            assert!(
+                matches!(property["x-aayu-exposure"].as_str(), Some("read" | "write")),
+                "{}: {name}",
+                path.display()
+            );
+        }
         assert!(schema["x-aayu-exposure"].is_string(), "{}", path.display());
     }
 }

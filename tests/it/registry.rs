@@ -102,6 +102,7 @@ fn every_command_is_declared_once_with_valid_data() {
         "ship",
         "init",
         "install",
+        "mcp",
         "doctor",
         "clean",
         "proof verify",
