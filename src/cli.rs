@@ -44,8 +44,10 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut crate::log::Log,
 ) -> ExitStatus {
-    let matches = match build().try_get_matches_from(args) {
-        Ok(matches) => matches,
+    let color = env.color_stderr();
+    match execute(args, env, input, out, err) {
+        Ok(Ok(status)) => status,
+        Ok(Err(failure)) => render_failure(&failure, err),
         Err(e) => {
             let status = match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
@@ -54,7 +56,7 @@ pub fn run(
                 _ => ExitStatus::Usage,
             };
             // Help goes to stdout, usage errors to stderr, both rendered by clap.
-            let rendered = if env.color_stderr() {
+            let rendered = if color {
                 e.render().ansi().to_string()
             } else {
                 e.render().to_string()
@@ -62,16 +64,24 @@ pub fn run(
             let target: &mut dyn Write = if e.use_stderr() { err } else { out };
             // (stderr is a Log: inside Actions the usage error, which quotes the arguments, is fenced.)
             let _ = target.write_all(rendered.as_bytes());
-            return status;
+            status
         }
-    };
+    }
+}
 
-    let (id, sub) = match find_command(&matches) {
-        Some(found) => found,
-        None => {
-            // `aayu proof` alone: clap shows the group's help because the group requires a subcommand.
-            return ExitStatus::Usage;
-        }
+/// Parses `args` with the registry's clap tree and runs the command: the CLI and each tool call of `aayu
+/// mcp` go through here. A parse error (`--help` included) is clap's, for the caller to render.
+pub(crate) fn execute(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+    env: Env,
+    input: &mut dyn io::Read,
+    out: &mut dyn Write,
+    err: &mut crate::log::Log,
+) -> Result<Result<ExitStatus, Failure>, clap::Error> {
+    let matches = build().try_get_matches_from(args)?;
+    let Some((id, sub)) = find_command(&matches) else {
+        // `aayu proof` alone: clap shows the group's help because the group requires a subcommand.
+        return Ok(Ok(ExitStatus::Usage));
     };
     let global = settings::Global::from_matches(&matches);
     let github = settings::github::GitHubEnv::from_env(&env);
@@ -83,11 +93,17 @@ pub fn run(
         github: &github,
         global: &global,
     };
-    let result = dispatch(id, sub, &mut ctx);
-    match result {
-        Ok(status) => status,
-        Err(failure) => render_failure(&failure, ctx.err),
-    }
+    Ok(dispatch(id, sub, &mut ctx))
+}
+
+/// One tool call of `aayu mcp`: a command line run in this process with nothing on stdin.
+fn tool_call(
+    args: Vec<std::ffi::OsString>,
+    env: Env,
+    out: &mut dyn Write,
+    err: &mut crate::log::Log,
+) -> Result<Result<ExitStatus, Failure>, clap::Error> {
+    execute(args, env, &mut io::empty(), out, err)
 }
 
 /// Runs one command. Exhaustive over [`CommandId`]: a command cannot exist without its arm.
@@ -133,7 +149,10 @@ fn dispatch(id: CommandId, m: &ArgMatches, ctx: &mut Context) -> Result<ExitStat
             commands::doctor::run(ctx, settings::options::DoctorOptions::from_matches(m))
         }
         CommandId::Clean => commands::clean::run(ctx, m.get_flag("all")),
-        CommandId::Mcp => Err(not_built(id.spec())),
+        CommandId::Mcp => {
+            let options = settings::options::McpOptions::from_matches(m);
+            commands::mcp::run(ctx, options, tool_call)
+        }
     }
 }
 
@@ -145,14 +164,7 @@ fn not_built(command: &Command) -> Failure {
 /// Prints a failure as `error:`, `caused by:` and `hint:` lines; a closed pipe is not an error. A message
 /// may quote a pull request's text: on a [`Log`](crate::log::Log) it is fenced data in Actions.
 pub(crate) fn render_failure(failure: &Failure, err: &mut dyn Write) -> ExitStatus {
-    let mut text = format!("error: {}\n", failure.message);
-    for cause in &failure.causes {
-        text.push_str(&format!("  caused by: {cause}\n"));
-    }
-    if let Some(hint) = &failure.hint {
-        text.push_str(&format!("  hint: {hint}\n"));
-    }
-    let _ = err.write_all(text.as_bytes());
+    let _ = err.write_all(failure.render().as_bytes());
     failure.status
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod doctor;
 pub(crate) mod generate;
 pub(crate) mod init;
 pub(crate) mod install;
+pub(crate) mod mcp;
 pub(crate) mod proof_comment;
 pub(crate) mod proof_push;
 pub(crate) mod proof_verify;

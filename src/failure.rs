@@ -32,6 +32,18 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// The failure as the user reads it: `error:`, then a `caused by:` line per cause and a `hint:` line.
+    pub fn render(&self) -> String {
+        let mut text = format!("error: {}\n", self.message);
+        for cause in &self.causes {
+            text.push_str(&format!("  caused by: {cause}\n"));
+        }
+        if let Some(hint) = &self.hint {
+            text.push_str(&format!("  hint: {hint}\n"));
+        }
+        text
+    }
+
     pub fn new(status: ExitStatus, message: impl Into<String>) -> Failure {
         Failure {
             status,

@@ -37,6 +37,7 @@ pub(crate) mod log;
 pub(crate) mod machine_paths;
 pub(crate) mod maintain;
 pub(crate) mod maps;
+pub(crate) mod mcp;
 pub(crate) mod output;
 pub mod pack;
 pub mod publish;

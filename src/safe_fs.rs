@@ -256,6 +256,43 @@ pub fn is_regular(root: &Path, rel: &str) -> bool {
     .is_ok_and(|s| s.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits())
 }
 
+/// The path of `rel` beneath `root` when it is a plain relative path and passes through no link as far as
+/// it exists (what does not exist yet is made later beneath it, as [`create_dirs`] does): a path an MCP
+/// client names, which must not lead out of the server's root.
+pub fn beneath(root: &Path, rel: &str) -> Result<PathBuf, Refused> {
+    let parts = parts(rel)?;
+    let dir = open_root(root)?;
+    for n in 1..=parts.len() {
+        let prefix = parts[..n].join("/");
+        match open_beneath(dir.as_fd(), &prefix, OFlag::O_PATH, Mode::empty()) {
+            Ok(fd) => {
+                // Without `openat2`, `O_PATH | O_NOFOLLOW` opens a final link itself: refuse it here.
+                let link = fstat(&fd)
+                    .is_ok_and(|s| s.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits());
+                if link {
+                    return Err(Refused::Link {
+                        path: rel.to_string(),
+                    });
+                }
+            }
+            Err(Refused::Missing { .. }) => break,
+            Err(e) => {
+                return Err(match e {
+                    Refused::Link { .. } => Refused::Link {
+                        path: rel.to_string(),
+                    },
+                    Refused::NotRegular { what, .. } => Refused::NotRegular {
+                        path: rel.to_string(),
+                        what,
+                    },
+                    other => other,
+                });
+            }
+        }
+    }
+    Ok(root.join(rel))
+}
+
 /// Creates the folders of `rel` beneath `root` (each one that is missing, mode 0755 less the umask),
 /// refusing a link or a file on the way; returns the last folder, open.
 pub fn create_dirs(root: &Path, rel: &str) -> Result<OwnedFd, Refused> {
@@ -450,6 +487,38 @@ mod tests {
         assert!(is_regular(root, "real/a.txt"));
         assert!(!is_regular(root, "via/a.txt"));
         assert!(!is_regular(root, "zero"));
+    }
+
+    #[test]
+    fn a_path_beneath_passes_no_link_as_far_as_it_exists() {
+        let dir = tempfile::tempdir().expect("temp");
+        let outside = tempfile::tempdir().expect("temp");
+        let root = dir.path();
+        std::fs::create_dir(root.join("real")).expect("mkdir");
+        std::fs::write(root.join("file"), "x").expect("write");
+        symlink(outside.path(), root.join("away")).expect("link");
+        symlink("real", root.join("inside")).expect("link");
+        assert_eq!(beneath(root, "real").expect("a folder"), root.join("real"));
+        assert_eq!(
+            beneath(root, "real/new/deeper").expect("not made yet"),
+            root.join("real/new/deeper")
+        );
+        for link in ["away", "away/x", "inside", "inside/new"] {
+            assert!(
+                matches!(beneath(root, link), Err(Refused::Link { .. })),
+                "{link}"
+            );
+        }
+        for bad in ["../x", "/etc", "a/../b", "./a", ""] {
+            assert!(
+                matches!(beneath(root, bad), Err(Refused::BadPath { .. })),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            beneath(root, "file/x"),
+            Err(Refused::NotRegular { .. })
+        ));
     }
 
     #[test]

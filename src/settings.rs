@@ -35,6 +35,8 @@ pub struct Env {
     pub vars: std::collections::BTreeMap<String, String>,
     /// How many cores the machine has: the default number of parallel checks.
     pub cores: usize,
+    /// `gh auth token` is never asked (`aayu mcp`: a server an agent drives runs no `gh`).
+    pub no_gh: bool,
 }
 
 impl Env {
@@ -51,6 +53,7 @@ impl Env {
             exe: std::env::current_exe().ok(),
             vars: std::env::vars().collect(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            no_gh: false,
         }
     }
 

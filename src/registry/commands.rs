@@ -420,8 +420,8 @@ static MCP: Command = Command {
     read_only: false,
     hints: Hints::NONE,
     surfaces: CLI_ONLY,
-    built: false,
-    lands_with: "issue 38",
+    built: true,
+    lands_with: "",
 };
 
 static DOCTOR: Command = Command {

@@ -86,6 +86,12 @@ pub fn install() {
     });
 }
 
+/// Cleans up everything registered now, as a signal would (`aayu mcp` when its client leaves during a
+/// call): the call's processes are killed and its folders removed.
+pub fn now() {
+    clean_all();
+}
+
 /// Kills every registered process first (nothing may still write into a folder being removed), then
 /// removes the folders.
 fn clean_all() {

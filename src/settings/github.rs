@@ -109,7 +109,7 @@ pub enum TokenFor {
     Action,
     /// The commands that work on a repository on GitHub from a person's machine (`ship`, `ready`, `proof
     /// push`, `verify --maintain`): `GITHUB_TOKEN`, `GH_TOKEN`, then `gh auth token` — but never `gh`
-    /// inside GitHub Actions.
+    /// inside GitHub Actions, nor under `aayu mcp` ([`Env::no_gh`]).
     Remote,
     /// `doctor` and `init`, which only read: `GITHUB_TOKEN`, then `GH_TOKEN`; never `gh`.
     Read,
@@ -134,7 +134,7 @@ pub fn token(env: &Env, context: TokenFor) -> Option<(String, TokenSource)> {
     {
         return Some(found);
     }
-    if context != TokenFor::Remote || env.github_actions {
+    if context != TokenFor::Remote || env.github_actions || env.no_gh {
         return None;
     }
     gh_auth_token().map(|t| (t, TokenSource::Gh))

@@ -125,3 +125,21 @@ impl ShipOptions {
         }
     }
 }
+
+/// `aayu mcp`'s flags (its root is the global `-C`).
+#[derive(Debug, Clone, Default)]
+pub struct McpOptions {
+    /// `--allow-write`: also serve the `write` inputs.
+    pub allow_write: bool,
+    /// `--github`: keep `GITHUB_TOKEN`/`GH_TOKEN` (never `gh`).
+    pub github: bool,
+}
+
+impl McpOptions {
+    pub fn from_matches(m: &clap::ArgMatches) -> McpOptions {
+        McpOptions {
+            allow_write: m.get_flag("allow-write"),
+            github: m.get_flag("github"),
+        }
+    }
+}
