@@ -1,6 +1,7 @@
 //! `aayu verify`: the map check (`--map`, SPEC §3), the behaviour floor (`--check`, or `--base` and
 //! `--head` with `--story`, SPEC §4), and the whole gate with its pack (`--ci`, in [`ci`]).
 
+mod change;
 mod ci;
 
 use crate::commands::{Context, Failure, write_json, write_out, write_report};
