@@ -6,6 +6,8 @@
 
 use std::collections::BTreeSet;
 
+use serde::Serialize;
+
 use super::{GateError, Inputs};
 use crate::config::Config;
 use crate::floors::behaviour;
@@ -14,6 +16,7 @@ use crate::floors::test_evidence::{self, TestId};
 use crate::git::Repo;
 use crate::maps;
 use crate::sandbox::preflight::Tool;
+use crate::sandbox::toolchain::shown_dir;
 use crate::select::{self, Selected};
 use crate::story::{Binding, Story, evidence_map};
 
@@ -96,6 +99,90 @@ impl Plan {
             .into_iter()
             .chain(self.seed.clone().map(|dir| (dir, None)))
             .collect()
+    }
+}
+
+/// `aayu verify --select --json`: what the gate would run on a change, as a versioned document
+/// (`schemas/select.v1.json`). Scripts read it: its keys do not change within a version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Document {
+    pub schema_version: u32,
+    /// The behaviour checks, in the plan's order.
+    pub checks: Vec<PlannedCheck>,
+    /// The evidence map's mapped tests, in its order.
+    pub tests: Vec<PlannedTest>,
+    /// The packages the change touches (the coverage floor's suites), by folder.
+    pub packages: Vec<PlannedPackage>,
+}
+
+/// A behaviour check of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedCheck {
+    /// `<product>/<feature>.<check>`: a sharded gate's unit `check:<id>`.
+    pub id: String,
+    pub selected_because: Vec<String>,
+}
+
+/// A mapped test of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedTest {
+    /// As the evidence map writes it.
+    pub id: String,
+    pub criterion: u32,
+}
+
+/// A touched package of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct PlannedPackage {
+    /// Relative to the repository's root; `.` is the root.
+    pub dir: String,
+    /// The runner that claims it: `cargo`, `go`, `pytest`, `js`.
+    pub runner: String,
+}
+
+impl Plan {
+    /// The plan as `verify --select` prints it.
+    pub fn document(&self) -> Document {
+        let maps = &self.maps.maps;
+        let checks = self
+            .selected
+            .iter()
+            .map(|s| {
+                let map = &maps[s.map];
+                let feature = &map.features[s.feature];
+                PlannedCheck {
+                    id: format!(
+                        "{}/{}.{}",
+                        map.product, feature.id.value, feature.checks[s.check].id.value
+                    ),
+                    selected_because: s.because.clone(),
+                }
+            })
+            .collect();
+        let tests = self
+            .tests
+            .iter()
+            .map(|t| PlannedTest {
+                id: t.written.clone(),
+                criterion: t.criterion,
+            })
+            .collect();
+        let mut packages: Vec<PlannedPackage> = self
+            .touched
+            .packages
+            .iter()
+            .map(|p| PlannedPackage {
+                dir: shown_dir(&p.dir).to_string(),
+                runner: p.runner.name().to_string(),
+            })
+            .collect();
+        packages.sort();
+        Document {
+            schema_version: 1,
+            checks,
+            tests,
+            packages,
+        }
     }
 }
 
