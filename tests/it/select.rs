@@ -237,12 +237,16 @@ fn the_selection_is_what_verify_ci_runs_on_the_change() {
 }
 
 #[test]
-fn a_checkout_elsewhere_than_the_head_is_said_and_planned() {
+fn a_checkout_elsewhere_than_the_head_or_changed_is_said_and_planned() {
     let marks = common::shared_dir();
     let (repo, base, head) = shop(marks.path(), true, None);
     repo.git(&["checkout", "-q", &base]);
     let (out, _) = select(&repo, &["--base", &base, "--head", &head]);
     crate::aayu_snapshot!("select_checkout_elsewhere", out);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.write("src/report.rs", "pub fn report() -> u8 { 1 }\n");
+    let (out, _) = select(&repo, &["--base", &base, "--head", &head]);
+    crate::aayu_snapshot!("select_checkout_with_changes", out);
 }
 
 #[test]
