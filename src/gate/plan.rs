@@ -2,7 +2,8 @@
 //! the story's evidence map select, the mapped tests (each id checked by its package's runner), the
 //! packages the change touches (the coverage floor's suites), whether red-on-base runs, the packages whose
 //! dependencies are fetched and the tools the preflight checks. Reading it runs no product code: maps,
-//! manifests and git objects are read as data. `verify --select` and a sharded gate can print and split it.
+//! manifests and git objects are read as data. `verify --select` prints it ([`Plan::document`]); a sharded
+//! gate can split it.
 
 use std::collections::BTreeSet;
 
