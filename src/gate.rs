@@ -166,7 +166,7 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
 
     // What will run: the behaviour checks the diff and the story's evidence map select, the mapped tests,
     // the touched packages' suites, and for a bug, the same tests on the base.
-    let plan = plan::plan(inputs)?;
+    let plan = plan::plan(&inputs.change())?;
     let on_base = plan
         .red_on_base
         .then(|| red_on_base::prepare(inputs.repo, &inputs.base, &inputs.head));
@@ -259,7 +259,7 @@ impl Stage<'_, '_> {
             config.verify.drift_blocking_from,
             inputs.now,
         ));
-        let story_labels = plan::story_labels(inputs);
+        let story_labels = plan::story_labels(&inputs.change());
         let weakened = in_group(self.progress, "aayudha weakening floor", |_| {
             Ok(weakening::compare(repo, &inputs.base, &inputs.head)?)
         })?;
@@ -403,13 +403,14 @@ impl Stage<'_, '_> {
             coverage::MAX_LINES,
         )?;
         let timeout = Duration::from_secs(config.verify.suite_timeout_s);
+        let mapped = plan.test_ids();
         let settings = coverage::Settings {
             base,
             head,
             threshold: config.verify.coverage_threshold,
             blocking: config.verify.coverage_blocking_from,
             now: inputs.now,
-            mapped: &plan.tests,
+            mapped: &mapped,
         };
         let (root, progress) = (&self.root, &mut *self.progress);
         let covered = in_group(
@@ -474,6 +475,7 @@ impl Stage<'_, '_> {
             }
         };
         let (root, out) = (self.root.as_path(), self.out);
+        let mapped = plan.test_ids();
         let results = in_group(
             self.progress,
             "aayudha tests floor: the mapped tests",
@@ -481,7 +483,7 @@ impl Stage<'_, '_> {
                 let log = RefCell::new(log);
                 let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
                 let run = tests_run(sandbox, root, timeout, &heartbeat);
-                Ok(test_evidence::run_tests(&run, &plan.tests, suites_ran))
+                Ok(test_evidence::run_tests(&run, &mapped, suites_ran))
             },
         )?;
         // Two targets holding an unqualified test is the evidence map's to fix (exit 2), not a result.
@@ -489,11 +491,11 @@ impl Stage<'_, '_> {
             test_evidence::Outcome::Ambiguous(why) => Some((id, why.clone())),
             _ => None,
         }) {
-            let criterion = evidence
-                .criterion
+            let criterion = plan
+                .tests
                 .iter()
-                .find(|c| c.tests.iter().any(|t| TestId::parse(t).as_ref() == Ok(id)))
-                .map_or(0, |c| c.id);
+                .find(|t| &t.id == id)
+                .map_or(0, |t| t.criterion);
             return Err(GateError::Contract(format!(
                 "{}: criterion {criterion}: {why}",
                 evidence_map::path(story.number)

@@ -1,7 +1,10 @@
 //! `aayu verify`: the map check (`--map`, SPEC §3), the behaviour floor (`--check`, or `--base` and
-//! `--head` with `--story`, SPEC §4), and the whole gate with its pack (`--ci`, in [`ci`]).
+//! `--head` with `--story`, SPEC §4), the whole gate with its pack (`--ci`, in [`ci`]), and what the gate
+//! would run on a change, with nothing run (`--select`, in [`select`]).
 
+mod change;
 mod ci;
+mod select;
 
 use crate::commands::{Context, Failure, write_json, write_out, write_report};
 use crate::config::Config;
@@ -13,6 +16,13 @@ use crate::output::{plain, text};
 use crate::settings::VerifyOptions;
 
 pub fn run(ctx: &mut Context, options: VerifyOptions) -> Result<ExitStatus, Failure> {
+    if options.select {
+        // The plan alone: nothing of the rest combines with it, and nothing runs.
+        let change = select::asked(&options)?;
+        let start = super::start_dir(ctx);
+        let repo = Repo::discover(&start).map_err(Failure::from)?;
+        return select::run(ctx, &repo, &options, &start, change);
+    }
     let behaviour = options.check.is_some() || options.base.is_some() || options.head.is_some();
     if options.ci && options.map {
         return Err(Failure::usage(

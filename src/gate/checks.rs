@@ -28,18 +28,7 @@ pub fn run(
 ) -> Result<Option<(behaviour::BehaviourReport, std::path::PathBuf)>, Failure> {
     let mut phases = crate::timing::Phases::start();
     let loaded = maps::load_repo(repo).map_err(Failure::from)?;
-    if let Some(first) = loaded.errors.first() {
-        let mut failure =
-            Failure::usage(format!("{}:{}: {}", first.file, first.line, first.message));
-        for more in loaded.errors.iter().skip(1) {
-            failure
-                .causes
-                .push(format!("{}:{}: {}", more.file, more.line, more.message));
-        }
-        return Err(
-            failure.with_hint("fix the maps first: `aayu verify --map` lists every contract error")
-        );
-    }
+    refuse_contract_errors(&loaded.errors)?;
     let selected = match (&options.check, &options.base, &options.head) {
         (Some(arg), None, None) => {
             if options.story.is_some() {
@@ -107,6 +96,21 @@ pub fn run(
     )?;
     phases.end("checks: run");
     Ok(Some((report, out)))
+}
+
+/// No check is selected from maps with contract errors: the first is the message (its file and line), the
+/// others its causes (exit 2).
+pub fn refuse_contract_errors(errors: &[maps::ContractError]) -> Result<(), Failure> {
+    let Some(first) = errors.first() else {
+        return Ok(());
+    };
+    let mut failure = Failure::usage(format!("{}:{}: {}", first.file, first.line, first.message));
+    for more in errors.iter().skip(1) {
+        failure
+            .causes
+            .push(format!("{}:{}: {}", more.file, more.line, more.message));
+    }
+    Err(failure.with_hint("fix the maps first: `aayu verify --map` lists every contract error"))
 }
 
 /// The sandbox of a run; a refused uid range is the configuration's fault (exit 2).

@@ -2,18 +2,65 @@
 //! the story's evidence map select, the mapped tests (each id checked by its package's runner), the
 //! packages the change touches (the coverage floor's suites), whether red-on-base runs, the packages whose
 //! dependencies are fetched and the tools the preflight checks. Reading it runs no product code: maps,
-//! manifests and git objects are read as data. `verify --select` and a sharded gate can print and split it.
+//! manifests and git objects are read as data. `verify --select` prints it ([`Plan::document`]); a sharded
+//! gate can split it.
 
 use std::collections::BTreeSet;
 
+use serde::Serialize;
+
 use super::{GateError, Inputs};
+use crate::config::Config;
 use crate::floors::behaviour;
 use crate::floors::coverage::{self, Touched};
 use crate::floors::test_evidence::{self, TestId};
+use crate::git::Repo;
 use crate::maps;
 use crate::sandbox::preflight::Tool;
+use crate::sandbox::toolchain::shown_dir;
 use crate::select::{self, Selected};
-use crate::story::evidence_map;
+use crate::story::{Binding, Story, evidence_map};
+
+/// What the plan reads of a gate run: the change, its story and what decides red-on-base. A part of the
+/// gate's [`Inputs`] (see [`Inputs::change`]), which `verify --select` builds without the run's folders,
+/// sandbox settings and clock.
+pub struct Change<'a> {
+    pub repo: &'a Repo,
+    pub config: &'a Config,
+    /// The change, as full SHAs.
+    pub base: &'a str,
+    pub head: &'a str,
+    pub story: Option<&'a Story>,
+    /// What the merge gate knows of the pull request (the story's labels now); `None` on the CLI.
+    pub binding: Option<&'a Binding>,
+    /// `--red-on-base`: run it also for a story that is not a bug.
+    pub force_red_on_base: bool,
+}
+
+impl Inputs<'_> {
+    /// The part of the inputs the plan reads.
+    pub fn change(&self) -> Change<'_> {
+        Change {
+            repo: self.repo,
+            config: self.config,
+            base: &self.base,
+            head: &self.head,
+            story: self.story.as_ref(),
+            binding: self.binding.as_ref(),
+            force_red_on_base: self.force_red_on_base,
+        }
+    }
+}
+
+/// A test the story's evidence map names, and the criterion it evidences.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappedTest {
+    /// The criterion's number in the Completion Goal.
+    pub criterion: u32,
+    /// The id as the evidence map writes it.
+    pub written: String,
+    pub id: TestId,
+}
 
 /// What runs.
 pub struct Plan {
@@ -21,8 +68,8 @@ pub struct Plan {
     pub maps: maps::Loaded,
     /// The behaviour checks, with why each was selected.
     pub selected: Vec<Selected>,
-    /// The mapped tests of the story's evidence map, in its order.
-    pub tests: Vec<TestId>,
+    /// The mapped tests of the story's evidence map, in its order, each with its criterion.
+    pub tests: Vec<MappedTest>,
     /// The packages the change touches, each suite run once (for a story).
     pub touched: Touched,
     /// Red-on-base runs: the story is a bug (or `--red-on-base`) and the change has an evidence map.
@@ -42,6 +89,11 @@ impl Plan {
         !(self.selected.is_empty() && self.tests.is_empty() && self.touched.packages.is_empty())
     }
 
+    /// The mapped tests' ids, in the evidence map's order (what the tests and coverage floors take).
+    pub fn test_ids(&self) -> Vec<TestId> {
+        self.tests.iter().map(|t| t.id.clone()).collect()
+    }
+
     /// The packages the behaviour checks need in the head's tree (their `test` steps' and the seed's).
     pub fn check_packages(&self) -> BTreeSet<(String, Option<String>)> {
         behaviour::packages(&self.maps.maps, &self.selected)
@@ -51,13 +103,96 @@ impl Plan {
     }
 }
 
+/// `aayu verify --select --json`: what the gate would run on a change, as a versioned document
+/// (`schemas/select.v1.json`). Scripts read it: its keys do not change within a version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Document {
+    pub schema_version: u32,
+    /// The behaviour checks, in the plan's order.
+    pub checks: Vec<PlannedCheck>,
+    /// The evidence map's mapped tests, in its order.
+    pub tests: Vec<PlannedTest>,
+    /// The packages the change touches (the coverage floor's suites), by folder.
+    pub packages: Vec<PlannedPackage>,
+}
+
+/// A behaviour check of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedCheck {
+    /// `<product>/<feature>.<check>`: a sharded gate's unit `check:<id>`.
+    pub id: String,
+    pub selected_because: Vec<String>,
+}
+
+/// A mapped test of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedTest {
+    /// As the evidence map writes it.
+    pub id: String,
+    pub criterion: u32,
+}
+
+/// A touched package of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct PlannedPackage {
+    /// Relative to the repository's root; `.` is the root.
+    pub dir: String,
+    /// The runner that claims it: `cargo`, `go`, `pytest`, `js`.
+    pub runner: String,
+}
+
+impl Plan {
+    /// The plan as `verify --select` prints it.
+    pub fn document(&self) -> Document {
+        let maps = &self.maps.maps;
+        let checks = self
+            .selected
+            .iter()
+            .map(|s| {
+                let map = &maps[s.map];
+                let feature = &map.features[s.feature];
+                PlannedCheck {
+                    id: format!(
+                        "{}/{}.{}",
+                        map.product, feature.id.value, feature.checks[s.check].id.value
+                    ),
+                    selected_because: s.because.clone(),
+                }
+            })
+            .collect();
+        let tests = self
+            .tests
+            .iter()
+            .map(|t| PlannedTest {
+                id: t.written.clone(),
+                criterion: t.criterion,
+            })
+            .collect();
+        let mut packages: Vec<PlannedPackage> = self
+            .touched
+            .packages
+            .iter()
+            .map(|p| PlannedPackage {
+                dir: shown_dir(&p.dir).to_string(),
+                runner: p.runner.name().to_string(),
+            })
+            .collect();
+        packages.sort();
+        Document {
+            schema_version: 1,
+            checks,
+            tests,
+            packages,
+        }
+    }
+}
+
 /// The story's labels: in the action from the API (SPEC §5), else the snapshot's.
-pub fn story_labels(inputs: &Inputs) -> Vec<String> {
-    match inputs.binding.as_ref().and_then(|b| b.story_labels.clone()) {
+pub fn story_labels(change: &Change) -> Vec<String> {
+    match change.binding.and_then(|b| b.story_labels.clone()) {
         Some(labels) => labels,
-        None => inputs
+        None => change
             .story
-            .as_ref()
             .map(|s| s.snapshot.meta.labels.clone())
             .unwrap_or_default(),
     }
@@ -65,11 +200,11 @@ pub fn story_labels(inputs: &Inputs) -> Vec<String> {
 
 /// Decides what the gate runs on the change; an evidence map naming a test that cannot be (a doc test, a
 /// malformed target qualifier or Go name) is the user's to fix before anything runs.
-pub fn plan(inputs: &Inputs) -> Result<Plan, GateError> {
-    let repo = inputs.repo;
+pub fn plan(change: &Change) -> Result<Plan, GateError> {
+    let repo = change.repo;
     let root = repo.root();
-    let (base, head) = (&inputs.base, &inputs.head);
-    let story = inputs.story.as_ref();
+    let (base, head) = (change.base, change.head);
+    let story = change.story;
     let loaded = maps::load_repo(repo)?;
     let selected = if loaded.errors.is_empty() {
         select::by_diff(repo, &loaded.maps, base, head, story.map(|s| s.number))?
@@ -94,7 +229,11 @@ pub fn plan(inputs: &Inputs) -> Result<Plan, GateError> {
                     id.check(root, &found.package())
                         .map_err(|e| contract(e.to_string()))?;
                 }
-                tests.push(id);
+                tests.push(MappedTest {
+                    criterion: criterion.id,
+                    written: text.clone(),
+                    id,
+                });
             }
         }
     }
@@ -103,18 +242,19 @@ pub fn plan(inputs: &Inputs) -> Result<Plan, GateError> {
         Some(_) => coverage::touched(root, &repo.changed_paths(base, head)?),
         None => Touched::default(),
     };
-    let is_bug = story_labels(inputs).iter().any(|l| l == "type:bug");
+    let is_bug = story_labels(change).iter().any(|l| l == "type:bug");
     let red_on_base =
-        story.is_some_and(|s| s.evidence.is_some()) && (is_bug || inputs.force_red_on_base);
+        story.is_some_and(|s| s.evidence.is_some()) && (is_bug || change.force_red_on_base);
     let test_packages = tests
         .iter()
-        .map(|t| (t.package.clone(), Some(t.rest.clone())))
+        .map(|t| (t.id.package.clone(), Some(t.id.rest.clone())))
         .chain(touched.fetch())
         .collect();
-    let seed = behaviour::seed_package(&loaded.maps, &selected, root, &inputs.config.verify.seed);
+    let seed = behaviour::seed_package(&loaded.maps, &selected, root, &change.config.verify.seed);
+    let ids: Vec<TestId> = tests.iter().map(|t| t.id.clone()).collect();
     let needs = behaviour::needs(&loaded.maps, &selected, root)
         .into_iter()
-        .chain(test_evidence::needs(root, &tests))
+        .chain(test_evidence::needs(root, &ids))
         .chain(touched.needs())
         .collect();
     Ok(Plan {

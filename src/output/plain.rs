@@ -1,6 +1,7 @@
 //! The readable report of `verify --map`: drift grouped by product and feature, each line
 //! `file:line: kind: detail`; then stale features, contract errors, warnings and a one-line summary.
-//! Quiet when all is well: one line.
+//! Quiet when all is well: one line. Beside it the behaviour report of `verify --check`, the table of
+//! `verify --ci`, and the plan of `verify --select`.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -210,4 +211,46 @@ pub fn gate_table(run: &crate::gate::GateRun, text: &mut impl Write) -> io::Resu
         "pack: {} (sha256 {pack_sha256})",
         dir.join("pack.json").display()
     )
+}
+
+/// What `aayu verify --select` prints: the checks with why each was selected, the mapped tests with the
+/// criterion each evidences, the touched packages with their runner — or a line saying none is, and why
+/// when it is for want of a story.
+pub fn plan(
+    plan: &crate::gate::plan::Document,
+    story: bool,
+    text: &mut impl Write,
+) -> io::Result<()> {
+    let none = if story { "" } else { " (no `--story`)" };
+    if plan.checks.is_empty() {
+        writeln!(text, "checks: nothing selected")?;
+    } else {
+        writeln!(
+            text,
+            "{}:",
+            crate::log::count(plan.checks.len(), "check", "checks")
+        )?;
+    }
+    for c in &plan.checks {
+        writeln!(text, "  {} — {}", c.id, c.selected_because.join("; "))?;
+    }
+    if plan.tests.is_empty() {
+        writeln!(text, "mapped tests: nothing selected{none}")?;
+    } else {
+        let count = crate::log::count(plan.tests.len(), "mapped test", "mapped tests");
+        writeln!(text, "{count}:")?;
+    }
+    for t in &plan.tests {
+        writeln!(text, "  {} — criterion {}", t.id, t.criterion)?;
+    }
+    if plan.packages.is_empty() {
+        writeln!(text, "touched packages: nothing selected{none}")?;
+    } else {
+        let count = crate::log::count(plan.packages.len(), "touched package", "touched packages");
+        writeln!(text, "{count}:")?;
+    }
+    for p in &plan.packages {
+        writeln!(text, "  {} ({})", p.dir, p.runner)?;
+    }
+    Ok(())
 }

@@ -36,6 +36,7 @@ mod python;
 mod real_layouts;
 mod registry;
 mod release;
+mod select;
 mod ship;
 mod step_runner;
 mod texts;

@@ -5,11 +5,11 @@
 use std::io::Write as _;
 use std::path::Path;
 
+use super::change::{self, Checkout};
 use crate::commands::{Context, Failure};
-use crate::config::CONFIG_PATH;
 use crate::exit::ExitStatus;
 use crate::gate::{self, inputs};
-use crate::git::Repo;
+use crate::git::{Repo, short};
 use crate::settings::VerifyOptions;
 
 pub fn run(
@@ -27,57 +27,33 @@ pub fn run(
             "`--ci` selects the checks from the change and the evidence map: leave out `--check`",
         ));
     }
-    let base = repo.sha(base).map_err(Failure::from)?;
-    let head = repo.sha(head).map_err(Failure::from)?;
+    let (base, head) = change::commits(repo, base, head)?;
     let root = repo.root().to_path_buf();
     // The gate builds and tests the files of the checkout, and the pack names `--head`: the two must be
     // the same, or the pack would claim for one commit what another's files did.
-    let checked_out = repo.sha("HEAD").map_err(Failure::from)?;
-    if checked_out != head {
-        return Err(Failure::usage(format!(
-            "`--head` is {}, but the checkout is at {}: the gate runs the checkout's files",
-            crate::git::short(&head),
-            crate::git::short(&checked_out)
-        ))
-        .with_hint(format!(
-            "check out the head first (`git checkout {}`), or pass `--head HEAD`",
-            crate::git::short(&head)
-        )));
+    match Checkout::of(repo, &head)? {
+        Checkout::AtHead => {}
+        Checkout::Elsewhere { at } => {
+            return Err(Failure::usage(format!(
+                "`--head` is {}, but the checkout is at {}: the gate runs the checkout's files",
+                short(&head),
+                short(&at)
+            ))
+            .with_hint(format!(
+                "check out the head first (`git checkout {}`), or pass `--head HEAD`",
+                short(&head)
+            )));
+        }
+        Checkout::Changed { shown } => {
+            return Err(Failure::usage(format!(
+                "the checkout has changes that are not in `--head` {} ({}): the gate would build and test files no commit holds",
+                short(&head),
+                shown.join(", ")
+            ))
+            .with_hint("commit them (and pass the new commit as `--head`), or stash them (`git stash`)"));
+        }
     }
-    let changed = repo.changed_tracked(4).map_err(Failure::from)?;
-    if !changed.is_empty() {
-        let shown: Vec<String> = changed
-            .iter()
-            .map(|p| format!("`{}`", p.escape_debug()))
-            .collect();
-        return Err(Failure::usage(format!(
-            "the checkout has changes that are not in `--head` {} ({}): the gate would build and test files no commit holds",
-            crate::git::short(&head),
-            shown.join(", ")
-        ))
-        .with_hint("commit them (and pass the new commit as `--head`), or stash them (`git stash`)"));
-    }
-
-    // The configuration is never read from a tree the change wrote: the base commit's, or a file the user
-    // names ("Trust in the gate").
-    let config = inputs::config_of_base(repo, &base, options.config.as_deref(), start)?;
-    if options.config.is_none() && inputs::config_changed(repo, &base, &head, CONFIG_PATH) {
-        let _ = writeln!(
-            ctx.err,
-            "notice: this change edits {CONFIG_PATH}; the gate uses the base commit's until it merges"
-        );
-    }
-    let story = match options.story {
-        Some(number) => Some(inputs::story(
-            repo,
-            number,
-            options.ready.as_deref(),
-            start,
-            &config.ledger.branch,
-            &head,
-        )?),
-        None => None,
-    };
+    let (config, story) = change::config_and_story(ctx, repo, options, start, (&base, &head))?;
     let story_number = story.as_ref().map_or(0, |s| s.number);
     let out = match &options.out {
         Some(dir) => start.join(dir),
