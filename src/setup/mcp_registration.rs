@@ -29,16 +29,17 @@ pub struct Host {
 }
 
 /// Claude Code starts a project's servers in the folder it runs in, inside the repository: `aayu mcp`
-/// finds the repository from there as any command does.
+/// finds the repository from there as any command does (<https://code.claude.com/docs/en/mcp>; it expands
+/// only `${VAR}` environment variables, no project folder).
 pub const CLAUDE_CODE: Host = Host {
     app: "Claude Code",
     path: ".mcp.json",
     args: &["mcp"],
 };
 
-/// Cursor does not document the folder a server starts in (the editor's own folder, `/` or the home folder
-/// are all seen), but replaces `${workspaceFolder}` in `args` with the project's root: the server is told
-/// its root with `-C`.
+/// Cursor does not document the folder a server starts in (editors built on VS Code have been seen to use
+/// `/` or the home folder), but replaces `${workspaceFolder}` in `args` with the project's root
+/// (<https://cursor.com/docs/mcp>): the server is told its root with `-C`.
 pub const CURSOR: Host = Host {
     app: "Cursor",
     path: ".cursor/mcp.json",
