@@ -26,7 +26,8 @@ pub fn run(ctx: &mut Context) -> Result<ExitStatus, Failure> {
     let registrations = mcp_registration::HOSTS
         .into_iter()
         .map(|host| mcp_registration::plan(&root, host))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(refused)?;
     let mut report = String::new();
     let mut files: Vec<(String, String)> = Vec::new();
     if skills.is_empty() {
@@ -74,6 +75,17 @@ pub fn run(ctx: &mut Context) -> Result<ExitStatus, Failure> {
     report.push_str(&mcp_registration::home_snippets());
     write_out(ctx.out, &report)?;
     Ok(ExitStatus::Ok)
+}
+
+/// A host's file install cannot merge into: exit 2 (1 when it could not be read at all), with how to
+/// fix it.
+fn refused(e: mcp_registration::RegistrationError) -> Failure {
+    let status = if e.is_usage() {
+        ExitStatus::Usage
+    } else {
+        ExitStatus::Failure
+    };
+    Failure::from_error(status, &e).with_hint(format!("{}; nothing was written", e.fix()))
 }
 
 /// The Claude Code pointer of each root skill and the one Cursor rule; a line in `report` for each nested

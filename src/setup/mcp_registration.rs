@@ -101,6 +101,14 @@ pub enum RegistrationError {
 }
 
 impl RegistrationError {
+    /// Whether it is the repository's to fix (a usage error to `aayu install`), not a failure to read.
+    pub fn is_usage(&self) -> bool {
+        !matches!(
+            self,
+            RegistrationError::File(crate::safe_fs::Refused::Io { .. })
+        )
+    }
+
     /// How to fix it, for install's hint and doctor's fix.
     pub fn fix(&self) -> String {
         let how = match self {
@@ -135,21 +143,6 @@ impl RegistrationError {
             ),
             RegistrationError::File(e) => e.to_string(),
         }
-    }
-}
-
-impl crate::failure::Diagnose for RegistrationError {
-    fn status(&self) -> crate::exit::ExitStatus {
-        match self {
-            RegistrationError::File(crate::safe_fs::Refused::Io { .. }) => {
-                crate::exit::ExitStatus::Failure
-            }
-            _ => crate::exit::ExitStatus::Usage,
-        }
-    }
-
-    fn hint(&self) -> Option<String> {
-        Some(format!("{}; nothing was written", self.fix()))
     }
 }
 
