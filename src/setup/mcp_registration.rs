@@ -254,10 +254,16 @@ fn registration(host: Host, entry: Option<&Map<String, Value>>) -> Registration 
     if stdio && command == Some(COMMAND) && args == host.args {
         return Registration::Current;
     }
-    let runs = std::iter::once(command.unwrap_or("?"))
+    let mut runs = std::iter::once(command.unwrap_or("?"))
         .chain(args.iter().copied())
         .collect::<Vec<_>>()
         .join(" ");
+    if !stdio {
+        runs.push_str(&format!(
+            " (type {})",
+            entry.get("type").unwrap_or(&Value::Null)
+        ));
+    }
     Registration::Differs {
         runs,
         elevated: ELEVATED
@@ -406,6 +412,18 @@ mod tests {
         assert_eq!(
             merged,
             "{\n  \"z\": 1,\n  \"mcpServers\": {\n    \"other\": {\n      \"command\": \"x\"\n    },\n    \"aayudha\": {\n      \"env\": {\n        \"A\": \"1\"\n      },\n      \"command\": \"aayu\",\n      \"args\": [\n        \"mcp\"\n      ]\n    }\n  },\n  \"a\": [\n    1\n  ]\n}\n"
+        );
+        // Another transport is not the entry either.
+        let dir = root_with(
+            ".mcp.json",
+            r#"{"mcpServers": {"aayudha": {"type": "http", "command": "aayu", "args": ["mcp"]}}}"#,
+        );
+        assert_eq!(
+            check(dir.path(), CLAUDE_CODE).expect("check"),
+            Registration::Differs {
+                runs: "aayu mcp (type \"http\")".into(),
+                elevated: vec![],
+            }
         );
         // Once written, current: nothing more to write. No `type` is current too (stdio is the default).
         let dir = root_with(".mcp.json", &merged);
