@@ -1,7 +1,8 @@
 //! What `aayu init` and `aayu install` write, and `aayu doctor` checks against: the workflow templates
-//! pinned to this binary's release, the commented configuration, and the agent apps' pointers to the
-//! verify skills (`setup/pointers.rs`).
+//! pinned to this binary's release, the commented configuration, the agent apps' pointers to the verify
+//! skills (`setup/pointers.rs`) and their registration of `aayu mcp` (`setup/mcp_registration.rs`).
 
+pub(crate) mod mcp_registration;
 pub(crate) mod pointers;
 
 use std::time::Duration;

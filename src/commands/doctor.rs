@@ -1,8 +1,9 @@
 //! `aayu doctor [--fix] [--json]`: what is missing or out of date in a repository's aayudha setup, one
 //! line per problem — `<where>: <problem>: <what to do>` — exit 3 when any is found, 0 when none. `--fix`
-//! fixes what it safely can (the `.gitignore` entries, a Claude Code pointer's description, a missing
-//! ledger branch, created locally) and reports the rest; a workflow is never edited (its difference from
-//! this release's template is printed instead).
+//! fixes what it safely can (the `.gitignore` entries, a Claude Code pointer's description, an `aayu mcp`
+//! registration that fell behind, a missing ledger branch, created locally) and reports the rest; a
+//! workflow is never edited (its difference from this release's template is printed instead), nor a
+//! registration that runs with writes or a GitHub token (a person chose those flags).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -19,7 +20,7 @@ use crate::settings::options::DoctorOptions;
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Problem {
     /// Which check found it: `config`, `gate-workflow`, `nightly-workflow`, `ledger`, `shallow`, `maps`,
-    /// `pointer`, `toolchain`, `gitignore`, `token`.
+    /// `pointer`, `mcp-registration`, `mcp-elevated`, `toolchain`, `gitignore`, `token`.
     pub check: &'static str,
     /// The file (and line) or thing it is about.
     #[serde(rename = "where")]
@@ -81,6 +82,7 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
 
     history_and_ledger(&repo, &root, &config.ledger.branch, &mut found);
     let loaded = map_problems(&repo, &root, &mut found);
+    mcp_problems(&root, &mut found, &mut notes);
     ignore_problems(&repo, &mut found);
     toolchain_problems(ctx, &root, &config, loaded.as_ref(), &mut found, &mut notes);
     build_folder_notes(ctx, &root, &mut notes);
@@ -260,6 +262,68 @@ fn map_problems(
     }
 
     loaded
+}
+
+/// The `aayu mcp` registrations in the apps' project files: each as `aayu install` writes it, and none
+/// running with writes or a GitHub token on every contributor's machine. None at all is no problem (a
+/// note says how to register it).
+fn mcp_problems(root: &Path, found: &mut Vec<Problem>, notes: &mut Vec<String>) {
+    use crate::setup::mcp_registration::{self, Registration};
+    let mut absent = 0;
+    for host in mcp_registration::HOSTS {
+        let path = host.path;
+        match mcp_registration::check(root, host) {
+            Ok(Registration::Absent) => absent += 1,
+            Ok(Registration::Current) => {}
+            Ok(Registration::Differs { runs, elevated }) if !elevated.is_empty() => {
+                let gives = match (
+                    elevated.contains(&"--allow-write"),
+                    elevated.contains(&"--github"),
+                ) {
+                    (true, true) => "writes and a GitHub token",
+                    (true, false) => "writes",
+                    _ => "a GitHub token",
+                };
+                found.push(problem(
+                    "mcp-elevated",
+                    path,
+                    format!(
+                        "its `aayudha` server runs `{runs}`: a committed file gives {gives} to the agent on every contributor's machine"
+                    ),
+                    format!(
+                        "`aayu install` writes this entry without {}; to keep {}, register the server in your own {} settings, not in the repository (docs/setup.md)",
+                        elevated.join(" and "),
+                        if elevated.len() == 1 { "it" } else { "them" },
+                        host.app
+                    ),
+                    false,
+                ));
+            }
+            Ok(Registration::Differs { runs, .. }) => found.push(problem(
+                "mcp-registration",
+                path,
+                format!(
+                    "its `aayudha` server runs `{runs}`, not `aayu {}` as this aayu registers it for {}",
+                    host.args.join(" "),
+                    host.app
+                ),
+                "`aayu doctor --fix` (or `aayu install`) writes it again",
+                true,
+            )),
+            Err(e) => found.push(problem(
+                "mcp-registration",
+                path,
+                e.problem(),
+                e.fix(),
+                false,
+            )),
+        }
+    }
+    if absent == mcp_registration::HOSTS.len() {
+        notes.push(
+            "note: no agent app has `aayu mcp` registered (.mcp.json, .cursor/mcp.json): `aayu install` registers it, read-only".to_string(),
+        );
+    }
 }
 
 /// `.gitignore`: the local packs and runs are never committed.
@@ -605,6 +669,8 @@ enum FixError {
     #[error(transparent)]
     Pointers(#[from] crate::setup::pointers::PointerError),
     #[error(transparent)]
+    Registration(#[from] crate::setup::mcp_registration::RegistrationError),
+    #[error(transparent)]
     Ledger(#[from] git2::Error),
     #[error("not fixable")]
     NotFixable,
@@ -637,6 +703,12 @@ fn fix_one(
         }
         "pointer" => {
             crate::setup::pointers::write_pointers(root)?;
+            Ok(())
+        }
+        "mcp-registration" => {
+            let host =
+                crate::setup::mcp_registration::Host::at(&p.place).ok_or(FixError::NotFixable)?;
+            crate::setup::mcp_registration::register(root, host)?;
             Ok(())
         }
         "ledger" => Ok(repo.create_empty_branch(ledger)?),

@@ -369,8 +369,8 @@ static INIT: Command = Command {
 static INSTALL: Command = Command {
     id: CommandId::Install,
     name: "install",
-    summary: "Make the verify skills visible to Claude Code (a pointer command per root verify skill) and Cursor (one rule listing them); Amp and Codex read .agents/skills/ as it is.",
-    reader: "Makes the aayudha skills visible to the coding agents you use.",
+    summary: "Make the verify skills visible to Claude Code (a pointer per root skill) and Cursor (one rule), register `aayu mcp` read-only in .mcp.json and .cursor/mcp.json, and print the Codex and Amp entries.",
+    reader: "Makes the aayudha skills, and aayu's read-only tools, visible to the coding agents you use.",
     stage: Stage::Setup,
     seat: Seat::PlatformEngineer,
     owns: None,
@@ -378,6 +378,9 @@ static INSTALL: Command = Command {
     outputs: &[
         ".claude/commands/aayudha/verify-<product>.md",
         ".cursor/rules/aayudha-verify.mdc",
+        ".mcp.json",
+        ".cursor/mcp.json",
+        "stdout: the Codex and Amp entries",
     ],
     exits: EXITS_PLAIN,
     gates: &[],
@@ -427,7 +430,7 @@ static MCP: Command = Command {
 static DOCTOR: Command = Command {
     id: CommandId::Doctor,
     name: "doctor",
-    summary: "Diagnose the setup (config, workflows, required status, ledger, clone depth, maps, pointers, toolchains, .gitignore, token): one line per problem with its fix; --fix repairs what it safely can.",
+    summary: "Diagnose the setup (config, workflows, required status, ledger, clone depth, maps, pointers, MCP servers, toolchains, .gitignore, token): each problem with its fix; --fix repairs what it safely can.",
     reader: "Tells you what is missing or out of date in your setup, and how to fix it.",
     stage: Stage::Setup,
     seat: Seat::PlatformEngineer,
@@ -436,7 +439,7 @@ static DOCTOR: Command = Command {
         writes(flag(
             "fix",
             InputType::Bool,
-            "Fix what can be fixed safely (.gitignore entries, pointer descriptions, a missing ledger branch, created locally); report the rest.",
+            "Fix what can be fixed safely (.gitignore entries, pointer descriptions, an outdated `aayu mcp` registration, a missing ledger branch, created locally); report the rest.",
         )),
         JSON,
     ],
@@ -444,6 +447,8 @@ static DOCTOR: Command = Command {
         "report",
         ".gitignore",
         ".claude/commands/aayudha/",
+        ".mcp.json",
+        ".cursor/mcp.json",
         "refs/heads/<ledger>",
     ],
     exits: &[ExitStatus::Ok, ExitStatus::Usage, ExitStatus::FloorFails],

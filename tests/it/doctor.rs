@@ -321,3 +321,90 @@ fn a_maintainer_or_media_bucket_aayu_cannot_use_is_a_config_problem() {
         .collect();
     insta::assert_snapshot!("doctor_config_problems", problems.join("\n"));
 }
+
+#[test]
+fn an_mcp_registration_that_fell_behind_is_found_and_fixed_and_one_with_writes_is_warned_of() {
+    let repo = clean();
+    let (code, report) = json(&repo);
+    assert_eq!((code, &report["problems"]), (0, &serde_json::json!([])));
+    // Cursor's entry from an older aayu (no `-C`), with an `env` of the user's; Claude Code's with the flags
+    // a committed file must not carry.
+    repo.write(
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {"aayudha": {"command": "aayu", "args": ["mcp"], "env": {"RUST_LOG": "debug"}}}}"#,
+    );
+    repo.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"aayudha": {"type": "stdio", "command": "aayu", "args": ["mcp", "--allow-write"]}}}"#,
+    );
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3, "{report:#}");
+    assert_shape(&report);
+    let found: Vec<(&str, &str, bool)> = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| {
+            (
+                p["check"].as_str().unwrap_or(""),
+                p["where"].as_str().unwrap_or(""),
+                p["fixable"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("mcp-elevated", ".mcp.json", false),
+            ("mcp-registration", ".cursor/mcp.json", true),
+        ]
+    );
+    crate::aayu_snapshot!("doctor_mcp_registrations", doctor(&repo, &[]));
+    // --fix writes Cursor's entry again, its `env` kept; the flags a person chose are theirs to remove.
+    crate::aayu_snapshot!("doctor_mcp_registrations_fixed", doctor(&repo, &["--fix"]));
+    let cursor: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path(".cursor/mcp.json")).expect("cursor"),
+    )
+    .expect("json");
+    assert_eq!(
+        cursor,
+        serde_json::json!({"mcpServers": {"aayudha": {"command": "aayu", "args": ["mcp", "-C", "${workspaceFolder}"], "env": {"RUST_LOG": "debug"}}}})
+    );
+    assert!(
+        std::fs::read_to_string(repo.path(".mcp.json"))
+            .expect("claude")
+            .contains("--allow-write")
+    );
+    // With --github too.
+    repo.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"aayudha": {"command": "aayu", "args": ["mcp", "--github"]}}}"#,
+    );
+    let (_, report) = json(&repo);
+    assert_eq!(
+        report["problems"][0]["problem"],
+        "its `aayudha` server runs `aayu mcp --github`: a committed file gives a GitHub token to the agent on every contributor's machine"
+    );
+}
+
+#[test]
+fn an_mcp_file_that_is_not_json_is_a_problem_and_no_registration_is_a_note() {
+    let repo = clean();
+    repo.write(".mcp.json", "{\n  \"mcpServers\": {,}\n}\n");
+    let out = doctor(&repo, &[]);
+    crate::aayu_snapshot!("doctor_mcp_not_json", out);
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3);
+    assert_shape(&report);
+    assert_eq!(report["problems"][0]["check"], "mcp-registration");
+    assert_eq!(report["problems"][0]["fixable"], false);
+    // --fix leaves it as it is.
+    assert_eq!(doctor(&repo, &["--fix"]).code, 3);
+    assert_eq!(
+        std::fs::read_to_string(repo.path(".mcp.json")).expect("read"),
+        "{\n  \"mcpServers\": {,}\n}\n"
+    );
+    // No registration at all is no problem: a note says how to register.
+    repo.remove(".mcp.json").remove(".cursor/mcp.json");
+    crate::aayu_snapshot!("doctor_mcp_none", doctor(&repo, &[]));
+}

@@ -23,6 +23,7 @@ mod github_conformance;
 mod hostile_input;
 mod image;
 mod init;
+mod install;
 mod js;
 mod ledger;
 mod local_loop;
