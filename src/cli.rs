@@ -176,10 +176,10 @@ fn find_command(matches: &ArgMatches) -> Option<(CommandId, &ArgMatches)> {
         match words.as_slice() {
             [only] if *only == first => return Some((id, sub)),
             [group, name] if *group == first => {
-                if let Some((second, leaf)) = sub.subcommand() {
-                    if second == *name {
-                        return Some((id, leaf));
-                    }
+                if let Some((second, leaf)) = sub.subcommand()
+                    && second == *name
+                {
+                    return Some((id, leaf));
                 }
             }
             _ => {}

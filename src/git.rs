@@ -200,11 +200,11 @@ impl Repo {
                 std::cmp::Ordering::Less => {
                     // Tracked but not walked: tracked although ignored (still listed, as git lists it),
                     // or deleted from the working tree (not listed).
-                    if let Some((path, known)) = tracked.next() {
-                        if std::fs::symlink_metadata(self.root.join(&path)).is_ok() {
-                            listed.files.push(path);
-                            listed.tracked.push(Some(known));
-                        }
+                    if let Some((path, known)) = tracked.next()
+                        && std::fs::symlink_metadata(self.root.join(&path)).is_ok()
+                    {
+                        listed.files.push(path);
+                        listed.tracked.push(Some(known));
                     }
                 }
                 std::cmp::Ordering::Greater => {
@@ -238,10 +238,10 @@ impl Repo {
             Some(ObjectType::Tree) => {
                 if let Ok(subtree) = self.repo.find_tree(entry.id()) {
                     let _ = subtree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
-                        if e.kind() == Some(ObjectType::Blob) {
-                            if let Ok(name) = e.name() {
-                                found.push((format!("{path}/{dir}{name}"), e.id()));
-                            }
+                        if e.kind() == Some(ObjectType::Blob)
+                            && let Ok(name) = e.name()
+                        {
+                            found.push((format!("{path}/{dir}{name}"), e.id()));
                         }
                         git2::TreeWalkResult::Ok
                     });

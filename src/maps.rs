@@ -684,13 +684,13 @@ impl<'a> Outline<'a> {
                                 "a second H1 (the first is on line {first}); a feature file has one"
                             ),
                         );
-                    } else if let Some(first) = doc.blocks.first() {
-                        if !matches!(first, Block::Heading { level: 1, .. }) {
-                            error(
-                                *line,
-                                "the H1 must come first in a feature file".to_string(),
-                            );
-                        }
+                    } else if let Some(first) = doc.blocks.first()
+                        && !matches!(first, Block::Heading { level: 1, .. })
+                    {
+                        error(
+                            *line,
+                            "the H1 must come first in a feature file".to_string(),
+                        );
                     }
                     outline.h1.get_or_insert(*line);
                 }

@@ -302,15 +302,15 @@ pub(crate) fn files_under(root: &Path) -> std::io::Result<Vec<String>> {
             let kind = entry.file_type()?;
             if kind.is_dir() {
                 walk(root, &entry.path(), found)?;
-            } else if kind.is_file() {
-                if let Ok(rel) = entry.path().strip_prefix(root) {
-                    found.push(
-                        rel.components()
-                            .map(|c| c.as_os_str().to_string_lossy())
-                            .collect::<Vec<_>>()
-                            .join("/"),
-                    );
-                }
+            } else if kind.is_file()
+                && let Ok(rel) = entry.path().strip_prefix(root)
+            {
+                found.push(
+                    rel.components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                );
             }
         }
         Ok(())

@@ -665,13 +665,14 @@ fn ready(
     for tool in check_needs(map, check, &options.root) {
         sandbox.tool(tool).map_err(Unready::Tool)?;
     }
-    if sandbox.separate_uids() && Tool::of_program(program).is_none() {
-        if let Some(why) = closed_control(sandbox, program) {
-            return Err(Unready::ClosedControl {
-                program: program.to_string(),
-                why,
-            });
-        }
+    if sandbox.separate_uids()
+        && Tool::of_program(program).is_none()
+        && let Some(why) = closed_control(sandbox, program)
+    {
+        return Err(Unready::ClosedControl {
+            program: program.to_string(),
+            why,
+        });
     }
     Ok(toolchain_for(sandbox, map, check, options)?)
 }
@@ -707,10 +708,10 @@ fn control_env(
         .unwrap_or_default();
     // The browser a ui check drives (`[verify] chromium`, or the one on PATH): the built-in step
     // runner reads it, and so may a map's own control tool.
-    if check.kind == CheckKind::Ui {
-        if let Some((_, chromium)) = sandbox.locate(Tool::Chromium) {
-            env.push(("AAYU_CHROMIUM".to_string(), chromium.into()));
-        }
+    if check.kind == CheckKind::Ui
+        && let Some((_, chromium)) = sandbox.locate(Tool::Chromium)
+    {
+        env.push(("AAYU_CHROMIUM".to_string(), chromium.into()));
     }
     // What the installs of the step packages gave them (a Python venv), for the step runner's tests:
     // `{"<package>": {"VAR": "value", …}, …}`.
@@ -1232,15 +1233,15 @@ fn wait_for_app(
         if app::wait_until_up(&options.base_url, Duration::from_millis(500)) {
             return Ok(());
         }
-        if let Some(seed) = seed.as_deref_mut() {
-            if let Ok(Some(status)) = seed.child.try_wait() {
-                return Err(AppDown::SeedEnded {
-                    seed: options.seed.join(" "),
-                    status,
-                    base_url: options.base_url.clone(),
-                    said: seed.said(),
-                });
-            }
+        if let Some(seed) = seed.as_deref_mut()
+            && let Ok(Some(status)) = seed.child.try_wait()
+        {
+            return Err(AppDown::SeedEnded {
+                seed: options.seed.join(" "),
+                status,
+                base_url: options.base_url.clone(),
+                said: seed.said(),
+            });
         }
         let elapsed = started.elapsed();
         if elapsed >= options.timeout {

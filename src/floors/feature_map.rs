@@ -554,14 +554,13 @@ fn changed_under(
     let range = scan::source_range(files, source);
     // The common case first: a folder whose tree, computed from the working tree's files, is the tree
     // the verified commit has there — nothing in it changed, and its history need not be read.
-    if let Some(now) = worktree_tree(listed, blobs, range.clone(), source) {
-        if tree
+    if let Some(now) = worktree_tree(listed, blobs, range.clone(), source)
+        && tree
             .get_path(Path::new(source))
             .is_ok_and(|then| then.id() == now)
-        {
-            cache.insert(key, Vec::new());
-            return Vec::new();
-        }
+    {
+        cache.insert(key, Vec::new());
+        return Vec::new();
     }
     let then = repo.blobs_under(tree, source);
     let mut changed = Vec::new();

@@ -320,10 +320,10 @@ pub fn floor(
             let Ok(id) = TestId::parse(text) else {
                 continue;
             };
-            if let Some(note) = results.get(&id).and_then(|r| r.note.as_ref()) {
-                if !notes.contains(note) {
-                    notes.push(note.clone());
-                }
+            if let Some(note) = results.get(&id).and_then(|r| r.note.as_ref())
+                && !notes.contains(note)
+            {
+                notes.push(note.clone());
             }
             match results.get(&id).map(|r| (&r.outcome, &r.events)) {
                 Some((Outcome::Passed, own)) => {

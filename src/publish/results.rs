@@ -66,13 +66,14 @@ impl Backend {
             .ok_or_else(|| ArtifactError::Token("no `scp` claim".into()))?;
         for scope in scp.split(' ') {
             let parts: Vec<&str> = scope.split(':').collect();
-            if let ["Actions.Results", run, job] = parts.as_slice() {
-                if !run.is_empty() && !job.is_empty() {
-                    return Ok(Backend {
-                        run: run.to_string(),
-                        job: job.to_string(),
-                    });
-                }
+            if let ["Actions.Results", run, job] = parts.as_slice()
+                && !run.is_empty()
+                && !job.is_empty()
+            {
+                return Ok(Backend {
+                    run: run.to_string(),
+                    job: job.to_string(),
+                });
             }
         }
         Err(ArtifactError::Token(format!(

@@ -857,10 +857,10 @@ impl Steps<'_> {
                 if !self.visible(node).await {
                     continue;
                 }
-                if let Some(want) = want {
-                    if !self.text(node).await.contains(want) {
-                        continue;
-                    }
+                if let Some(want) = want
+                    && !self.text(node).await.contains(want)
+                {
+                    continue;
                 }
                 seen += 1;
             }
@@ -1080,10 +1080,10 @@ impl Steps<'_> {
         tokio::time::sleep(Duration::from_millis(50)).await;
         while Instant::now() < deadline {
             let state = tokio::time::timeout(LOOK, self.page.evaluate("document.readyState")).await;
-            if let Ok(Ok(state)) = state {
-                if state.value().and_then(Value::as_str) == Some("complete") {
-                    return;
-                }
+            if let Ok(Ok(state)) = state
+                && state.value().and_then(Value::as_str) == Some("complete")
+            {
+                return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -1216,7 +1216,7 @@ fn css_string(text: &str) -> String {
 
 fn seconds(limit: Duration) -> String {
     let ms = limit.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")

@@ -223,14 +223,12 @@ impl StepRunner {
                 }
             };
             for line in ran.stdout.lines() {
-                if let Ok(message) = serde_json::from_str::<Value>(line) {
-                    if let Some(exe) = message.get("executable").and_then(Value::as_str) {
-                        if let Some(parent) = Path::new(exe).parent() {
-                            if !self.bins.iter().any(|b| b == parent) {
-                                self.bins.insert(0, parent.to_path_buf());
-                            }
-                        }
-                    }
+                if let Ok(message) = serde_json::from_str::<Value>(line)
+                    && let Some(exe) = message.get("executable").and_then(Value::as_str)
+                    && let Some(parent) = Path::new(exe).parent()
+                    && !self.bins.iter().any(|b| b == parent)
+                {
+                    self.bins.insert(0, parent.to_path_buf());
                 }
             }
             self.transcript.push(json!({"step": n, "build": package, "tool": "cargo", "exit": ran.code, "stderr": scrub(tail(&ran.stderr), &self.root)}));
@@ -383,21 +381,21 @@ impl StepRunner {
             "response": {"status": status, "body": tail(&text)},
         }));
         let expect = &step.expect;
-        if let Some(want) = expect.status {
-            if status != want {
-                return Verdict::Failed(format!(
-                    "{label}: expected status {want}, got {status}; body: {}",
-                    quote(&text)
-                ));
-            }
+        if let Some(want) = expect.status
+            && status != want
+        {
+            return Verdict::Failed(format!(
+                "{label}: expected status {want}, got {status}; body: {}",
+                quote(&text)
+            ));
         }
-        if let Some(want) = &expect.text {
-            if !text.contains(want.as_str()) {
-                return Verdict::Failed(format!(
-                    "{label}: the body lacks `{want}`; it was: {}",
-                    quote(&text)
-                ));
-            }
+        if let Some(want) = &expect.text
+            && !text.contains(want.as_str())
+        {
+            return Verdict::Failed(format!(
+                "{label}: the body lacks `{want}`; it was: {}",
+                quote(&text)
+            ));
         }
         if let Some(want) = &expect.json {
             let got: Value = match serde_json::from_str(&text) {
