@@ -872,6 +872,9 @@ pub fn trust_every_owner() {
 pub struct Network {
     pub server_url: String,
     pub token: Option<String>,
+    /// git may ask the user's credential helpers; not under `aayu mcp`, where a helper (`gh auth
+    /// git-credential`) would hand git a token the server was started without.
+    pub credential_helpers: bool,
 }
 
 impl std::fmt::Debug for Network {
@@ -900,8 +903,12 @@ pub fn git_program(
         .env("LANGUAGE", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env_remove("GIT_CONFIG_COUNT")
-        .args(["-c", &format!("safe.directory={}", root.display())])
-        .args(args);
+        .args(["-c", &format!("safe.directory={}", root.display())]);
+    if !network.credential_helpers {
+        // An empty value clears git's list of helpers (git-config(1), `credential.helper`).
+        command.args(["-c", "credential.helper="]);
+    }
+    command.args(args);
     if let Some(token) = &network.token {
         use base64::Engine as _;
         let basic =

@@ -101,8 +101,8 @@ impl Server {
             Listing::AllowWrite => "with the inputs that write (started with --allow-write)",
         };
         format!(
-            "aayu verify for the repository at {}: tools {}; {writes}. GitHub: {}. Paths are relative to the repository, without `..` or links. `verify` with `select: true` and `base`/`head` says which checks, tests and packages a change would run without running them; with `map: true` it checks the feature maps against the source (drift is a result, not an error).",
-            self.setup.root.display(),
+            "aayu verify for the repository at {}: tools {}; {writes}. GitHub: {}. Paths are relative to the repository, without `..` or links. `verify` with `select: true` and `base`/`head` says which checks, tests and packages a change would run without running them; with `map: true` it checks the feature maps against the source (drift is a result, not an error). Errors and hints name the command line: `--name` is the input `name`.",
+            self.setup.root.display().to_string().trim_end_matches('/'),
             names.join(", "),
             self.setup.github,
         )
@@ -141,6 +141,12 @@ impl Server {
                     .map(OsString::from)
                     .collect(),
                 (InputType::Path, Value::String(rel)) => {
+                    if rel.split('/').next() == Some(".git") {
+                        return Err(format!(
+                            "`{}`: `{rel}` is in `.git`, which no tool reads or writes",
+                            input.name
+                        ));
+                    }
                     let path = crate::safe_fs::beneath(&self.setup.root, rel).map_err(|e| {
                         format!(
                             "`{}`: {e}; paths are taken beneath the repository {}",
@@ -181,15 +187,18 @@ impl Server {
         let env = self.setup.env.clone();
         let execute = self.setup.execute;
         let panic_here = cfg!(debug_assertions) && self.setup.panic_in.as_deref() == Some(tool);
+        let logged = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let tee = Tee(Arc::clone(&logged));
         let ran = tokio::task::spawn_blocking(move || {
             assert!(!panic_here, "a panic asked for by AAYU_MCP_TEST_PANIC");
             let mut out = Vec::new();
-            let mut log = Log::new(Box::new(std::io::stderr()), env.github_actions);
+            let mut log = Log::new(Box::new(tee), env.github_actions);
             let ended = execute(argv, env, &mut out, &mut log);
             let _ = log.close();
             (ended, out)
         })
         .await;
+        let notices = notices(&logged.lock().map(|l| l.clone()).unwrap_or_default());
         drop(busy);
         let result = match ran {
             Err(_) => CallToolResult::error(vec![ContentBlock::text(format!(
@@ -203,7 +212,7 @@ impl Server {
             }
             Ok((Ok(Ok(status)), out)) => completed(status, &out),
         };
-        Ok(self.redacted(result))
+        Ok(self.redacted(with_notices(result, notices)))
     }
 
     /// The result without any secret of the environment in it.
@@ -228,6 +237,51 @@ impl Server {
             )])
         })
     }
+}
+
+/// The call's log goes to the server's stderr, and is kept to find its notices in.
+struct Tee(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Tee {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut kept) = self.0.lock() {
+            // A bound: progress of a long run is not kept past 1 MiB.
+            if kept.len() < 1 << 20 {
+                kept.extend_from_slice(bytes);
+            }
+        }
+        let _ = std::io::stderr().write_all(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// The lines of a call's log an agent must read beside the result (they change what it means): notices,
+/// notes, warnings and hints — not progress.
+fn notices(log: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(log)
+        .lines()
+        .filter(|l| {
+            ["notice:", "note:", "warning:", "hint:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The notices as a second text block after the result's own (the JSON stays the first).
+fn with_notices(mut result: CallToolResult, notices: Vec<String>) -> CallToolResult {
+    if !notices.is_empty() {
+        result.content.push(ContentBlock::text(format!(
+            "aayu also said:\n{}\n",
+            notices.join("\n")
+        )));
+    }
+    result
 }
 
 /// A command that ran to its end: its `--json` document, whatever its exit (drift and failing floors are

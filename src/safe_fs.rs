@@ -256,8 +256,8 @@ pub fn is_regular(root: &Path, rel: &str) -> bool {
     .is_ok_and(|s| s.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits())
 }
 
-/// The path of `rel` beneath `root` when it is a plain relative path and passes through no link as far as
-/// it exists (what does not exist yet is made later beneath it, as [`create_dirs`] does): a path an MCP
+/// The path of `rel` beneath `root` when it is a plain relative path, passes through no link as far as it
+/// exists and is a file or a folder if it exists (what does not exist yet is made later beneath it, as [`create_dirs`] does): a path an MCP
 /// client names, which must not lead out of the server's root.
 pub fn beneath(root: &Path, rel: &str) -> Result<PathBuf, Refused> {
     let parts = parts(rel)?;
@@ -266,12 +266,18 @@ pub fn beneath(root: &Path, rel: &str) -> Result<PathBuf, Refused> {
         let prefix = parts[..n].join("/");
         match open_beneath(dir.as_fd(), &prefix, OFlag::O_PATH, Mode::empty()) {
             Ok(fd) => {
-                // Without `openat2`, `O_PATH | O_NOFOLLOW` opens a final link itself: refuse it here.
-                let link = fstat(&fd)
-                    .is_ok_and(|s| s.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits());
-                if link {
+                // Without `openat2`, `O_PATH | O_NOFOLLOW` opens a final link itself: refuse it here;
+                // and a FIFO or a device would block or never end the command reading it.
+                let kind = fstat(&fd).map_or(0, |s| s.st_mode & SFlag::S_IFMT.bits());
+                if kind == SFlag::S_IFLNK.bits() {
                     return Err(Refused::Link {
                         path: rel.to_string(),
+                    });
+                }
+                if kind != SFlag::S_IFREG.bits() && kind != SFlag::S_IFDIR.bits() {
+                    return Err(Refused::NotRegular {
+                        path: rel.to_string(),
+                        what: "a FIFO, a socket or a device",
                     });
                 }
             }
@@ -519,6 +525,12 @@ mod tests {
             beneath(root, "file/x"),
             Err(Refused::NotRegular { .. })
         ));
+        nix::unistd::mkfifo(&root.join("fifo"), Mode::from_bits_truncate(0o600)).expect("fifo");
+        assert!(matches!(
+            beneath(root, "fifo"),
+            Err(Refused::NotRegular { .. })
+        ));
+        assert_eq!(beneath(root, "file").expect("a file"), root.join("file"));
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! it is moved to a private descriptor at start and fd 1 becomes stderr, so nothing a command or a child
 //! prints can reach the client as protocol.
 
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt as _;
 
 use crate::commands::{Context, Failure};
 use crate::exit::ExitStatus;
@@ -29,6 +31,23 @@ pub fn run(
     options: McpOptions,
     execute: Execute,
 ) -> Result<ExitStatus, Failure> {
+    // The tokens leave the process itself, not only what the commands read: a `git` a command runs
+    // would hand them (and run `gh`) through the user's credential helpers.
+    let current: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let wanted = process_environment(&current, options.github);
+    if wanted != current {
+        let error =
+            std::process::Command::new(ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()))
+                .arg0(std::env::args_os().next().unwrap_or_else(|| "aayu".into()))
+                .args(std::env::args_os().skip(1))
+                .env_clear()
+                .envs(wanted)
+                .exec();
+        return Err(
+            Failure::unexpected("cannot restart `aayu mcp` without the GitHub tokens")
+                .caused_by(error),
+        );
+    }
     let repo = crate::commands::repo(ctx).map_err(|f| {
         f.with_hint("`aayu mcp` serves one repository: start it inside one, or pass `-C DIR`")
     })?;
@@ -39,7 +58,8 @@ pub fn run(
         Listing::ReadOnly
     };
     let server = Server::new(Setup {
-        root: repo.root().to_path_buf(),
+        // (`components` drops the trailing `/` git gives a work tree.)
+        root: repo.root().components().collect(),
         listing,
         env,
         secrets,
@@ -86,6 +106,51 @@ pub fn run(
     }
 }
 
+/// The process environment `aayu mcp` serves in: without the token variables (but `GITHUB_TOKEN` and
+/// `GH_TOKEN` with `--github`), with git's credential helpers reset (`credential.helper` set empty, the
+/// way git documents to clear the list: `gh auth setup-git` makes `gh` one) and git never prompting.
+fn process_environment(
+    current: &[(OsString, OsString)],
+    github: bool,
+) -> Vec<(OsString, OsString)> {
+    let removed = |k: &str| {
+        let kept = github && (k == "GITHUB_TOKEN" || k == "GH_TOKEN");
+        !kept && (TOKENS.contains(&k) || k.starts_with("INPUT_"))
+    };
+    let mut wanted: Vec<(OsString, OsString)> = current
+        .iter()
+        .filter(|(k, _)| !removed(&k.to_string_lossy()))
+        .cloned()
+        .collect();
+    let var = |wanted: &[(OsString, OsString)], name: &str| {
+        wanted
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+    };
+    let count: usize = var(&wanted, "GIT_CONFIG_COUNT")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let reset = (0..count).rev().any(|n| {
+        var(&wanted, &format!("GIT_CONFIG_KEY_{n}")).as_deref() == Some("credential.helper")
+            && var(&wanted, &format!("GIT_CONFIG_VALUE_{n}")).as_deref() == Some("")
+    });
+    if !reset {
+        wanted.retain(|(k, _)| k != "GIT_CONFIG_COUNT");
+        wanted.push(("GIT_CONFIG_COUNT".into(), (count + 1).to_string().into()));
+        wanted.push((
+            format!("GIT_CONFIG_KEY_{count}").into(),
+            "credential.helper".into(),
+        ));
+        wanted.push((format!("GIT_CONFIG_VALUE_{count}").into(), "".into()));
+    }
+    if var(&wanted, "GIT_TERMINAL_PROMPT").as_deref() != Some("0") {
+        wanted.retain(|(k, _)| k != "GIT_TERMINAL_PROMPT");
+        wanted.push(("GIT_TERMINAL_PROMPT".into(), "0".into()));
+    }
+    wanted
+}
+
 /// The environment the tools see: without `--github`, no token at all; with it, `GITHUB_TOKEN` then
 /// `GH_TOKEN`. Never the action's inputs. Also the token values no result may hold, and what
 /// `initialize` says of GitHub.
@@ -118,12 +183,13 @@ fn environment(env: &Env, github: bool) -> (Env, Vec<String>, String) {
     (served, secrets, said)
 }
 
-/// The protocol's own descriptors (closed in children): a copy of stdin (the CLI holds `Stdin`'s lock)
-/// and stdout set aside, fd 1 then pointing at stderr.
+/// The protocol's own descriptors (closed in children): stdin (the CLI holds `Stdin`'s lock) and stdout
+/// set aside, fd 0 then reading `/dev/null` and fd 1 pointing at stderr.
 fn protocol_streams() -> std::io::Result<(OwnedFd, OwnedFd)> {
     use nix::fcntl::{FcntlArg, FdFlag, fcntl};
     let requests = nix::unistd::dup(std::io::stdin())?;
     fcntl(&requests, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
     let protocol = nix::unistd::dup(std::io::stdout())?;
     fcntl(&protocol, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
     nix::unistd::dup2_stdout(std::io::stderr())?;
@@ -151,6 +217,44 @@ mod tests {
         assert!(served.no_gh);
         assert_eq!(secrets.len(), 4, "{secrets:?}");
         assert!(said.starts_with("off"), "{said}");
+    }
+
+    #[test]
+    fn the_process_environment_loses_the_tokens_and_git_its_credential_helpers() {
+        let current: Vec<(OsString, OsString)> = [
+            ("GITHUB_TOKEN", "a"),
+            ("GH_TOKEN", "b"),
+            ("INPUT_TOKEN", "c"),
+            ("PATH", "/bin"),
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "user.name"),
+            ("GIT_CONFIG_VALUE_0", "x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let wanted = process_environment(&current, false);
+        let names: Vec<String> = wanted
+            .iter()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "PATH=/bin",
+                "GIT_CONFIG_KEY_0=user.name",
+                "GIT_CONFIG_VALUE_0=x",
+                "GIT_CONFIG_COUNT=2",
+                "GIT_CONFIG_KEY_1=credential.helper",
+                "GIT_CONFIG_VALUE_1=",
+                "GIT_TERMINAL_PROMPT=0"
+            ]
+        );
+        // Once restarted with it, nothing changes: no second restart.
+        assert_eq!(process_environment(&wanted, false), wanted);
+        let kept = process_environment(&current, true);
+        assert!(kept.iter().any(|(k, _)| k == "GITHUB_TOKEN"));
+        assert!(!kept.iter().any(|(k, _)| k == "INPUT_TOKEN"));
     }
 
     #[test]

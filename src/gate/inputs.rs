@@ -171,6 +171,7 @@ fn network(github: &GitHubEnv, token: Option<&str>) -> Network {
     Network {
         server_url: github.server_url.clone(),
         token: token.map(str::to_string),
+        credential_helpers: github.credential_helpers,
     }
 }
 

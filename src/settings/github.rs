@@ -38,6 +38,8 @@ pub struct GitHubEnv {
     pub runner_temp: Option<PathBuf>,
     /// `GITHUB_SHA`: under `pull_request_target`, the default branch's head.
     pub sha: Option<String>,
+    /// git may ask the user's credential helpers (not under `aayu mcp`: [`Env::no_gh`]).
+    pub credential_helpers: bool,
 }
 
 impl GitHubEnv {
@@ -65,6 +67,7 @@ impl GitHubEnv {
             workspace: path("GITHUB_WORKSPACE"),
             runner_temp: path("RUNNER_TEMP"),
             sha: env.var("GITHUB_SHA"),
+            credential_helpers: !env.no_gh,
         }
     }
 

@@ -62,7 +62,9 @@ pub fn token(env: &Env) -> Result<Token, Failure> {
 /// The error of a missing token, naming the ways to give one where aayu runs: inside GitHub Actions the
 /// workflow's token (`gh` is never asked there), elsewhere a variable or `gh`'s login.
 pub fn no_token(env: &Env) -> Failure {
-    let hint = if env.github_actions {
+    let hint = if env.no_gh {
+        "this MCP server reaches GitHub only when a person starts it with `aayu mcp --github` (it then reads GITHUB_TOKEN, then GH_TOKEN)"
+    } else if env.github_actions {
         "inside GitHub Actions, give the step the workflow's token (`env:` `GITHUB_TOKEN: ${{ github.token }}`) and the job the `permissions:` the command needs"
     } else {
         "set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login` so that `gh auth token` gives one"
@@ -75,6 +77,7 @@ pub fn network(github: &GitHubEnv, token: Option<&Token>) -> Network {
     Network {
         server_url: github.server_url.clone(),
         token: token.map(|t| t.expose().to_string()),
+        credential_helpers: github.credential_helpers,
     }
 }
 

@@ -28,6 +28,7 @@ mod js;
 mod ledger;
 mod local_loop;
 mod maintain;
+mod mcp;
 mod media;
 mod no_root;
 mod proof_comment;

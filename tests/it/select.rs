@@ -24,7 +24,11 @@ fn check(id: &str) -> String {
 /// `counts` and `empty`, and whose feature `report` (sources `src/report.rs`) has `prints`; with
 /// `crates`, the root is a cargo package and `crates/util` another. The base commit; `src/lib.rs`, with
 /// `crates` also `crates/util/src/lib.rs`, changed at the head, which is checked out.
-fn shop(marks: &Path, crates: bool, evidence: Option<&str>) -> (TestRepo, String, String) {
+pub(crate) fn shop(
+    marks: &Path,
+    crates: bool,
+    evidence: Option<&str>,
+) -> (TestRepo, String, String) {
     let repo = TestRepo::new();
     let dir = skill("", "shop");
     let map = r#"{"product": "shop", "control": ["sh", ".agents/skills/verify-shop/control/mark.sh"], "surfaces": []}"#;
@@ -70,7 +74,7 @@ fn shop(marks: &Path, crates: bool, evidence: Option<&str>) -> (TestRepo, String
 
 /// The evidence map of story 7: two tests of the root crate, one of `crates/util`, and the check
 /// `report.prints` the diff does not select.
-const EVIDENCE: &str = "[[criterion]]\nid = 1\ntests = [\".:counts_words\", \"crates/util:utils\"]\nchecks = [\"report.prints\"]\n\n[[criterion]]\nid = 2\ntests = [\"./:empty_is_zero\"]\n";
+pub(crate) const EVIDENCE: &str = "[[criterion]]\nid = 1\ntests = [\".:counts_words\", \"crates/util:utils\"]\nchecks = [\"report.prints\"]\n\n[[criterion]]\nid = 2\ntests = [\"./:empty_is_zero\"]\n";
 
 /// `aayu verify --select` with `args`, in a temporary folder of its own (`TMPDIR`), which is returned.
 fn select(repo: &TestRepo, args: &[&str]) -> (common::Run, tempfile::TempDir) {

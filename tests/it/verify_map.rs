@@ -7,7 +7,7 @@ use serde_json::Value;
 const MAP_BLOCK: &str = r#"{"product": "shop", "control": ["tools/shop-control"],
  "surfaces": [{"kind": "command", "files": ["src/*.rs"], "pattern": "cmd\\(\"([a-z]+)\"\\)"}]}"#;
 
-const SOURCE: &str = r#"fn main() {
+pub(crate) const SOURCE: &str = r#"fn main() {
     cmd("buy");
     cmd("sell");
     render("<button>Pay</button>");
@@ -38,7 +38,7 @@ const BUY_CHECK: &str = r#"{"id": "pays", "kind": "ui", "evidence": "screenshot"
 const SELL_CHECK: &str = r#"{"id": "sells", "kind": "cli", "evidence": "api-trace", "steps": [{"run": ["shop", "sell"], "exit": 0}]}"#;
 
 /// A product `shop` whose map is in sync with its source, committed, and verified at that commit.
-fn shop() -> (TestRepo, String) {
+pub(crate) fn shop() -> (TestRepo, String) {
     let repo = TestRepo::new();
     let dir = skill("", "shop");
     repo.write("src/main.rs", SOURCE)
