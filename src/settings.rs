@@ -12,6 +12,7 @@ use crate::failure::Failure;
 
 pub(crate) mod action;
 pub(crate) mod github;
+pub(crate) mod mcp;
 pub(crate) mod options;
 pub(crate) mod remote;
 

@@ -77,6 +77,14 @@ fn checks(
 ) -> Result<ExitStatus, Failure> {
     let ran = crate::gate::checks::run(ctx.env, ctx.err, repo, config, options, start)?;
     let written = match &ran {
+        // With `--json` an empty report, so that a script (or an MCP client) reads one JSON document.
+        None if options.json => write_json(
+            ctx.out,
+            &behaviour::BehaviourReport {
+                schema_version: 1,
+                checks: Vec::new(),
+            },
+        )?,
         None => write_out(ctx.out, "no behaviour check selected\n")?,
         Some((report, _)) if options.json => write_json(ctx.out, report)?,
         Some((report, out)) => {

@@ -84,6 +84,13 @@ const EXITS_PROOF: &[ExitStatus] = &[
     ExitStatus::Usage,
     ExitStatus::ProofFails,
 ];
+/// A command that changes nothing without its `write` inputs, and asks GitHub when it has a token.
+const READS_GITHUB: Hints = Hints {
+    read_only_without_writes: true,
+    destructive: false,
+    idempotent: true,
+    open_world: true,
+};
 const EXITS_PLAIN: &[ExitStatus] = &[ExitStatus::Ok, ExitStatus::Failure, ExitStatus::Usage];
 const EXITS_ALL: &[ExitStatus] = &ExitStatus::ALL;
 
@@ -457,13 +464,8 @@ static DOCTOR: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Read,
     read_only: false,
-    hints: Hints {
-        read_only_without_writes: true,
-        destructive: false,
-        idempotent: true,
-        // It asks GitHub about the token and the required status when it has a token.
-        open_world: true,
-    },
+    // It asks GitHub about the token and the required status when it has a token.
+    hints: READS_GITHUB,
     surfaces: CLI_MCP,
     built: true,
     lands_with: "",
@@ -520,13 +522,8 @@ static PROOF_VERIFY: Command = Command {
     mode: Mode::None,
     exposure: Exposure::Read,
     read_only: true,
-    hints: Hints {
-        read_only_without_writes: true,
-        destructive: false,
-        idempotent: true,
-        // It fetches the ledger branch and reads the pull request's head from GitHub.
-        open_world: true,
-    },
+    // It fetches the ledger branch and reads the pull request's head from GitHub.
+    hints: READS_GITHUB,
     surfaces: CLI_MCP,
     built: true,
     lands_with: "",
