@@ -17,6 +17,9 @@ use crate::registry::mcp::Listing;
 use crate::settings::mcp::{environment, process_environment};
 use crate::settings::options::McpOptions;
 
+/// Set on the copy of `aayu mcp` that restarted without the tokens.
+const RESTARTED: &str = "AAYU_MCP_RESTARTED";
+
 pub fn run(
     ctx: &mut Context,
     options: McpOptions,
@@ -24,15 +27,24 @@ pub fn run(
 ) -> Result<ExitStatus, Failure> {
     // The tokens leave the process itself, not only what the commands read: a `git` a command runs
     // would hand them (and run `gh`) through the user's credential helpers.
-    let current: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let wanted = process_environment(&current, options.github);
+    let mut current: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let mut wanted = process_environment(&current, options.github);
+    current.sort();
+    wanted.sort();
     if wanted != current {
+        // Once only: a restarted server whose environment still differs is a bug, not a loop.
+        if current.iter().any(|(k, _)| k == RESTARTED) {
+            return Err(Failure::unexpected(
+                "`aayu mcp` restarted without the GitHub tokens, but its environment still holds one",
+            ));
+        }
         let error =
             std::process::Command::new(ctx.env.exe.clone().unwrap_or_else(|| "aayu".into()))
                 .arg0(std::env::args_os().next().unwrap_or_else(|| "aayu".into()))
                 .args(std::env::args_os().skip(1))
                 .env_clear()
                 .envs(wanted)
+                .env(RESTARTED, "1")
                 .exec();
         return Err(
             Failure::unexpected("cannot restart `aayu mcp` without the GitHub tokens")
