@@ -46,7 +46,7 @@ impl Touched {
     }
 
     /// The stacks without a coverage runner, as prose lists them (`cargo, Python`).
-    fn stacks(&self) -> String {
+    pub fn stacks(&self) -> String {
         self.without_runner
             .iter()
             .copied()

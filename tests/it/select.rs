@@ -300,3 +300,27 @@ fn flags_that_run_or_write_are_refused() {
     crate::aayu_snapshot!("select_needs_base_and_head", out);
     assert!(common::all_paths(&repo.path(".aayudha")).is_empty());
 }
+
+#[test]
+fn a_touched_package_without_a_coverage_runner_is_said_not_listed() {
+    let marks = common::shared_dir();
+    let evidence = "[[criterion]]\nid = 1\ntests = [\".:counts_words\"]\n";
+    let (repo, base, _) = shop(marks.path(), false, Some(evidence));
+    repo.write(
+        "py/pyproject.toml",
+        "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n",
+    )
+    .write("py/calc.py", "def add(a, b):\n    return a + b\n");
+    let head = repo.commit("a Python package");
+    let snapshot = ready(&repo, 7, "1. Counts.", &[]);
+    let args = [
+        "--base", &base, "--head", &head, "--story", "7", "--ready", &snapshot, "--json",
+    ];
+    let (out, _) = select(&repo, &args);
+    assert_eq!(json(&out)["packages"], json!([]));
+    // (The stderr is the whole notice: nothing else is said.)
+    assert_eq!(
+        out.stderr,
+        "notice: the change touches Python packages, which have no coverage runner yet: the gate's coverage floor skips them, and `packages` leaves them out\n"
+    );
+}

@@ -93,6 +93,13 @@ pub fn run(
     .map_err(Failure::from)?;
     crate::gate::checks::refuse_contract_errors(&planned.maps.errors)?;
     let document = planned.document();
+    if options.story.is_some() && !planned.touched.without_runner.is_empty() {
+        let _ = writeln!(
+            ctx.err,
+            "notice: the change touches {} packages, which have no coverage runner yet: the gate's coverage floor skips them, and `packages` leaves them out",
+            planned.touched.stacks()
+        );
+    }
     if options.json {
         write_json(ctx.out, &document)?;
     } else {
