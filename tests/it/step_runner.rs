@@ -237,34 +237,19 @@ fn a_diff_selects_the_checks_of_what_changed() {
         "# edited\n",
     );
     let skill_only = repo.commit("skill");
-    let out = run(common::with_toolchain(&mut repo.aayu()).args([
-        "verify",
-        "--base",
-        &base,
-        "--head",
-        &skill_only,
-    ]));
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, "no behaviour check selected\n"),
-        "{}",
-        out.stderr
-    );
-    // With `--json`: one JSON document, an empty report.
-    let out = run(common::with_toolchain(&mut repo.aayu()).args([
-        "verify",
-        "--base",
-        &base,
-        "--head",
-        &skill_only,
-        "--json",
-    ]));
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, "{\n  \"schema_version\": 1,\n  \"checks\": []\n}\n"),
-        "{}",
-        out.stderr
-    );
+    // Said in a line; with `--json`, one JSON document: an empty report.
+    for (json, said) in [
+        (&[][..], "no behaviour check selected\n"),
+        (
+            &["--json"][..],
+            "{\n  \"schema_version\": 1,\n  \"checks\": []\n}\n",
+        ),
+    ] {
+        let out = run(common::with_toolchain(&mut repo.aayu())
+            .args(["verify", "--base", &base, "--head", &skill_only])
+            .args(json));
+        assert_eq!((out.code, out.stdout.as_str()), (0, said), "{}", out.stderr);
+    }
     // The store's source selects every feature whose sources hold it; the feature file selects its own.
     let store = std::fs::read_to_string(repo.path("examples/notes/src/store.rs")).expect("read");
     repo.write(
