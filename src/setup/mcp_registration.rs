@@ -117,7 +117,7 @@ impl RegistrationError {
                 "make it one JSON object with the servers in the object `mcpServers`, and `mcpServers.aayudha` an object (or move the file away)"
             }
             RegistrationError::File(crate::safe_fs::Refused::Link { .. }) => {
-                "put the file itself there, not a link (aayu does not follow links)"
+                "put the file itself there, not a link"
             }
             RegistrationError::File(_) => "make it a regular file (or move it away)",
         };
