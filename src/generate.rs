@@ -20,8 +20,8 @@ use crate::registry::{
 /// Why generation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
-    #[error("the RACI lint failed:\n  {}", .0.join("\n  "))]
-    Raci(Vec<String>),
+    #[error("the registry lint (RACI, surfaces and exposure) failed:\n  {}", .0.join("\n  "))]
+    Lint(Vec<String>),
     #[error("cannot read `{path}`")]
     Read {
         path: String,
@@ -169,6 +169,56 @@ fn commands_table(commands: &[Command]) -> String {
     text.trim_end().to_string() + "\n"
 }
 
+/// The RACI table of `docs/README.md`: every command, its accountable seat (and owner), consulted and
+/// informed seats.
+fn raci_table(commands: &[Command]) -> String {
+    let mut text = String::from(
+        "| command | accountable | owns the thresholds | consulted | informed |\n|---|---|---|---|---|\n",
+    );
+    let seats = |seats: &[crate::registry::Seat]| {
+        if seats.is_empty() {
+            "—".to_string()
+        } else {
+            seats.iter().map(|s| s.id()).collect::<Vec<_>>().join(", ")
+        }
+    };
+    for c in commands {
+        let (consulted, informed) = raci(c.id);
+        let _ = writeln!(
+            text,
+            "| `aayu {}` | {} | {} | {} | {} |",
+            c.name,
+            c.seat.id(),
+            c.owns.map_or("—", |s| s.id()),
+            seats(consulted),
+            seats(informed)
+        );
+    }
+    text
+}
+
+/// The lanes table of `docs/registry.md`: lane, layers, mode (with its note) and exposure per command.
+fn lanes_table(commands: &[Command]) -> String {
+    let mut text =
+        String::from("| command | lane | layers | mode | exposure |\n|---|---|---|---|---|\n");
+    for c in commands {
+        let mode = if c.mode_note.is_empty() {
+            mode_id(c.mode).to_string()
+        } else {
+            format!("{} ({})", mode_id(c.mode), cell(c.mode_note))
+        };
+        let _ = writeln!(
+            text,
+            "| `aayu {}` | {} | {} | {mode} | {} |",
+            c.name,
+            c.lane.map_or("—", |l| l.id()),
+            c.layers.render(),
+            c.exposure.id()
+        );
+    }
+    text
+}
+
 fn exit_table() -> String {
     let mut text = String::from("| code | meaning |\n|---|---|\n");
     for status in ExitStatus::ALL {
@@ -273,9 +323,16 @@ fn frontmatter(c: &Command) -> String {
     let _ = writeln!(
         y,
         "disable-model-invocation: {}",
-        c.identity == Identity::Human && c.exposure == Exposure::Never
+        c.exposure == Exposure::Never
     );
     y.push_str("user-invocable: true\n");
+    // A host loads the skill on its own only for these files; no globs, no key (no restriction).
+    if !c.paths.is_empty() {
+        y.push_str("paths:\n");
+        for glob in c.paths {
+            let _ = writeln!(y, "  - {}", quoted(glob));
+        }
+    }
     let _ = writeln!(y, "version: {}", quoted(env!("CARGO_PKG_VERSION")));
     y.push_str("aayu:\n");
     let _ = writeln!(y, "  command: {}", quoted(&format!("aayu {}", c.name)));
@@ -292,6 +349,10 @@ fn frontmatter(c: &Command) -> String {
     };
     let _ = writeln!(y, "  consulted: {}", list(consulted));
     let _ = writeln!(y, "  informed: {}", list(informed));
+    if let Some(lane) = c.lane {
+        let _ = writeln!(y, "  lane: {}", lane.id());
+    }
+    let _ = writeln!(y, "  layers: {}", c.layers.render());
     if c.inputs.is_empty() {
         y.push_str("  inputs: []\n");
     } else {
@@ -394,9 +455,10 @@ fn man_page() -> Vec<u8> {
 /// Renders every generated file of the repository at `root` from `commands`.
 pub fn render(root: &Path, commands: &[Command]) -> Result<Rendered, GenerateError> {
     let refs: Vec<&Command> = commands.iter().collect();
-    let problems = raci_lint(&refs);
+    let mut problems = raci_lint(&refs);
+    problems.extend(mcp::exposure_lint(&refs));
     if !problems.is_empty() {
-        return Err(GenerateError::Raci(problems));
+        return Err(GenerateError::Lint(problems));
     }
     let mut out = Rendered::default();
 
@@ -408,6 +470,7 @@ pub fn render(root: &Path, commands: &[Command]) -> Result<Rendered, GenerateErr
         &commands_table(commands),
     )?;
     let readme = replace_block(&readme, "docs/README.md", "exit-codes", &exit_table())?;
+    let readme = replace_block(&readme, "docs/README.md", "raci", &raci_table(commands))?;
     out.files
         .insert("docs/README.md".into(), readme.into_bytes());
 
@@ -424,6 +487,16 @@ pub fn render(root: &Path, commands: &[Command]) -> Result<Rendered, GenerateErr
 
     out.files
         .insert("LAYERS.md".into(), layers_md().into_bytes());
+
+    let registry = read(root, "docs/registry.md")?;
+    let registry = replace_block(
+        &registry,
+        "docs/registry.md",
+        "lanes",
+        &lanes_table(commands),
+    )?;
+    out.files
+        .insert("docs/registry.md".into(), registry.into_bytes());
 
     // Skills: every command with the skill surface has one; no other command may.
     let with_skill: BTreeMap<String, &Command> = commands
@@ -564,6 +637,30 @@ pub fn write(root: &Path, rendered: &Rendered) -> Result<Vec<String>, GenerateEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_frontmatter_has_lane_and_layers_and_paths_only_when_set() {
+        let verify = CommandId::Verify.spec();
+        let unset = frontmatter(verify);
+        assert!(!unset.contains("\npaths:"), "{unset}");
+        let version = |text: &str| text.replace(env!("CARGO_PKG_VERSION"), "[version]");
+        insta::assert_snapshot!("frontmatter_verify", version(&unset));
+        let mut narrowed = verify.clone();
+        narrowed.paths = &[".agents/skills/**", "src/**/*.rs"];
+        let set = frontmatter(&narrowed);
+        insta::assert_snapshot!("frontmatter_verify_with_paths", version(&set));
+        // Only the `paths` key differs.
+        assert_eq!(
+            set.replace(
+                "paths:\n  - \".agents/skills/**\"\n  - \"src/**/*.rs\"\n",
+                ""
+            ),
+            unset
+        );
+        let ship = frontmatter(CommandId::Ship.spec());
+        assert!(ship.contains("  lane: chore\n  layers: all\n"), "{ship}");
+        assert!(ship.contains("disable-model-invocation: true\n"), "{ship}");
+    }
 
     #[test]
     fn a_config_key_without_a_row_or_a_row_without_a_key_fails() {

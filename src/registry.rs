@@ -88,6 +88,15 @@ pub struct Command {
     pub read_only: bool,
     /// What an MCP host is told of the command's effects, beyond `read_only`.
     pub hints: Hints,
+    /// The kind of work, as the seeds' model lanes name it; plumbing has none.
+    pub lane: Option<Lane>,
+    /// The product layers the command works on (`LAYERS.md`).
+    pub layers: Layers,
+    /// Qualifies `mode` in the generated docs (empty: nothing to add).
+    pub mode_note: &'static str,
+    /// Globs that limit when a host loads the command's skill on its own (SKILL.md `paths`); empty: no
+    /// restriction, and the key is left out.
+    pub paths: &'static [&'static str],
     pub surfaces: &'static [Surface],
     /// Whether the command does its work in this build; an unbuilt command exits 2 and says so.
     pub built: bool,
@@ -254,6 +263,60 @@ impl Exposure {
             Exposure::Read => "read",
             Exposure::Write => "write",
             Exposure::Never => "never",
+        }
+    }
+}
+
+/// The seeds' six model lanes: which kind of work a command is. The seeds' per-host model defaults for
+/// each lane are not built (docs/decisions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lane {
+    Build,
+    Spec,
+    Plan,
+    Review,
+    UiReview,
+    Chore,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 6] = [
+        Lane::Build,
+        Lane::Spec,
+        Lane::Plan,
+        Lane::Review,
+        Lane::UiReview,
+        Lane::Chore,
+    ];
+
+    /// The id in generated files.
+    pub fn id(self) -> &'static str {
+        match self {
+            Lane::Build => "build",
+            Lane::Spec => "spec",
+            Lane::Plan => "plan",
+            Lane::Review => "review",
+            Lane::UiReview => "ui-review",
+            Lane::Chore => "chore",
+        }
+    }
+}
+
+/// The layers a command works on: all, none, or only some (by id, `L01`…`L09`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layers {
+    All,
+    None,
+    Only(&'static [&'static str]),
+}
+
+impl Layers {
+    /// As the frontmatter and the docs write it: `all`, `none`, or `[L01, L07]`.
+    pub fn render(self) -> String {
+        match self {
+            Layers::All => "all".into(),
+            Layers::None => "none".into(),
+            Layers::Only(ids) => format!("[{}]", ids.join(", ")),
         }
     }
 }

@@ -155,9 +155,86 @@ pub fn tools(listing: Listing) -> Vec<Value> {
     served(listing).map(|c| tool(c, listing)).collect()
 }
 
+/// Outputs that land outside the working tree — the ledger branch, a pull request, a commit status — as the
+/// registry names them.
+const REMOTE_OUTPUTS: [&str; 8] = [
+    "specs/",
+    "proof/",
+    "ship/",
+    "refs/heads/",
+    "pr-comment",
+    "status:",
+    "merge-commit",
+    "complete-section",
+];
+
+/// The surfaces-follow-exposure lint (as the RACI lint, run by generation and a test): an MCP surface
+/// needs a `read` or `write` command; a `never` command has no MCP surface; a command whose outputs land
+/// on the ledger or a pull request is not `read`, unless only its `write` inputs do that (`doctor --fix`);
+/// a `read_only` command is not `write`. Answers every problem found.
+pub fn exposure_lint(commands: &[&Command]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for c in commands {
+        let mcp = c.surfaces.contains(&Surface::Mcp);
+        if mcp && c.exposure == Exposure::Never {
+            problems.push(format!("{}: exposure `never` but an MCP surface", c.name));
+        }
+        if mcp && !c.inputs.iter().any(|i| i.name == "json") {
+            problems.push(format!(
+                "{}: an MCP surface but no `--json` (a tool's result is its JSON document)",
+                c.name
+            ));
+        }
+        let remote: Vec<&str> = c
+            .outputs
+            .iter()
+            .copied()
+            .filter(|o| REMOTE_OUTPUTS.iter().any(|r| o.contains(r)))
+            .collect();
+        let writes_through_inputs = c.inputs.iter().any(|i| i.exposure == Exposure::Write);
+        if c.exposure == Exposure::Read && !remote.is_empty() && !writes_through_inputs {
+            problems.push(format!(
+                "{}: exposure `read`, but it writes {} (make it `write`, or the input that writes `write`)",
+                c.name,
+                remote.join(", ")
+            ));
+        }
+        if c.read_only && c.exposure == Exposure::Write {
+            problems.push(format!("{}: read-only but exposure `write`", c.name));
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_registry_passes_the_exposure_lint() {
+        let all: Vec<&Command> = CommandId::ALL.iter().map(|id| id.spec()).collect();
+        assert_eq!(exposure_lint(&all), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_wrong_exposure_fails_the_lint() {
+        // `ready` writes the ledger: as `read` it is refused; `ship` with an MCP surface is refused.
+        let mut ready = CommandId::Ready.spec().clone();
+        ready.exposure = Exposure::Read;
+        let mut ship = CommandId::Ship.spec().clone();
+        ship.surfaces = &[Surface::Cli, Surface::Mcp];
+        assert_eq!(
+            exposure_lint(&[&ready, &ship]),
+            [
+                "ready: exposure `read`, but it writes specs/<story>/ready.md (make it `write`, or the input that writes `write`)",
+                "ship: exposure `never` but an MCP surface",
+                "ship: an MCP surface but no `--json` (a tool's result is its JSON document)",
+            ]
+        );
+        // `doctor` writes the ledger branch only through `--fix`, a `write` input: not a problem.
+        let doctor = CommandId::Doctor.spec();
+        assert!(exposure_lint(&[doctor]).is_empty());
+    }
 
     fn names(v: &Value) -> Vec<String> {
         v["properties"]

@@ -60,6 +60,7 @@ fn copy_of_the_sources() -> tempfile::TempDir {
     let files = [
         "docs/README.md",
         "docs/configuration.md",
+        "docs/registry.md",
         "docs/aayu.1",
         "defaults.toml",
         "action.yml",
@@ -287,5 +288,24 @@ fn every_mcp_schema_is_a_json_schema_that_accepts_a_real_call() {
             );
         }
         assert!(schema["x-aayu-exposure"].is_string(), "{}", path.display());
+    }
+}
+
+#[test]
+fn the_raci_and_lanes_tables_list_every_command_from_the_registry() {
+    let readme = std::fs::read_to_string(root().join("docs/README.md")).expect("README");
+    let raci = readme
+        .split("<!-- BEGIN GENERATED: raci -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- END GENERATED: raci -->").next())
+        .expect("the raci block");
+    let registry = std::fs::read_to_string(root().join("docs/registry.md")).expect("registry.md");
+    for id in aayudha::registry::CommandId::ALL {
+        let c = id.spec();
+        let row = format!("| `aayu {}` | {} |", c.name, c.seat.id());
+        assert!(raci.contains(&row), "{row} in {raci}");
+        let lane = c.lane.map_or("—", |l| l.id());
+        let row = format!("| `aayu {}` | {lane} | {} |", c.name, c.layers.render());
+        assert!(registry.contains(&row), "{row}");
     }
 }
