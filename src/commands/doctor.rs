@@ -20,7 +20,7 @@ use crate::settings::options::DoctorOptions;
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Problem {
     /// Which check found it: `config`, `gate-workflow`, `nightly-workflow`, `ledger`, `shallow`, `maps`,
-    /// `pointer`, `mcp-registration`, `mcp-elevated`, `toolchain`, `gitignore`, `token`.
+    /// `pointer`, `mcp-registration`, `mcp-elevated`, `toolchain`, `gitignore`, `layers`, `token`.
     pub check: &'static str,
     /// The file (and line) or thing it is about.
     #[serde(rename = "where")]
@@ -84,6 +84,7 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
     let loaded = map_problems(&repo, &root, &mut found);
     mcp_problems(&root, &mut found, &mut notes);
     ignore_problems(&repo, &mut found);
+    layers_problems(&repo, &root, &mut found);
     toolchain_problems(ctx, &root, &config, loaded.as_ref(), &mut found, &mut notes);
     build_folder_notes(ctx, &root, &mut notes);
 
@@ -339,6 +340,65 @@ fn ignore_problems(repo: &crate::git::Repo, found: &mut Vec<Problem>) {
             ));
         }
     }
+}
+
+/// `LAYERS.md`, when there is one: some glob of it matches a file of the repository (tracked, or
+/// untracked and not ignored), else the file is for another layout and every pack's `footprint` is
+/// empty. One layer matching nothing is normal (a small repository has no data layer); only a file none
+/// of whose globs matches is reported. `LAYERS.md` itself and the files `aayu init` writes do not count:
+/// the starter names them, and they are in every set-up repository.
+fn layers_problems(repo: &crate::git::Repo, root: &Path, found: &mut Vec<Problem>) {
+    let Ok(bytes) = crate::safe_fs::read(root, "LAYERS.md", 1 << 20) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut builder = globset::GlobSetBuilder::new();
+    let mut any = false;
+    for line in text.lines() {
+        let names_layer = line
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w.len() == 3 && w.starts_with("L0") && w.as_bytes()[2].is_ascii_digit());
+        if !names_layer {
+            continue;
+        }
+        for glob in line.split('`').skip(1).step_by(2) {
+            if let Ok(g) = crate::maps::glob::compile(glob) {
+                builder.add(g);
+                any = true;
+            }
+        }
+    }
+    let Ok(set) = builder.build() else {
+        return;
+    };
+    let Ok(files) = repo.worktree_files() else {
+        return;
+    };
+    let ours = |p: &str| {
+        p == "LAYERS.md"
+            || p == ".gitignore"
+            || p.starts_with(".aayudha/")
+            || p.starts_with(".github/workflows/aayudha-")
+    };
+    if any
+        && files
+            .files
+            .iter()
+            .any(|p| !ours(p) && set.is_match(p.as_str()))
+    {
+        return;
+    }
+    found.push(problem(
+        "layers",
+        "LAYERS.md",
+        if any {
+            "no path glob of it matches a file of this repository: every pack's `footprint` is empty"
+        } else {
+            "no row of it names a layer (L01…L09) with a path glob in backticks: every pack's `footprint` is empty"
+        },
+        "edit its globs to fit this repository's layout (docs/proof-packs.md, `footprint`), or delete it and run `aayu init` for a starter",
+        false,
+    ));
 }
 
 /// The toolchains the maps and the evidence maps need, run as the sandbox uid (the gate's preflight).

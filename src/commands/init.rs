@@ -14,6 +14,7 @@ use crate::setup::{
     ACTION_REPO, GATE_TEMPLATE, NIGHTLY_TEMPLATE, commented_config, resolve_pin, workflow,
 };
 
+mod layers;
 mod skill;
 use skill::Stack;
 
@@ -25,6 +26,8 @@ struct Planned {
     path: String,
     text: String,
     executable: bool,
+    /// The user's once written: kept even with `--force` (`LAYERS.md`, edited to fit the repository).
+    never_replaced: bool,
 }
 
 enum Done {
@@ -68,16 +71,25 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
                 path: crate::config::CONFIG_PATH.to_string(),
                 text: config_text,
                 executable: false,
+                never_replaced: false,
             },
             Planned {
                 path: ".github/workflows/aayudha-merge-gate.yml".to_string(),
                 text: workflow(GATE_TEMPLATE, &pin),
                 executable: false,
+                never_replaced: false,
             },
             Planned {
                 path: ".github/workflows/aayudha-nightly.yml".to_string(),
                 text: workflow(NIGHTLY_TEMPLATE, &pin),
                 executable: false,
+                never_replaced: false,
+            },
+            Planned {
+                path: layers::PATH.to_string(),
+                text: layers::starter(skill::detect(&root).first().copied().unwrap_or(Stack::None)),
+                executable: false,
+                never_replaced: true,
             },
         ],
     );
@@ -124,7 +136,7 @@ fn write_planned(
     for file in planned {
         // Anything there — a file, a folder, a link — is the user's.
         let exists = std::fs::symlink_metadata(root.join(&file.path)).is_ok();
-        let done = match (exists, options.force) {
+        let done = match (exists, options.force && !file.never_replaced) {
             (true, false) => Done::Kept,
             (true, true) => Done::Replaced,
             (false, _) => Done::Wrote,
@@ -132,11 +144,7 @@ fn write_planned(
         if options.dry_run {
             let verb = match done {
                 Done::Kept => {
-                    let _ = writeln!(
-                        report,
-                        "would keep {} (it exists; --force replaces it)",
-                        file.path
-                    );
+                    let _ = writeln!(report, "would keep {} ({})", file.path, kept_why(file));
                     continue;
                 }
                 Done::Replaced => "would replace",
@@ -151,11 +159,7 @@ fn write_planned(
         }
         match done {
             Done::Kept => {
-                let _ = writeln!(
-                    report,
-                    "kept     {} (it exists; --force replaces it)",
-                    file.path
-                );
+                let _ = writeln!(report, "kept     {} ({})", file.path, kept_why(file));
             }
             Done::Wrote | Done::Replaced => {
                 changed = true;
@@ -173,6 +177,15 @@ fn write_planned(
         }
     }
     Ok(changed)
+}
+
+/// Why a file that exists is kept.
+fn kept_why(file: &Planned) -> &'static str {
+    if file.never_replaced {
+        "it exists; it is yours, never replaced"
+    } else {
+        "it exists; --force replaces it"
+    }
 }
 
 /// .gitignore: the lines that are missing, appended (the file is the user's: never replaced); whether
@@ -330,6 +343,7 @@ fn plan_skill(
             path,
             text,
             executable,
+            never_replaced: false,
         })
         .collect();
     Ok((files, maintainer))

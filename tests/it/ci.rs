@@ -499,3 +499,30 @@ fn a_rust_test_that_does_not_build_is_reported_as_such() {
         out.stdout
     );
 }
+
+/// The pack's `footprint`: the layers of `aayu init`'s `LAYERS.md` starter whose globs match a changed
+/// path, sorted; a path in no layer adds none. No toolchain: the repository has no stack.
+#[test]
+fn the_footprint_lists_the_layers_a_change_touches() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "# tally\n");
+    let init = run(repo
+        .aayu()
+        .args(["init", "--yes"])
+        .env("GITHUB_API_URL", "http://127.0.0.1:9"));
+    assert_eq!(init.code, 0, "{}\n{}", init.stdout, init.stderr);
+    let base = repo.commit("base");
+    repo.write(
+        "migrations/001_counts.sql",
+        "CREATE TABLE counts (n INTEGER);\n",
+    )
+    .write("cmd/tally/main.go", "package main\n\nfunc main() {}\n")
+    .write("notes.txt", "in no layer\n");
+    let head = repo.commit("a command and its table");
+    let (_, pack, stderr) = ci(&repo, &base, &head, None, &[]);
+    assert_eq!(
+        pack["footprint"],
+        serde_json::json!(["L02", "L04"]),
+        "{stderr}"
+    );
+}

@@ -408,3 +408,34 @@ fn an_mcp_file_that_is_not_json_is_a_problem_and_no_registration_is_a_note() {
     repo.remove(".mcp.json").remove(".cursor/mcp.json");
     crate::aayu_snapshot!("doctor_mcp_none", doctor(&repo, &[]));
 }
+
+/// A `LAYERS.md` none of whose globs matches a file of the repository (one for another layout) is a
+/// `layers` problem, in text and `--json`; once one glob matches a file, it is not (a layer with no file
+/// is normal). `LAYERS.md` itself and aayu's own files do not count.
+#[test]
+fn a_layers_md_that_matches_no_file_is_a_problem() {
+    let repo = clean();
+    repo.write(
+        "LAYERS.md",
+        "# Layers\n\n| layer | paths |\n|---|---|\n| L02 | `cmd/**` |\n| L05 | `**/*_test.go` |\n| L07 | `LAYERS.md` `.aayudha/config.toml` |\n",
+    );
+    repo.commit("layers for another layout");
+    crate::aayu_snapshot!("doctor_layers_match_nothing", doctor(&repo, &[]));
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3);
+    assert_shape(&report);
+    assert_eq!(
+        report["problems"],
+        serde_json::json!([{
+            "check": "layers",
+            "where": "LAYERS.md",
+            "problem": "no path glob of it matches a file of this repository: every pack's `footprint` is empty",
+            "fix": "edit its globs to fit this repository's layout (docs/proof-packs.md, `footprint`), or delete it and run `aayu init` for a starter",
+            "fixable": false,
+        }])
+    );
+    // One file in one layer is enough.
+    repo.write("cmd/shop/main.go", "package main\n\nfunc main() {}\n");
+    repo.commit("a command");
+    assert_eq!(json(&repo).1["problems"], serde_json::json!([]));
+}

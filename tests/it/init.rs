@@ -240,6 +240,44 @@ fn offline_or_unreleased_the_workflows_name_the_tag_to_pin() {
     crate::aayu_snapshot!("init_untagged", aayu(&other, Some(&github.url), &["init"]));
 }
 
+/// `init` writes a `LAYERS.md` starter with globs for the stack at the root (so a pack gets a
+/// `footprint`), and never replaces one, not even with `--force`.
+#[test]
+fn init_writes_a_layers_md_starter_for_the_stack_it_finds() {
+    let rust = TestRepo::new();
+    rust.write(
+        "Cargo.toml",
+        "[package]\nname = \"shop\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    let out = aayu(&rust, None, &["init"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    insta::assert_snapshot!(
+        "layers_rust",
+        std::fs::read_to_string(rust.path("LAYERS.md")).expect("LAYERS.md")
+    );
+    let go = TestRepo::new();
+    go.write("go.mod", "module example.com/shop\n\ngo 1.19\n");
+    let out = aayu(&go, None, &["init"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    insta::assert_snapshot!(
+        "layers_go",
+        std::fs::read_to_string(go.path("LAYERS.md")).expect("LAYERS.md")
+    );
+    // The user's own is kept, --force or not.
+    go.write("LAYERS.md", "# our layers\n");
+    let out = aayu(&go, None, &["init", "--force"]);
+    assert!(
+        out.stdout
+            .contains("kept     LAYERS.md (it exists; it is yours, never replaced)\n"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(go.path("LAYERS.md")).expect("LAYERS.md"),
+        "# our layers\n"
+    );
+}
+
 /// `init --verify-skill` on a repository of this stack: the map passes `verify --map`; a second run
 /// changes nothing.
 fn starter(marker: Option<(&str, &str)>, extra: &[&str]) -> (TestRepo, common::Run) {
