@@ -380,12 +380,9 @@ fn layers_problems(repo: &crate::git::Repo, root: &Path, found: &mut Vec<Problem
             || p.starts_with(".aayudha/")
             || p.starts_with(".github/workflows/aayudha-")
     };
-    if any
-        && files
-            .files
-            .iter()
-            .any(|p| !ours(p) && set.is_match(p.as_str()))
-    {
+    let own: Vec<&String> = files.files.iter().filter(|p| !ours(p)).collect();
+    // A repository with no file of its own yet (just after `aayu init`) has nothing to judge the globs by.
+    if own.is_empty() || (any && own.iter().any(|p| set.is_match(p.as_str()))) {
         return;
     }
     found.push(problem(

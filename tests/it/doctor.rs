@@ -439,3 +439,20 @@ fn a_layers_md_that_matches_no_file_is_a_problem() {
     repo.commit("a command");
     assert_eq!(json(&repo).1["problems"], serde_json::json!([]));
 }
+
+#[test]
+fn a_repository_with_no_file_of_its_own_has_no_layers_problem() {
+    // Just after `aayu init` there is nothing to judge the globs by (the release check of scripts/test).
+    let repo = crate::common::TestRepo::new();
+    repo.write("LAYERS.md", "| L02 | `cmd/**` |\n")
+        .write(".gitignore", ".aayudha/proof/\n");
+    repo.commit("init");
+    let (_, report) = json(&repo);
+    let layers: Vec<&serde_json::Value> = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|p| p["check"] == "layers")
+        .collect();
+    assert!(layers.is_empty(), "{report}");
+}
