@@ -14,6 +14,21 @@ pub struct Layer {
     pub globs: &'static [&'static str],
 }
 
+impl Layer {
+    /// The layer's row of a `LAYERS.md` table (`| L02 | name | owner | `glob` `glob` |`), with `globs`:
+    /// the generated file's and `aayu init`'s starter are read by the same footprint.
+    pub fn row(&self, globs: &[&str]) -> String {
+        let globs: Vec<String> = globs.iter().map(|g| format!("`{g}`")).collect();
+        format!(
+            "| {} | {} | {} | {} |",
+            self.id,
+            self.name,
+            self.owner.id(),
+            globs.join(" ")
+        )
+    }
+}
+
 /// The nine layers, in order.
 pub const LAYERS: [Layer; 9] = [
     Layer {

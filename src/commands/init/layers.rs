@@ -121,18 +121,7 @@ pub fn starter(stack: Stack) -> String {
     );
     text.push_str("| layer | name | owner | paths |\n|---|---|---|---|\n");
     for l in LAYERS {
-        let globs: Vec<String> = globs(stack, l.id)
-            .iter()
-            .map(|g| format!("`{g}`"))
-            .collect();
-        let _ = writeln!(
-            text,
-            "| {} | {} | {} | {} |",
-            l.id,
-            l.name,
-            l.owner.id(),
-            globs.join(" ")
-        );
+        let _ = writeln!(text, "{}", l.row(&globs(stack, l.id)));
     }
     text
 }
