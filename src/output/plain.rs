@@ -222,35 +222,44 @@ pub fn plan(
     text: &mut impl Write,
 ) -> io::Result<()> {
     let none = if story { "" } else { " (no `--story`)" };
-    if plan.checks.is_empty() {
-        writeln!(text, "checks: nothing selected")?;
-    } else {
-        writeln!(
-            text,
-            "{}:",
-            crate::log::count(plan.checks.len(), "check", "checks")
-        )?;
+    let checks: Vec<String> = plan
+        .checks
+        .iter()
+        .map(|c| format!("{} — {}", c.id, c.selected_because.join("; ")))
+        .collect();
+    section(text, ("check", "checks"), &checks, "")?;
+    let tests: Vec<String> = plan
+        .tests
+        .iter()
+        .map(|t| format!("{} — criterion {}", t.id, t.criterion))
+        .collect();
+    section(text, ("mapped test", "mapped tests"), &tests, none)?;
+    let packages: Vec<String> = plan
+        .packages
+        .iter()
+        .map(|p| format!("{} ({})", p.dir, p.runner))
+        .collect();
+    section(
+        text,
+        ("touched package", "touched packages"),
+        &packages,
+        none,
+    )
+}
+
+/// One section of the plan: `N things:` and a line each, or `things: nothing selected`.
+fn section(
+    text: &mut impl Write,
+    (one, many): (&str, &str),
+    lines: &[String],
+    none: &str,
+) -> io::Result<()> {
+    if lines.is_empty() {
+        return writeln!(text, "{many}: nothing selected{none}");
     }
-    for c in &plan.checks {
-        writeln!(text, "  {} — {}", c.id, c.selected_because.join("; "))?;
-    }
-    if plan.tests.is_empty() {
-        writeln!(text, "mapped tests: nothing selected{none}")?;
-    } else {
-        let count = crate::log::count(plan.tests.len(), "mapped test", "mapped tests");
-        writeln!(text, "{count}:")?;
-    }
-    for t in &plan.tests {
-        writeln!(text, "  {} — criterion {}", t.id, t.criterion)?;
-    }
-    if plan.packages.is_empty() {
-        writeln!(text, "touched packages: nothing selected{none}")?;
-    } else {
-        let count = crate::log::count(plan.packages.len(), "touched package", "touched packages");
-        writeln!(text, "{count}:")?;
-    }
-    for p in &plan.packages {
-        writeln!(text, "  {} ({})", p.dir, p.runner)?;
+    writeln!(text, "{}:", crate::log::count(lines.len(), one, many))?;
+    for line in lines {
+        writeln!(text, "  {line}")?;
     }
     Ok(())
 }
