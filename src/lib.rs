@@ -49,6 +49,7 @@ pub(crate) mod sandbox;
 pub(crate) mod select;
 pub(crate) mod settings;
 pub(crate) mod setup;
+pub mod shard;
 pub(crate) mod steps;
 pub(crate) mod story;
 pub(crate) mod timing;

@@ -31,6 +31,9 @@ pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Fail
         ActionMode::Comment => comment(ctx, &options),
         ActionMode::Sweep => sweep(ctx, &options),
         ActionMode::Maintain => maintain(ctx, &options),
+        ActionMode::Plan | ActionMode::Shard | ActionMode::Merge => Err(Failure::usage(
+            "the sharded gate (modes plan, shard and merge) is not built yet",
+        )),
     }
 }
 

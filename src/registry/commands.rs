@@ -664,9 +664,11 @@ static ACTION: Command = Command {
     inputs: &[
         valued(
             "mode",
-            InputType::Enum(&["gate", "comment", "sweep", "maintain"]),
+            InputType::Enum(&[
+                "gate", "comment", "sweep", "maintain", "plan", "shard", "merge",
+            ]),
             "MODE",
-            "What to run: gate (the merge-gate job), comment (the pack job), sweep (nightly) or maintain (the weekly maintain brief, a record); by default from the event: pull_request_target and pull_request run the gate, schedule and workflow_dispatch the sweep.",
+            "What to run: gate (the merge-gate job), comment (the pack job), sweep (nightly) or maintain (the weekly maintain brief, a record); a sharded gate runs plan, shard (one matrix leg) and merge instead of gate; by default from the event: pull_request_target and pull_request run the gate, schedule and workflow_dispatch the sweep.",
         ),
         valued(
             "token",
@@ -710,8 +712,40 @@ static ACTION: Command = Command {
             "RESULT",
             "comment mode: the merge-gate job's result (`${{ needs.merge-gate.result }}`), so that the `aayudha/proof` status says why when the gate made no pack.",
         ),
+        valued(
+            "gate-reason",
+            InputType::String,
+            "LINE",
+            "comment mode of a sharded gate: the merge job's `reason` output, said in the `aayudha/proof` status when the gate is blocked.",
+        ),
+        valued(
+            "shards",
+            InputType::Int,
+            "N",
+            "plan mode: how many matrix legs to split the gate over (1 to 64, default 1); shard mode: the matrix entry's `of`.",
+        ),
+        valued(
+            "shard",
+            InputType::Int,
+            "I",
+            "shard mode: which leg this is (the matrix entry's `shard`, 1 to `shards`).",
+        ),
+        valued(
+            "plan-digest",
+            InputType::String,
+            "SHA256",
+            "shard mode: the plan job's `plan_digest` output; the leg refuses a plan artifact with another digest.",
+        ),
     ],
-    outputs: &["result", "pack-sha256", "story", "drift"],
+    outputs: &[
+        "result",
+        "pack-sha256",
+        "story",
+        "drift",
+        "matrix",
+        "plan_digest",
+        "reason",
+    ],
     exits: EXITS_ALL,
     gates: &[],
     identity: Identity::Bot,

@@ -18,6 +18,12 @@ pub enum ActionMode {
     Comment,
     Sweep,
     Maintain,
+    /// A sharded gate's first job: the units and their split.
+    Plan,
+    /// One matrix leg of a sharded gate.
+    Shard,
+    /// A sharded gate's merge of its legs into the one pack.
+    Merge,
 }
 
 /// The action's inputs and the runner's environment, resolved once.
@@ -31,6 +37,14 @@ pub struct ActionOptions {
     pub retention_days: Option<u32>,
     pub bot_login: Option<String>,
     pub gate_result: Option<String>,
+    /// comment mode of a sharded gate: the merge job's one-line reason.
+    pub gate_reason: Option<String>,
+    /// plan: how many legs; shard: the matrix entry's `of`.
+    pub shards: Option<u32>,
+    /// shard: this leg (1-based).
+    pub shard: Option<u32>,
+    /// shard: the plan job's `plan_digest` output.
+    pub plan_digest: Option<String>,
     /// `GITHUB_EVENT_NAME`, which decides the mode when the input does not.
     pub event_name: String,
     /// `GITHUB_WORKSPACE`, else the folder aayu runs in.
@@ -111,6 +125,9 @@ impl ActionOptions {
             Some("comment") => Some(ActionMode::Comment),
             Some("sweep") => Some(ActionMode::Sweep),
             Some("maintain") => Some(ActionMode::Maintain),
+            Some("plan") => Some(ActionMode::Plan),
+            Some("shard") => Some(ActionMode::Shard),
+            Some("merge") => Some(ActionMode::Merge),
             _ => None,
         };
         let workspace = github
@@ -133,6 +150,14 @@ impl ActionOptions {
                 .map(|&d| u32::try_from(d).unwrap_or(u32::MAX)),
             bot_login: m.get_one::<String>("bot-login").cloned(),
             gate_result: m.get_one::<String>("gate-result").cloned(),
+            gate_reason: m.get_one::<String>("gate-reason").cloned(),
+            shards: m
+                .get_one::<u64>("shards")
+                .map(|&n| u32::try_from(n).unwrap_or(u32::MAX)),
+            shard: m
+                .get_one::<u64>("shard")
+                .map(|&n| u32::try_from(n).unwrap_or(u32::MAX)),
+            plan_digest: m.get_one::<String>("plan-digest").cloned(),
             event_name: github.event_name.clone().unwrap_or_default(),
             workspace,
         })

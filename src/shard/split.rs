@@ -1,0 +1,1 @@
+//! The split of units over shards (being built).

@@ -1,0 +1,1 @@
+//! The timings sidecar (being built).
