@@ -10,9 +10,10 @@
 pub(crate) mod checks;
 pub(crate) mod inputs;
 pub(crate) mod plan;
+pub(crate) mod units;
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,7 +28,8 @@ use crate::floors::{FloorResult, Verdict};
 use crate::git::{GitError, Repo};
 use crate::log::Log;
 use crate::pack::{self, Pack};
-use crate::sandbox::{FetchTree, Sandbox, SandboxError, SandboxSettings};
+use crate::sandbox::toolchain::shown_dir;
+use crate::sandbox::{FetchTree, Network, Sandbox, SandboxError, SandboxSettings};
 use crate::story::evidence_map;
 use crate::story::{Binding, Story};
 use plan::Plan;
@@ -143,67 +145,105 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> GateError {
 }
 
 /// Runs every floor on the change and writes the pack (also when floors fail): the map floors, the plan,
-/// the one fetch, then the floors that run product code, then the pack.
+/// the one fetch, then the floors that run product code ([`Stage::execute`]), then the verdicts and the
+/// pack ([`Stage::judge`]).
 pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
-    // The run folder lives outside the checkout (a pull request may commit `.aayudha/proof` as a link);
-    // the finished pack is moved into place at the end.
-    let staging = tempfile::Builder::new()
+    let staging = run_folder(inputs)?;
+    let _interrupted = crate::sandbox::cleanup::dir(staging.path());
+    let mut stage = Stage::new(inputs, staging.path(), progress);
+    let mut floors = Vec::new();
+    let (map, weakened) = stage.map_floors(&mut floors)?;
+    // What will run: the behaviour checks the diff and the story's evidence map select, the mapped tests,
+    // the touched packages' suites, and for a bug, the same tests on the base.
+    let plan = plan::plan(&inputs.change())?;
+    let executed = stage.execute(&plan)?;
+    stage.judge(&plan, executed, floors, (map, weakened))
+}
+
+/// A sharded gate's leg: runs the product-code floors of `plan` (the leg's units only, see
+/// [`plan::Plan::only`]) and returns what they gave, their files written into `out` (the leg's run
+/// folder). No verdict and no pack: the merge judges every leg's together.
+pub fn execute(
+    inputs: &Inputs,
+    plan: &Plan,
+    out: &Path,
+    progress: &mut Log,
+) -> Result<Executed, GateError> {
+    Stage::new(inputs, out, progress).execute(plan)
+}
+
+/// A sharded gate's merge: the map floors, then the verdicts of every leg's results (`executed`, their
+/// files already in `folder`) and the pack, exactly as one job judges its own.
+pub fn judge(
+    inputs: &Inputs,
+    plan: &Plan,
+    executed: Executed,
+    folder: &Path,
+    progress: &mut Log,
+) -> Result<GateRun, GateError> {
+    let mut stage = Stage::new(inputs, folder, progress);
+    let mut floors = Vec::new();
+    let maps = stage.map_floors(&mut floors)?;
+    stage.judge(plan, executed, floors, maps)
+}
+
+/// The run folder: outside the checkout (a pull request may commit `.aayudha/proof` as a link); the
+/// finished pack is moved into place at the end.
+pub fn run_folder(inputs: &Inputs) -> Result<tempfile::TempDir, GateError> {
+    tempfile::Builder::new()
         .prefix("aayu-run-")
         .tempdir_in(&inputs.temp)
         .map_err(io(format!(
             "create the run folder in `{}`",
             inputs.temp.display()
-        )))?;
-    let _interrupted = crate::sandbox::cleanup::dir(staging.path());
-    let mut stage = Stage {
-        inputs,
-        root: inputs.repo.root().to_path_buf(),
-        out: staging.path(),
-        progress,
-    };
-    let mut floors = Vec::new();
-    let (map, weakened) = stage.map_floors(&mut floors)?;
+        )))
+}
 
-    // What will run: the behaviour checks the diff and the story's evidence map select, the mapped tests,
-    // the touched packages' suites, and for a bug, the same tests on the base.
-    let plan = plan::plan(&inputs.change())?;
-    let on_base = plan
-        .red_on_base
-        .then(|| red_on_base::prepare(inputs.repo, &inputs.base, &inputs.head));
-    let sandbox = stage.sandbox(&plan, on_base.as_ref())?;
-    let behaviour = stage.behaviour(&plan, sandbox.as_ref(), &mut floors)?;
-    // coverage (first in the pack's checks): the touched packages' whole suites, run before the tests
-    // floor, which reads the mapped tests of those packages from these runs.
-    let covered = stage.coverage(&plan, sandbox.as_ref())?;
-    let mut story = stage.story_floors(
-        &plan,
-        sandbox.as_ref(),
-        on_base.as_ref(),
-        &covered.mapped,
-        behaviour.as_ref(),
-    )?;
-    floors.append(&mut story.floors);
-    floors.insert(0, covered.floor);
-    if let Some(sandbox) = &sandbox {
-        let mut phases = crate::timing::Phases::start();
-        phases.report(
-            "product code (fetches, builds, tests, checks)",
-            sandbox.product_time(),
-        );
+/// What the floors that run product code gave — the part of a gate run that runs the pull request's
+/// code, before any verdict. One job makes it and judges it; a sharded gate's legs each make one for
+/// their units and the merge absorbs them all and judges once, so it is data.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Executed {
+    /// The behaviour checks that ran.
+    pub checks: Vec<behaviour::CheckResult>,
+    /// The touched packages' suites (the coverage floor).
+    pub suites: crate::floors::coverage::Suites,
+    /// The mapped tests' results at the head (those the suites gave included).
+    #[serde(with = "crate::runners::by_id")]
+    pub tests: BTreeMap<TestId, test_evidence::TestResult>,
+    /// The mapped tests on the base, when red-on-base ran here.
+    pub on_base: Option<red_on_base::OnBase>,
+    /// The network the product code ran with (`None`: no sandbox was made here).
+    pub network: Option<Network>,
+    /// What the fetch did to lock files the checkout does not commit, as the tests floor says it.
+    pub resolved: Vec<String>,
+    /// How long each unit took, by unit id ([`units`]): never in the pack, only in a sharded gate's
+    /// timings sidecar.
+    #[serde(skip)]
+    pub elapsed: BTreeMap<String, Duration>,
+}
+
+impl Executed {
+    /// Adds another leg's results: the network is the weakest of the two.
+    pub fn absorb(&mut self, other: Executed) {
+        self.checks.extend(other.checks);
+        self.suites.absorb(other.suites);
+        self.tests.extend(other.tests);
+        self.on_base = match (self.on_base.take(), other.on_base) {
+            (Some(mut mine), Some(theirs)) => {
+                mine.absorb(theirs);
+                Some(mine)
+            }
+            (mine, theirs) => mine.or(theirs),
+        };
+        self.network = match (self.network, other.network) {
+            (Some(a), Some(b)) => Some(a.weakest(b)),
+            (a, b) => a.or(b),
+        };
+        self.resolved.extend(other.resolved);
+        self.elapsed.extend(other.elapsed);
     }
-    drop(sandbox);
-    let (pack, pack_sha256) = stage.pack(&floors, &story.criteria, behaviour.as_ref())?;
-    Ok(GateRun {
-        pack,
-        pack_dir: inputs.out.clone(),
-        pack_sha256,
-        floors,
-        map,
-        weakening: weakened,
-        red_on_base: story.red,
-        criteria: story.criteria,
-        coverage: covered.report,
-    })
 }
 
 /// One gate run in progress: its inputs, the repository's folder, the run folder, the log.
@@ -234,6 +274,17 @@ fn tests_run<'r>(
         timeout,
         target: None,
         heartbeat: Some(heartbeat),
+    }
+}
+
+impl<'a, 'i> Stage<'a, 'i> {
+    fn new(inputs: &'a Inputs<'i>, out: &'a Path, progress: &'a mut Log) -> Stage<'a, 'i> {
+        Stage {
+            inputs,
+            root: inputs.repo.root().to_path_buf(),
+            out,
+            progress,
+        }
     }
 }
 
@@ -271,6 +322,91 @@ impl Stage<'_, '_> {
             story_labels.iter().any(|l| l == weakening::WAIVER),
         ));
         Ok((map, weakened))
+    }
+
+    /// Everything that runs product code, in order: the fetch, the behaviour checks, the touched
+    /// packages' suites, the mapped tests, and for a bug the same tests on the base.
+    fn execute(&mut self, plan: &Plan) -> Result<Executed, GateError> {
+        let inputs = self.inputs;
+        let on_base = plan
+            .red_on_base
+            .then(|| red_on_base::prepare(inputs.repo, &inputs.base, &inputs.head));
+        let sandbox = self.sandbox(plan, on_base.as_ref())?;
+        let (checks, took) = self.behaviour(plan, sandbox.as_ref())?;
+        let mut executed = Executed {
+            checks,
+            elapsed: took
+                .into_iter()
+                .map(|(id, took)| (format!("check:{id}"), took))
+                .collect(),
+            ..Executed::default()
+        };
+        // coverage: the touched packages' whole suites, run before the tests floor, which reads the
+        // mapped tests of those packages from these runs.
+        executed.suites = self.suites(plan, sandbox.as_ref())?;
+        for (dir, took) in &executed.suites.elapsed {
+            executed
+                .elapsed
+                .insert(format!("suite:{}", shown_dir(dir)), *took);
+        }
+        let evidence = inputs.story.as_ref().and_then(|s| s.evidence.as_ref());
+        let fresh;
+        let sandbox = match (&sandbox, evidence) {
+            (Some(sandbox), _) => sandbox,
+            (None, Some(_)) => {
+                fresh = Sandbox::new(&inputs.sandbox)?;
+                &fresh
+            }
+            (None, None) => return Ok(executed),
+        };
+        executed.network = Some(sandbox.no_network());
+        if evidence.is_some() {
+            self.story_tests(plan, sandbox, on_base.as_ref(), &mut executed)?;
+        }
+        executed.resolved = sandbox
+            .resolved_locks(&self.root)
+            .iter()
+            .map(crate::sandbox::Resolved::sentence)
+            .collect();
+        let mut phases = crate::timing::Phases::start();
+        phases.report(
+            "product code (fetches, builds, tests, checks)",
+            sandbox.product_time(),
+        );
+        Ok(executed)
+    }
+
+    /// The verdicts of what ran (`executed`) after the map floors (`floors`), and the pack.
+    fn judge(
+        &mut self,
+        plan: &Plan,
+        executed: Executed,
+        mut floors: Vec<FloorResult>,
+        (map, weakened): (MapReport, weakening::Report),
+    ) -> Result<GateRun, GateError> {
+        let behaviour = self.behaviour_floor(plan, executed.checks, &mut floors)?;
+        let covered = self.coverage_floor(plan, executed.suites, executed.network)?;
+        let mut story = self.story_floors(
+            plan,
+            &executed.tests,
+            executed.on_base.as_ref(),
+            (executed.network, &executed.resolved),
+            behaviour.as_ref(),
+        )?;
+        floors.append(&mut story.floors);
+        floors.insert(0, covered.floor);
+        let (pack, pack_sha256) = self.pack(&floors, &story.criteria, behaviour.as_ref())?;
+        Ok(GateRun {
+            pack,
+            pack_dir: self.inputs.out.clone(),
+            pack_sha256,
+            floors,
+            map,
+            weakening: weakened,
+            red_on_base: story.red,
+            criteria: story.criteria,
+            coverage: covered.report,
+        })
     }
 
     /// The sandbox, when product code runs: the preflight, then every dependency fetched once, as a
@@ -337,112 +473,216 @@ impl Stage<'_, '_> {
         &mut self,
         plan: &Plan,
         sandbox: Option<&Sandbox>,
-        floors: &mut Vec<FloorResult>,
-    ) -> Result<Option<BehaviourReport>, GateError> {
+    ) -> Result<(Vec<behaviour::CheckResult>, BTreeMap<String, Duration>), GateError> {
         let (inputs, config) = (self.inputs, self.inputs.config);
         let loaded = &plan.maps;
-        match (
+        let Some(sandbox) =
+            sandbox.filter(|_| !plan.selected.is_empty() && loaded.errors.is_empty())
+        else {
+            return Ok(Default::default());
+        };
+        let options = behaviour::Options::of(
+            &config.verify,
+            (&self.root, self.out),
+            inputs.sandbox.jobs,
+            inputs.aayu.clone(),
+        );
+        let report = behaviour::run(
+            &loaded.maps,
+            &plan.selected,
+            &options,
             sandbox,
-            plan.selected.is_empty() || !loaded.errors.is_empty(),
-        ) {
-            (Some(sandbox), false) => {
-                let options = behaviour::Options::of(
-                    &config.verify,
-                    (&self.root, self.out),
-                    inputs.sandbox.jobs,
-                    inputs.aayu.clone(),
-                );
-                let report = behaviour::run(
-                    &loaded.maps,
-                    &plan.selected,
-                    &options,
-                    sandbox,
-                    self.progress,
-                )?;
-                floors.push(behaviour::floor(&report));
-                Ok(Some(report))
-            }
-            _ => {
-                floors.push(behaviour::floor_without_checks(!loaded.errors.is_empty()));
-                Ok(None)
-            }
-        }
+            self.progress,
+        )?;
+        Ok((report.checks, report.elapsed))
     }
 
-    /// coverage: the touched packages' whole suites, instrumented, for a story.
-    fn coverage(
+    /// The behaviour floor of the checks that ran (sorted as one run sorts them), and its report.
+    fn behaviour_floor(
         &mut self,
         plan: &Plan,
-        sandbox: Option<&Sandbox>,
-    ) -> Result<crate::floors::coverage::Covered, GateError> {
+        mut checks: Vec<behaviour::CheckResult>,
+        floors: &mut Vec<FloorResult>,
+    ) -> Result<Option<BehaviourReport>, GateError> {
+        let loaded = &plan.maps;
+        if plan.selected.is_empty() || !loaded.errors.is_empty() {
+            floors.push(behaviour::floor_without_checks(!loaded.errors.is_empty()));
+            return Ok(None);
+        }
+        checks.sort_by(|a, b| {
+            (&a.product, &a.feature, &a.check).cmp(&(&b.product, &b.feature, &b.check))
+        });
+        let report = BehaviourReport {
+            schema_version: 1,
+            checks,
+            elapsed: BTreeMap::new(),
+        };
+        write_json(self.out, "reports/behaviour.json", &report)?;
+        floors.push(behaviour::floor(&report));
+        Ok(Some(report))
+    }
+
+    /// The change's added lines, as the coverage floor counts them.
+    fn added(&self) -> Result<crate::git::Added, GateError> {
         use crate::floors::coverage;
-        let skipped = |why: &str| coverage::Covered {
-            floor: coverage::skipped(why),
-            report: None,
-            mapped: BTreeMap::new(),
-        };
         let inputs = self.inputs;
-        let config = inputs.config;
-        let sandbox = match (&inputs.story, sandbox) {
-            (None, _) => {
-                return Ok(skipped(
-                    "no story: only the map floors (feature-map and behaviour) ran",
-                ));
-            }
-            (Some(_), None) => {
-                return Ok(skipped("no package with tests is touched by the change"));
-            }
-            (Some(_), Some(sandbox)) => sandbox,
-        };
-        let mut phases = crate::timing::Phases::start();
-        let (base, head) = (&inputs.base, &inputs.head);
-        let added = inputs.repo.added_lines(
-            (base, head),
+        Ok(inputs.repo.added_lines(
+            (&inputs.base, &inputs.head),
             &coverage::SOURCES,
             coverage::MAX_FILE,
             coverage::MAX_LINES,
-        )?;
-        let timeout = Duration::from_secs(config.verify.suite_timeout_s);
-        let mapped = plan.test_ids();
-        let settings = coverage::Settings {
-            base,
-            head,
-            threshold: config.verify.coverage_threshold,
-            blocking: config.verify.coverage_blocking_from,
-            now: inputs.now,
-            mapped: &mapped,
+        )?)
+    }
+
+    /// coverage: the touched packages' whole suites, instrumented, for a story.
+    fn suites(
+        &mut self,
+        plan: &Plan,
+        sandbox: Option<&Sandbox>,
+    ) -> Result<crate::floors::coverage::Suites, GateError> {
+        use crate::floors::coverage;
+        let (Some(_), Some(sandbox)) = (&self.inputs.story, sandbox) else {
+            return Ok(coverage::Suites::default());
         };
+        let mut phases = crate::timing::Phases::start();
+        let added = self.added()?;
+        let timeout = Duration::from_secs(self.inputs.config.verify.suite_timeout_s);
+        let mapped = plan.test_ids();
+        let settings = coverage_settings(self.inputs, &mapped);
         let (root, progress) = (&self.root, &mut *self.progress);
-        let covered = in_group(
+        let suites = in_group(
             progress,
             "aayudha coverage floor: the touched packages' whole suites",
             |log| {
                 let log = RefCell::new(log);
                 let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
                 let run = tests_run(sandbox, root, timeout, &heartbeat);
-                Ok(coverage::run(&run, &plan.touched, &added, &settings))
+                Ok(coverage::run_suites(&run, &plan.touched, &added, &settings))
             },
         )?;
+        phases.end("coverage floor (the touched packages' suites, instrumented)");
+        Ok(suites)
+    }
+
+    /// The coverage floor from the suites' results, for a story.
+    fn coverage_floor(
+        &mut self,
+        plan: &Plan,
+        suites: crate::floors::coverage::Suites,
+        network: Option<Network>,
+    ) -> Result<crate::floors::coverage::Covered, GateError> {
+        use crate::floors::coverage;
+        let skipped = |why: &str| coverage::Covered {
+            floor: coverage::skipped(why),
+            report: None,
+        };
+        if self.inputs.story.is_none() {
+            return Ok(skipped(
+                "no story: only the map floors (feature-map and behaviour) ran",
+            ));
+        }
+        if !plan.runs_product_code() {
+            return Ok(skipped("no package with tests is touched by the change"));
+        }
+        let added = self.added()?;
+        let mapped = plan.test_ids();
+        let settings = coverage_settings(self.inputs, &mapped);
+        let judged = coverage::Judged {
+            root: &self.root,
+            network,
+        };
+        let covered = coverage::finish(&judged, &plan.touched, &added, &settings, suites);
         if let Some(report) = &covered.report {
             write_json(self.out, "reports/coverage.json", report)?;
         }
-        phases.end("coverage floor (the touched packages' suites, instrumented)");
         Ok(covered)
     }
 
-    /// tests and red-on-base: the mapped tests (those the coverage run gave are not run again), then, for
-    /// a bug, the same tests on the base; only for a story.
+    /// The mapped tests (those the suites gave are not run again), then, for a bug, the same tests on the
+    /// base; package by package (a sharded gate's units), each timed.
+    fn story_tests(
+        &mut self,
+        plan: &Plan,
+        sandbox: &Sandbox,
+        on_base: Option<&red_on_base::Prepared>,
+        executed: &mut Executed,
+    ) -> Result<(), GateError> {
+        let timeout = Duration::from_secs(self.inputs.config.verify.check_timeout_s);
+        let root = self.root.as_path();
+        let mut groups: BTreeMap<String, Vec<TestId>> = BTreeMap::new();
+        for id in plan.test_ids() {
+            groups
+                .entry(units::test_dir(root, &id))
+                .or_default()
+                .push(id);
+        }
+        let groups: Vec<(String, Vec<TestId>)> = groups.into_iter().collect();
+        let suites: BTreeSet<&str> = plan
+            .touched
+            .packages
+            .iter()
+            .map(|p| shown_dir(&p.dir))
+            .collect();
+        let suites_ran = executed.suites.mapped();
+        let mut took: Vec<(String, Duration)> = Vec::new();
+        executed.tests = in_group(
+            self.progress,
+            "aayudha tests floor: the mapped tests",
+            |log| {
+                let log = RefCell::new(log);
+                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
+                let run = tests_run(sandbox, root, timeout, &heartbeat);
+                let mut results = BTreeMap::new();
+                for (dir, ids) in &groups {
+                    let started = std::time::Instant::now();
+                    results.extend(test_evidence::run_tests(&run, ids, &suites_ran));
+                    let kind = if suites.contains(dir.as_str()) {
+                        "suite"
+                    } else {
+                        "tests"
+                    };
+                    took.push((format!("{kind}:{dir}"), started.elapsed()));
+                }
+                Ok(results)
+            },
+        )?;
+        for (unit, t) in took.drain(..) {
+            *executed.elapsed.entry(unit).or_default() += t;
+        }
+        let Some(prepared) = on_base else {
+            return Ok(());
+        };
+        let head = &executed.tests;
+        let on_base = in_group(
+            self.progress,
+            "aayudha red-on-base floor: the mapped tests on the base",
+            |log| {
+                let log = RefCell::new(log);
+                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
+                let run = tests_run(sandbox, root, timeout, &heartbeat);
+                let mut tell = |dir: &str, t: Duration| took.push((format!("base:{dir}"), t));
+                Ok(red_on_base::run_on_base(
+                    prepared, &groups, &run, head, &mut tell,
+                ))
+            },
+        )?;
+        executed.on_base = Some(on_base);
+        executed.elapsed.extend(took);
+        Ok(())
+    }
+
+    /// tests and red-on-base: the verdicts of the mapped tests' results, at the head and on the base;
+    /// only for a story.
     fn story_floors(
         &mut self,
         plan: &Plan,
-        sandbox: Option<&Sandbox>,
-        on_base: Option<&red_on_base::Prepared>,
-        suites_ran: &BTreeMap<TestId, test_evidence::TestResult>,
+        results: &BTreeMap<TestId, test_evidence::TestResult>,
+        on_base: Option<&red_on_base::OnBase>,
+        (network, resolved): (Option<Network>, &[String]),
         behaviour: Option<&BehaviourReport>,
     ) -> Result<StoryFloors, GateError> {
         let inputs = self.inputs;
         let config = inputs.config;
-        let timeout = Duration::from_secs(config.verify.check_timeout_s);
         let mut found = StoryFloors {
             floors: Vec::new(),
             criteria: Vec::new(),
@@ -466,26 +706,8 @@ impl Stage<'_, '_> {
             found.criteria = evidenced.criteria;
             return Ok(found);
         };
-        let fresh;
-        let sandbox = match sandbox {
-            Some(sandbox) => sandbox,
-            None => {
-                fresh = Sandbox::new(&inputs.sandbox)?;
-                &fresh
-            }
-        };
-        let (root, out) = (self.root.as_path(), self.out);
-        let mapped = plan.test_ids();
-        let results = in_group(
-            self.progress,
-            "aayudha tests floor: the mapped tests",
-            |log| {
-                let log = RefCell::new(log);
-                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
-                let run = tests_run(sandbox, root, timeout, &heartbeat);
-                Ok(test_evidence::run_tests(&run, &mapped, suites_ran))
-            },
-        )?;
+        // With an evidence map a sandbox was made (for the mapped tests), and said its network.
+        let network = network.unwrap_or(Network::NotIsolated);
         // Two targets holding an unqualified test is the evidence map's to fix (exit 2), not a result.
         if let Some((id, why)) = results.iter().find_map(|(id, r)| match &r.outcome {
             test_evidence::Outcome::Ambiguous(why) => Some((id, why.clone())),
@@ -502,41 +724,37 @@ impl Stage<'_, '_> {
             )));
         }
         let mut evidenced = test_evidence::floor(
-            out,
+            self.out,
             &story.snapshot,
             evidence,
-            &results,
+            results,
             behaviour,
-            sandbox.no_network(),
+            network,
         )
         .map_err(io("write the evidence"))?;
-        for resolved in sandbox.resolved_locks(root) {
-            evidenced.floor.detail = format!("{}; {}", evidenced.floor.detail, resolved.sentence());
+        let mut sentences = resolved.to_vec();
+        sentences.sort();
+        sentences.dedup();
+        for sentence in sentences {
+            evidenced.floor.detail = format!("{}; {sentence}", evidenced.floor.detail);
         }
         found.floors.push(evidenced.floor);
         found.criteria = evidenced.criteria;
-        let Some(prepared) = on_base else {
+        if !plan.red_on_base {
             found
                 .floors
                 .push(red_on_base::skipped("the story is not labelled type:bug"));
             return Ok(found);
-        };
-        let report = in_group(
-            self.progress,
-            "aayudha red-on-base floor: the mapped tests on the base",
-            |log| {
-                let log = RefCell::new(log);
-                let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
-                let run = tests_run(sandbox, root, timeout, &heartbeat);
-                Ok(red_on_base::run(prepared, evidence, &run, &results))
-            },
-        )?;
-        write_json(out, "reports/red-on-base.json", &report)?;
+        }
+        let base = red_on_base::base_of(inputs.repo, &inputs.base, &inputs.head);
+        let none_ran = red_on_base::without_runs(inputs.repo, &inputs.base, &inputs.head);
+        let report = red_on_base::judge(&base, evidence, on_base.unwrap_or(&none_ran));
+        write_json(self.out, "reports/red-on-base.json", &report)?;
         found.floors.push(red_on_base::floor(
             &report,
             config.verify.red_on_base_blocking_from,
             inputs.now,
-            sandbox.no_network(),
+            network,
         ));
         found.red = Some(report);
         Ok(found)
@@ -573,6 +791,22 @@ impl Stage<'_, '_> {
         let (pack_sha256, _) = crate::hash::file(&inputs.out.join("pack.json"))
             .map_err(io("read the pack back to hash it"))?;
         Ok((pack, pack_sha256))
+    }
+}
+
+/// The coverage floor's settings: the change, the threshold and its date, the mapped tests.
+fn coverage_settings<'s>(
+    inputs: &'s Inputs,
+    mapped: &'s [TestId],
+) -> crate::floors::coverage::Settings<'s> {
+    let verify = &inputs.config.verify;
+    crate::floors::coverage::Settings {
+        base: &inputs.base,
+        head: &inputs.head,
+        threshold: verify.coverage_threshold,
+        blocking: verify.coverage_blocking_from,
+        now: inputs.now,
+        mapped,
     }
 }
 

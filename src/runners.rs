@@ -242,7 +242,8 @@ pub struct Cover<'a> {
 }
 
 /// What a file's coverage says of its lines: the executable ones, and the ones a test ran.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Lines {
     pub executable: std::collections::BTreeSet<u32>,
     pub covered: std::collections::BTreeSet<u32>,
@@ -489,7 +490,8 @@ pub fn is_test_file(path: &str) -> bool {
 }
 
 /// What happened to one test.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Outcome {
     Passed,
     Failed(String),
@@ -541,7 +543,8 @@ impl Outcome {
 }
 
 /// A test's result and its own events, timing removed, one JSON object per line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TestResult {
     pub outcome: Outcome,
     pub events: Vec<String>,
@@ -1154,5 +1157,30 @@ pub(crate) mod tests {
         ] {
             assert!(!is_test_file(no), "{no}");
         }
+    }
+}
+
+/// (De)serialises a map of results keyed by test id as a list of `[id, result]` pairs (a JSON object's
+/// keys are strings): a sharded gate's legs record their results this way for the merge.
+pub mod by_id {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{TestId, TestResult};
+
+    pub fn serialize<S: Serializer>(
+        map: &BTreeMap<TestId, TestResult>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<TestId, TestResult>, D::Error> {
+        Ok(Vec::<(TestId, TestResult)>::deserialize(d)?
+            .into_iter()
+            .collect())
     }
 }

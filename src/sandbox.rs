@@ -164,7 +164,7 @@ pub fn is_secret_name(name: &str) -> bool {
 }
 
 /// What network a check had, as recorded in `reports/behaviour.json`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
     /// The seccomp filter was installed: no inet sockets, no io_uring.
@@ -176,6 +176,21 @@ pub enum Network {
 }
 
 impl Network {
+    /// The lesser isolation of two (`not-isolated` < `allowed` < `isolated`): what a floor whose units
+    /// ran in several places claims.
+    pub fn weakest(self, other: Network) -> Network {
+        let rank = |n: Network| match n {
+            Network::NotIsolated => 0,
+            Network::Allowed => 1,
+            Network::Isolated => 2,
+        };
+        if rank(other) < rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Network::Isolated => "isolated",

@@ -195,6 +195,9 @@ pub struct ProofCommentOptions {
     /// The merge-gate job's result (`success`, `failure`, `cancelled`, `skipped`), when the workflow
     /// passes it: what the status says when the gate made no pack.
     pub gate_result: Option<String>,
+    /// A sharded gate's merge job's one-line reason (the `gate_reason` input), said in the status when
+    /// the gate made no pack.
+    pub gate_reason: Option<String>,
 }
 
 impl ProofCommentOptions {
@@ -209,6 +212,7 @@ impl ProofCommentOptions {
             token: github::token(env, github::TokenFor::Action).map(|(t, _)| t),
             config_path: None,
             gate_result: None,
+            gate_reason: None,
         }
     }
 }

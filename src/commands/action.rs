@@ -24,6 +24,8 @@ use crate::settings::VerifyOptions;
 use crate::settings::action::{ActionMode, ActionOptions};
 use crate::story::Binding;
 
+mod sharded;
+
 pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Failure> {
     crate::sandbox::cleanup::install();
     match options.mode()? {
@@ -31,9 +33,9 @@ pub fn run(ctx: &mut Context, options: ActionOptions) -> Result<ExitStatus, Fail
         ActionMode::Comment => comment(ctx, &options),
         ActionMode::Sweep => sweep(ctx, &options),
         ActionMode::Maintain => maintain(ctx, &options),
-        ActionMode::Plan | ActionMode::Shard | ActionMode::Merge => Err(Failure::usage(
-            "the sharded gate (modes plan, shard and merge) is not built yet",
-        )),
+        ActionMode::Plan => sharded::plan(ctx, &options),
+        ActionMode::Shard => sharded::shard(ctx, &options),
+        ActionMode::Merge => sharded::merge(ctx, &options),
     }
 }
 
@@ -63,145 +65,208 @@ fn config_input(options: &ActionOptions) -> Result<String, Failure> {
     }
 }
 
-fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
-    let github = ctx.github;
-    let job = Job::of(github);
-    let event_path = github.event_path.clone().ok_or_else(|| {
-        Failure::usage(
-            "`GITHUB_EVENT_PATH` is not set: the gate reads the pull request from the event",
-        )
-    })?;
-    let pr = Event::read(&event_path)?.pull_request()?;
-    let repository = github
-        .repository
-        .clone()
-        .unwrap_or_else(|| pr.base_repo.clone());
-    let repository = RepoSlug::parse(&repository).ok_or_else(|| {
-        Failure::usage(format!(
-            "`{repository}` (GITHUB_REPOSITORY, or the event's base repository) is not OWNER/NAME"
-        ))
-    })?;
-    let root = options.root()?;
-    trust_workspace();
-    let repo = Repo::discover(&root).map_err(|e| {
-        Failure::usage(format!("`{}` is not a git checkout", root.display()))
-            .caused_by(e)
-            .with_hint("check out the base with actions/checkout before the aayudha step")
-    })?;
-    inputs::refuse_persisted_credentials(&repo)?;
-    // The configuration comes from the commit the workflow came from (`GITHUB_SHA`, the default branch's
-    // head), the `config` input being a path in it: neither the pull request nor the branch it targets can
-    // relax the gate. It is read once, here; an error in it (file and line) leaves no pack.
-    let config_path = config_input(options)?;
-    let token = options.token.as_deref();
-    let config_sha = inputs::trusted_commit(&repo, github, token)?;
-    let no_pack = |ctx: &mut Context, failure: Failure| {
-        job.output(ctx.err, "result", "no-pack");
-        let summary = crate::output::text(|w| crate::output::summary::no_pack(&failure.message, w));
-        job.summary(ctx.err, &summary);
-        failure
-    };
-    let config = inputs::config_at(&repo, &config_sha, &config_path, options.config.is_some())
-        .map_err(|f| no_pack(ctx, f))?;
-    inputs::fetch_pull(&repo, github, token, pr.number, &config.ledger.branch)?;
-    for (what, sha) in [("head", &pr.head_sha), ("base", &pr.base_sha)] {
-        if repo.sha(sha).is_err() {
-            return Err(Failure::unexpected(format!(
-                "the pull request's {what} {sha} is not in the checkout after fetching `refs/pull/{}/head`",
-                pr.number
-            ))
-            .with_hint("the pull request moved on since this event; the run for its new head verifies it"));
-        }
-    }
+/// A pull request's gate, set up as every job of the gate sets it up (the single gate job, and a sharded
+/// gate's plan, legs and merge): the event read, the base's checkout trusted, the configuration read
+/// from the default branch's commit, the pull request's head fetched and checked out, its story and
+/// binding resolved, and a temporary folder outside the workspace.
+pub(crate) struct PullGate {
+    pub repo: Repo,
+    pub repository: RepoSlug,
+    pub pr: crate::event::PullRequest,
+    pub config: Config,
+    /// The story's number (the input, else the body's).
+    pub number: Option<u64>,
+    /// The story's Ready snapshot's Completion Goal hash.
+    pub snapshot_hash: Option<String>,
+    pub binding: Binding,
+    pub notes: Annotations,
+    pub temp: tempfile::TempDir,
+}
 
-    inputs::check_out(repo.root(), &pr.head_sha)?;
-    let mut notes = Annotations::default();
-    if inputs::config_changed(&repo, &config_sha, &pr.head_sha, &config_path) {
-        notes.add(
-            Level::Notice,
-            Some((&config_path, 1)),
-            "aayudha configuration",
-            "this pull request changes the configuration; the gate uses the default branch's until it merges",
-        );
-    }
-
-    // The story: the input, else the body; its labels and Completion Goal as they are now, its Ready
-    // snapshot from the ledger.
-    let number = options
-        .story
-        .or_else(|| pr.body.as_deref().and_then(crate::story::story_in_body));
-    let mut binding = Binding {
-        pr: pr.number,
-        workflow: github.workflow_file(),
-        run_id: github.run_id.unwrap_or(0),
-        run_url: github.run_url().unwrap_or_default(),
-        pr_url: pr.html_url.clone(),
-        ..Binding::default()
-    };
-    let story = match number {
-        Some(number) => {
-            let token = token.ok_or_else(|| {
-                Failure::usage("no token: the gate reads the story through the API (input `token`)")
-            })?;
-            let client = Client::new(&github.api_url, &Token::new(token.to_string()))
-                .map_err(Failure::from)?;
-            inputs::story_now(&client, &repository, number, &mut binding)?;
-            let story = inputs::story(
-                &repo,
-                number,
-                None,
-                &root,
-                &config.ledger.branch,
-                &pr.head_sha,
+impl PullGate {
+    /// The gate set up, and the pull request's story (the gate's inputs take it).
+    pub fn open(
+        ctx: &mut Context,
+        options: &ActionOptions,
+    ) -> Result<(PullGate, Option<crate::story::Story>), Failure> {
+        let github = ctx.github;
+        let job = Job::of(github);
+        let event_path = github.event_path.clone().ok_or_else(|| {
+            Failure::usage(
+                "`GITHUB_EVENT_PATH` is not set: the gate reads the pull request from the event",
             )
-            .map_err(|f| no_pack(ctx, f))?;
-            if let Some(why) = story.snapshot.meta.local_file_refusal() {
-                return Err(no_pack(ctx, Failure::usage(why)));
+        })?;
+        let pr = Event::read(&event_path)?.pull_request()?;
+        let repository = github
+            .repository
+            .clone()
+            .unwrap_or_else(|| pr.base_repo.clone());
+        let repository = RepoSlug::parse(&repository).ok_or_else(|| {
+            Failure::usage(format!(
+                "`{repository}` (GITHUB_REPOSITORY, or the event's base repository) is not OWNER/NAME"
+            ))
+        })?;
+        let root = options.root()?;
+        trust_workspace();
+        let repo = Repo::discover(&root).map_err(|e| {
+            Failure::usage(format!("`{}` is not a git checkout", root.display()))
+                .caused_by(e)
+                .with_hint("check out the base with actions/checkout before the aayudha step")
+        })?;
+        inputs::refuse_persisted_credentials(&repo)?;
+        // The configuration comes from the commit the workflow came from (`GITHUB_SHA`, the default
+        // branch's head), the `config` input being a path in it: neither the pull request nor the branch
+        // it targets can relax the gate. It is read once, here; an error in it (file and line) leaves no
+        // pack.
+        let config_path = config_input(options)?;
+        let token = options.token.as_deref();
+        let config_sha = inputs::trusted_commit(&repo, github, token)?;
+        let config = inputs::config_at(&repo, &config_sha, &config_path, options.config.is_some())
+            .map_err(|f| no_pack(ctx, &job, f))?;
+        inputs::fetch_pull(&repo, github, token, pr.number, &config.ledger.branch)?;
+        for (what, sha) in [("head", &pr.head_sha), ("base", &pr.base_sha)] {
+            if repo.sha(sha).is_err() {
+                return Err(Failure::unexpected(format!(
+                    "the pull request's {what} {sha} is not in the checkout after fetching `refs/pull/{}/head`",
+                    pr.number
+                ))
+                .with_hint("the pull request moved on since this event; the run for its new head verifies it"));
             }
-            Some(story)
         }
-        None => None,
-    };
-    let snapshot_hash = story
-        .as_ref()
-        .map(|s| s.snapshot.meta.completion_goal_hash.clone());
 
-    // The gate, bound to the pull request, its pack written outside the workspace; its progress streams to
-    // the log as it happens.
-    let temp = tempfile::Builder::new()
-        .prefix("aayudha-")
-        .tempdir_in(inputs::temp_folder(github))
-        .map_err(|e| Failure::unexpected("cannot create a temporary folder").caused_by(e))?;
-    let _interrupted = crate::sandbox::cleanup::dir(temp.path());
-    let door = inputs::Door {
-        slug: repository.to_string(),
-        out: temp.path().join("pack"),
-        temp: temp.path().to_path_buf(),
-        binding: Some(binding),
-        force_red_on_base: false,
-        jobs: None,
-        actions: true,
-    };
-    let base_head = (pr.base_sha.clone(), pr.head_sha.clone());
-    let inputs = crate::gate::Inputs::new(&repo, &config, base_head, story, ctx.env, door)?;
+        inputs::check_out(repo.root(), &pr.head_sha)?;
+        let mut notes = Annotations::default();
+        if inputs::config_changed(&repo, &config_sha, &pr.head_sha, &config_path) {
+            notes.add(
+                Level::Notice,
+                Some((&config_path, 1)),
+                "aayudha configuration",
+                "this pull request changes the configuration; the gate uses the default branch's until it merges",
+            );
+        }
+
+        // The story: the input, else the body; its labels and Completion Goal as they are now, its
+        // Ready snapshot from the ledger.
+        let number = options
+            .story
+            .or_else(|| pr.body.as_deref().and_then(crate::story::story_in_body));
+        let mut binding = Binding {
+            pr: pr.number,
+            workflow: github.workflow_file(),
+            run_id: github.run_id.unwrap_or(0),
+            run_url: github.run_url().unwrap_or_default(),
+            pr_url: pr.html_url.clone(),
+            ..Binding::default()
+        };
+        let story = match number {
+            Some(number) => {
+                let token = token.ok_or_else(|| {
+                    Failure::usage(
+                        "no token: the gate reads the story through the API (input `token`)",
+                    )
+                })?;
+                let client = Client::new(&github.api_url, &Token::new(token.to_string()))
+                    .map_err(Failure::from)?;
+                inputs::story_now(&client, &repository, number, &mut binding)?;
+                let story = inputs::story(
+                    &repo,
+                    number,
+                    None,
+                    &root,
+                    &config.ledger.branch,
+                    &pr.head_sha,
+                )
+                .map_err(|f| no_pack(ctx, &job, f))?;
+                if let Some(why) = story.snapshot.meta.local_file_refusal() {
+                    return Err(no_pack(ctx, &job, Failure::usage(why)));
+                }
+                Some(story)
+            }
+            None => None,
+        };
+        let temp = tempfile::Builder::new()
+            .prefix("aayudha-")
+            .tempdir_in(inputs::temp_folder(github))
+            .map_err(|e| Failure::unexpected("cannot create a temporary folder").caused_by(e))?;
+        let snapshot_hash = story
+            .as_ref()
+            .map(|s| s.snapshot.meta.completion_goal_hash.clone());
+        let pull = PullGate {
+            repo,
+            repository,
+            pr,
+            config,
+            number,
+            snapshot_hash,
+            binding,
+            notes,
+            temp,
+        };
+        Ok((pull, story))
+    }
+
+    /// The gate's inputs, bound to the pull request, its pack written outside the workspace.
+    pub fn inputs<'g>(
+        &'g self,
+        story: Option<crate::story::Story>,
+        env: &crate::settings::Env,
+    ) -> Result<crate::gate::Inputs<'g>, Failure> {
+        let door = inputs::Door {
+            slug: self.repository.to_string(),
+            out: self.temp.path().join("pack"),
+            temp: self.temp.path().to_path_buf(),
+            binding: Some(self.binding.clone()),
+            force_red_on_base: false,
+            jobs: None,
+            actions: true,
+        };
+        let base_head = (self.pr.base_sha.clone(), self.pr.head_sha.clone());
+        crate::gate::Inputs::new(&self.repo, &self.config, base_head, story, env, door)
+    }
+
+    /// What publishing the pack needs.
+    pub fn publish<'g>(
+        &self,
+        ctx: &Context<'g>,
+        options: &ActionOptions,
+    ) -> Result<crate::publish::gate::Publish<'g>, Failure> {
+        Ok(crate::publish::gate::Publish {
+            github: ctx.github,
+            retention_days: options
+                .retention_days
+                .unwrap_or(self.config.proof.retention_days),
+            story: self.number,
+            snapshot_hash: self.snapshot_hash.clone(),
+            fork: self.pr.is_fork(),
+            notes: self.notes.clone(),
+            now: ctx.env.now()?,
+            merge: false,
+        })
+    }
+}
+
+/// A gate that made no pack: the `result` output says so and the job summary says why.
+fn no_pack(ctx: &mut Context, job: &Job, failure: Failure) -> Failure {
+    job.output(ctx.err, "result", "no-pack");
+    let summary = crate::output::text(|w| crate::output::summary::no_pack(&failure.message, w));
+    job.summary(ctx.err, &summary);
+    failure
+}
+
+fn gate(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
+    let job = Job::of(ctx.github);
+    let (pull, story) = PullGate::open(ctx, options)?;
+    let _interrupted = crate::sandbox::cleanup::dir(pull.temp.path());
+    // The gate's progress streams to the log as it happens.
+    let inputs = pull.inputs(story, ctx.env)?;
     let run = crate::gate::run(&inputs, ctx.err);
     if crate::sandbox::cleanup::interrupted() {
         // The signal thread is ending the process (128 + the signal): write no verdict.
         return Err(Failure::unexpected("interrupted: nothing was uploaded"));
     }
-    let run = run.map_err(|e| no_pack(ctx, e.into()))?;
-    let publish = crate::publish::gate::Publish {
-        github,
-        retention_days: options
-            .retention_days
-            .unwrap_or(config.proof.retention_days),
-        story: number,
-        snapshot_hash,
-        fork: pr.is_fork(),
-        notes,
-        now: ctx.env.now()?,
-    };
-    crate::publish::gate::gate(&run, publish, temp.path(), ctx.out, ctx.err)?;
+    let run = run.map_err(|e| no_pack(ctx, &job, e.into()))?;
+    let publish = pull.publish(ctx, options)?;
+    crate::publish::gate::gate(&run, publish, pull.temp.path(), ctx.out, ctx.err)?;
     // The pack is uploaded: the `pack` job reports the verdict.
     Ok(ExitStatus::Ok)
 }
@@ -215,6 +280,7 @@ fn comment(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fai
         token: options.token.clone(),
         config_path: options.config.as_ref().map(|p| p.display().to_string()),
         gate_result: options.gate_result.clone(),
+        gate_reason: options.gate_reason.clone(),
     };
     super::publish_proof(ctx, &proof)
 }

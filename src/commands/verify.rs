@@ -83,6 +83,7 @@ fn checks(
             &behaviour::BehaviourReport {
                 schema_version: 1,
                 checks: Vec::new(),
+                elapsed: Default::default(),
             },
         )?,
         None => write_out(ctx.out, "no behaviour check selected\n")?,
@@ -101,6 +102,7 @@ fn checks(
         let empty = behaviour::BehaviourReport {
             schema_version: 1,
             checks: Vec::new(),
+            elapsed: Default::default(),
         };
         let report = ran.as_ref().map_or(&empty, |(r, _)| r);
         maintain.post(ctx.err, repo, &run, Some(&map), Some(report))?;

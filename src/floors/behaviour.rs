@@ -41,7 +41,8 @@ impl Status {
 }
 
 /// An artifact of a check, copied into the run folder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Artifact {
     /// `/`-separated, relative to the run folder: `behaviour/<feature>.<check>/<path>`.
     pub path: String,
@@ -51,7 +52,8 @@ pub struct Artifact {
 }
 
 /// One check's line in `reports/behaviour.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CheckResult {
     pub product: String,
     pub feature: String,
@@ -69,6 +71,10 @@ pub struct CheckResult {
 pub struct BehaviourReport {
     pub schema_version: u32,
     pub checks: Vec<CheckResult>,
+    /// How long each check took, by `<product>/<feature>.<check>`: never in the report (packs carry no
+    /// timings), only in a sharded gate's timings sidecar.
+    #[serde(skip)]
+    pub elapsed: std::collections::BTreeMap<String, Duration>,
 }
 
 impl BehaviourReport {
@@ -203,7 +209,7 @@ pub fn run(
         (0..selected.len()).partition(|&n| !check_of(maps, &selected[n]).kind.needs_network());
     prebuild(maps, selected, options, sandbox);
     let total = selected.len();
-    let mut results: Vec<CheckResult> = Vec::with_capacity(total);
+    let mut results: Vec<Timed> = Vec::with_capacity(total);
     let mut done = 0usize;
     run_phase(
         &Phase {
@@ -272,13 +278,18 @@ pub fn run(
     if crate::sandbox::cleanup::interrupted() {
         return Err(BehaviourError::Interrupted);
     }
-    let mut checks = results;
+    let elapsed = results
+        .iter()
+        .map(|(c, took)| (format!("{}/{}.{}", c.product, c.feature, c.check), *took))
+        .collect();
+    let mut checks: Vec<CheckResult> = results.into_iter().map(|(c, _)| c).collect();
     checks.sort_by(|a, b| {
         (&a.product, &a.feature, &a.check).cmp(&(&b.product, &b.feature, &b.check))
     });
     let report = BehaviourReport {
         schema_version: 1,
         checks,
+        elapsed,
     };
     let path = options.out.join("reports/behaviour.json");
     crate::safe_fs::write_json(&path, &report).map_err(write_err(&path))?;
@@ -363,7 +374,7 @@ fn run_phase(
     phase: &Phase,
     which: &[usize],
     done: &mut usize,
-    results: &mut Vec<CheckResult>,
+    results: &mut Vec<Timed>,
     progress: &Mutex<&mut Log>,
 ) {
     if which.is_empty() {
@@ -425,7 +436,7 @@ fn run_phase(
                 &result,
                 &log,
             );
-            results.push(result.0);
+            results.push(result);
         }
     });
 }

@@ -286,14 +286,10 @@ pub struct Settings<'a> {
     pub mapped: &'a [TestId],
 }
 
-/// The floor's result, its report (`None` when no number was computed), and the mapped tests the suites
-/// ran, read from those runs.
+/// The floor's result and its report (`None` when no number was computed).
 pub struct Covered {
     pub floor: FloorResult,
     pub report: Option<Report>,
-    /// The mapped tests of the touched packages whose results the suites' own runs gave: the tests floor
-    /// takes them from here and does not run them again.
-    pub mapped: BTreeMap<TestId, TestResult>,
 }
 
 /// The floor on a change without a story.
@@ -334,25 +330,100 @@ fn verdict(value: u32, settings: &Settings, counted: String) -> (Verdict, String
     }
 }
 
-/// Runs the touched packages' suites and computes the number over the change's `added` lines.
-pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) -> Covered {
-    let (tool, words) = names(touched);
-    if let Some((verdict, why)) = refused(run, touched, change) {
-        return no_number(run, settings, &tool, verdict, why, Tally::default());
+/// What the touched packages' suites gave, by package folder, or why none could run: the part of the
+/// floor that runs product code. A sharded gate's legs each run some of the suites and the merge reads
+/// them back, so it is data (`Serialize`); [`finish`] computes the floor from it.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suites {
+    /// Why no suite could run here (a checkout the sandbox cannot reach).
+    pub refused: Option<(Verdict, String)>,
+    /// Each suite's results, by the package's folder.
+    pub tallies: BTreeMap<String, Tally>,
+    /// How long each suite took, by the package's folder: never in a report.
+    #[serde(skip)]
+    pub elapsed: BTreeMap<String, std::time::Duration>,
+}
+
+impl Suites {
+    /// The mapped tests whose results the suites' own runs gave (the tests floor does not run them
+    /// again).
+    pub fn mapped(&self) -> BTreeMap<TestId, TestResult> {
+        self.tallies
+            .values()
+            .flat_map(|t| t.mapped.iter().map(|(id, r)| (id.clone(), r.clone())))
+            .collect()
+    }
+
+    /// Adds another run's suites (a shard's): the first refusal is kept.
+    pub fn absorb(&mut self, other: Suites) {
+        if self.refused.is_none() {
+            self.refused = other.refused;
+        }
+        self.tallies.extend(other.tallies);
+        self.elapsed.extend(other.elapsed);
+    }
+}
+
+/// Runs each of `touched`'s suites, instrumented, in the sandbox (none when the change or the checkout
+/// is refused).
+pub fn run_suites(run: &Run, touched: &Touched, change: &Added, settings: &Settings) -> Suites {
+    if refused_by_data(touched, change).is_some() {
+        return Suites::default();
+    }
+    if let Some(why) = run.sandbox.reach_problem(run.root) {
+        return Suites {
+            refused: Some((Verdict::Blocked, why)),
+            ..Suites::default()
+        };
     }
     let launcher = InSandbox { run };
     let changed: Vec<String> = change.lines.keys().cloned().collect();
+    let mut suites = Suites::default();
+    for found in &touched.packages {
+        let started = std::time::Instant::now();
+        let mut tally = Tally::default();
+        tally.cover(run, &launcher, found, &changed, settings);
+        suites.tallies.insert(found.dir.clone(), tally);
+        suites.elapsed.insert(found.dir.clone(), started.elapsed());
+    }
+    suites
+}
+
+/// Where the floor is judged: the head's checkout (its test code is read, its folder scrubbed from the
+/// words) and the network the suites ran with (`None`: no suite ran).
+pub struct Judged<'a> {
+    pub root: &'a Path,
+    pub network: Option<crate::sandbox::Network>,
+}
+
+/// The floor from the suites' results: every touched package's, in `touched`'s order.
+pub fn finish(
+    judged: &Judged,
+    touched: &Touched,
+    change: &Added,
+    settings: &Settings,
+    suites: Suites,
+) -> Covered {
+    let (tool, words) = names(touched);
+    if let Some((verdict, why)) = refused_by_data(touched, change).or(suites.refused) {
+        return no_number(judged, settings, &tool, verdict, why, Tally::default());
+    }
+    let mut tallies = suites.tallies;
     let mut tally = Tally::default();
     for found in &touched.packages {
-        tally.cover(run, &launcher, found, &changed, settings);
+        if let Some(one) = tallies.remove(&found.dir) {
+            tally.absorb(one);
+        }
     }
     if let Some((verdict, why)) = tally.without_number() {
-        return no_number(run, settings, &tool, verdict, why, tally);
+        return no_number(judged, settings, &tool, verdict, why, tally);
     }
-    let test_code = test_code(run.root, &tally.files, &change.lines);
+    let root = judged.root;
+    let test_code = test_code(root, &tally.files, &change.lines);
     let report = compare(&tally.files, &change.lines, &test_code, settings, &tool);
     let counted = counted(&report, &words, &tally, change, touched, &test_code);
-    let counted = runners::scrub(&counted, run.root);
+    let counted = runners::scrub(&counted, root);
     let (n, m) = (report.covered, report.changed_executable);
     let mut floor = if let Some(value) = (n * 100).checked_div(m) {
         let value = u32::try_from(value).unwrap_or(100);
@@ -367,18 +438,17 @@ pub fn run(run: &Run, touched: &Touched, change: &Added, settings: &Settings) ->
         FloorResult::new(Floor::Coverage, Verdict::Skipped, tool.clone(), why)
             .numbers(0.0, f64::from(settings.threshold))
     };
-    floor.network = Some(run.sandbox.no_network());
+    floor.network = judged.network;
     floor.version = Some(tally.versions.join("; "));
     Covered {
         floor,
         report: Some(report),
-        mapped: tally.mapped,
     }
 }
 
-/// Why no suite runs at all: no touched package with tests, a changed path aayu refuses, a checkout the
-/// sandbox cannot reach.
-fn refused(run: &Run, touched: &Touched, change: &Added) -> Option<(Verdict, String)> {
+/// Why no suite runs at all, read from the change alone: no touched package with tests, a changed path
+/// aayu refuses.
+fn refused_by_data(touched: &Touched, change: &Added) -> Option<(Verdict, String)> {
     if touched.packages.is_empty() {
         let why = if touched.without_runner.is_empty() {
             "no package with tests is touched by the change".to_string()
@@ -389,29 +459,26 @@ fn refused(run: &Run, touched: &Touched, change: &Added) -> Option<(Verdict, Str
     }
     // A path is data: one with a control character is refused (its lines could not be told apart in
     // the tools' reports), never left out of the count.
-    if let Some(path) = change
+    change
         .lines
         .keys()
         .chain(&change.left_out)
         .find(|p| p.chars().any(char::is_control))
-    {
-        return Some((
-            Verdict::Blocked,
-            format!(
-                "`{}` has a control character in its name: aayu refuses such a path, and cannot count its lines — rename it",
-                path.escape_debug()
-            ),
-        ));
-    }
-    run.sandbox
-        .reach_problem(run.root)
-        .map(|why| (Verdict::Blocked, why))
+        .map(|path| {
+            (
+                Verdict::Blocked,
+                format!(
+                    "`{}` has a control character in its name: aayu refuses such a path, and cannot count its lines — rename it",
+                    path.escape_debug()
+                ),
+            )
+        })
 }
 
 /// A result without a number: it still names the threshold, and — once product code ran — the
 /// toolchain and the network it ran with.
 fn no_number(
-    run: &Run,
+    judged: &Judged,
     settings: &Settings,
     tool: &str,
     verdict: Verdict,
@@ -422,25 +489,26 @@ fn no_number(
         Floor::Coverage,
         verdict,
         tool.to_string(),
-        runners::scrub(&detail, run.root),
+        runners::scrub(&detail, judged.root),
     )
     .numbers(0.0, f64::from(settings.threshold));
     if !tally.versions.is_empty() {
         floor.version = Some(tally.versions.join("; "));
     }
     if tally.ran {
-        floor.network = Some(run.sandbox.no_network());
+        floor.network = judged.network;
     }
     Covered {
         floor,
         report: None,
-        mapped: tally.mapped,
     }
 }
 
 /// What the touched packages' suites gave, package by package.
-#[derive(Default)]
-struct Tally {
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tally {
+    #[serde(with = "crate::runners::by_id")]
     mapped: BTreeMap<TestId, TestResult>,
     /// The toolchains they ran with, as the floor names them.
     versions: Vec<String>,
@@ -457,6 +525,25 @@ struct Tally {
 }
 
 impl Tally {
+    /// Adds another package's tally, as if its suite had run after these.
+    fn absorb(&mut self, other: Tally) {
+        self.mapped.extend(other.mapped);
+        for version in other.versions {
+            if !self.versions.contains(&version) {
+                self.versions.push(version);
+            }
+        }
+        for (path, lines) in other.files {
+            self.files.entry(path).or_default().add(lines);
+        }
+        self.failing.extend(other.failing);
+        self.broken.extend(other.broken);
+        self.blocked.extend(other.blocked);
+        self.untested.extend(other.untested);
+        self.notes.extend(other.notes);
+        self.ran |= other.ran;
+    }
+
     /// Runs one touched package's suite, instrumented, and adds what it gave.
     fn cover(
         &mut self,

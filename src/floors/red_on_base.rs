@@ -74,6 +74,14 @@ impl Prepared {
     }
 }
 
+/// The merge base of `base` and `head` as red-on-base names it (empty when there is none).
+pub fn base_of(repo: &Repo, base: &str, head: &str) -> String {
+    match repo.merge_base(base, head) {
+        Ok(Some(oid)) => oid.to_string(),
+        _ => String::new(),
+    }
+}
+
 /// Checks the merge base of `base` and `head` out into a temporary folder and puts the pull request's
 /// changed test-only files on top. Every file is written beneath that folder without following a link the
 /// base's tree may hold. Nothing runs yet: the dependencies of this tree are fetched with the others'
@@ -128,48 +136,42 @@ pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
     }
 }
 
-/// Runs the mapped tests of every criterion on the prepared base. A cargo test that the head's run found
-/// in one target (`head`) runs in that same target on the base: another target's test of the same path
-/// failing there shows nothing about this one.
-pub fn run(
-    prepared: &Prepared,
-    evidence: &EvidenceMap,
-    run: &test_evidence::Run,
-    head: &BTreeMap<TestId, test_evidence::TestResult>,
-) -> Report {
-    let inconclusive_all = |base: String, reason: String| Report {
-        schema_version: 1,
-        base,
-        criteria: evidence
-            .criterion
-            .iter()
-            .map(|c| CriterionVerdict {
-                id: c.id,
-                verdict: Verdict::Inconclusive,
-                reason: reason.clone(),
-                tests: Vec::new(),
-            })
-            .collect(),
-    };
-    let base_sha = prepared.base.clone();
-    let folder = match &prepared.tree {
-        Ok(folder) => folder,
-        Err(why) => return inconclusive_all(base_sha, why.clone()),
-    };
-    let mut ids: Vec<TestId> = Vec::new();
-    let mut per_criterion: BTreeMap<u32, Vec<TestId>> = BTreeMap::new();
-    // The id that runs on the base, by the id the evidence map writes.
-    let mut on_base_id: BTreeMap<TestId, TestId> = BTreeMap::new();
-    for criterion in &evidence.criterion {
-        for text in &criterion.tests {
-            if let Ok(id) = TestId::parse(text) {
-                let pinned = pinned_to_head_target(&id, head);
-                ids.push(pinned.clone());
-                on_base_id.insert(id.clone(), pinned);
-                per_criterion.entry(criterion.id).or_default().push(id);
-            }
+/// What the mapped tests gave on the base, by the id the evidence map writes; or why none could run
+/// there (then every criterion is inconclusive). A sharded gate's legs each run some packages' tests
+/// and the merge reads them back, so it is data.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum OnBase {
+    Ran(#[serde(with = "crate::runners::by_id")] BTreeMap<TestId, test_evidence::TestResult>),
+    Refused(String),
+}
+
+impl OnBase {
+    /// Adds another run's results (a shard's): a refusal wins, the first one kept.
+    pub fn absorb(&mut self, other: OnBase) {
+        match (&mut *self, other) {
+            (OnBase::Refused(_), _) => {}
+            (_, refused @ OnBase::Refused(_)) => *self = refused,
+            (OnBase::Ran(mine), OnBase::Ran(theirs)) => mine.extend(theirs),
         }
     }
+}
+
+/// Runs the mapped tests (as the evidence map writes them) on the prepared base, group by group (a
+/// sharded gate's `base:` units: one package's tests each), telling `took` how long each group took. A
+/// cargo test that the head's run found in one target (`head`) runs in that same target on the base:
+/// another target's test of the same path failing there shows nothing about this one.
+pub fn run_on_base(
+    prepared: &Prepared,
+    groups: &[(String, Vec<TestId>)],
+    run: &test_evidence::Run,
+    head: &BTreeMap<TestId, test_evidence::TestResult>,
+    took: &mut dyn FnMut(&str, std::time::Duration),
+) -> OnBase {
+    let folder = match &prepared.tree {
+        Ok(folder) => folder,
+        Err(why) => return OnBase::Refused(why.clone()),
+    };
     // The base builds in a folder of its own, seeded with the head's build so that each registry and git
     // dependency is compiled once per run. Every file of the base is made newer than that copy first, so
     // cargo rebuilds every package of the base's own (a path package is judged fresh by its files'
@@ -177,10 +179,9 @@ pub fn run(
     if let Err(e) =
         crate::sandbox::build_cache::touch_tree(folder.path(), std::time::SystemTime::now())
     {
-        return inconclusive_all(
-            base_sha,
-            format!("the base's files could not be made newer than the head's build: {e}"),
-        );
+        return OnBase::Refused(format!(
+            "the base's files could not be made newer than the head's build: {e}"
+        ));
     }
     let _ = run.sandbox.seed_target(0, BASE_TARGET);
     let on_base = test_evidence::Run {
@@ -190,20 +191,72 @@ pub fn run(
         target: Some(BASE_TARGET),
         heartbeat: run.heartbeat,
     };
-    let results = test_evidence::run_tests(&on_base, &ids, &BTreeMap::new());
+    let mut found = BTreeMap::new();
+    for (group, ids) in groups {
+        let started = std::time::Instant::now();
+        // The id that runs on the base, by the id the evidence map writes.
+        let pinned: BTreeMap<&TestId, TestId> = ids
+            .iter()
+            .map(|id| (id, pinned_to_head_target(id, head)))
+            .collect();
+        let to_run: Vec<TestId> = pinned.values().cloned().collect();
+        let results = test_evidence::run_tests(&on_base, &to_run, &BTreeMap::new());
+        found.extend(
+            pinned
+                .into_iter()
+                .filter_map(|(id, runs)| Some((id.clone(), results.get(&runs)?.clone()))),
+        );
+        took(group, started.elapsed());
+    }
+    OnBase::Ran(found)
+}
+
+/// What red-on-base gives where none of its tests ran: every criterion inconclusive when the change has
+/// no merge base (as [`prepare`] would find), else no result yet.
+pub fn without_runs(repo: &Repo, base: &str, head: &str) -> OnBase {
+    if base_of(repo, base, head).is_empty() {
+        let why = if repo.is_shallow() {
+            "the history is too shallow to find the merge base: fetch the full history (`fetch-depth: 0` in actions/checkout)"
+        } else {
+            "the base and head have no merge base"
+        };
+        return OnBase::Refused(why.to_string());
+    }
+    OnBase::Ran(BTreeMap::new())
+}
+
+/// Each criterion's verdict from what its mapped tests gave on the base `base_sha`.
+pub fn judge(base_sha: &str, evidence: &EvidenceMap, on_base: &OnBase) -> Report {
+    let results = match on_base {
+        OnBase::Ran(results) => results,
+        OnBase::Refused(reason) => {
+            return Report {
+                schema_version: 1,
+                base: base_sha.to_string(),
+                criteria: evidence
+                    .criterion
+                    .iter()
+                    .map(|c| CriterionVerdict {
+                        id: c.id,
+                        verdict: Verdict::Inconclusive,
+                        reason: reason.clone(),
+                        tests: Vec::new(),
+                    })
+                    .collect(),
+            };
+        }
+    };
     let criteria = evidence
         .criterion
         .iter()
         .map(|criterion| {
-            let mapped = per_criterion
-                .get(&criterion.id)
-                .cloned()
-                .unwrap_or_default();
-            let lines: Vec<TestLine> = mapped
+            let lines: Vec<TestLine> = criterion
+                .tests
                 .iter()
+                .filter_map(|text| TestId::parse(text).ok())
                 .map(|id| {
                     let outcome = results
-                        .get(on_base_id.get(id).unwrap_or(id))
+                        .get(&id)
                         .map_or(Outcome::NotRun("no result".to_string()), |r| {
                             r.outcome.clone()
                         });
@@ -240,7 +293,7 @@ pub fn run(
         .collect();
     Report {
         schema_version: 1,
-        base: base_sha,
+        base: base_sha.to_string(),
         criteria,
     }
 }

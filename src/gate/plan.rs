@@ -142,22 +142,24 @@ pub struct PlannedPackage {
 }
 
 impl Plan {
+    /// A selected check's id, `<product>/<feature>.<check>` (a sharded gate's unit `check:<id>`).
+    pub fn check_id(&self, s: &Selected) -> String {
+        let map = &self.maps.maps[s.map];
+        let feature = &map.features[s.feature];
+        format!(
+            "{}/{}.{}",
+            map.product, feature.id.value, feature.checks[s.check].id.value
+        )
+    }
+
     /// The plan as `verify --select` prints it.
     pub fn document(&self) -> Document {
-        let maps = &self.maps.maps;
         let checks = self
             .selected
             .iter()
-            .map(|s| {
-                let map = &maps[s.map];
-                let feature = &map.features[s.feature];
-                PlannedCheck {
-                    id: format!(
-                        "{}/{}.{}",
-                        map.product, feature.id.value, feature.checks[s.check].id.value
-                    ),
-                    selected_because: s.because.clone(),
-                }
+            .map(|s| PlannedCheck {
+                id: self.check_id(s),
+                selected_because: s.because.clone(),
             })
             .collect();
         let tests = self
@@ -245,26 +247,94 @@ pub fn plan(change: &Change) -> Result<Plan, GateError> {
     let is_bug = story_labels(change).iter().any(|l| l == "type:bug");
     let red_on_base =
         story.is_some_and(|s| s.evidence.is_some()) && (is_bug || change.force_red_on_base);
-    let test_packages = tests
-        .iter()
-        .map(|t| (t.id.package.clone(), Some(t.id.rest.clone())))
-        .chain(touched.fetch())
-        .collect();
-    let seed = behaviour::seed_package(&loaded.maps, &selected, root, &change.config.verify.seed);
-    let ids: Vec<TestId> = tests.iter().map(|t| t.id.clone()).collect();
-    let needs = behaviour::needs(&loaded.maps, &selected, root)
-        .into_iter()
-        .chain(test_evidence::needs(root, &ids))
-        .chain(touched.needs())
-        .collect();
-    Ok(Plan {
-        maps: loaded,
-        selected,
-        tests,
-        touched,
-        red_on_base,
-        test_packages,
-        seed,
-        needs,
-    })
+    Ok(Plan::of(
+        change,
+        Chosen {
+            maps: loaded,
+            selected,
+            tests,
+            touched,
+            red_on_base,
+        },
+    ))
+}
+
+/// What a plan runs, before what follows from it (the fetch, the seed, the preflight's tools).
+struct Chosen {
+    maps: maps::Loaded,
+    selected: Vec<Selected>,
+    tests: Vec<MappedTest>,
+    touched: Touched,
+    red_on_base: bool,
+}
+
+impl Plan {
+    /// The plan of what was chosen: the packages to fetch, the seed's package and the tools follow.
+    fn of(change: &Change, chosen: Chosen) -> Plan {
+        let root = change.repo.root();
+        let Chosen {
+            maps: loaded,
+            selected,
+            tests,
+            touched,
+            red_on_base,
+        } = chosen;
+        let test_packages = tests
+            .iter()
+            .map(|t| (t.id.package.clone(), Some(t.id.rest.clone())))
+            .chain(touched.fetch())
+            .collect();
+        let seed =
+            behaviour::seed_package(&loaded.maps, &selected, root, &change.config.verify.seed);
+        let ids: Vec<TestId> = tests.iter().map(|t| t.id.clone()).collect();
+        let needs = behaviour::needs(&loaded.maps, &selected, root)
+            .into_iter()
+            .chain(test_evidence::needs(root, &ids))
+            .chain(touched.needs())
+            .collect();
+        Plan {
+            maps: loaded,
+            selected,
+            tests,
+            touched,
+            red_on_base,
+            test_packages,
+            seed,
+            needs,
+        }
+    }
+
+    /// The plan narrowed to a sharded gate's leg: only the units in `ids` (see [`super::units`]) — its
+    /// checks, its packages' suites and mapped tests, and red-on-base for its `base:` units.
+    pub fn only(self, change: &Change, ids: &BTreeSet<String>) -> Plan {
+        let root = change.repo.root();
+        let has = |kind: &str, rest: &str| ids.contains(&format!("{kind}:{rest}"));
+        let selected = self
+            .selected
+            .iter()
+            .filter(|s| has("check", &self.check_id(s)))
+            .cloned()
+            .collect();
+        let mut touched = self.touched;
+        touched.packages.retain(|p| has("suite", shown_dir(&p.dir)));
+        let tests: Vec<MappedTest> = self
+            .tests
+            .into_iter()
+            .filter(|t| {
+                let dir = super::units::test_dir(root, &t.id);
+                has("suite", &dir) || has("tests", &dir)
+            })
+            .collect();
+        let red_on_base = self.red_on_base && ids.iter().any(|id| id.starts_with("base:"));
+        Plan::of(
+            change,
+            Chosen {
+                maps: self.maps,
+                selected,
+                tests,
+                touched,
+                red_on_base,
+            },
+        )
+    }
 }

@@ -57,7 +57,7 @@ pub fn annotation_of(
 
 /// Annotations of one step: at most [`ANNOTATIONS_PER_LEVEL`] of each level are printed; the rest are
 /// kept for the summary.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Annotations {
     printed: [usize; 3],
     /// Print every annotation (`verify --map`, which has no summary to keep the rest in).

@@ -100,6 +100,15 @@ pub struct Unpacked {
 /// decode (its schema version first); every other entry must be `artifacts/<path>` of an artifact that
 /// pack.json lists, with its SHA-256 and size; and every listed artifact with stored bytes must be there.
 pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
+    let mut files = entries(bytes, limits)?;
+    let manifest = files.remove("pack.json").ok_or(ArchiveError::NoPack)?;
+    unpacked(manifest, files)
+}
+
+/// Every entry of a zip, in memory, by name: each a plain file with a safe, unique name (no `..`, no
+/// absolute or backslashed name, no link, no directory, no encryption, no two names one case or Unicode
+/// normalisation apart) within `limits`. What the names may be is the caller's allow-list.
+pub fn entries(bytes: &[u8], limits: Limits) -> Result<BTreeMap<String, Vec<u8>>, ArchiveError> {
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| ArchiveError::NotZip(e.to_string()))?;
     if zip.len() > limits.entries {
@@ -186,7 +195,12 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
         }
         files.insert(name, data);
     }
-    let manifest = files.remove("pack.json").ok_or(ArchiveError::NoPack)?;
+    Ok(files)
+}
+
+/// A pack from its manifest's bytes and the zip's other entries: each must be a listed artifact with its
+/// hash and size.
+fn unpacked(manifest: Vec<u8>, files: BTreeMap<String, Vec<u8>>) -> Result<Unpacked, ArchiveError> {
     let pack = pack::decode(&manifest).map_err(|e| ArchiveError::Pack(e.to_string()))?;
     let pack_sha256 = crate::hash::bytes(&manifest);
     let mut listed = BTreeSet::new();

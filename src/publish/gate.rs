@@ -28,6 +28,8 @@ pub struct Publish<'a> {
     /// Annotations said before the run (the configuration notice).
     pub notes: Annotations,
     pub now: time::OffsetDateTime,
+    /// A sharded gate's merge: `result` is `passed` or `failed` (its `reason` names the failing floors).
+    pub merge: bool,
 }
 
 /// Zips and uploads the pack folder of `run` (the zip made in `temp`), then writes the outputs, the
@@ -97,7 +99,24 @@ pub fn gate(
     } else {
         "floors-fail"
     };
-    job.output(log, "result", result);
+    if publish.merge {
+        let failing: Vec<&str> = pack
+            .checks
+            .iter()
+            .filter(|c| !c.holds())
+            .map(|c| c.floor.as_str())
+            .collect();
+        let (word, reason) = match (result, failing.is_empty()) {
+            ("proven", _) => ("passed", String::new()),
+            ("not-proven", _) => ("failed", "the story changed after Ready".to_string()),
+            (_, true) => ("failed", "a floor fails".to_string()),
+            (_, false) => ("failed", format!("floors fail: {}", failing.join(", "))),
+        };
+        job.output(log, "result", word);
+        job.output(log, "reason", &reason);
+    } else {
+        job.output(log, "result", result);
+    }
     job.output(log, "pack-sha256", &run.pack_sha256);
     job.output(
         log,

@@ -277,7 +277,11 @@ fn pack_zip(options: &ProofCommentOptions, github: &GitHubEnv) -> Result<Zip, Fa
             Ok((bytes, id)) => Ok((bytes, id)),
             Err(e) => Err((
                 ExitStatus::ProofFails,
-                no_pack(options.gate_result.as_deref(), &e.to_string()),
+                no_pack(
+                    options.gate_result.as_deref(),
+                    options.gate_reason.as_deref(),
+                    &e.to_string(),
+                ),
             )),
         },
     })
@@ -368,8 +372,18 @@ fn summarize(log: &mut Log, github: &GitHubEnv, degraded: &[GitHubError], text: 
 /// The `aayudha/proof` context.
 const CONTEXT: &str = "aayudha/proof";
 
-/// Why there is no pack to verify, from the merge-gate job's result when the workflow passes it.
-fn no_pack(gate_result: Option<&str>, cause: &str) -> String {
+/// Why there is no pack to verify, from the merge-gate job's result when the workflow passes it; a
+/// sharded gate's merge names what went wrong itself (`reason`), and that is said first.
+fn no_pack(gate_result: Option<&str>, reason: Option<&str>, cause: &str) -> String {
+    if let Some(reason) = reason.map(str::trim).filter(|r| !r.is_empty()) {
+        // One line of the merge's own words, as data: no control character reaches the status.
+        let reason: String = reason
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .take(200)
+            .collect();
+        return format!("the gate is blocked: {reason}");
+    }
     match gate_result {
         Some("cancelled") => {
             "the gate was cancelled before it made a pack (a newer push, or a person): this head has no proof".to_string()

@@ -114,6 +114,15 @@ impl std::fmt::Debug for Results {
     }
 }
 
+/// An artifact of this run, as the service lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub name: String,
+    pub id: Option<u64>,
+    /// `sha256:<hex>` of the zip, when the service says it.
+    pub digest: Option<String>,
+}
+
 /// How one upload went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Uploaded {
@@ -323,6 +332,31 @@ impl Results {
             call: what.to_string(),
             error: format!("{} attempts failed, the last with {last}", RETRY.attempts),
         })
+    }
+
+    /// Every finished artifact of this run: its name, id and the digest the service reports.
+    pub fn list(&self) -> Result<Vec<Listed>, ArtifactError> {
+        let listed = self.twirp(
+            "ListArtifacts",
+            json!({"workflow_run_backend_id": self.backend.run, "workflow_job_run_backend_id": self.backend.job}),
+        )?;
+        Ok(listed
+            .get("artifacts")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| {
+                        Some(Listed {
+                            name: i.get("name")?.as_str()?.to_string(),
+                            id: field(i, &["database_id", "databaseId"])
+                                .and_then(|id| id.parse().ok()),
+                            digest: field(i, &["digest"]),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// Downloads this run's artifact `name`: exactly one must exist.

@@ -35,7 +35,10 @@ pub struct UnreadableId {
 }
 
 /// A mapped test: the package folder (normalised; `""` is the root, shown as `.`) and the runner's own id.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(deny_unknown_fields)]
 pub struct TestId {
     pub package: String,
     pub rest: String,

@@ -5,6 +5,7 @@
 //! the event, the fakes, the job) and what the job said, frozen whole.
 
 mod scenario;
+mod sharded;
 mod templates;
 
 pub(crate) use scenario::{Origin, Runner, on_pr, pr_event, publish, runtime_token, workspace};

@@ -246,6 +246,10 @@ fn action(
         "RETENTION_DAYS",
         "BOT_LOGIN",
         "GATE_RESULT",
+        "GATE_REASON",
+        "SHARDS",
+        "SHARD",
+        "PLAN_DIGEST",
     ] {
         cmd.env(format!("INPUT_{name}"), "");
     }
@@ -380,6 +384,47 @@ impl Scenario {
             event.clone(),
         )
         .event_name("pull_request_target")
+    }
+
+    /// A job of run `run_id` on `event` in another workspace (another runner's checkout of the base):
+    /// a sharded gate's plan, legs and merge each run on a runner of their own.
+    pub(crate) fn gate_in(&self, ws: &Path, run_id: u64, event: &Value) -> Job {
+        Job::new(
+            ws,
+            &self.github.url,
+            &self.results(run_id).url,
+            run_id,
+            event.clone(),
+        )
+        .event_name("pull_request_target")
+    }
+
+    /// A new workspace: the base checked out as actions/checkout leaves it.
+    pub(crate) fn new_workspace(&self) -> TestRepo {
+        workspace(&self.origin)
+    }
+
+    /// The bytes of run `run_id`'s artifact `name` (its zip), when it was uploaded.
+    pub(crate) fn artifact(&self, run_id: u64, name: &str) -> Option<Vec<u8>> {
+        let results = self.results(run_id);
+        let fake = results.state.lock().expect("lock");
+        let artifact = fake
+            .artifacts
+            .iter()
+            .find(|a| a.name == name && a.finalized)?;
+        fake.blobs.get(&artifact.key).cloned()
+    }
+
+    /// The names of run `run_id`'s artifacts.
+    pub(crate) fn artifact_names(&self, run_id: u64) -> Vec<String> {
+        self.results(run_id)
+            .state
+            .lock()
+            .expect("lock")
+            .artifacts
+            .iter()
+            .map(|a| a.name.clone())
+            .collect()
     }
 
     /// The pack job of run `run_id` (`mode: comment`), on `event`.
