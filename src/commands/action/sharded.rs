@@ -850,3 +850,92 @@ fn results_within(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(name: &str) -> Listed {
+        Listed {
+            name: name.to_string(),
+            id: Some(1),
+            digest: Some(format!("sha256:{}", "a".repeat(64))),
+        }
+    }
+
+    #[test]
+    fn a_leg_name_is_read_strictly() {
+        assert_eq!(leg_name("aayudha-pack-shard-2-of-3-attempt-1"), Some((2, 3, 1)));
+        assert_eq!(leg_name("aayudha-pack-shard-12-of-64-attempt-10"), Some((12, 64, 10)));
+        for bad in [
+            "aayudha-pack-shard-02-of-3-attempt-1",
+            "aayudha-pack-shard-2-of-3",
+            "aayudha-pack-shard--of-3-attempt-1",
+            "aayudha-pack-shard-2-of-3-attempt-1x",
+            "aayudha-pack-shard-+2-of-3-attempt-1",
+            "aayudha-pack",
+        ] {
+            assert_eq!(leg_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_newest_attempt_of_each_leg_is_taken_and_a_gap_blocks() {
+        let all = [
+            listed("aayudha-pack-shard-1-of-2-attempt-1"),
+            listed("aayudha-pack-shard-2-of-2-attempt-1"),
+            listed("aayudha-pack-shard-2-of-2-attempt-3"),
+            listed("aayudha-plan"),
+        ];
+        let chosen = newest_legs(&all, 2).map_err(|b| b.0).expect("two legs");
+        let names: Vec<&str> = chosen.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "aayudha-pack-shard-1-of-2-attempt-1",
+                "aayudha-pack-shard-2-of-2-attempt-3"
+            ]
+        );
+        let gap = newest_legs(&all[..1], 2).err().expect("a gap").0;
+        assert_eq!(
+            gap,
+            "shard 2 of 2: no artifact (the leg failed, was cancelled or did not run)"
+        );
+        let stray = newest_legs(&[listed("aayudha-pack-shard-1-of-3-attempt-1")], 2)
+            .err()
+            .expect("stray")
+            .0;
+        assert!(stray.contains("a shard outside the plan, which has 2"), "{stray}");
+        let twice = newest_legs(
+            &[
+                listed("aayudha-pack-shard-1-of-1-attempt-2"),
+                listed("aayudha-pack-shard-1-of-1-attempt-2"),
+            ],
+            1,
+        )
+        .err()
+        .expect("twice")
+        .0;
+        assert_eq!(twice, "shard 1 of 1: two artifacts of attempt 2");
+        let odd = newest_legs(&[listed("aayudha-pack-shard-x")], 1).err().expect("odd").0;
+        assert!(odd.contains("not an artifact name a leg writes"), "{odd}");
+    }
+
+    #[test]
+    fn a_plan_file_is_checked_by_its_schema_and_its_legs() {
+        let good = br#"{"schema_version": 1, "shards": 2, "units": [{"id": "check:a/f.c", "shard": 2, "kind": "check", "package": null}, {"id": "suite:.", "shard": 1, "kind": "suite", "package": "."}]}"#;
+        let plan = PlanFile::parse(good).expect("valid");
+        assert_eq!(plan.of_shard(2), BTreeSet::from(["check:a/f.c".to_string()]));
+        for (bad, says) in [
+            (&br#"{"schema_version": 1, "shards": 1, "units": [], "x": 1}"#[..], "/"),
+            (br#"{"schema_version": 1, "shards": 65, "units": []}"#, "/shards"),
+            (br#"{"schema_version": 1, "shards": 1, "units": [{"id": "check:a", "shard": 2, "kind": "check", "package": null}]}"#, "on shard 2 of 1"),
+            (br#"{"schema_version": 1, "shards": 1, "units": [{"id": "lint:a", "shard": 1, "kind": "check", "package": null}]}"#, "/units/0/id"),
+            (br#"{"schema_version": 1, "shards": 1, "units": [{"id": "check:a", "shard": 1, "kind": "check", "package": null}, {"id": "check:a", "shard": 1, "kind": "check", "package": null}]}"#, "listed twice"),
+            (b"{\n  nope", "plan.json:2:3"),
+        ] {
+            let error = PlanFile::parse(bad).expect_err("invalid");
+            assert!(error.contains(says), "{error} should say {says}");
+        }
+    }
+}
