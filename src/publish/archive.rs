@@ -96,10 +96,11 @@ pub struct Unpacked {
     pub artifacts: BTreeMap<String, Vec<u8>>,
 }
 
-/// Reads a pack zip in memory. Every entry must be a plain file with a safe, unique name; pack.json must
-/// decode (its schema version first); every other entry must be `artifacts/<path>` of an artifact that
-/// pack.json lists, with its SHA-256 and size; and every listed artifact with stored bytes must be there.
-pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
+/// Every entry of a zip, read in memory: each must be a plain file (no directory entry, link or
+/// encryption) with a safe, unique name (no two one case or Unicode normalisation apart), its size as
+/// declared and within `limits`. The pack's reader checks what the names are; another zip (the gate's
+/// `aayudha-timings`) checks its own.
+pub fn entries(bytes: &[u8], limits: Limits) -> Result<BTreeMap<String, Vec<u8>>, ArchiveError> {
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| ArchiveError::NotZip(e.to_string()))?;
     if zip.len() > limits.entries {
@@ -186,6 +187,14 @@ pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
         }
         files.insert(name, data);
     }
+    Ok(files)
+}
+
+/// Reads a pack zip in memory. Every entry must be a plain file with a safe, unique name; pack.json must
+/// decode (its schema version first); every other entry must be `artifacts/<path>` of an artifact that
+/// pack.json lists, with its SHA-256 and size; and every listed artifact with stored bytes must be there.
+pub fn read(bytes: &[u8], limits: Limits) -> Result<Unpacked, ArchiveError> {
+    let mut files = entries(bytes, limits)?;
     let manifest = files.remove("pack.json").ok_or(ArchiveError::NoPack)?;
     let pack = pack::decode(&manifest).map_err(|e| ArchiveError::Pack(e.to_string()))?;
     let pack_sha256 = crate::hash::bytes(&manifest);
