@@ -18,10 +18,20 @@ use crate::pack::ARTIFACT;
 use crate::pack::verify::{self, Stored};
 use crate::pack::{self, Pack};
 use crate::pack::{AuthorityKind, Store};
-use crate::publish::archive::{self, Limits, Unpacked};
+use crate::publish::archive::{self, ArchiveError, Limits, Unpacked};
 use crate::settings::options::ShipOptions;
 use crate::settings::remote::{self, Remote};
 use crate::story::ready;
+
+/// The artifact the gate's merge job uploads beside its pack: how long each unit took, for the sharded
+/// gate's plan job to balance its shards. Not proof: it lands beside the authoritative pack, unlisted.
+const TIMINGS_ARTIFACT: &str = "aayudha-timings";
+
+/// The one entry of the timings zip, and its name on the ledger (`proof/<story>/<head>/authoritative/`).
+const TIMINGS_FILE: &str = "timings.json";
+
+/// The most a timings file may hold.
+const TIMINGS_MAX_BYTES: u64 = 4 << 20;
 
 /// The run that qualified, and what it proves.
 struct Qualified {
@@ -79,6 +89,8 @@ struct Plan<'a> {
     record_path: &'a str,
     files: usize,
     media: usize,
+    /// Whether the gate's timings land beside the pack.
+    timings: bool,
 }
 
 impl Plan<'_> {
@@ -86,13 +98,18 @@ impl Plan<'_> {
         let (q, pull, story) = (self.q, self.pull, self.story);
         let (approver, dir, record_path) = (self.approver, self.dir, self.record_path);
         let plan = format!(
-            "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n  approved by {approver}\n  land {dir}/ ({} files) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
+            "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n  approved by {approver}\n  land {dir}/ ({} files{}) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
             q.run.id,
             q.run.run_attempt,
             pull.number,
             short(&pull.head_sha),
             q.unpacked.pack_sha256,
             self.files,
+            if self.timings {
+                format!(", and the gate's {TIMINGS_FILE}")
+            } else {
+                String::new()
+            },
             config.ledger.branch,
             pull.number,
             if pull.head_repo.as_deref() == Some(remote.repo.as_str()) {
@@ -421,6 +438,101 @@ fn gate_artifact(remote: &Remote, run: &WorkflowRun) -> Result<(u64, Unpacked), 
     Ok((artifact.id, unpacked))
 }
 
+/// Why the gate run's timings do not land with its pack: said as a notice, and ship goes on without them
+/// (they are not proof).
+#[derive(Debug, thiserror::Error)]
+enum NoTimings {
+    #[error("it has no `{TIMINGS_ARTIFACT}` artifact")]
+    NoArtifact,
+    #[error(
+        "{count} artifacts are named `{TIMINGS_ARTIFACT}`: which one is the gate's cannot be told"
+    )]
+    ManyArtifacts { count: usize },
+    #[error("its `{TIMINGS_ARTIFACT}` artifact has expired")]
+    Expired,
+    #[error("its `{TIMINGS_ARTIFACT}` artifact cannot be had: {0}")]
+    GitHub(#[from] GitHubError),
+    #[error("its `{TIMINGS_ARTIFACT}` artifact is refused: {0}")]
+    Archive(#[from] ArchiveError),
+    #[error("its `{TIMINGS_ARTIFACT}` zip holds `{0}`; it may hold `{TIMINGS_FILE}` only")]
+    OtherEntry(String),
+    #[error("its `{TIMINGS_ARTIFACT}` zip has no `{TIMINGS_FILE}`")]
+    NoFile,
+    #[error("its `{TIMINGS_FILE}` {0}")]
+    Invalid(String),
+}
+
+/// The bytes of the run's `aayudha-timings` artifact when it is there, one, a zip of `timings.json` alone
+/// and a timings document; else a `notice:` saying why, and `None`: timings are not proof, and their
+/// absence never stops a ship.
+fn gate_timings(ctx: &mut Context, remote: &Remote, run: &WorkflowRun) -> Option<Vec<u8>> {
+    match timings_of(remote, run) {
+        Ok(bytes) => Some(bytes),
+        Err(why) => {
+            let _ = writeln!(
+                ctx.err,
+                "notice: run {}'s timings do not land with the pack: {why}",
+                run.id
+            );
+            None
+        }
+    }
+}
+
+/// The run's one timings artifact, downloaded and read in memory with tight limits, and checked.
+fn timings_of(remote: &Remote, run: &WorkflowRun) -> Result<Vec<u8>, NoTimings> {
+    let artifacts = remote
+        .client
+        .run_artifacts(&remote.repo, run.id, TIMINGS_ARTIFACT)?;
+    let artifact = match artifacts.as_slice() {
+        [] => return Err(NoTimings::NoArtifact),
+        [one] => one,
+        more => return Err(NoTimings::ManyArtifacts { count: more.len() }),
+    };
+    if artifact.expired {
+        return Err(NoTimings::Expired);
+    }
+    let limits = Limits {
+        // More than one is refused below, by name; a few are read so that the notice can name one.
+        entries: 8,
+        entry_bytes: TIMINGS_MAX_BYTES,
+        total_bytes: TIMINGS_MAX_BYTES,
+    };
+    // The zip's own headers on top of its one entry, stored or deflated.
+    let download_limit = TIMINGS_MAX_BYTES + (64 << 10);
+    let zip = match remote
+        .client
+        .artifact_zip(&remote.repo, artifact.id, download_limit)
+    {
+        Ok(zip) => zip,
+        Err(GitHubError::Gone { .. }) => return Err(NoTimings::Expired),
+        Err(e) => return Err(e.into()),
+    };
+    let mut entries = archive::entries(&zip, limits)?;
+    let bytes = entries.remove(TIMINGS_FILE);
+    if let Some(other) = entries.into_keys().next() {
+        return Err(NoTimings::OtherEntry(other));
+    }
+    let bytes = bytes.ok_or(NoTimings::NoFile)?;
+    valid_timings(&bytes).map_err(NoTimings::Invalid)?;
+    Ok(bytes)
+}
+
+/// Whether `timings.json`'s bytes are a timings document, or what is wrong with them (after "its
+/// `timings.json`"): at most 4 MiB, a JSON object with `schema_version` 1 and a `units` list. Only as much
+/// as ship needs to land it; the sharded gate's parser reads the units.
+fn valid_timings(bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() as u64 > TIMINGS_MAX_BYTES {
+        return Err(format!(
+            "holds {} bytes, over the limit of {TIMINGS_MAX_BYTES}",
+            bytes.len()
+        ));
+    }
+    crate::shard::timings::Timings::parse(bytes)
+        .map(|_| ())
+        .map_err(|e| format!("does not read: {e}"))
+}
+
 /// The pack proves this pull request, at its head, for this story.
 fn check_binding(pack: &Pack, pull: &Pull, story: u64) -> Result<(), NotQualified> {
     if pack.pr != pull.number {
@@ -600,9 +712,13 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
     // A person's approval.
     let (login, id, approver) = approval(&remote, &pull, &q, options.solo_bypass)?;
 
+    // The same run's timings, beside the pack when they are usable; never a reason not to ship.
+    let timings = gate_timings(ctx, &remote, &q.run);
+
     // What lands: the gate's pack as authoritative, its data artifacts, the ship record.
     let writer = format!("{login} (aayu ship)");
-    let landing = landing(&config, &q, &pull, story, &approver, &writer, &record_path)?;
+    let mut landing = landing(&config, &q, &pull, story, &approver, &writer, &record_path)?;
+    landing.timings = timings;
     let plan = Plan {
         q: &q,
         pull: &pull,
@@ -612,6 +728,7 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         record_path: &record_path,
         files: landing.files.len(),
         media: landing.media.len(),
+        timings: landing.timings.is_some(),
     }
     .text(&config, &remote);
     if options.dry_run {
@@ -680,6 +797,8 @@ struct Landing {
     files: BTreeMap<String, Vec<u8>>,
     /// The media for the bucket of `[proof] media`.
     media: BTreeMap<String, Vec<u8>>,
+    /// The gate run's `timings.json`, landed beside the pack (not proof: pack.json does not list it).
+    timings: Option<Vec<u8>>,
     /// The ship record.
     record: serde_json::Value,
     /// The ledger commit's message.
@@ -734,13 +853,15 @@ fn landing(
         dir,
         files,
         media,
+        timings: None,
         record,
         message,
     })
 }
 
 /// Lands it: the media first (the landed pack says `bucket` only for what the bucket holds), then the
-/// pack and the files on the ledger branch, then the squash merge; its merge commit.
+/// pack, the files and the gate's timings on the ledger branch in one commit, then the squash merge; its
+/// merge commit.
 fn land(
     ctx: &mut Context,
     config: &crate::config::Config,
@@ -755,6 +876,7 @@ fn land(
         dir,
         mut files,
         media,
+        timings,
         message,
         ..
     } = landing;
@@ -770,6 +892,9 @@ fn land(
         .map_err(|e| Failure::unexpected("cannot write the pack").caused_by(e))?;
     pack_json.push(b'\n');
     files.insert(format!("{dir}/pack.json"), pack_json);
+    if let Some(timings) = timings {
+        files.insert(format!("{dir}/{TIMINGS_FILE}"), timings);
+    }
     ledger
         .write(&files, Existing::Replace, &message, author)
         .map_err(Failure::from)?;

@@ -1,6 +1,7 @@
 //! `aayu ship` through the real binary against the fake GitHub and a local bare `origin`: every refusal of
 //! `reference/security.md` ("Binding a run to a pull request head", the zip), the approval rule, the
-//! solo bypass, `--dry-run`, and a repeat that completes without duplicating anything.
+//! solo bypass, `--dry-run`, a repeat that completes without duplicating anything, and the gate's timings
+//! sidecar (landed beside the pack when usable, a notice when not).
 
 use crate::common;
 use crate::support::fake_github;
@@ -819,4 +820,211 @@ fn without_a_bucket_ship_keeps_every_media_file_off_the_ledger_as_none() {
             "a PNG the pack called a git report is kept off the ledger too"
         );
     }
+}
+
+/// A zip of `entries`, as `aayudha-timings` is (a `None` body is a symbolic link to /etc/passwd).
+fn timings_zip(entries: &[(&str, Option<&[u8]>)]) -> Vec<u8> {
+    use std::io::Write as _;
+    use zip::write::SimpleFileOptions;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for (name, body) in entries {
+        match body {
+            Some(bytes) => {
+                zip.start_file(*name, options).expect("start");
+                zip.write_all(bytes).expect("write");
+            }
+            None => zip
+                .add_symlink(*name, "/etc/passwd", options)
+                .expect("link"),
+        }
+    }
+    zip.finish().expect("finish").into_inner()
+}
+
+/// The gate run's one timings artifact, a zip of `entries`, replacing any it had.
+fn timings_artifact(w: &World, run: u64, entries: &[(&str, Option<&[u8]>)], expired: bool) {
+    set_timings(w, run, vec![timings_zip(entries)], expired);
+}
+
+/// The run's `aayudha-timings` artifacts, replacing any it had: one a zip (several: GitHub lists them all).
+fn set_timings(w: &World, run: u64, zips: Vec<Vec<u8>>, expired: bool) {
+    let mut fake = w.github.state.lock().expect("lock");
+    fake.run_artifacts
+        .retain(|a| !(a.0 == run && a.2 == "aayudha-timings"));
+    for (i, bytes) in zips.into_iter().enumerate() {
+        fake.run_artifacts.push((
+            run,
+            8000 + run * 10 + i as u64,
+            "aayudha-timings".into(),
+            bytes,
+            expired,
+        ));
+    }
+}
+
+const TIMINGS: &[u8] = b"{\"schema_version\": 1, \"units\": [{\"id\": \"tests:.\", \"ms\": 1200}, {\"id\": \"check:shop/cart.adds\", \"ms\": 300}]}\n";
+
+#[test]
+fn the_gate_runs_timings_land_beside_the_pack_unlisted_in_the_same_commit_and_verify() {
+    let w = world();
+    let (bytes, sha) = zip(&pack_json(3, HEAD, "pass"), false, false);
+    gate_run(
+        &w,
+        FakeRun::gate(40, "aayudha-merge-gate.yml"),
+        (bytes, sha.clone()),
+        false,
+    );
+    timings_artifact(&w, 40, &[("timings.json", Some(TIMINGS))], false);
+    // Another run's timings are not this run's.
+    timings_artifact(&w, 39, &[("timings.json", Some(b"{}"))], false);
+
+    let dry = ship(&w, &["3", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    assert!(
+        dry.stdout
+            .contains("(2 files, and the gate's timings.json)"),
+        "the dry run says the timings land: {}",
+        dry.stdout
+    );
+    assert!(!dry.stderr.contains("notice:"), "{}", dry.stderr);
+
+    let before = ledger_commits(&w);
+    let out = ship(&w, &["3"]);
+    crate::aayu_snapshot!("ship_lands_timings", out);
+    assert_eq!(ledger_commits(&w), before + 1, "one ledger commit");
+    let dir = format!("proof/7/{HEAD}/authoritative");
+    assert_eq!(
+        on_origin(&w, &format!("{dir}/timings.json"))
+            .expect("timings")
+            .as_bytes(),
+        TIMINGS,
+        "the artifact's bytes, as they were"
+    );
+    // The same commit as the pack.
+    let last_change = |path: &str| {
+        let out = common::git_command(w.origin.path())
+            .args(["log", "-1", "--format=%H", "ledger", "--", path])
+            .output()
+            .expect("git log");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        last_change(&format!("{dir}/timings.json")),
+        last_change(&format!("{dir}/pack.json"))
+    );
+    // Not proof: the pack does not list it, and the record names the gate's pack as it was.
+    let landed = landed_pack(&w);
+    let text = landed.to_string();
+    assert!(!text.contains("timings"), "{text}");
+    let record: Value =
+        serde_json::from_str(&on_origin(&w, "ship/7.json").expect("record")).expect("json");
+    assert_eq!(record["pack_sha256"], sha);
+
+    // `proof verify` passes over the sidecar: the landed pack verifies.
+    let verified = run(common::aayu_in(w.clone.root())
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_API_URL", &w.github.url)
+        .env("GH_REPO", REPO)
+        .args(["proof", "verify", "7", "--json"]));
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    let report: Value = serde_json::from_str(&verified.stdout).expect("json");
+    assert_eq!(report["verifies"], true, "{report}");
+    assert_eq!(report["authority"], "authoritative");
+    assert_eq!(
+        report["artifacts_checked"], 1,
+        "the sidecar is not an artifact"
+    );
+    w.github.assert_clean();
+}
+
+#[test]
+fn timings_that_cannot_be_used_are_one_notice_each_and_never_stop_a_ship() {
+    let w = world();
+    gate_run(
+        &w,
+        FakeRun::gate(40, "aayudha-merge-gate.yml"),
+        zip(&pack_json(3, HEAD, "pass"), false, false),
+        false,
+    );
+    let valid: &[(&str, Option<&[u8]>)] = &[("timings.json", Some(TIMINGS))];
+    let oversized = {
+        let mut big = b"{\"schema_version\": 1, \"units\": []}".to_vec();
+        big.resize((4 << 20) + 1, b' ');
+        big
+    };
+    let zip_of = |entries: &[(&str, Option<&[u8]>)]| vec![timings_zip(entries)];
+    // Each case: its name, the run's `aayudha-timings` artifacts (zips), and whether they expired.
+    let cases: Vec<(&str, Vec<Vec<u8>>, bool)> = vec![
+        ("none", Vec::new(), false),
+        ("expired", zip_of(valid), true),
+        ("two", [zip_of(valid), zip_of(valid)].concat(), false),
+        ("not a zip", vec![b"not a zip".to_vec()], false),
+        (
+            "another entry too",
+            zip_of(&[("timings.json", Some(TIMINGS)), ("run.sh", Some(b"x"))]),
+            false,
+        ),
+        (
+            "another name",
+            zip_of(&[("times.json", Some(TIMINGS))]),
+            false,
+        ),
+        ("a link", zip_of(&[("timings.json", None)]), false),
+        (
+            "over 4 MiB",
+            zip_of(&[("timings.json", Some(&oversized))]),
+            false,
+        ),
+        ("not JSON", zip_of(&[("timings.json", Some(b"{"))]), false),
+        (
+            "schema 2",
+            zip_of(&[(
+                "timings.json",
+                Some(b"{\"schema_version\": 2, \"units\": []}"),
+            )]),
+            false,
+        ),
+        (
+            "no units",
+            zip_of(&[("timings.json", Some(b"{\"schema_version\": 1}"))]),
+            false,
+        ),
+    ];
+    let mut said = Vec::new();
+    for (case, zips, expired) in cases {
+        set_timings(&w, 40, zips, expired);
+        let out = ship(&w, &["3", "--dry-run"]);
+        assert_eq!(out.code, 0, "{case}: {}{}", out.stdout, out.stderr);
+        let notices: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("notice:"))
+            .collect();
+        assert_eq!(notices.len(), 1, "{case}: {}", out.stderr);
+        assert!(
+            out.stdout.contains("(2 files)"),
+            "{case}: no timings in the plan: {}",
+            out.stdout
+        );
+        said.push(format!("{case}: {}", notices[0]));
+    }
+    insta::assert_snapshot!("ship_timings_notices", common::redact(&said.join("\n")));
+
+    // A ship with unusable timings lands the pack all the same, without them.
+    timings_artifact(&w, 40, &[("timings.json", Some(b"{"))], false);
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("notice: run 40's timings"),
+        "{}",
+        out.stderr
+    );
+    assert!(on_origin(&w, &format!("proof/7/{HEAD}/authoritative/pack.json")).is_some());
+    assert_eq!(
+        on_origin(&w, &format!("proof/7/{HEAD}/authoritative/timings.json")),
+        None
+    );
+    assert_eq!(w.github.state.lock().expect("lock").merged.len(), 1);
+    w.github.assert_clean();
 }

@@ -210,7 +210,7 @@ fn estimates(ctx: &mut Context, pull: &PullGate) -> crate::shard::timings::Estim
     };
     let ledger = format!("refs/remotes/origin/{}", pull.config.ledger.branch);
     let mut read = Vec::new();
-    for sidecar in ledger_sidecars(&pull.repo, &ledger, SIDECARS) {
+    for sidecar in crate::ledger::timings::authoritative(&pull.repo, &ledger, SIDECARS) {
         match Timings::parse(&sidecar.bytes) {
             Ok(timings) => read.push(timings),
             Err(e) => {
@@ -223,16 +223,6 @@ fn estimates(ctx: &mut Context, pull: &PullGate) -> crate::shard::timings::Estim
         }
     }
     crate::shard::timings::Estimates::new(&read, limits)
-}
-
-/// A timings sidecar read from the ledger (placeholder until the ledger's reader lands).
-struct Sidecar {
-    path: String,
-    bytes: Vec<u8>,
-}
-
-fn ledger_sidecars(_repo: &crate::git::Repo, _ledger: &str, _limit: usize) -> Vec<Sidecar> {
-    Vec::new()
 }
 
 /// `--mode plan`: the units and their legs.
