@@ -855,8 +855,14 @@ mod tests {
 
     #[test]
     fn a_leg_name_is_read_strictly() {
-        assert_eq!(leg_name("aayudha-pack-shard-2-of-3-attempt-1"), Some((2, 3, 1)));
-        assert_eq!(leg_name("aayudha-pack-shard-12-of-64-attempt-10"), Some((12, 64, 10)));
+        assert_eq!(
+            leg_name("aayudha-pack-shard-2-of-3-attempt-1"),
+            Some((2, 3, 1))
+        );
+        assert_eq!(
+            leg_name("aayudha-pack-shard-12-of-64-attempt-10"),
+            Some((12, 64, 10))
+        );
         for bad in [
             "aayudha-pack-shard-02-of-3-attempt-1",
             "aayudha-pack-shard-2-of-3",
@@ -895,7 +901,10 @@ mod tests {
             .err()
             .expect("stray")
             .0;
-        assert!(stray.contains("a shard outside the plan, which has 2"), "{stray}");
+        assert!(
+            stray.contains("a shard outside the plan, which has 2"),
+            "{stray}"
+        );
         let twice = newest_legs(
             &[
                 listed("aayudha-pack-shard-1-of-1-attempt-2"),
@@ -907,7 +916,10 @@ mod tests {
         .expect("twice")
         .0;
         assert_eq!(twice, "shard 1 of 1: two artifacts of attempt 2");
-        let odd = newest_legs(&[listed("aayudha-pack-shard-x")], 1).err().expect("odd").0;
+        let odd = newest_legs(&[listed("aayudha-pack-shard-x")], 1)
+            .err()
+            .expect("odd")
+            .0;
         assert!(odd.contains("not an artifact name a leg writes"), "{odd}");
     }
 
@@ -915,7 +927,10 @@ mod tests {
     fn a_plan_file_is_checked_by_its_schema_and_its_legs() {
         let good = br#"{"schema_version": 1, "shards": 2, "units": [{"id": "check:a/f.c", "shard": 2, "kind": "check", "package": null}, {"id": "suite:.", "shard": 1, "kind": "suite", "package": "."}]}"#;
         let plan = PlanFile::parse(good).expect("valid");
-        assert_eq!(plan.of_shard(2), BTreeSet::from(["check:a/f.c".to_string()]));
+        assert_eq!(
+            plan.of_shard(2),
+            BTreeSet::from(["check:a/f.c".to_string()])
+        );
         for (bad, says) in [
             (&br#"{"schema_version": 1, "shards": 1, "units": [], "x": 1}"#[..], "/"),
             (br#"{"schema_version": 1, "shards": 65, "units": []}"#, "/shards"),

@@ -554,3 +554,122 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
     );
     s.assert_clean();
 }
+
+/// Commits `files` to the ledger branch of `origin`, as `aayu ship` and `aayu proof push` would.
+fn add_to_ledger(origin: &super::Origin, files: &[(&str, String)]) {
+    let clone = tempfile::Builder::new()
+        .prefix("aayu-ledger-")
+        .tempdir()
+        .expect("temp");
+    let git = |args: &[&str]| {
+        let out = common::git_command(clone.path())
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["clone", "-q", "--branch", "ledger", &origin.url(), "."]);
+    for (path, text) in files {
+        let file = clone.path().join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(file, text).expect("write");
+    }
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "ship"]);
+    git(&["push", "-q", "origin", "ledger"]);
+}
+
+/// A timings sidecar: `slow` takes `ms`, every other unit 1 ms.
+fn sidecar(units: &BTreeMap<String, u64>, slow: &str, ms: u64) -> String {
+    let units: Vec<Value> = units
+        .keys()
+        .map(|id| json!({"id": id, "ms": if id == slow { ms } else { 1 }}))
+        .collect();
+    serde_json::to_string_pretty(&json!({"schema_version": 1, "units": units})).expect("json")
+}
+
+/// The plan job of run `run` over three legs: its stdout.
+fn plan_only(s: &Scenario, run: u64, event: &Value) -> String {
+    let ws = s.new_workspace();
+    let plan = s
+        .gate_in(ws.root(), run, event)
+        .input("MODE", "plan")
+        .input("SHARDS", "3")
+        .run();
+    assert_eq!(plan.code, 0, "{}", plan.said());
+    plan.stdout.clone()
+}
+
+#[test]
+fn authoritative_timings_change_the_split_advisory_ones_do_not_and_absurd_ones_are_clamped() {
+    crate::needs!(go);
+    let s = Scenario::new(origin_with_products()).with_story_on_the_ledger();
+    let event = s.event("opened", Some("Story: #902"));
+    plan_only(&s, 501, &event);
+    let before = plan_units(&s, 501);
+    let slow = "check:beta/sums-beta.runs";
+    assert!(before.contains_key(slow), "{before:?}");
+    let alone = |units: &BTreeMap<String, u64>| {
+        units.iter().filter(|(_, l)| **l == units[slow]).count() == 1
+    };
+    assert!(!alone(&before), "{before:?}");
+
+    // An advisory pack's timings (`aayu proof push`) are never read.
+    let head = &s.origin.head;
+    add_to_ledger(
+        &s.origin,
+        &[(
+            &format!("proof/902/{head}/advisory/2026-12-01T00-00-00Z/timings.json"),
+            sidecar(&before, slow, 170_000),
+        )],
+    );
+    plan_only(&s, 502, &event);
+    assert_eq!(plan_units(&s, 502), before);
+
+    // The authoritative one moves the slow check to a leg of its own, its absurd duration clamped to
+    // `check_timeout_s` (180 s by default).
+    add_to_ledger(
+        &s.origin,
+        &[(
+            &format!("proof/902/{head}/authoritative/timings.json"),
+            sidecar(&before, slow, 10_000_000_000),
+        )],
+    );
+    let said = plan_only(&s, 503, &event);
+    let after = plan_units(&s, 503);
+    assert!(alone(&after), "{after:?}");
+    assert!(said.contains("the slowest is estimated at 180 s"), "{said}");
+    // Durations change only the split, never which units run.
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>()
+    );
+
+    // A sidecar that does not parse is said and left out.
+    add_to_ledger(
+        &s.origin,
+        &[(
+            &format!("proof/902/{}/authoritative/timings.json", "b".repeat(40)),
+            "{\"schema_version\": 2}".to_string(),
+        )],
+    );
+    let ws = s.new_workspace();
+    let plan = s
+        .gate_in(ws.root(), 504, &event)
+        .input("MODE", "plan")
+        .input("SHARDS", "3")
+        .run();
+    assert_eq!(plan.code, 0, "{}", plan.said());
+    assert!(
+        plan.stderr
+            .contains("notice: the timings sidecar `proof/902/bbbb"),
+        "{}",
+        plan.said()
+    );
+    assert_eq!(plan_units(&s, 504), after);
+    s.assert_clean();
+}
