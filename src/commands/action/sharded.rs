@@ -455,7 +455,7 @@ pub fn merge(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, F
         job.output(ctx.err, "result", "blocked");
         job.output(ctx.err, "reason", reason);
         let summary = format!(
-            "## aayudha merge: blocked\n\n{}\n\nNo pack was made: the `aayudha/proof` status is `failure`. Re-run the failed jobs once the cause is gone.\n",
+            "## aayudha merge: blocked\n\n{}\nNo pack was made: the `aayudha/proof` status is `failure`. Re-run the failed jobs once the cause is gone.\n",
             crate::output::markdown::block(reason)
         );
         job.summary(ctx.err, &summary);

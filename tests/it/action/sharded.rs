@@ -106,6 +106,9 @@ fn plan_and_legs(s: &Scenario, results_run: u64, event: &Value, shards: u32) -> 
         .collect();
     assert_eq!(matrix, json!({ "include": legs }));
     let digest = plan.runner.output("plan_digest").expect("plan_digest");
+    if shards == 2 {
+        insta::assert_snapshot!("sharded_plan_summary", common::redact(&plan.summary()));
+    }
     let zip = s
         .artifact(results_run, "aayudha-plan")
         .expect("the plan artifact");
@@ -345,7 +348,7 @@ fn add(s: &Scenario, run: u64, name: &str, bytes: Vec<u8>) {
 
 /// The merge blocks naming each of `why`, uploads no pack, and the pack job then sets `failure` with the
 /// reason.
-fn assert_blocked(s: &Scenario, run: u64, event: &Value, why: &[&str]) {
+fn assert_blocked(s: &Scenario, run: u64, event: &Value, why: &[&str]) -> Done {
     let before = s.artifact_names(run);
     let merged = merge(s, run, event, 1);
     assert_ne!(merged.code, 0, "{}", merged.said());
@@ -367,7 +370,7 @@ fn assert_blocked(s: &Scenario, run: u64, event: &Value, why: &[&str]) {
     assert_eq!(s.artifact_names(run), before, "the merge uploads nothing");
     if before.iter().any(|n| n == "aayudha-pack") {
         // Not the merge's: what the pack job makes of it is its own verification's to say.
-        return;
+        return merged;
     }
     let pack = s
         .comment(run, event)
@@ -387,6 +390,8 @@ fn assert_blocked(s: &Scenario, run: u64, event: &Value, why: &[&str]) {
         "{}",
         status.description
     );
+    drop(fake);
+    merged
 }
 
 #[test]
@@ -421,7 +426,25 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
         "{}",
         broken.said()
     );
-    assert_blocked(&s, run, &event, &["shard 2 of 2: no artifact"]);
+    let missing = assert_blocked(&s, run, &event, &["shard 2 of 2: no artifact"]);
+    insta::assert_snapshot!(
+        "sharded_merge_blocked_summary",
+        common::redact(&missing.summary())
+    );
+    let status = s
+        .github
+        .state
+        .lock()
+        .expect("lock")
+        .statuses
+        .last()
+        .expect("status")
+        .description
+        .clone();
+    insta::assert_snapshot!(
+        "sharded_blocked_status_description",
+        common::redact(&status)
+    );
 
     // Attempt 2 re-runs the failed jobs: leg 2, then the merge.
     let (job, _ws3) = leg(&s, run, &event, 2, 2, &digest);
