@@ -5,11 +5,21 @@
 pub(crate) mod mcp_registration;
 pub(crate) mod pointers;
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// The templates users copy, as this binary ships them.
 pub const GATE_TEMPLATE: &str = include_str!("../workflows/aayudha-merge-gate.yml");
+pub const SHARDED_GATE_TEMPLATE: &str = include_str!("../workflows/aayudha-merge-gate-sharded.yml");
 pub const NIGHTLY_TEMPLATE: &str = include_str!("../workflows/aayudha-nightly.yml");
+/// The most legs a sharded gate is split into (the action's `shards` input takes 1 to 64; GitHub runs up
+/// to 256 jobs per matrix).
+pub const MAX_SHARDS: u64 = 64;
+/// The sharded template's `shards:` line up to its number (4 as shipped): what `aayu init --shards N`
+/// writes its number into, and where `aayu doctor` reads a written file's.
+const SHARDS_LINE: &str = "          shards: ";
+/// The number of legs the sharded template ships with.
+const TEMPLATE_SHARDS: u64 = 4;
 /// What the templates say where a release's commit goes.
 const PLACEHOLDER: &str =
     "1111111111111111111111111111111111111111 # replace with a release's commit SHA";
@@ -155,6 +165,31 @@ pub fn workflow(template: &str, pin: &Pin) -> String {
     template.replace(PLACEHOLDER, &format!("{} # {}", pin.reference, pin.comment))
 }
 
+/// The sharded gate template with `shards` legs: its plan job's one `shards:` line carries the number.
+pub fn sharded_gate(shards: u64) -> String {
+    SHARDED_GATE_TEMPLATE.replacen(
+        &format!("{SHARDS_LINE}{TEMPLATE_SHARDS} #"),
+        &format!("{SHARDS_LINE}{shards} #"),
+        1,
+    )
+}
+
+/// The template a written workflow is compared with: `template` itself, except that a gate workflow
+/// written from the sharded template (`aayu init --shards N`, a plan job) is compared with the sharded
+/// template with the file's own number of legs — the one line the template asks to change.
+pub fn template_for<'a>(template: &'a str, written: &str) -> Cow<'a, str> {
+    let sharded = written.contains("\n          mode: plan\n");
+    if template != GATE_TEMPLATE || !sharded {
+        return Cow::Borrowed(template);
+    }
+    let shards = written
+        .lines()
+        .filter_map(|l| l.strip_prefix(SHARDS_LINE))
+        .find_map(|rest| rest.split_once(" #")?.0.trim().parse::<u64>().ok())
+        .unwrap_or(TEMPLATE_SHARDS);
+    Cow::Owned(sharded_gate(shards))
+}
+
 /// `defaults.toml` with every key commented out: the file shows every setting and its default, and
 /// changes none.
 pub fn commented_config() -> String {
@@ -239,11 +274,43 @@ mod tests {
             comment: "v9.9.9".into(),
             unpinned_because: None,
         };
-        for template in [GATE_TEMPLATE, NIGHTLY_TEMPLATE] {
+        for template in [GATE_TEMPLATE, SHARDED_GATE_TEMPLATE, NIGHTLY_TEMPLATE] {
             assert!(template.contains(PLACEHOLDER));
             let written = workflow(template, &pin);
             assert!(!written.contains("111111"), "{written}");
             assert!(written.contains(&format!("@{} # v9.9.9", "a".repeat(40))));
         }
+    }
+
+    #[test]
+    fn the_sharded_template_takes_its_number_of_legs_and_doctor_reads_it_back() {
+        assert!(SHARDED_GATE_TEMPLATE.contains(&format!("{SHARDS_LINE}{TEMPLATE_SHARDS} # ")));
+        // One line carries the number (the legs' `shards:` is the matrix entry's).
+        let three = sharded_gate(3);
+        assert_eq!(
+            three.matches(&format!("{SHARDS_LINE}3 # ")).count(),
+            1,
+            "{three}"
+        );
+        assert!(
+            !three.contains(&format!("{SHARDS_LINE}{TEMPLATE_SHARDS} ")),
+            "{three}"
+        );
+        assert_eq!(sharded_gate(TEMPLATE_SHARDS), SHARDED_GATE_TEMPLATE);
+        // Pinned as init pins it, a written file is compared with the template of its own legs.
+        let pin = Pin {
+            reference: "a".repeat(40),
+            comment: "v9.9.9".into(),
+            unpinned_because: None,
+        };
+        let written = workflow(&sharded_gate(12), &pin);
+        assert_eq!(
+            workflow(&template_for(GATE_TEMPLATE, &written), &pin),
+            written
+        );
+        // The single-job gate and the other workflows are their own templates.
+        let single = workflow(GATE_TEMPLATE, &pin);
+        assert_eq!(template_for(GATE_TEMPLATE, &single), GATE_TEMPLATE);
+        assert_eq!(template_for(NIGHTLY_TEMPLATE, &written), NIGHTLY_TEMPLATE);
     }
 }

@@ -600,7 +600,7 @@ fn workflow_checks(
             .split_once(" # ")
             .map_or((pin.as_str(), ""), |(r, c)| (r, c));
         let expected = crate::setup::workflow(
-            template,
+            &crate::setup::template_for(template, &text),
             &crate::setup::Pin {
                 reference: reference.to_string(),
                 comment: comment.to_string(),

@@ -1,6 +1,6 @@
 //! `aayu init`: sets a repository up for aayudha — `.aayudha/config.toml` (every key, commented), the
-//! merge-gate and nightly workflows pinned to this binary's release, and `.gitignore` lines for the local
-//! packs and runs — and prints the next steps. It never overwrites a file (`--force` does, and lists what
+//! merge-gate (single-job, or with `--shards N` the sharded one) and nightly workflows pinned to this
+//! binary's release, and `.gitignore` lines for the local packs and runs — and prints the next steps. It never overwrites a file (`--force` does, and lists what
 //! it replaced), `--dry-run` writes nothing, and it never prompts without a terminal.
 
 use std::fmt::Write as _;
@@ -11,7 +11,8 @@ use crate::exit::ExitStatus;
 use crate::settings::github::TokenFor;
 use crate::settings::options::InitOptions;
 use crate::setup::{
-    ACTION_REPO, GATE_TEMPLATE, NIGHTLY_TEMPLATE, commented_config, resolve_pin, workflow,
+    ACTION_REPO, GATE_TEMPLATE, MAX_SHARDS, NIGHTLY_TEMPLATE, commented_config, resolve_pin,
+    sharded_gate, workflow,
 };
 
 mod layers;
@@ -40,6 +41,7 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
     if !options.verify_skill {
         refuse_skill_flags(&options)?;
     }
+    let gate_template = gate_template(options.shards)?;
     let repo = crate::commands::repo(ctx).map_err(|f| {
         f.with_hint("aayu init sets up a git repository: run it inside one (or `git init` first)")
     })?;
@@ -75,7 +77,7 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
             },
             Planned {
                 path: ".github/workflows/aayudha-merge-gate.yml".to_string(),
-                text: workflow(GATE_TEMPLATE, &pin),
+                text: workflow(&gate_template, &pin),
                 executable: false,
                 never_replaced: false,
             },
@@ -122,6 +124,18 @@ fn refuse_skill_flags(options: &InitOptions) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The merge gate's template for `--shards`: the single-job one for none or 1, the sharded one with its
+/// number of legs for 2 to 64; any other number is a usage error.
+fn gate_template(shards: Option<u64>) -> Result<String, Failure> {
+    match shards {
+        None | Some(1) => Ok(GATE_TEMPLATE.to_string()),
+        Some(n @ 2..=MAX_SHARDS) => Ok(sharded_gate(n)),
+        Some(n) => Err(Failure::usage(format!(
+            "`--shards {n}`: the merge gate is split into 1 to {MAX_SHARDS} legs"
+        ))),
+    }
 }
 
 /// Writes each planned file that is not there (or, with `--force`, replaces it; with `--dry-run`, says

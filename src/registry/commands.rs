@@ -366,6 +366,12 @@ static INIT: Command = Command {
             "ID",
             "The agent app that maintains the map, written to `[verify] maintainer` (otherwise asked among those detected).",
         ),
+        valued(
+            "shards",
+            InputType::Int,
+            "N",
+            "Split the merge gate over N matrix legs (1 to 64): 2 or more writes the sharded gate (jobs plan, shard, merge and pack, with `shards: N`), 1 the single-job gate (the default).",
+        ),
     ],
     outputs: &[
         ".aayudha/config.toml",

@@ -27,6 +27,8 @@ pub struct InitOptions {
     pub root: Option<std::path::PathBuf>,
     pub stack: Option<String>,
     pub maintainer: Option<String>,
+    /// `--shards N`: the merge gate's number of matrix legs (checked by init: 1 to 64).
+    pub shards: Option<u64>,
 }
 
 impl InitOptions {
@@ -40,6 +42,7 @@ impl InitOptions {
             root: m.get_one::<std::path::PathBuf>("root").cloned(),
             stack: m.get_one::<String>("stack").cloned(),
             maintainer: m.get_one::<String>("maintainer").cloned(),
+            shards: m.get_one::<u64>("shards").copied(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! crate, a Go module, a Node package and one with none of these. After them `verify --map` passes, the
 //! written workflows are actionlint- and zizmor-clean (but `dangerous-triggers` on the gate), a second run
 //! changes nothing, the stub blocks a check, the Go control tool runs one, and `install` writes one pointer
-//! per root skill and one Cursor rule.
+//! per root skill and one Cursor rule. `--shards N` writes the sharded gate, which doctor accepts.
 
 use crate::common::{self, TestRepo, run};
 use crate::support::fake_github;
@@ -106,8 +106,13 @@ fn lint_workflows(repo: &TestRepo) {
         .iter()
         .map(|f| workflows.join(f))
         .collect();
+    lint(&venv, &files);
+}
+
+/// actionlint and zizmor on `files`: no finding but zizmor's `dangerous-triggers` on the merge gate.
+fn lint(venv: &Path, files: &[PathBuf]) {
     let actionlint = std::process::Command::new(venv.join("bin/actionlint"))
-        .args(&files)
+        .args(files)
         .output()
         .expect("actionlint");
     assert!(
@@ -117,7 +122,7 @@ fn lint_workflows(repo: &TestRepo) {
     );
     let zizmor = std::process::Command::new(venv.join("bin/zizmor"))
         .args(["--offline", "--format", "json"])
-        .args(&files)
+        .args(files)
         .output()
         .expect("zizmor");
     let findings: serde_json::Value =
@@ -238,6 +243,108 @@ fn offline_or_unreleased_the_workflows_name_the_tag_to_pin() {
     let github = release_github(Release::Untagged);
     let other = TestRepo::new();
     crate::aayu_snapshot!("init_untagged", aayu(&other, Some(&github.url), &["init"]));
+}
+
+/// A workflow template as init writes it, pinned to the fake GitHub's release commit.
+fn pinned(template: &str) -> String {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(template))
+        .expect(template);
+    text.replace(
+        "1111111111111111111111111111111111111111 # replace with a release's commit SHA",
+        &format!("{SHA} # v{}", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// `--shards N`, 2 to 64, writes the sharded gate (plan, the legs, merge, pack) with N legs where the
+/// single-job gate goes, and doctor takes it as this release's template, N and all; 1 or no flag writes
+/// the single-job gate byte for byte; any other number writes nothing and says why, naming the flag.
+#[test]
+fn init_shards_writes_the_sharded_gate_with_that_many_legs() {
+    let github = github();
+    let gate_path = ".github/workflows/aayudha-merge-gate.yml";
+    let single = pinned("workflows/aayudha-merge-gate.yml");
+    for args in [&["init"][..], &["init", "--shards", "1"]] {
+        let repo = TestRepo::new();
+        let out = aayu(&repo, Some(&github.url), args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert_eq!(
+            std::fs::read_to_string(repo.path(gate_path)).expect("gate"),
+            single,
+            "{args:?}"
+        );
+    }
+
+    let repo = TestRepo::new();
+    let out = aayu(&repo, Some(&github.url), &["init", "--shards", "3"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let gate = std::fs::read_to_string(repo.path(gate_path)).expect("gate");
+    assert_eq!(
+        gate,
+        pinned("workflows/aayudha-merge-gate-sharded.yml").replacen(
+            "          shards: 4 # ",
+            "          shards: 3 # ",
+            1
+        )
+    );
+    for needle in [
+        "  plan:\n",
+        "          mode: plan\n          shards: 3 # ",
+        "  shard:\n",
+        "  merge:\n",
+        "  pack:\n",
+    ] {
+        assert!(gate.contains(needle), "{needle:?}: {gate}");
+    }
+    assert!(
+        !gate.contains("111111") && !gate.contains("shards: 4"),
+        "{gate}"
+    );
+    lint_workflows(&repo);
+
+    // doctor compares the file with the sharded template of its own number of legs: the one line the
+    // template asks you to change is yours; any other change is still shown.
+    let doctor = |repo: &TestRepo| -> Vec<serde_json::Value> {
+        let out = run(repo
+            .aayu()
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GH_TOKEN")
+            .args(["doctor", "--json"]));
+        let report: serde_json::Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+        report["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .filter(|p| p["check"] == "gate-workflow")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(doctor(&repo), Vec::<serde_json::Value>::new());
+    repo.write(gate_path, gate.replacen("shards: 3 # ", "shards: 12 # ", 1));
+    assert_eq!(doctor(&repo), Vec::<serde_json::Value>::new());
+    repo.write(
+        gate_path,
+        gate.replacen("fail-fast: false", "fail-fast: true", 1),
+    );
+    let found = doctor(&repo);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("differs from this release's template")),
+        "{found:?}"
+    );
+
+    // Out of range: exit 2 naming the flag, nothing written.
+    for n in ["0", "65"] {
+        let repo = TestRepo::new();
+        let out = aayu(&repo, Some(&github.url), &["init", "--shards", n]);
+        crate::aayu_snapshot!(format!("init_shards_{n}"), out);
+        assert!(
+            !repo.path(".aayudha").exists() && !repo.path(".github").exists(),
+            "--shards {n} writes nothing"
+        );
+    }
 }
 
 /// `init` writes a `LAYERS.md` starter with globs for the stack at the root (so a pack gets a

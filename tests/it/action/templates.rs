@@ -17,6 +17,103 @@ fn section_keys(yaml: &str, section: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every `uses:` of `text` is pinned by a full commit SHA or an image digest.
+fn assert_pinned(text: &str) {
+    for line in text
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("uses:") || l.starts_with("- uses:"))
+    {
+        let reference = line
+            .split('@')
+            .nth(1)
+            .expect("pinned")
+            .split_whitespace()
+            .next()
+            .expect("ref");
+        // A commit SHA, or an image digest.
+        let sha = reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit());
+        let digest = reference
+            .strip_prefix("sha256:")
+            .is_some_and(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(sha || digest, "not pinned by SHA or digest: {line}");
+    }
+}
+
+/// The jobs of a workflow, in order: each job's id and its text (its key line up to the next job's).
+fn jobs(workflow: &str) -> Vec<(&str, &str)> {
+    let body = &workflow[workflow.find("\njobs:\n").expect("jobs") + "\njobs:\n".len()..];
+    let mut starts: Vec<(usize, &str)> = Vec::new();
+    let mut at = 0;
+    for line in body.split_inclusive('\n') {
+        let key = line.trim_end();
+        if key.len() > 3 && key.starts_with("  ") && !key[2..].starts_with([' ', '#']) {
+            starts.push((at, key.trim().trim_end_matches(':')));
+        }
+        at += line.len();
+    }
+    starts
+        .iter()
+        .enumerate()
+        .map(|(n, (start, id))| {
+            let end = starts.get(n + 1).map_or(body.len(), |(next, _)| *next);
+            (*id, &body[*start..end])
+        })
+        .collect()
+}
+
+/// A job's `permissions:` as `scope: level` pairs, in order.
+fn permissions(job: &str) -> Vec<String> {
+    job.lines()
+        .skip_while(|l| *l != "    permissions:")
+        .skip(1)
+        .take_while(|l| l.starts_with("      "))
+        .map(|l| l.split(" #").next().unwrap_or(l).trim().to_string())
+        .collect()
+}
+
+/// The `with:` keys of each step of `workflow` that uses the action, with the action file that declares
+/// its inputs (`action.yml` for `aayudha/verify` and its image, `slim/action.yml` for
+/// `aayudha/verify/slim`).
+fn action_steps(workflow: &str) -> Vec<(&'static str, Vec<String>)> {
+    let lines: Vec<&str> = workflow.lines().collect();
+    let mut steps = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let used = line.trim_start().trim_start_matches("- ");
+        let Some(used) = used.strip_prefix("uses: ") else {
+            continue;
+        };
+        let file = if used.starts_with("aayudha/verify/slim@") {
+            "slim/action.yml"
+        } else if used.starts_with("aayudha/verify@")
+            || used.starts_with("docker://ghcr.io/aayudha/verify@")
+        {
+            "action.yml"
+        } else {
+            continue;
+        };
+        let indent = line.len() - line.trim_start().len();
+        let step_indent = if line.trim_start().starts_with("- ") {
+            indent + 2
+        } else {
+            indent
+        };
+        let with = format!("{}with:", " ".repeat(step_indent));
+        let keys = lines[n + 1..]
+            .iter()
+            .take_while(|l| l.len() - l.trim_start().len() >= step_indent || l.trim().is_empty())
+            .skip_while(|l| **l != with)
+            .skip(1)
+            .take_while(|l| l.len() - l.trim_start().len() > step_indent)
+            .filter(|l| l.len() - l.trim_start().len() == step_indent + 2)
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .filter_map(|l| l.trim().split_once(':').map(|(k, _)| k.to_string()))
+            .collect();
+        steps.push((file, keys));
+    }
+    steps
+}
+
 #[test]
 fn action_yml_declares_the_registrys_inputs_and_outputs() {
     let spec = aayudha::registry::CommandId::Action.spec();
@@ -92,25 +189,7 @@ fn the_workflow_templates_hold_their_contract() {
         &read("workflows/aayudha-nightly.yml"),
         &read(".github/workflows/verify-sweep.yml"),
     ] {
-        for line in text
-            .lines()
-            .map(str::trim_start)
-            .filter(|l| l.starts_with("uses:") || l.starts_with("- uses:"))
-        {
-            let reference = line
-                .split('@')
-                .nth(1)
-                .expect("pinned")
-                .split_whitespace()
-                .next()
-                .expect("ref");
-            // A commit SHA, or an image digest.
-            let sha = reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit());
-            let digest = reference
-                .strip_prefix("sha256:")
-                .is_some_and(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()));
-            assert!(sha || digest, "not pinned by SHA or digest: {line}");
-        }
+        assert_pinned(text);
     }
     let nightly = read("workflows/aayudha-nightly.yml");
     let cron = nightly
@@ -124,4 +203,183 @@ fn the_workflow_templates_hold_their_contract() {
     );
     assert!(nightly.contains("  workflow_dispatch:"));
     assert!(read(".github/workflows/verify-sweep.yml").contains("  workflow_call:\n    inputs:\n"));
+}
+
+/// The sharded gate (`aayu init --shards N` writes it): plan → shard (a matrix leg each) → merge → pack,
+/// with the single-job template's trigger, concurrency, checkout and pins; only the legs run the pull
+/// request's code and only `pack` writes.
+#[test]
+fn the_sharded_template_holds_its_contract() {
+    let read = |rel: &str| {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).expect(rel)
+    };
+    let single = read("workflows/aayudha-merge-gate.yml");
+    let sharded = read("workflows/aayudha-merge-gate-sharded.yml");
+    assert_pinned(&sharded);
+    // What the single-job template holds to, word for word: the trigger, no workflow-wide permission, one
+    // gate per pull request (whichever template ran it).
+    let between = |text: &str, from: &str, to: &str| -> String {
+        let start = text.find(from).expect(from);
+        text[start..start + text[start..].find(to).expect(to)].to_string()
+    };
+    assert_eq!(
+        between(&sharded, "\non:\n", "\njobs:\n"),
+        between(&single, "\non:\n", "\njobs:\n")
+    );
+    for needle in [
+        "Why `pull_request_target`",
+        "Require the commit status `aayudha/proof`",
+        "a skipped matrix leg counts as success in branch protection",
+        "256 legs per matrix",
+        "500\n# artifacts",
+        "outputs hold at most 1 MB",
+        "\"Re-run failed jobs\" reruns the failed leg, the merge and the pack job",
+    ] {
+        assert!(
+            sharded.contains(needle),
+            "the sharded template lacks {needle:?}"
+        );
+    }
+    let jobs = jobs(&sharded);
+    let ids: Vec<&str> = jobs.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, ["plan", "shard", "merge", "pack"]);
+    let job = |id: &str| jobs.iter().find(|(j, _)| *j == id).expect(id).1;
+    let (plan, shard, merge, pack) = (job("plan"), job("shard"), job("merge"), job("pack"));
+    let single_jobs = self::jobs(&single);
+    let single_job = |id: &str| single_jobs.iter().find(|(j, _)| *j == id).expect(id).1;
+
+    // Least privilege: read-only everywhere but `pack`, which has exactly today's pack job's.
+    let read_only = ["contents: read", "issues: read", "pull-requests: read"];
+    for (id, text) in [("plan", plan), ("shard", shard), ("merge", merge)] {
+        assert_eq!(permissions(text), read_only, "job {id}");
+    }
+    assert_eq!(permissions(pack), permissions(single_job("pack")));
+    for (id, text) in &jobs {
+        let writes = permissions(text).iter().any(|p| p.ends_with(": write"));
+        assert_eq!(writes, *id == "pack", "job {id}: only `pack` writes");
+    }
+    // The checkout of the base, as today's gate job has it, in every job that checks out.
+    let checkout = between(
+        single_job("merge-gate"),
+        "      - name: Check out the base",
+        "      # ",
+    );
+    for (id, text) in [("plan", plan), ("shard", shard), ("merge", merge)] {
+        assert!(text.contains(&checkout), "job {id}: {text}");
+    }
+    assert!(!pack.contains("actions/checkout"), "{pack}");
+
+    assert!(
+        plan.starts_with("  plan:\n    name: aayudha/plan\n"),
+        "{plan}"
+    );
+    for needle in [
+        "    outputs:\n      matrix: ${{ steps.plan.outputs.matrix }}\n      plan_digest: ${{ steps.plan.outputs.plan_digest }}\n",
+        "        id: plan\n        uses: aayudha/verify/slim@",
+        "          mode: plan\n          shards: 4 # ",
+    ] {
+        assert!(plan.contains(needle), "plan lacks {needle:?}: {plan}");
+    }
+    // The legs: their matrix is the plan's, every leg runs to its end, on the full image, with today's
+    // gate job's timeout, and the gate step is each leg's last.
+    assert!(
+        shard.starts_with(
+            "  shard:\n    name: aayudha/shard ${{ matrix.shard }} of ${{ matrix.of }}\n    needs: plan\n"
+        ),
+        "{shard}"
+    );
+    for needle in [
+        "      fail-fast: false\n",
+        "      matrix: ${{ fromJSON(needs.plan.outputs.matrix) }}\n",
+        "        uses: aayudha/verify@",
+    ] {
+        assert!(shard.contains(needle), "shard lacks {needle:?}: {shard}");
+    }
+    let timeout = |text: &str| between(text, "    timeout-minutes: ", "\n");
+    assert_eq!(timeout(shard), timeout(single_job("merge-gate")));
+    assert!(
+        shard.trim_end().ends_with(
+            "          mode: shard\n          shard: ${{ matrix.shard }}\n          shards: ${{ matrix.of }}\n          plan_digest: ${{ needs.plan.outputs.plan_digest }}"
+        ),
+        "{shard}"
+    );
+    assert!(
+        merge.starts_with("  merge:\n    name: aayudha/merge\n    needs: [plan, shard]\n"),
+        "{merge}"
+    );
+    for needle in [
+        "    if: ${{ always() }}\n",
+        "    outputs:\n      result: ${{ steps.merge.outputs.result }}\n      reason: ${{ steps.merge.outputs.reason }}\n",
+        "        id: merge\n        uses: aayudha/verify/slim@",
+        "          mode: merge\n",
+    ] {
+        assert!(merge.contains(needle), "merge lacks {needle:?}: {merge}");
+    }
+    // `pack` runs in every outcome, after the plan and the merge, and a plan that failed is a failed gate.
+    assert!(
+        pack.starts_with("  pack:\n    name: aayudha/pack\n    needs: [plan, merge]\n"),
+        "{pack}"
+    );
+    for needle in [
+        "    if: ${{ always() }}\n",
+        "        uses: aayudha/verify/slim@",
+        "          mode: comment\n",
+        "          gate_result: ${{ needs.plan.result != 'success' && 'failure' || needs.merge.result }}\n",
+        "          gate_reason: ${{ needs.merge.outputs.reason }}\n",
+    ] {
+        assert!(pack.contains(needle), "pack lacks {needle:?}: {pack}");
+    }
+    // Only the legs run the pull request's code: everything else is on the slim image.
+    assert_eq!(sharded.matches("uses: aayudha/verify@").count(), 1);
+}
+
+/// Every `with:` key of every step that uses the action is an input of the action file it names: a
+/// misspelt key would reach the action as nothing at all (the runner only warns).
+#[test]
+fn every_templates_action_step_passes_only_declared_inputs() {
+    let read = |rel: &str| {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).expect(rel)
+    };
+    let mut seen = 0;
+    for template in [
+        "workflows/aayudha-merge-gate.yml",
+        "workflows/aayudha-merge-gate-sharded.yml",
+        "workflows/aayudha-maintain.yml",
+        "workflows/aayudha-nightly.yml",
+        ".github/workflows/verify-sweep.yml",
+    ] {
+        for (file, keys) in action_steps(&read(template)) {
+            let inputs = section_keys(&read(file), "inputs");
+            assert!(
+                !keys.is_empty(),
+                "{template}: a step of {file} with no `with:`"
+            );
+            for key in keys {
+                assert!(
+                    inputs.contains(&key),
+                    "{template}: `{key}` is not an input of {file}"
+                );
+                seen += 1;
+            }
+        }
+    }
+    // The sharded template's keys alone: mode ×4, shards ×2, shard, plan_digest, gate_result, gate_reason.
+    let sharded = action_steps(&read("workflows/aayudha-merge-gate-sharded.yml"));
+    let keys: Vec<String> = sharded.into_iter().flat_map(|(_, k)| k).collect();
+    assert_eq!(
+        keys,
+        [
+            "mode",
+            "shards",
+            "mode",
+            "shard",
+            "shards",
+            "plan_digest",
+            "mode",
+            "mode",
+            "gate_result",
+            "gate_reason"
+        ]
+    );
+    assert!(seen > keys.len());
 }
