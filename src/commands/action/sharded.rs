@@ -243,7 +243,8 @@ pub fn plan(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fa
     // A group (a package's suite or tests with its base) goes to one leg whole.
     let mut groups: BTreeMap<&str, u64> = BTreeMap::new();
     for unit in &units {
-        *groups.entry(unit.group.as_str()).or_default() += estimates.ms(&unit.id);
+        // At least a millisecond each: units that took no time still spread over the legs.
+        *groups.entry(unit.group.as_str()).or_default() += estimates.ms(&unit.id).max(1);
     }
     let items: Vec<crate::shard::split::Item> = groups
         .iter()
@@ -892,14 +893,13 @@ mod tests {
                 "aayudha-pack-shard-2-of-2-attempt-3"
             ]
         );
-        let gap = newest_legs(&all[..1], 2).err().expect("a gap").0;
+        let gap = newest_legs(&all[..1], 2).expect_err("a gap").0;
         assert_eq!(
             gap,
             "shard 2 of 2: no artifact (the leg failed, was cancelled or did not run)"
         );
         let stray = newest_legs(&[listed("aayudha-pack-shard-1-of-3-attempt-1")], 2)
-            .err()
-            .expect("stray")
+            .expect_err("stray")
             .0;
         assert!(
             stray.contains("a shard outside the plan, which has 2"),
@@ -912,13 +912,11 @@ mod tests {
             ],
             1,
         )
-        .err()
-        .expect("twice")
+        .expect_err("twice")
         .0;
         assert_eq!(twice, "shard 1 of 1: two artifacts of attempt 2");
         let odd = newest_legs(&[listed("aayudha-pack-shard-x")], 1)
-            .err()
-            .expect("odd")
+            .expect_err("odd")
             .0;
         assert!(odd.contains("not an artifact name a leg writes"), "{odd}");
     }
