@@ -20,7 +20,8 @@ pub struct Unit {
     pub kind: &'static str,
     /// The package's folder (`.` is the root); `None` for a check.
     pub package: Option<String>,
-    /// Units of one group share a leg: a check alone, a package's suite or tests with its base.
+    /// Units of one group share a leg: the checks of one `<feature>.<check>`, a package's suite or tests
+    /// with its base.
     pub group: String,
 }
 
@@ -41,8 +42,13 @@ pub fn units(plan: &Plan, root: &Path) -> Vec<Unit> {
         .iter()
         .map(|s| {
             let id = format!("check:{}", plan.check_id(s));
+            // Checks of one `<feature>.<check>` write one `behaviour/<feature>.<check>/` folder (SPEC §4
+            // names no product there): they share a leg, as they share the single job's folder.
+            let map = &plan.maps.maps[s.map];
+            let feature = &map.features[s.feature];
+            let folder = format!("{}.{}", feature.id.value, feature.checks[s.check].id.value);
             Unit {
-                group: id.clone(),
+                group: format!("behaviour/{folder}"),
                 id,
                 kind: "check",
                 package: None,

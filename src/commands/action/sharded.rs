@@ -237,7 +237,9 @@ pub fn plan(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fa
     let job = Job::of(ctx.github);
     let (pull, story) = PullGate::open(ctx, options)?;
     let inputs = pull.inputs(story, ctx.env)?;
-    let plan = crate::gate::plan::plan(&inputs.change()).map_err(Failure::from)?;
+    // An evidence map the pull request breaks is said where the single job says it: the summary.
+    let plan = crate::gate::plan::plan(&inputs.change())
+        .map_err(|e| super::no_pack(ctx, &job, Failure::from(e)))?;
     let units = units::units(&plan, pull.repo.root());
     let estimates = estimates(ctx, &pull);
     // A group (a package's suite or tests with its base) goes to one leg whole.
@@ -346,7 +348,18 @@ fn leg_inputs(options: &ActionOptions) -> Result<(u32, u32, String), Failure> {
 /// `--mode shard`: one leg runs exactly its units and uploads what they gave.
 pub fn shard(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
     let (shard, shards, digest) = leg_inputs(options)?;
+    let job = Job::of(ctx.github);
     let (pull, story) = PullGate::open(ctx, options)?;
+    // Why this leg uploaded nothing goes to its summary too: the merge can only say it has no artifact.
+    leg(ctx, (pull, story), (shard, shards, digest)).map_err(|f| super::no_pack(ctx, &job, f))
+}
+
+/// The leg itself: the plan checked, its units run, what they gave uploaded.
+fn leg(
+    ctx: &mut Context,
+    (pull, story): (PullGate, Option<crate::story::Story>),
+    (shard, shards, digest): (u32, u32, String),
+) -> Result<ExitStatus, Failure> {
     let _interrupted = crate::sandbox::cleanup::dir(pull.temp.path());
     let (file, found) = download_plan(&results(ctx)?).map_err(Failure::unexpected)?;
     if found != digest {
@@ -395,15 +408,16 @@ pub fn shard(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, F
     };
     let timings = Timings {
         schema_version: 1,
+        // Only what was measured: a unit that did not run (a base refused for a shallow history) has no
+        // time, rather than a time of 0.
         units: mine
             .iter()
-            .map(|id| UnitTime {
-                id: id.clone(),
-                ms: shard_file
-                    .executed
-                    .elapsed
-                    .get(id)
-                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            .filter_map(|id| {
+                let took = shard_file.executed.elapsed.get(id)?;
+                Some(UnitTime {
+                    id: id.clone(),
+                    ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+                })
             })
             .collect(),
     };
@@ -445,29 +459,62 @@ fn copy_run_files(run: &Path, to: &Path) -> Result<Vec<ShardEntry>, Failure> {
     Ok(entries)
 }
 
-/// Why the merge cannot assemble the pack: one line, naming the leg when it is one leg's.
-struct Blocked(String);
+/// Why the merge cannot assemble the pack: one line, naming the leg when it is one leg's; and whether
+/// re-running the failed jobs can help (a leg missing), or something must be fixed first.
+#[derive(Debug)]
+struct Blocked {
+    reason: String,
+    rerun: bool,
+}
+
+impl Blocked {
+    /// Something to fix (or a run to start again whole): re-running the failed jobs does not help.
+    fn fix(reason: impl Into<String>) -> Blocked {
+        Blocked {
+            reason: reason.into(),
+            rerun: false,
+        }
+    }
+
+    /// A leg left no artifact: re-running the failed jobs runs it again.
+    fn rerun(reason: impl Into<String>) -> Blocked {
+        Blocked {
+            reason: reason.into(),
+            rerun: true,
+        }
+    }
+
+    /// What to do next, for the summary and the log.
+    fn hint(&self) -> &'static str {
+        if self.rerun {
+            "re-run the failed jobs: the leg runs again, then the merge and the pack job (should GitHub not serve the earlier attempt's artifacts then, re-run all jobs)"
+        } else {
+            "fix what it names and push, or re-run all jobs: re-running only the failed jobs makes the same merge"
+        }
+    }
+}
 
 /// `--mode merge`: every leg verified, then the one pack. A leg missing, failed or tampered with blocks
 /// the gate: `result` `blocked`, `reason` naming it, no pack, a non-zero exit.
 pub fn merge(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Failure> {
     let job = Job::of(ctx.github);
-    let blocked = |ctx: &mut Context, reason: &str| {
+    // The outputs and the summary of a blocked gate, and the failure the job ends with.
+    let blocked = |ctx: &mut Context, why: Blocked| {
         job.output(ctx.err, "result", "blocked");
-        job.output(ctx.err, "reason", reason);
+        job.output(ctx.err, "reason", &why.reason);
         let summary = format!(
-            "## aayudha merge: blocked\n\n{}\nNo pack was made: the `aayudha/proof` status is `failure`. Re-run the failed jobs once the cause is gone.\n",
-            crate::output::markdown::block(reason)
+            "## aayudha merge: blocked\n\n{}\nNo pack was made: the `aayudha/proof` status is `failure`. Next: {}.\n",
+            crate::output::markdown::block(&why.reason),
+            why.hint()
         );
         job.summary(ctx.err, &summary);
+        Failure::unexpected(format!("the gate is blocked: {}", why.reason)).with_hint(why.hint())
     };
     let (pull, story) = match PullGate::open(ctx, options) {
         Ok(opened) => opened,
         Err(failure) => {
-            blocked(
-                ctx,
-                &format!("the merge could not start: {}", failure.message),
-            );
+            let why = Blocked::fix(format!("the merge could not start: {}", failure.message));
+            blocked(ctx, why);
             return Err(failure);
         }
     };
@@ -475,14 +522,7 @@ pub fn merge(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, F
     let inputs = pull.inputs(story, ctx.env)?;
     let legs = match verified_legs(ctx, &pull, &inputs) {
         Ok(legs) => legs,
-        Err(Blocked(reason)) => {
-            blocked(ctx, &reason);
-            return Err(
-                Failure::unexpected(format!("the gate is blocked: {reason}")).with_hint(
-                    "re-run the failed jobs: the leg runs again, then the merge and the pack job",
-                ),
-            );
-        }
+        Err(why) => return Err(blocked(ctx, why)),
     };
     let Legs {
         plan,
@@ -492,16 +532,17 @@ pub fn merge(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, F
     } = legs;
     let folder = crate::gate::run_folder(&inputs).map_err(Failure::from)?;
     for (rel, bytes) in &files {
-        crate::safe_fs::write(folder.path(), rel, bytes)
-            .map_err(|e| Failure::unexpected(format!("cannot write `{rel}`")).caused_by(e))?;
+        // A file of one leg where another's folder is (`a` and `a/b`) cannot be written: said as such.
+        if let Err(e) = crate::safe_fs::write(folder.path(), rel, bytes) {
+            let why = Blocked::fix(format!(
+                "the legs' file `{rel}` cannot be written beside the others: {e}"
+            ));
+            return Err(blocked(ctx, why));
+        }
     }
     let run = match crate::gate::judge(&inputs, &plan, executed, folder.path(), ctx.err) {
         Ok(run) => run,
-        Err(e) => {
-            let failure = Failure::from(e);
-            blocked(ctx, &failure.message);
-            return Err(failure);
-        }
+        Err(e) => return Err(blocked(ctx, Blocked::fix(Failure::from(e).message))),
     };
     let mut publish = pull.publish(ctx, options)?;
     publish.merge = true;
@@ -545,22 +586,25 @@ fn verified_legs(
     pull: &PullGate,
     inputs: &crate::gate::Inputs,
 ) -> Result<Legs, Blocked> {
-    let results = results(ctx).map_err(|f| Blocked(f.message))?;
+    // What the pull request asks for first: an evidence map it breaks is the reason, not the plan job's
+    // missing artifact.
+    let plan = crate::gate::plan::plan(&inputs.change())
+        .map_err(|e| Blocked::fix(Failure::from(e).message))?;
+    let results = results(ctx).map_err(|f| Blocked::rerun(f.message))?;
     let listed = results
         .list()
-        .map_err(|e| Blocked(format!("the run's artifacts cannot be listed: {e}")))?;
+        .map_err(|e| Blocked::rerun(format!("the run's artifacts cannot be listed: {e}")))?;
     if listed.iter().any(|a| a.name == crate::pack::ARTIFACT) {
-        return Err(Blocked(format!(
+        return Err(Blocked::fix(format!(
             "this run already has an `{}` artifact: a run holds one pack, made by its merge",
             crate::pack::ARTIFACT
         )));
     }
-    let (file, digest) = download_plan(&results).map_err(Blocked)?;
-    let plan =
-        crate::gate::plan::plan(&inputs.change()).map_err(|e| Blocked(Failure::from(e).message))?;
+    let (file, digest) = download_plan(&results).map_err(Blocked::fix)?;
     file.matches(&units::units(&plan, pull.repo.root()))
-        .map_err(|why| Blocked(format!("the plan does not match the pull request: {why}")))?;
-    let chosen = newest_legs(&listed, file.shards)?;
+        .map_err(|why| Blocked::fix(format!("the plan does not match the pull request: {why}")))?;
+    let attempt = u32::try_from(ctx.github.run_attempt.unwrap_or(1)).unwrap_or(u32::MAX);
+    let chosen = newest_legs(&listed, file.shards, attempt)?;
     let mut legs = Legs {
         plan,
         files: BTreeMap::new(),
@@ -571,7 +615,7 @@ fn verified_legs(
         },
     };
     let said =
-        |shard: u32, why: String| Blocked(format!("shard {shard} of {}: {why}", file.shards));
+        |shard: u32, why: String| Blocked::fix(format!("shard {shard} of {}: {why}", file.shards));
     let mut read = Vec::new();
     for (shard, artifact) in (1..).zip(&chosen) {
         let leg = Leg {
@@ -628,24 +672,31 @@ fn verified_legs(
 fn newest_legs(
     listed: &[Listed],
     shards: u32,
+    this_attempt: u32,
 ) -> Result<Vec<(String, u32, Option<String>)>, Blocked> {
     let mut newest: BTreeMap<u32, (u32, &Listed)> = BTreeMap::new();
     for artifact in listed.iter().filter(|a| a.name.starts_with(SHARD_PREFIX)) {
         let Some((shard, of, attempt)) = leg_name(&artifact.name) else {
-            return Err(Blocked(format!(
+            return Err(Blocked::fix(format!(
                 "`{}` is not an artifact name a leg writes",
                 artifact.name.escape_debug()
             )));
         };
         if of != shards || shard > of {
-            return Err(Blocked(format!(
+            return Err(Blocked::fix(format!(
                 "`{}` is a shard outside the plan, which has {shards}",
+                artifact.name
+            )));
+        }
+        if attempt > this_attempt {
+            return Err(Blocked::fix(format!(
+                "`{}` is of attempt {attempt}, after this run's attempt {this_attempt}",
                 artifact.name
             )));
         }
         match newest.get(&shard) {
             Some((seen, _)) if *seen == attempt => {
-                return Err(Blocked(format!(
+                return Err(Blocked::fix(format!(
                     "shard {shard} of {shards}: two artifacts of attempt {attempt}"
                 )));
             }
@@ -658,8 +709,8 @@ fn newest_legs(
     (1..=shards)
         .map(|shard| match newest.get(&shard) {
             Some((attempt, a)) => Ok((a.name.clone(), *attempt, a.digest.clone())),
-            None => Err(Blocked(format!(
-                "shard {shard} of {shards}: no artifact (the leg failed, was cancelled or did not run)"
+            None => Err(Blocked::rerun(format!(
+                "shard {shard} of {shards}: no artifact (the leg failed, was cancelled or did not run; its job's log says why)"
             ))),
         })
         .collect()
@@ -884,7 +935,7 @@ mod tests {
             listed("aayudha-pack-shard-2-of-2-attempt-3"),
             listed("aayudha-plan"),
         ];
-        let chosen = newest_legs(&all, 2).map_err(|b| b.0).expect("two legs");
+        let chosen = newest_legs(&all, 2, 3).expect("two legs");
         let names: Vec<&str> = chosen.iter().map(|c| c.0.as_str()).collect();
         assert_eq!(
             names,
@@ -893,17 +944,25 @@ mod tests {
                 "aayudha-pack-shard-2-of-2-attempt-3"
             ]
         );
-        let gap = newest_legs(&all[..1], 2).expect_err("a gap").0;
+        let gap = newest_legs(&all[..1], 2, 1).expect_err("a gap");
         assert_eq!(
-            gap,
-            "shard 2 of 2: no artifact (the leg failed, was cancelled or did not run)"
+            (gap.reason.as_str(), gap.rerun),
+            (
+                "shard 2 of 2: no artifact (the leg failed, was cancelled or did not run; its job's log says why)",
+                true
+            )
         );
-        let stray = newest_legs(&[listed("aayudha-pack-shard-1-of-3-attempt-1")], 2)
+        let stray = newest_legs(&[listed("aayudha-pack-shard-1-of-3-attempt-1")], 2, 1)
             .expect_err("stray")
-            .0;
+            .reason;
         assert!(
             stray.contains("a shard outside the plan, which has 2"),
             "{stray}"
+        );
+        let later = newest_legs(&all, 2, 2).expect_err("later").reason;
+        assert!(
+            later.contains("is of attempt 3, after this run's attempt 2"),
+            "{later}"
         );
         let twice = newest_legs(
             &[
@@ -911,13 +970,16 @@ mod tests {
                 listed("aayudha-pack-shard-1-of-1-attempt-2"),
             ],
             1,
+            2,
         )
-        .expect_err("twice")
-        .0;
-        assert_eq!(twice, "shard 1 of 1: two artifacts of attempt 2");
-        let odd = newest_legs(&[listed("aayudha-pack-shard-x")], 1)
+        .expect_err("twice");
+        assert_eq!(
+            (twice.reason.as_str(), twice.rerun),
+            ("shard 1 of 1: two artifacts of attempt 2", false)
+        );
+        let odd = newest_legs(&[listed("aayudha-pack-shard-x")], 1, 1)
             .expect_err("odd")
-            .0;
+            .reason;
         assert!(odd.contains("not an artifact name a leg writes"), "{odd}");
     }
 

@@ -20,8 +20,20 @@ const RUN: &str = "202";
 /// The tally example (story 902, a bug: its fix's Go suite and red-on-base) with three products whose
 /// two checks each read the file the fix changes: eight units.
 fn origin_with_products() -> super::Origin {
-    let (source, base, _) = tally(TALLY_EVIDENCE, "");
-    for product in ["alpha", "beta", "gamma"] {
+    origin_with(TALLY_EVIDENCE, &["alpha", "beta", "gamma"], true)
+}
+
+/// The tally example with `evidence` as story 902's evidence map and a product of each name checking
+/// the file the fix changes; with `own_ids` each product's feature has an id of its own, else all are
+/// `sums` (their checks then write one `behaviour/sums.<check>/` folder).
+fn origin_with(evidence: &str, products: &[&str], own_ids: bool) -> super::Origin {
+    let (source, base, _) = tally(evidence, "");
+    for product in products {
+        let feature = if own_ids {
+            format!("sums-{product}")
+        } else {
+            "sums".to_string()
+        };
         let dir = common::skill("", product);
         source
             .write(
@@ -39,7 +51,7 @@ fn origin_with_products() -> super::Origin {
                     // Each product's feature has its own id: a check's artifacts go to
                     // `behaviour/<feature>.<check>/` (SPEC §4), which names no product.
                     &format!(
-                        r#"{{"id": "sums-{product}", "layers": ["L02"], "sources": ["examples/tally/tally.go"], "surfaces": {{}}, "verified_at": ""}}"#
+                        r#"{{"id": "{feature}", "layers": ["L02"], "sources": ["examples/tally/tally.go"], "surfaces": {{}}, "verified_at": ""}}"#
                     ),
                     &[
                         r#"{"id": "runs", "kind": "cli", "evidence": "api-trace", "steps": [{"run": ["true"], "exit": 0}]}"#,
@@ -348,9 +360,9 @@ fn add(s: &Scenario, run: u64, name: &str, bytes: Vec<u8>) {
 
 /// The merge blocks naming each of `why`, uploads no pack, and the pack job then sets `failure` with the
 /// reason.
-fn assert_blocked(s: &Scenario, run: u64, event: &Value, why: &[&str]) -> Done {
+fn assert_blocked(s: &Scenario, run: u64, event: &Value, attempt: u32, why: &[&str]) -> Done {
     let before = s.artifact_names(run);
-    let merged = merge(s, run, event, 1);
+    let merged = merge(s, run, event, attempt);
     assert_ne!(merged.code, 0, "{}", merged.said());
     assert_eq!(
         merged.result().as_deref(),
@@ -426,7 +438,20 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
         "{}",
         broken.said()
     );
-    let missing = assert_blocked(&s, run, &event, &["shard 2 of 2: no artifact"]);
+    let missing = assert_blocked(
+        &s,
+        run,
+        &event,
+        1,
+        &[
+            "shard 2 of 2: no artifact (the leg failed, was cancelled or did not run; its job's log says why)",
+        ],
+    );
+    assert!(
+        broken.summary().contains("not the plan job's"),
+        "the failed leg says why in its own summary: {}",
+        broken.summary()
+    );
     insta::assert_snapshot!(
         "sharded_merge_blocked_summary",
         common::redact(&missing.summary())
@@ -469,6 +494,7 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
         &s,
         run,
         &event,
+        2,
         &["shard 1 of 2: ", &name[4..], "does not match its hash"],
     );
     put_back(&s, run, &held);
@@ -482,6 +508,7 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
         &s,
         run,
         &event,
+        2,
         &["shard 1 of 2: ", "is not what was uploaded"],
     );
     put_back(&s, run, &held);
@@ -507,6 +534,7 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
         &s,
         run,
         &event,
+        2,
         &[
             "shard 2 of 2: ",
             &theirs,
@@ -521,6 +549,7 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
         &s,
         run,
         &event,
+        2,
         &[
             "aayudha-pack-shard-3-of-2-attempt-1",
             "a shard outside the plan",
@@ -530,7 +559,7 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
 
     // A pack already in the run.
     add(&s, run, "aayudha-pack", zip1.clone());
-    assert_blocked(&s, run, &event, &["already has an `aayudha-pack`"]);
+    assert_blocked(&s, run, &event, 2, &["already has an `aayudha-pack`"]);
     put_back(&s, run, &held);
 
     // No `success` was ever set; now the re-run's merge makes the run's one pack.
@@ -695,4 +724,63 @@ fn authoritative_timings_change_the_split_advisory_ones_do_not_and_absurd_ones_a
     );
     assert_eq!(plan_units(&s, 504), after);
     s.assert_clean();
+}
+
+#[test]
+fn checks_of_one_feature_and_check_name_share_a_leg_and_merge() {
+    crate::needs!(go);
+    // Two products whose features are both `sums`: their checks write one artifact folder.
+    let s = Scenario::new(origin_with(TALLY_EVIDENCE, &["alpha", "beta"], false))
+        .with_story_on_the_ledger();
+    let event = s.event("opened", Some("Story: #902"));
+    plan_and_legs(&s, 601, &event, 3);
+    let units = plan_units(&s, 601);
+    for check in ["runs", "echoes"] {
+        assert_eq!(
+            units[&format!("check:alpha/sums.{check}")],
+            units[&format!("check:beta/sums.{check}")],
+            "{units:?}"
+        );
+    }
+    let merged = merge(&s, 601, &event, 1);
+    assert_eq!(merged.code, 0, "{}", merged.said());
+    assert_eq!(
+        merged.result().as_deref(),
+        Some("passed"),
+        "{}",
+        merged.said()
+    );
+}
+
+#[test]
+fn an_evidence_map_the_pull_request_breaks_is_the_reason_the_gate_is_blocked() {
+    let evidence = "[[criterion]]\nid = 1\ntests = [\"examples/tally:Test Sum\"]\n";
+    let s = Scenario::new(origin_with(evidence, &["alpha"], true)).with_story_on_the_ledger();
+    let event = s.event("opened", Some("Story: #902"));
+    let ws = s.new_workspace();
+    let plan = s
+        .gate_in(ws.root(), 701, &event)
+        .env("GITHUB_RUN_ID", RUN)
+        .input("MODE", "plan")
+        .input("SHARDS", "2")
+        .run();
+    assert_eq!(plan.code, 2, "{}", plan.said());
+    assert!(
+        plan.summary().contains(".aayudha/evidence/902.toml"),
+        "{}",
+        plan.summary()
+    );
+    // No leg ran; the merge says what to fix, not that the plan's artifact is missing.
+    let merged = merge(&s, 701, &event, 1);
+    assert_ne!(merged.code, 0);
+    let reason = merged.runner.output("reason").expect("reason");
+    assert!(
+        reason.starts_with(".aayudha/evidence/902.toml: criterion 1:"),
+        "{reason}"
+    );
+    assert!(
+        merged.summary().contains("fix what it names and push"),
+        "{}",
+        merged.summary()
+    );
 }
