@@ -165,6 +165,19 @@ fn merge(s: &Scenario, results_run: u64, event: &Value, attempt: u32) -> Done {
         .run()
 }
 
+/// The merge of run `results_run`, which must pass (its `result` `passed`).
+fn merge_passes(s: &Scenario, results_run: u64, event: &Value, attempt: u32) -> Done {
+    let merged = merge(s, results_run, event, attempt);
+    assert_eq!(merged.code, 0, "{}", merged.said());
+    assert_eq!(
+        merged.result().as_deref(),
+        Some("passed"),
+        "{}",
+        merged.said()
+    );
+    merged
+}
+
 /// The plan's units: id → leg.
 fn plan_units(s: &Scenario, results_run: u64) -> BTreeMap<String, u64> {
     let zip = s
@@ -244,14 +257,7 @@ fn a_sharded_gate_makes_the_single_jobs_pack_and_one_status() {
                 );
             }
         }
-        let merged = merge(&s, results_run, &event, 1);
-        assert_eq!(merged.code, 0, "{}", merged.said());
-        assert_eq!(
-            merged.result().as_deref(),
-            Some("passed"),
-            "{}",
-            merged.said()
-        );
+        let merged = merge_passes(&s, results_run, &event, 1);
         assert_eq!(merged.runner.output("reason").as_deref(), Some(""));
         let zip = s
             .artifact(results_run, "aayudha-pack")
@@ -572,14 +578,7 @@ fn a_missing_failed_or_tampered_leg_blocks_the_gate_and_a_rerun_makes_the_one_pa
             .iter()
             .all(|st| st.state != "success")
     );
-    let merged = merge(&s, run, &event, 2);
-    assert_eq!(merged.code, 0, "{}", merged.said());
-    assert_eq!(
-        merged.result().as_deref(),
-        Some("passed"),
-        "{}",
-        merged.said()
-    );
+    merge_passes(&s, run, &event, 2);
     assert!(s.artifact(run, leg2).is_some());
     let packs = s
         .artifact_names(run)
@@ -742,14 +741,7 @@ fn checks_of_one_feature_and_check_name_share_a_leg_and_merge() {
             "{units:?}"
         );
     }
-    let merged = merge(&s, 601, &event, 1);
-    assert_eq!(merged.code, 0, "{}", merged.said());
-    assert_eq!(
-        merged.result().as_deref(),
-        Some("passed"),
-        "{}",
-        merged.said()
-    );
+    merge_passes(&s, 601, &event, 1);
 }
 
 #[test]
