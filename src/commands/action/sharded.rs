@@ -303,6 +303,21 @@ pub fn plan(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, Fa
             ms.div_ceil(1000)
         ));
     }
+    // Which units went where: their names come from the pull request's maps, so each is code.
+    for leg in 1..=shards {
+        let ids: Vec<String> = file
+            .units
+            .iter()
+            .filter(|u| u.shard == leg)
+            .map(|u| crate::output::markdown::code(&u.id))
+            .collect();
+        if !ids.is_empty() {
+            summary.push_str(&format!(
+                "\n<details><summary>shard {leg}</summary>\n\n{}\n</details>\n",
+                ids.join(", ")
+            ));
+        }
+    }
     job.summary(ctx.err, &summary);
     let slowest = totals.iter().map(|t| t.1).max().unwrap_or(0);
     let _ = writeln!(
