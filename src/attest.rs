@@ -13,6 +13,8 @@ mod bundle;
 mod claims;
 mod policy;
 mod root;
+#[cfg(test)]
+mod test_domain;
 
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_SNAPPY_IN, decode_snappy};
 pub use policy::{Expected, Field, Mismatch, SLSA_PROVENANCE_V1, policy};
@@ -252,5 +254,340 @@ mod tests {
             rfc3339(1_756_728_839).ok().as_deref(),
             Some("2025-09-01T12:13:59Z")
         );
+    }
+    /// The tests of [`verify`] over the test trust domain and over real bundles.
+    mod verification {
+        use super::super::test_domain::{Options, PACK_SHA256, bundle, trusted_root_json};
+        use super::super::*;
+
+        fn test_root() -> TrustedRoots {
+            TrustedRoots::from_json_lines(&trusted_root_json()).expect("the test root")
+        }
+
+        fn expected() -> Expected {
+            Expected {
+                server_origin: "https://github.com".to_string(),
+                repo: "acme/shop".to_string(),
+                default_branch: "main".to_string(),
+                repository_id: 1001,
+                owner_id: 2002,
+                workflow_path: ".github/workflows/aayudha.yml".to_string(),
+                run_id: 77,
+                latest_attempt: 1,
+                self_hosted_runners: false,
+            }
+        }
+
+        fn verified(o: &Options) -> Verified {
+            match verify(&bundle(o), &test_root(), PACK_SHA256) {
+                Ok(v) => v,
+                Err(e) => panic!("the bundle should verify: {e}"),
+            }
+        }
+
+        fn refused(o: &Options) -> String {
+            match verify(&bundle(o), &test_root(), PACK_SHA256) {
+                Ok(_) => panic!("the bundle should not verify"),
+                Err(e) => e.to_string(),
+            }
+        }
+
+        fn policy_line(o: &Options, e: &Expected) -> String {
+            policy(&verified(o), e)
+                .err()
+                .map(|m| m.to_string())
+                .unwrap_or_default()
+        }
+
+        #[test]
+        fn a_good_bundle_verifies_and_passes_the_policy() {
+            let bytes = bundle(&Options::good());
+            let v =
+                verify(&bytes, &test_root(), &PACK_SHA256.to_ascii_uppercase()).expect("verifies");
+            assert_eq!(policy(&v, &expected()), Ok(()));
+            assert_eq!(v.san(), super::super::test_domain::WORKFLOW);
+            assert_eq!(v.signed_at(), "2025-06-01T12:01:00Z");
+            assert_eq!(v.bundle_sha256(), crate::hash::bytes(&bytes));
+            assert_eq!(v.claims().len(), 15);
+            assert_eq!(v.claim(22), Some("public"));
+            assert_eq!(
+                v.run_invocation(),
+                Some("https://github.com/acme/shop/actions/runs/77/attempts/1")
+            );
+            // The same bundle, the same answer: nothing depends on the clock.
+            assert_eq!(bytes, bundle(&Options::good()));
+        }
+
+        #[test]
+        fn a_bundle_for_another_pack_is_refused() {
+            let other = "ab".repeat(32);
+            let e = verify(&bundle(&Options::good()), &test_root(), &other)
+                .err()
+                .map(|e| e.to_string());
+            assert_eq!(
+                e,
+                Some(format!(
+                    "attestation: no subject of the statement has sha256 {other}"
+                ))
+            );
+        }
+
+        #[test]
+        fn another_workflow_a_fork_a_reusable_workflow_a_trigger_and_a_ref_are_refused() {
+            let e = expected();
+            let release =
+                "https://github.com/acme/shop/.github/workflows/release.yml@refs/heads/main";
+            let mut other_workflow = Options::with_claims(&[(9, release), (18, release)]);
+            other_workflow.san = release.to_string();
+            assert_eq!(
+                policy_line(&other_workflow, &e),
+                format!(
+                    "SAN is {release}, not {}",
+                    super::super::test_domain::WORKFLOW
+                )
+            );
+            let fork =
+                "https://github.com/mallory/shop/.github/workflows/aayudha.yml@refs/heads/main";
+            let mut fork = Options::with_claims(&[
+                (9, fork),
+                (12, "https://github.com/mallory/shop"),
+                (15, "3003"),
+                (17, "4004"),
+                (18, fork),
+            ]);
+            fork.san = fork.claims[&9].clone();
+            assert_eq!(
+                policy_line(&fork, &e),
+                ".12 is https://github.com/mallory/shop, not https://github.com/acme/shop"
+            );
+            // A reusable workflow: the SAN names the called file, .18 the caller.
+            let called = "https://github.com/acme/tools/.github/workflows/sign.yml@refs/heads/main";
+            let mut reusable = Options::good();
+            reusable.san = called.to_string();
+            reusable.claims.insert(9, called.to_string());
+            assert_eq!(
+                policy_line(&reusable, &e),
+                format!(
+                    "SAN is {called}, not {}",
+                    super::super::test_domain::WORKFLOW
+                )
+            );
+            assert_eq!(
+                policy_line(&Options::with_claims(&[(20, "pull_request")]), &e),
+                "trigger: pull_request, not pull_request_target"
+            );
+            assert_eq!(
+                policy_line(&Options::with_claims(&[(14, "refs/heads/feature")]), &e),
+                ".14 is refs/heads/feature, not refs/heads/main"
+            );
+        }
+
+        #[test]
+        fn a_self_hosted_runner_is_refused_unless_allowed() {
+            let o = Options::with_claims(&[(11, "self-hosted")]);
+            assert_eq!(
+                policy_line(&o, &expected()),
+                ".11 is self-hosted, not github-hosted"
+            );
+            let allowed = Expected {
+                self_hosted_runners: true,
+                ..expected()
+            };
+            assert_eq!(policy(&verified(&o), &allowed), Ok(()));
+        }
+
+        #[test]
+        fn attempt_2_of_the_run_is_accepted() {
+            let o = Options::with_claims(&[(
+                21,
+                "https://github.com/acme/shop/actions/runs/77/attempts/2",
+            )]);
+            let two = Expected {
+                latest_attempt: 2,
+                ..expected()
+            };
+            assert_eq!(policy(&verified(&o), &two), Ok(()));
+            assert_eq!(
+                policy_line(&o, &expected()),
+                ".21 is https://github.com/acme/shop/actions/runs/77/attempts/2, not https://github.com/acme/shop/actions/runs/77/attempts/1"
+            );
+        }
+
+        #[test]
+        fn a_ca_outside_the_root_is_refused_with_the_stale_root_hint() {
+            let o = Options {
+                foreign_ca: true,
+                ..Options::good()
+            };
+            let line = refused(&o);
+            assert!(
+                line.starts_with("attestation: does not verify: certificate chain is invalid"),
+                "{line}"
+            );
+            assert!(line.ends_with(super::super::STALE_ROOT_HINT), "{line}");
+        }
+
+        #[test]
+        fn an_entry_without_a_set_is_refused() {
+            let o = Options {
+                set: false,
+                ..Options::good()
+            };
+            let line = refused(&o);
+            assert!(line.contains("no verified timestamp"), "{line}");
+        }
+
+        #[test]
+        fn a_set_over_another_integrated_time_is_refused() {
+            let o = Options {
+                set_time_shift: 1,
+                ..Options::good()
+            };
+            let line = refused(&o);
+            assert!(line.contains("SET verification failed"), "{line}");
+        }
+
+        #[test]
+        fn a_wrong_inclusion_proof_or_checkpoint_is_refused() {
+            let good: serde_json::Value =
+                serde_json::from_slice(&bundle(&Options::good())).expect("json");
+            let proof = "/verificationMaterial/tlogEntries/0/inclusionProof";
+            let mut bad_path = good.clone();
+            if let Some(h) = bad_path.pointer_mut(&format!("{proof}/hashes/0")) {
+                *h = serde_json::Value::String(base64::Engine::encode(
+                    &base64::engine::general_purpose::STANDARD,
+                    [7u8; 32],
+                ));
+            }
+            let e = verify(bad_path.to_string().as_bytes(), &test_root(), PACK_SHA256)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(e.contains("inclusion proof verification failed"), "{e}");
+            let mut unsigned_note = good;
+            if let Some(serde_json::Value::String(note)) =
+                unsigned_note.pointer_mut(&format!("{proof}/checkpoint/envelope"))
+            {
+                *note = note.replacen("rekor.test - 1234", "rekor.test - 1235", 1);
+            }
+            let e = verify(
+                unsigned_note.to_string().as_bytes(),
+                &test_root(),
+                PACK_SHA256,
+            )
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+            assert!(
+                e.contains("No valid Rekor signature found on checkpoint"),
+                "{e}"
+            );
+        }
+
+        #[test]
+        fn a_leaf_without_an_sct_is_refused() {
+            let o = Options {
+                sct: false,
+                ..Options::good()
+            };
+            let line = refused(&o);
+            assert!(
+                line.contains("certificate is missing SCT extension"),
+                "{line}"
+            );
+        }
+
+        #[test]
+        fn a_ca_of_githubs_private_instance_is_refused_before_verifying() {
+            let o = Options {
+                ca_org: "GitHub, Inc.".to_string(),
+                foreign_ca: true,
+                ..Options::good()
+            };
+            assert_eq!(
+                refused(&o),
+                "attestation: signed by GitHub's private Sigstore instance, not verified by this version"
+            );
+        }
+
+        #[test]
+        fn a_root_that_does_not_name_the_ca_fails_with_the_hint_and_another_line_can_verify() {
+            let production =
+                sigstore_verify::trust_root::SIGSTORE_PRODUCTION_TRUSTED_ROOT.replace('\n', "");
+            let only_production = TrustedRoots::from_json_lines(&production).expect("root");
+            let line = verify(&bundle(&Options::good()), &only_production, PACK_SHA256)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(line.ends_with(super::super::STALE_ROOT_HINT), "{line}");
+            let both =
+                TrustedRoots::from_json_lines(&format!("{production}\n{}\n", trusted_root_json()))
+                    .expect("roots");
+            assert!(verify(&bundle(&Options::good()), &both, PACK_SHA256).is_ok());
+        }
+
+        /// A real bundle of sigstore-verify's test data (tests/data/sigstore/README.md): it verifies
+        /// against the embedded production root, and ship's policy refuses its `push` trigger.
+        #[test]
+        fn the_real_conda_bundle_verifies_and_the_policy_refuses_its_trigger() {
+            let bytes = include_bytes!("../tests/data/sigstore/conda-attestation.sigstore.json");
+            let root = TrustedRoots::production().expect("root");
+            let v = verify(
+                bytes,
+                &root,
+                "54303491a8418fbed24344b513546182c29b43bf282ceb433af65e2299f9271f",
+            )
+            .expect("the conda bundle verifies");
+            assert_eq!(v.signed_at(), "2025-09-01T12:13:59Z");
+            let run = v.run_invocation().unwrap_or_default();
+            let (repo_uri, rest) = run.split_once("/actions/runs/").unwrap_or_default();
+            let run_id = rest
+                .split('/')
+                .next()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            let (workflow_path, branch) = v
+                .claim(18)
+                .and_then(|c| c.strip_prefix(&format!("{repo_uri}/")))
+                .and_then(|c| c.split_once("@refs/heads/"))
+                .unwrap_or_default();
+            let (origin, repo) = repo_uri.split_at(repo_uri.find("github.com/").unwrap_or(0) + 10);
+            let own = Expected {
+                server_origin: origin.to_string(),
+                repo: repo.trim_start_matches('/').to_string(),
+                default_branch: branch.to_string(),
+                repository_id: v.claim(15).and_then(|c| c.parse().ok()).unwrap_or(0),
+                owner_id: v.claim(17).and_then(|c| c.parse().ok()).unwrap_or(0),
+                workflow_path: workflow_path.to_string(),
+                run_id,
+                latest_attempt: 1,
+                self_hosted_runners: false,
+            };
+            assert_eq!(
+                policy(&v, &own).err().map(|m| m.to_string()),
+                Some("trigger: push, not pull_request_target".to_string())
+            );
+        }
+
+        /// A real bundle from GitHub's private instance (sigstore-verify's test data).
+        #[test]
+        fn a_real_private_instance_bundle_is_refused() {
+            let bytes =
+                include_bytes!("../tests/data/sigstore/github-private-attestation.sigstore.json");
+            let root = TrustedRoots::production().expect("root");
+            let e = verify(
+                bytes,
+                &root,
+                "76f1fe8593bf227cca2c089e3c16dc95014a8d3e89c5dd220530469ca043c428",
+            )
+            .err()
+            .map(|e| e.to_string());
+            assert_eq!(
+                e.as_deref(),
+                Some(
+                    "attestation: signed by GitHub's private Sigstore instance, not verified by this version"
+                )
+            );
+        }
     }
 }
