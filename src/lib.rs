@@ -19,6 +19,7 @@
 //! `maintain` (the maintain brief) and `commands` (one module per command, each taking a context and plain
 //! options).
 
+pub mod attest;
 pub mod cli;
 pub(crate) mod clock;
 pub(crate) mod commands;
