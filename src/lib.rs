@@ -16,8 +16,9 @@
 //! (files of untrusted trees, never through a link), `clock` (UTC stamps), `machine_paths` (a machine's
 //! paths written the same on every machine), `failure` (what a command returns when it cannot do its
 //! work), `timing` (where a run's time goes, on request), `setup` (what `init` and `install` write),
-//! `maintain` (the maintain brief) and `commands` (one module per command, each taking a context and plain
-//! options).
+//! `maintain` (the maintain brief), `shard` (a sharded gate's split by measured time and its timings
+//! sidecar), `attest` (the attest job's Sigstore bundles verified offline, and ship's policy over the
+//! verified certificate) and `commands` (one module per command, each taking a context and plain options).
 
 pub mod attest;
 pub mod cli;
