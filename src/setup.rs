@@ -20,6 +20,9 @@ pub const MAX_SHARDS: u64 = 64;
 const SHARDS_LINE: &str = "          shards: ";
 /// The number of legs the sharded template ships with.
 const TEMPLATE_SHARDS: u64 = 4;
+/// The key line of the gate templates' signing job (`aayudha/attest`, issue 41): `aayu init` writes it
+/// for public repositories on github.com only.
+const ATTEST_JOB: &str = "\n  attest:\n";
 /// What the templates say where a release's commit goes.
 const PLACEHOLDER: &str =
     "1111111111111111111111111111111111111111 # replace with a release's commit SHA";
@@ -174,20 +177,59 @@ pub fn sharded_gate(shards: u64) -> String {
     )
 }
 
-/// The template a written workflow is compared with: `template` itself, except that a gate workflow
-/// written from the sharded template (`aayu init --shards N`, a plan job) is compared with the sharded
-/// template with the file's own number of legs — the one line the template asks to change.
+/// A gate workflow without its signing job: the job's lines, up to the next job or the file's end, and
+/// the blank line before it. The producer's outputs stay (nothing reads them then). A text without the
+/// job is returned as it is.
+pub fn without_attest(text: &str) -> String {
+    let Some(at) = text.find(ATTEST_JOB) else {
+        return text.to_string();
+    };
+    // `at` is the newline that ends the blank line before the job. The job ends at the first line that
+    // is not blank and not inside a job (indented less than a job's keys): the next job, or a top-level
+    // key.
+    let body = at + ATTEST_JOB.len();
+    let mut end = text.len();
+    let mut from = body;
+    for line in text[body..].split_inclusive('\n') {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if !line.trim().is_empty() && indent < 4 {
+            end = from;
+            break;
+        }
+        from += line.len();
+    }
+    if end == text.len() {
+        text[..at].to_string()
+    } else {
+        format!("{}{}", &text[..=at], &text[end..])
+    }
+}
+
+/// The template a written workflow is compared with: `template` itself, except for the gate workflow
+/// (`template` is [`GATE_TEMPLATE`]): one written from the sharded template (`aayu init --shards N`, a
+/// plan job) is compared with the sharded template with the file's own number of legs — the one line the
+/// template asks to change —, and one without the signing job (`aayu init` leaves it out but for public
+/// repositories on github.com) with the template without it.
 pub fn template_for<'a>(template: &'a str, written: &str) -> Cow<'a, str> {
-    let sharded = written.contains("\n          mode: plan\n");
-    if template != GATE_TEMPLATE || !sharded {
+    if template != GATE_TEMPLATE {
         return Cow::Borrowed(template);
     }
-    let shards = written
-        .lines()
-        .filter_map(|l| l.strip_prefix(SHARDS_LINE))
-        .find_map(|rest| rest.split_once(" #")?.0.trim().parse::<u64>().ok())
-        .unwrap_or(TEMPLATE_SHARDS);
-    Cow::Owned(sharded_gate(shards))
+    let sharded = written.contains("\n          mode: plan\n");
+    let chosen = if sharded {
+        let shards = written
+            .lines()
+            .filter_map(|l| l.strip_prefix(SHARDS_LINE))
+            .find_map(|rest| rest.split_once(" #")?.0.trim().parse::<u64>().ok())
+            .unwrap_or(TEMPLATE_SHARDS);
+        Cow::Owned(sharded_gate(shards))
+    } else {
+        Cow::Borrowed(template)
+    };
+    if written.contains(ATTEST_JOB) {
+        chosen
+    } else {
+        Cow::Owned(without_attest(&chosen))
+    }
 }
 
 /// `defaults.toml` with every key commented out: the file shows every setting and its default, and
@@ -312,5 +354,55 @@ mod tests {
         let single = workflow(GATE_TEMPLATE, &pin);
         assert_eq!(template_for(GATE_TEMPLATE, &single), GATE_TEMPLATE);
         assert_eq!(template_for(NIGHTLY_TEMPLATE, &written), NIGHTLY_TEMPLATE);
+    }
+
+    #[test]
+    fn a_gate_without_its_signing_job_is_the_template_without_it() {
+        let single = GATE_TEMPLATE;
+        for (template, producer_tail) in [
+            (
+                single.to_string(),
+                "gate_result: ${{ needs.merge-gate.result }}\n",
+            ),
+            (
+                sharded_gate(3),
+                "gate_reason: ${{ needs.merge.outputs.reason }}\n",
+            ),
+        ] {
+            let left_out = without_attest(&template);
+            assert!(left_out.ends_with(producer_tail), "{left_out}");
+            assert!(!left_out.ends_with("\n\n"), "{left_out}");
+            for gone in [
+                "  attest:",
+                "id-token",
+                "attestations: write",
+                "actions/attest@",
+            ] {
+                assert!(!left_out.contains(gone), "{gone}: {left_out}");
+            }
+            // The header and the producer's outputs stay; only the job's lines go.
+            assert!(left_out.contains("steps.gate.outputs.pack-sha256"));
+            assert_eq!(
+                left_out.lines().count(),
+                template.lines().count()
+                    - template[template.find(ATTEST_JOB).expect("job")..]
+                        .lines()
+                        .count()
+            );
+            assert_eq!(without_attest(&left_out), left_out);
+            // doctor compares a file with or without the job with the template with or without it.
+            assert_eq!(template_for(single, &template), template);
+            assert_eq!(template_for(single, &left_out), left_out);
+        }
+        // A job after it is kept, with its blank line.
+        let middle = format!("{}\n  later:\n    runs-on: x\n", GATE_TEMPLATE);
+        assert_eq!(
+            without_attest(&middle),
+            format!(
+                "{}\n  later:\n    runs-on: x\n",
+                without_attest(GATE_TEMPLATE)
+            )
+        );
+        assert_eq!(template_for(NIGHTLY_TEMPLATE, "no job"), NIGHTLY_TEMPLATE);
     }
 }

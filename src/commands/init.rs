@@ -1,7 +1,9 @@
 //! `aayu init`: sets a repository up for aayudha — `.aayudha/config.toml` (every key, commented), the
-//! merge-gate (single-job, or with `--shards N` the sharded one) and nightly workflows pinned to this
-//! binary's release, and `.gitignore` lines for the local packs and runs — and prints the next steps. It never overwrites a file (`--force` does, and lists what
-//! it replaced), `--dry-run` writes nothing, and it never prompts without a terminal.
+//! merge-gate (single-job, or with `--shards N` the sharded one; its signing job only for a public
+//! repository on github.com, `init/attest.rs`) and nightly workflows pinned to this binary's release, and
+//! `.gitignore` lines for the local packs and runs — and prints the next steps. It never overwrites a file
+//! (`--force` does, and lists what it replaced), `--dry-run` writes nothing, and it never prompts without
+//! a terminal.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,12 +14,16 @@ use crate::settings::github::TokenFor;
 use crate::settings::options::InitOptions;
 use crate::setup::{
     ACTION_REPO, GATE_TEMPLATE, MAX_SHARDS, NIGHTLY_TEMPLATE, commented_config, resolve_pin,
-    sharded_gate, workflow,
+    sharded_gate, without_attest, workflow,
 };
 
+mod attest;
 mod layers;
 mod skill;
 use skill::Stack;
+
+/// Where init writes the merge gate.
+const GATE_PATH: &str = ".github/workflows/aayudha-merge-gate.yml";
 
 /// The lines `.gitignore` needs: local packs and run folders are never committed.
 const IGNORED: [&str; 2] = [".aayudha/proof/", ".aayudha/runs/"];
@@ -41,6 +47,7 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
     if !options.verify_skill {
         refuse_skill_flags(&options)?;
     }
+    attest::refuse_both(&options)?;
     let gate_template = gate_template(options.shards)?;
     let repo = crate::commands::repo(ctx).map_err(|f| {
         f.with_hint("aayu init sets up a git repository: run it inside one (or `git init` first)")
@@ -48,6 +55,20 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
     let root = repo.root().to_path_buf();
     let token = crate::settings::github::token(ctx.env, TokenFor::Read).map(|(t, _)| t);
     let pin = resolve_pin(&ctx.github.api_url, token.as_deref());
+    let mut gate_text = workflow(&gate_template, &pin);
+    // The signing job is decided only for a gate init writes: a kept file is the user's.
+    let gate_written = options.force || std::fs::symlink_metadata(root.join(GATE_PATH)).is_err();
+    let mut attest_notice = String::new();
+    if gate_written {
+        match attest::decide(ctx, &options, &repo) {
+            attest::Attest::Written => {}
+            attest::Attest::Omitted => gate_text = without_attest(&gate_text),
+            attest::Attest::LeftOut(why) => {
+                gate_text = without_attest(&gate_text);
+                attest_notice = attest::notice(&why);
+            }
+        }
+    }
     let mut report = String::new();
     let mut config_text = commented_config();
     let mut planned = Vec::new();
@@ -76,8 +97,8 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
                 never_replaced: false,
             },
             Planned {
-                path: ".github/workflows/aayudha-merge-gate.yml".to_string(),
-                text: workflow(&gate_template, &pin),
+                path: GATE_PATH.to_string(),
+                text: gate_text,
                 executable: false,
                 never_replaced: false,
             },
@@ -97,6 +118,7 @@ pub fn run(ctx: &mut Context, options: InitOptions) -> Result<ExitStatus, Failur
     );
     changed |= write_planned(&root, &planned, &options, &mut report)?;
     changed |= add_ignored(&root, options.dry_run, &mut report)?;
+    report.push_str(&attest_notice);
     say_pin(&pin, &mut report);
     if !options.dry_run {
         say_next_steps(options.verify_skill, &mut report);

@@ -372,6 +372,16 @@ static INIT: Command = Command {
             "N",
             "Split the merge gate over N matrix legs (1 to 64): 2 or more writes the sharded gate (jobs plan, shard, merge and pack, with `shards: N`), 1 the single-job gate (the default).",
         ),
+        flag(
+            "attest",
+            InputType::Bool,
+            "Write the merge gate's signing job (aayudha/attest) whatever the repository; without it the job is written only when GitHub says the repository is public on github.com.",
+        ),
+        flag(
+            "no-attest",
+            InputType::Bool,
+            "Leave the merge gate's signing job out, and say nothing.",
+        ),
     ],
     outputs: &[
         ".aayudha/config.toml",

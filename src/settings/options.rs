@@ -29,6 +29,10 @@ pub struct InitOptions {
     pub maintainer: Option<String>,
     /// `--shards N`: the merge gate's number of matrix legs (checked by init: 1 to 64).
     pub shards: Option<u64>,
+    /// `--attest`: write the gate's signing job whatever the repository.
+    pub attest: bool,
+    /// `--no-attest`: leave the signing job out, saying nothing.
+    pub no_attest: bool,
 }
 
 impl InitOptions {
@@ -43,6 +47,8 @@ impl InitOptions {
             stack: m.get_one::<String>("stack").cloned(),
             maintainer: m.get_one::<String>("maintainer").cloned(),
             shards: m.get_one::<u64>("shards").copied(),
+            attest: m.get_flag("attest"),
+            no_attest: m.get_flag("no-attest"),
         }
     }
 }

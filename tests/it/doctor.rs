@@ -147,7 +147,7 @@ fn planted_problems_are_found_with_their_place_and_the_fixable_ones_fixed() {
         );
     };
     has("config", ".aayudha/config.toml:2", false);
-    has("gate-workflow", &format!("{gate}:55"), false);
+    has("gate-workflow", &format!("{gate}:67"), false);
     has("gate-workflow", &format!("{gate}:"), false);
     has("gitignore", ".gitignore", true);
     has("pointer", pointer, true);

@@ -2,7 +2,9 @@
 //! crate, a Go module, a Node package and one with none of these. After them `verify --map` passes, the
 //! written workflows are actionlint- and zizmor-clean (but `dangerous-triggers` on the gate), a second run
 //! changes nothing, the stub blocks a check, the Go control tool runs one, and `install` writes one pointer
-//! per root skill and one Cursor rule. `--shards N` writes the sharded gate, which doctor accepts.
+//! per root skill and one Cursor rule. `--shards N` writes the sharded gate, which doctor accepts. The
+//! gate's signing job is written for a public repository on github.com only (or with `--attest`), and
+//! left out, said in one line, otherwise.
 
 use crate::common::{self, TestRepo, run};
 use crate::support::fake_github;
@@ -245,6 +247,20 @@ fn offline_or_unreleased_the_workflows_name_the_tag_to_pin() {
     crate::aayu_snapshot!("init_untagged", aayu(&other, Some(&github.url), &["init"]));
 }
 
+/// A gate workflow without its signing job, the gate templates' last job (the job and the blank line
+/// before it).
+fn without_attest(text: &str) -> String {
+    let at = text.find("\n  attest:\n").expect("the signing job");
+    let job = &text[at + 1..];
+    assert!(
+        job.lines()
+            .skip(1)
+            .all(|l| l.is_empty() || l.starts_with("    ")),
+        "the signing job is the last: {job}"
+    );
+    text[..at].to_string()
+}
+
 /// A workflow template as init writes it, pinned to the fake GitHub's release commit.
 fn pinned(template: &str) -> String {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(template))
@@ -267,9 +283,10 @@ fn init_shards_writes_the_sharded_gate_with_that_many_legs() {
         let repo = TestRepo::new();
         let out = aayu(&repo, Some(&github.url), args);
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        // No origin: the signing job is left out.
         assert_eq!(
             std::fs::read_to_string(repo.path(gate_path)).expect("gate"),
-            single,
+            without_attest(&single),
             "{args:?}"
         );
     }
@@ -280,10 +297,12 @@ fn init_shards_writes_the_sharded_gate_with_that_many_legs() {
     let gate = std::fs::read_to_string(repo.path(gate_path)).expect("gate");
     assert_eq!(
         gate,
-        pinned("workflows/aayudha-merge-gate-sharded.yml").replacen(
-            "          shards: 4 # ",
-            "          shards: 3 # ",
-            1
+        without_attest(
+            &pinned("workflows/aayudha-merge-gate-sharded.yml").replacen(
+                "          shards: 4 # ",
+                "          shards: 3 # ",
+                1
+            )
         )
     );
     for needle in [
@@ -345,6 +364,225 @@ fn init_shards_writes_the_sharded_gate_with_that_many_legs() {
             "--shards {n} writes nothing"
         );
     }
+}
+
+/// A repository whose `origin` is `aayudha/verify` on github.com: the one repository the fake GitHub of
+/// [`release_github`] holds.
+fn clone_of_the_release_repository() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.git(&[
+        "remote",
+        "add",
+        "origin",
+        "https://github.com/aayudha/verify.git",
+    ]);
+    repo
+}
+
+/// The gate's signing job (issue 41) is written when `GET /repos/{o}/{r}` says the `origin`'s repository
+/// is public on github.com; a private one, an offline init or no repository at all leave it out, saying
+/// why in one line. `--attest` writes it anyway, `--no-attest` leaves it out saying nothing, and both are
+/// a usage error. The sharded gate likewise; doctor takes the file with or without the job.
+#[test]
+fn init_writes_the_attest_job_for_a_public_repository_on_github_com_only() {
+    let gate_path = ".github/workflows/aayudha-merge-gate.yml";
+    let single = pinned("workflows/aayudha-merge-gate.yml");
+    let sharded = pinned("workflows/aayudha-merge-gate-sharded.yml").replacen(
+        "          shards: 4 # ",
+        "          shards: 3 # ",
+        1,
+    );
+    let gate = |repo: &TestRepo| std::fs::read_to_string(repo.path(gate_path)).expect("gate");
+    let left_out = |why: &str| {
+        format!("notice: the attest job is left out: {why} (--attest writes it anyway)\n")
+    };
+    let asked = |github: &fake_github::Server| {
+        let fake = github.state.lock().expect("lock");
+        fake.requests
+            .iter()
+            .filter(|r| r.as_str() == "GET repository")
+            .count()
+    };
+
+    // Public: the whole template, nothing said.
+    let github = github();
+    let public = clone_of_the_release_repository();
+    let out = aayu(&public, Some(&github.url), &["init"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(gate(&public), single);
+    assert!(!out.stdout.contains("attest"), "{}", out.stdout);
+    assert_eq!(asked(&github), 1);
+    lint_workflows(&public);
+    let sharded_public = clone_of_the_release_repository();
+    let out = aayu(
+        &sharded_public,
+        Some(&github.url),
+        &["init", "--shards", "3"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(gate(&sharded_public), sharded);
+    lint_workflows(&sharded_public);
+
+    // `--no-attest`: left out, nothing said, GitHub not asked.
+    let omitted = clone_of_the_release_repository();
+    let out = aayu(&omitted, Some(&github.url), &["init", "--no-attest"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(gate(&omitted), without_attest(&single));
+    assert!(!out.stdout.contains("attest"), "{}", out.stdout);
+    assert_eq!(asked(&github), 2, "--no-attest asks nothing");
+
+    // Private: left out, and why.
+    github.state.lock().expect("lock").visibility = "private".into();
+    let private = clone_of_the_release_repository();
+    let out = aayu(&private, Some(&github.url), &["init"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(gate(&private), without_attest(&single));
+    assert!(
+        out.stdout.contains(&left_out("`aayudha/verify` is not public (a private or internal repository's attestations come from GitHub's private Sigstore instance, which this version of aayu does not verify)")),
+        "{}",
+        out.stdout
+    );
+    lint_workflows(&private);
+    let sharded_private = clone_of_the_release_repository();
+    let out = aayu(
+        &sharded_private,
+        Some(&github.url),
+        &["init", "--shards", "3"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(gate(&sharded_private), without_attest(&sharded));
+    assert!(
+        out.stdout
+            .contains("notice: the attest job is left out: `aayudha/verify` is not public"),
+        "{}",
+        out.stdout
+    );
+    // `--attest` writes it all the same, without asking.
+    let forced = clone_of_the_release_repository();
+    let out = aayu(&forced, Some(&github.url), &["init", "--attest"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(gate(&forced), single);
+    assert!(!out.stdout.contains("attest"), "{}", out.stdout);
+
+    // Offline: left out, and why; `--attest` writes it, with the sharded gate too.
+    let offline = clone_of_the_release_repository();
+    let out = aayu(&offline, None, &["init"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!gate(&offline).contains("  attest:"), "{}", gate(&offline));
+    assert!(
+        out.stdout.contains("notice: the attest job is left out: GitHub could not say whether `aayudha/verify` is public (cannot reach GitHub for the repository aayudha/verify: "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(") (--attest writes it anyway)\n"),
+        "{}",
+        out.stdout
+    );
+    let offline_forced = clone_of_the_release_repository();
+    let out = aayu(
+        &offline_forced,
+        None,
+        &["init", "--attest", "--shards", "3"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written = gate(&offline_forced);
+    assert!(
+        written.contains("\n  attest:\n    name: aayudha/attest\n    needs: [merge]\n"),
+        "{written}"
+    );
+    assert!(written.contains("          shards: 3 # "), "{written}");
+    assert!(!out.stdout.contains("attest"), "{}", out.stdout);
+
+    // No token, no repository, another server: left out, each said.
+    let no_token = clone_of_the_release_repository();
+    let out = run(no_token
+        .aayu()
+        .env("GITHUB_API_URL", &github.url)
+        .env("HOME", no_token.path(".home"))
+        .arg("init"));
+    assert!(
+        out.stdout.contains(&left_out(
+            "no GITHUB_TOKEN or GH_TOKEN to ask GitHub whether `aayudha/verify` is public"
+        )),
+        "{}",
+        out.stdout
+    );
+    let nowhere = TestRepo::new();
+    let out = aayu(&nowhere, Some(&github.url), &["init"]);
+    assert!(
+        out.stdout.contains(&left_out("no GitHub repository to ask about (GH_REPO, GITHUB_REPOSITORY or an `origin` on GitHub)")),
+        "{}",
+        out.stdout
+    );
+    let enterprise = clone_of_the_release_repository();
+    let out = run(enterprise
+        .aayu()
+        .env("GITHUB_API_URL", &github.url)
+        .env("GITHUB_SERVER_URL", "https://ghe.example")
+        .env("GITHUB_TOKEN", "ghp_user")
+        .env("HOME", enterprise.path(".home"))
+        .arg("init"));
+    assert!(
+        out.stdout.contains(&left_out(
+            "GitHub here is `ghe.example` (GITHUB_SERVER_URL), not github.com"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(asked(&github), 4, "only the public and private inits asked");
+
+    // Both flags: a usage error, nothing written.
+    let both = TestRepo::new();
+    crate::aayu_snapshot!(
+        "init_attest_and_no_attest",
+        aayu(&both, None, &["init", "--attest", "--no-attest"])
+    );
+    assert!(!both.path(".github").exists() && !both.path(".aayudha").exists());
+
+    // doctor takes the gate with or without the job, single-job or sharded.
+    let doctor = |repo: &TestRepo| -> Vec<serde_json::Value> {
+        let out = run(repo
+            .aayu()
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GH_TOKEN")
+            .args(["doctor", "--json"]));
+        let report: serde_json::Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+        report["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .filter(|p| p["check"] == "gate-workflow")
+            // The offline init's workflows name the tag: only the template's difference counts here.
+            .filter(|p| {
+                p["problem"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("differs from this release's template"))
+            })
+            .cloned()
+            .collect()
+    };
+    for repo in [
+        &public,
+        &sharded_public,
+        &private,
+        &sharded_private,
+        &offline_forced,
+    ] {
+        assert_eq!(
+            doctor(repo),
+            Vec::<serde_json::Value>::new(),
+            "{}",
+            gate(repo)
+        );
+    }
+    // Half a job is not the template.
+    public.write(
+        gate_path,
+        gate(&public).replace("          subject-name: pack.json\n", ""),
+    );
+    assert_eq!(doctor(&public).len(), 1);
 }
 
 /// `init` writes a `LAYERS.md` starter with globs for the stack at the root (so a pack gets a

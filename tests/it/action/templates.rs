@@ -72,6 +72,151 @@ fn permissions(job: &str) -> Vec<String> {
         .collect()
 }
 
+/// A line without its comment (templates put `#` in comments only).
+fn uncommented(line: &str) -> &str {
+    if line.trim_start().starts_with('#') {
+        return "";
+    }
+    line.split(" #").next().unwrap_or(line)
+}
+
+/// The signing job's contract (issue 41), in a gate template whose pack is made by job `producer` and
+/// proven when its `result` output is `word`: `attest` holds `id-token: write` and `attestations: write`
+/// and nothing else, and no other place of the file names either; it runs one SHA-pinned
+/// `actions/attest` step that signs `pack.json` by the digest the producer computed, and nothing else —
+/// no checkout, download, upload or aayu; it runs only after the producer succeeded with a proven pack;
+/// the producer maps `result` and `pack-sha256` from its step `gate`.
+fn attest_contract(workflow: &str, producer: &str, word: &str) -> Result<(), String> {
+    let jobs = jobs(workflow);
+    let job = |id: &str| {
+        jobs.iter()
+            .find(|(j, _)| *j == id)
+            .map(|(_, text)| *text)
+            .ok_or(format!("no job `{id}`"))
+    };
+    let (attest, made_by) = (job("attest")?, job(producer)?);
+    let check = |holds: bool, what: &str| if holds { Ok(()) } else { Err(what.to_string()) };
+    // The two permissions: once each in the whole file, outside comments, and that once in `attest`.
+    for scope in ["id-token", "attestations"] {
+        let named = |text: &str| {
+            text.lines()
+                .map(|l| uncommented(l).matches(scope).count())
+                .sum::<usize>()
+        };
+        check(
+            named(workflow) == 1,
+            &format!("`{scope}` is named {} times", named(workflow)),
+        )?;
+        check(
+            named(attest) == 1,
+            &format!("`{scope}` is not in job `attest`"),
+        )?;
+    }
+    check(
+        !workflow.contains("write-all"),
+        "`write-all` grants every permission",
+    )?;
+    check(
+        permissions(attest) == ["id-token: write", "attestations: write"],
+        &format!("job `attest` has permissions {:?}", permissions(attest)),
+    )?;
+    for (id, text) in &jobs {
+        let other = permissions(text)
+            .iter()
+            .any(|p| p.starts_with("id-token") || p.starts_with("attestations"));
+        check(*id == "attest" || !other, &format!("job `{id}` may sign"))?;
+    }
+    // Its head: the producer's success and a proven pack, five minutes, a GitHub-hosted runner.
+    let head = format!("  attest:\n    name: aayudha/attest\n    needs: [{producer}]\n");
+    check(
+        attest.starts_with(&head),
+        "job `attest` does not start with its name and `needs:`",
+    )?;
+    let condition = format!(
+        "\n    if: needs.{producer}.result == 'success' && needs.{producer}.outputs.result == '{word}'\n"
+    );
+    check(
+        attest.contains(&condition),
+        &format!("job `attest` lacks {condition:?}"),
+    )?;
+    for line in ["    runs-on: ubuntu-24.04\n", "    timeout-minutes: 5\n"] {
+        check(
+            attest.contains(line),
+            &format!("job `attest` lacks {line:?}"),
+        )?;
+    }
+    // One step, the pinned action, signing the producer's digest; no other action, no command.
+    let steps: Vec<&str> = attest
+        .lines()
+        .map(uncommented)
+        .filter(|l| l.starts_with("      - "))
+        .collect();
+    check(
+        steps.len() == 1,
+        &format!("job `attest` has {} steps", steps.len()),
+    )?;
+    let uses: Vec<&str> = attest
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("uses:") || l.starts_with("- uses:"))
+        .collect();
+    check(uses.len() == 1, &format!("job `attest` uses {uses:?}"))?;
+    let pinned = uses[0]
+        .split_once("uses: actions/attest@")
+        .and_then(|(_, r)| r.split_once(" # v4."))
+        .is_some_and(|(sha, _)| sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()));
+    check(
+        pinned,
+        &format!("not actions/attest pinned by a v4 commit SHA: {}", uses[0]),
+    )?;
+    for forbidden in [
+        "checkout",
+        "download",
+        "upload",
+        "aayudha/verify",
+        "run:",
+        "subject-path",
+    ] {
+        let found = attest.lines().any(|l| uncommented(l).contains(forbidden));
+        check(!found, &format!("job `attest` has `{forbidden}`"))?;
+    }
+    let with = format!(
+        "        with:\n          subject-name: pack.json\n          subject-digest: sha256:${{{{ needs.{producer}.outputs.pack-sha256 }}}}\n"
+    );
+    check(
+        attest.contains(&with),
+        &format!("job `attest` lacks {with:?}"),
+    )?;
+    // Provenance mode: no predicate, no SBOM, nothing pushed — the two inputs above and no other.
+    let inputs = attest
+        .lines()
+        .filter(|l| uncommented(l).starts_with("          "))
+        .count();
+    check(inputs == 2, &format!("job `attest` passes {inputs} inputs"))?;
+    let expressions = attest.matches("${{").count();
+    check(
+        expressions == 1,
+        &format!("job `attest` reads {expressions} expressions, not the digest alone"),
+    )?;
+    // The producer maps what `attest` reads from its gate step.
+    for output in ["result", "pack-sha256"] {
+        let line = format!("\n      {output}: ${{{{ steps.gate.outputs.{output} }}}}\n");
+        check(
+            made_by.contains(&line),
+            &format!("job `{producer}` lacks {line:?}"),
+        )?;
+    }
+    check(
+        made_by.contains("\n        id: gate\n"),
+        &format!("job `{producer}` has no step `gate`"),
+    )?;
+    check(
+        workflow.matches("id: gate\n").count() == 1,
+        "another step is `gate`",
+    )?;
+    Ok(())
+}
+
 /// The `with:` keys of each step of `workflow` that uses the action, with the action file that declares
 /// its inputs (`action.yml` for `aayudha/verify` and its image, `slim/action.yml` for
 /// `aayudha/verify/slim`).
@@ -182,8 +327,19 @@ fn the_workflow_templates_hold_their_contract() {
         merge_gate.trim_end().ends_with("mode: gate"),
         "{merge_gate}"
     );
-    let pack = &gate[gate.find("  pack:").expect("job")..];
+    let gate_jobs = jobs(&gate);
+    let ids: Vec<&str> = gate_jobs.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, ["merge-gate", "pack", "attest"]);
+    let pack = gate_jobs[1].1;
     assert!(!pack.contains("actions/checkout"), "{pack}");
+    // Only `pack` and `attest` write; `attest` signs the proven pack's digest and does nothing else.
+    for (id, text) in &gate_jobs {
+        let writes = permissions(text).iter().any(|p| p.ends_with(": write"));
+        assert_eq!(writes, *id != "merge-gate", "job {id}");
+    }
+    if let Err(broken) = attest_contract(&gate, "merge-gate", "proven") {
+        panic!("the gate template: {broken}");
+    }
     for text in [
         &gate,
         &read("workflows/aayudha-nightly.yml"),
@@ -242,13 +398,14 @@ fn the_sharded_template_holds_its_contract() {
     }
     let jobs = jobs(&sharded);
     let ids: Vec<&str> = jobs.iter().map(|(id, _)| *id).collect();
-    assert_eq!(ids, ["plan", "shard", "merge", "pack"]);
+    assert_eq!(ids, ["plan", "shard", "merge", "pack", "attest"]);
     let job = |id: &str| jobs.iter().find(|(j, _)| *j == id).expect(id).1;
     let (plan, shard, merge, pack) = (job("plan"), job("shard"), job("merge"), job("pack"));
     let single_jobs = self::jobs(&single);
     let single_job = |id: &str| single_jobs.iter().find(|(j, _)| *j == id).expect(id).1;
 
-    // Least privilege: read-only everywhere but `pack`, which has exactly today's pack job's.
+    // Least privilege: read-only everywhere but `pack`, which has exactly today's pack job's, and
+    // `attest`, which may sign and nothing else.
     let read_only = ["contents: read", "issues: read", "pull-requests: read"];
     for (id, text) in [("plan", plan), ("shard", shard), ("merge", merge)] {
         assert_eq!(permissions(text), read_only, "job {id}");
@@ -256,7 +413,14 @@ fn the_sharded_template_holds_its_contract() {
     assert_eq!(permissions(pack), permissions(single_job("pack")));
     for (id, text) in &jobs {
         let writes = permissions(text).iter().any(|p| p.ends_with(": write"));
-        assert_eq!(writes, *id == "pack", "job {id}: only `pack` writes");
+        assert_eq!(
+            writes,
+            ["pack", "attest"].contains(id),
+            "job {id}: only `pack` and `attest` write"
+        );
+    }
+    if let Err(broken) = attest_contract(&sharded, "merge", "passed") {
+        panic!("the sharded template: {broken}");
     }
     // The checkout of the base, as today's gate job has it, in every job that checks out.
     let checkout = between(
@@ -309,8 +473,8 @@ fn the_sharded_template_holds_its_contract() {
     );
     for needle in [
         "    if: ${{ always() }}\n",
-        "    outputs:\n      result: ${{ steps.merge.outputs.result }}\n      reason: ${{ steps.merge.outputs.reason }}\n",
-        "        id: merge\n        uses: aayudha/verify/slim@",
+        "    outputs:\n      result: ${{ steps.gate.outputs.result }}\n      reason: ${{ steps.gate.outputs.reason }}\n      pack-sha256: ${{ steps.gate.outputs.pack-sha256 }}\n",
+        "        id: gate\n        uses: aayudha/verify/slim@",
         "          mode: merge\n",
     ] {
         assert!(merge.contains(needle), "merge lacks {needle:?}: {merge}");
@@ -331,6 +495,107 @@ fn the_sharded_template_holds_its_contract() {
     }
     // Only the legs run the pull request's code: everything else is on the slim image.
     assert_eq!(sharded.matches("uses: aayudha/verify@").count(), 1);
+}
+
+/// The signing job's contract catches a template broken by hand: each change below makes
+/// [`attest_contract`] fail, naming what broke, in both shapes.
+#[test]
+fn the_attest_contract_refuses_a_broken_template() {
+    let read = |rel: &str| {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).expect(rel)
+    };
+    let sha = "1e69f48acb82d1966a394da916b4c1698aa569d6";
+    for (file, producer, word) in [
+        ("workflows/aayudha-merge-gate.yml", "merge-gate", "proven"),
+        (
+            "workflows/aayudha-merge-gate-sharded.yml",
+            "merge",
+            "passed",
+        ),
+    ] {
+        let good = read(file);
+        attest_contract(&good, producer, word).expect("the template holds");
+        let digest = format!(
+            "          subject-digest: sha256:${{{{ needs.{producer}.outputs.pack-sha256 }}}}\n"
+        );
+        let attest_line = "      attestations: write # the signed attestation, stored in this repository's attestations\n";
+        let step = "      - name: Sign the gate's pack.json\n";
+        let checkout =
+            "      - uses: actions/checkout@1af3b93b6815bc44a9784bd300feb67ff0d1eeb3 # v6.0.0\n";
+        let verdict = format!("needs.{producer}.outputs.result == '{word}'");
+        let success = format!("needs.{producer}.result == 'success'");
+        // What is changed, into what, and what the contract then says.
+        let breaks: Vec<(String, String, &str)> = vec![
+            (
+                "      statuses: write # ".into(),
+                "      id-token: write # mint\n      statuses: write # ".into(),
+                "`id-token` is named 2 times",
+            ),
+            (
+                "permissions: {}\n".into(),
+                "permissions:\n  id-token: write\n".into(),
+                "`id-token` is named 2 times",
+            ),
+            (
+                attest_line.into(),
+                format!("{attest_line}      contents: read\n"),
+                "job `attest` has permissions",
+            ),
+            (
+                step.into(),
+                format!("{checkout}{step}"),
+                "job `attest` has 2 steps",
+            ),
+            (
+                format!("actions/attest@{sha} # v4.2.2"),
+                "actions/attest@v4".into(),
+                "not actions/attest pinned by a v4 commit SHA",
+            ),
+            (
+                format!("actions/attest@{sha}"),
+                format!("actions/attest-build-provenance@{sha}"),
+                "not actions/attest pinned by a v4 commit SHA",
+            ),
+            (
+                digest.clone(),
+                "          subject-path: pack.json\n".into(),
+                "job `attest` has `subject-path`",
+            ),
+            (
+                format!(" && {verdict}"),
+                String::new(),
+                "job `attest` lacks",
+            ),
+            (
+                success.clone(),
+                format!("needs.{producer}.result != 'cancelled'"),
+                "job `attest` lacks",
+            ),
+            (
+                verdict.clone(),
+                format!("github.event.pull_request.title == '{word}'"),
+                "job `attest` lacks",
+            ),
+            (
+                digest.clone(),
+                format!("{digest}          push-to-registry: true\n"),
+                "job `attest` passes 3 inputs",
+            ),
+            (
+                "${{ steps.gate.outputs.pack-sha256 }}".into(),
+                "${{ steps.other.outputs.pack-sha256 }}".into(),
+                "lacks \"\\n      pack-sha256: ${{ steps.gate.outputs.pack-sha256 }}",
+            ),
+        ];
+        for (from, to, said) in breaks {
+            assert_eq!(good.matches(&from).count(), 1, "{file}: {from:?}");
+            let broken = good.replacen(&from, &to, 1);
+            match attest_contract(&broken, producer, word) {
+                Ok(()) => panic!("{file}: {from:?} → {to:?} went unnoticed"),
+                Err(found) => assert!(found.contains(said), "{file}: {from:?}: {found}"),
+            }
+        }
+    }
 }
 
 /// Every `with:` key of every step that uses the action is an input of the action file it names: a

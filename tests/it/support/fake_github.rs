@@ -140,6 +140,9 @@ pub struct Fake {
     /// The one repository the fake holds; any other answers 404.
     pub repo: String,
     pub default_branch: String,
+    /// The repository's `visibility` (`public`, `private` or `internal`); `private` is true but for
+    /// `public`, as GitHub answers.
+    pub visibility: String,
     /// token → login; a token absent here is refused (401).
     pub tokens: BTreeMap<String, String>,
     /// Tokens whose `GET /user` is forbidden (workflow tokens).
@@ -206,6 +209,7 @@ impl Default for Fake {
         Fake {
             repo: "octo/shop".into(),
             default_branch: "main".into(),
+            visibility: "public".into(),
             tokens: BTreeMap::new(),
             no_user: Vec::new(),
             read_only: Vec::new(),
@@ -731,6 +735,8 @@ async fn repository(
             ("/name", json!(repo)),
             ("/owner/login", json!(owner)),
             ("/default_branch", json!(caller.fake.default_branch)),
+            ("/visibility", json!(caller.fake.visibility)),
+            ("/private", json!(caller.fake.visibility != "public")),
             ("/url", json!(api(&full))),
         ],
     );
