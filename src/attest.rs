@@ -257,25 +257,13 @@ mod tests {
     }
     /// The tests of [`verify`] over the test trust domain and over real bundles.
     mod verification {
-        use super::super::test_domain::{Options, PACK_SHA256, bundle, trusted_root_json};
+        use super::super::test_domain::{
+            Options, PACK_SHA256, bundle, expected, trusted_root_json,
+        };
         use super::super::*;
 
         fn test_root() -> TrustedRoots {
             TrustedRoots::from_json_lines(&trusted_root_json()).expect("the test root")
-        }
-
-        fn expected() -> Expected {
-            Expected {
-                server_origin: "https://github.com".to_string(),
-                repo: "acme/shop".to_string(),
-                default_branch: "main".to_string(),
-                repository_id: 1001,
-                owner_id: 2002,
-                workflow_path: ".github/workflows/aayudha.yml".to_string(),
-                run_id: 77,
-                latest_attempt: 1,
-                self_hosted_runners: false,
-            }
         }
 
         fn verified(o: &Options) -> Verified {

@@ -220,49 +220,8 @@ fn check_run(verified: &Verified, expected: &Expected, repo_uri: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
-    /// What the gate's own signature says in the hand-made repository `acme/shop`.
-    fn gate_claims() -> BTreeMap<u32, String> {
-        let wf = "https://github.com/acme/shop/.github/workflows/aayudha.yml@refs/heads/main";
-        [
-            (8, ACTIONS_ISSUER),
-            (9, wf),
-            (10, "0123456789abcdef0123456789abcdef01234567"),
-            (11, "github-hosted"),
-            (12, "https://github.com/acme/shop"),
-            (13, "0123456789abcdef0123456789abcdef01234567"),
-            (14, "refs/heads/main"),
-            (15, "1001"),
-            (16, "https://github.com/acme"),
-            (17, "2002"),
-            (18, wf),
-            (19, "89abcdef0123456789abcdef0123456789abcdef"),
-            (20, "pull_request_target"),
-            (
-                21,
-                "https://github.com/acme/shop/actions/runs/77/attempts/1",
-            ),
-            (22, "public"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect()
-    }
-
-    fn expected() -> Expected {
-        Expected {
-            server_origin: "https://github.com".to_string(),
-            repo: "acme/shop".to_string(),
-            default_branch: "main".to_string(),
-            repository_id: 1001,
-            owner_id: 2002,
-            workflow_path: ".github/workflows/aayudha.yml".to_string(),
-            run_id: 77,
-            latest_attempt: 1,
-            self_hosted_runners: false,
-        }
-    }
+    use crate::attest::test_domain::{expected, gate_claims};
 
     fn with(changes: &[(u32, &str)], san: Option<&str>) -> Verified {
         let mut claims = gate_claims();

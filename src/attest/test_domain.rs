@@ -42,6 +42,49 @@ pub(crate) const PACK_SHA256: &str =
 pub(crate) const WORKFLOW: &str =
     "https://github.com/acme/shop/.github/workflows/aayudha.yml@refs/heads/main";
 
+/// What the gate's own signature says in the hand-made repository `acme/shop`: the Fulcio extensions by
+/// their last arc.
+pub(crate) fn gate_claims() -> BTreeMap<u32, String> {
+    [
+        (8, "https://token.actions.githubusercontent.com"),
+        (9, WORKFLOW),
+        (10, "0123456789abcdef0123456789abcdef01234567"),
+        (11, "github-hosted"),
+        (12, "https://github.com/acme/shop"),
+        (13, "0123456789abcdef0123456789abcdef01234567"),
+        (14, "refs/heads/main"),
+        (15, "1001"),
+        (16, "https://github.com/acme"),
+        (17, "2002"),
+        (18, WORKFLOW),
+        (19, "89abcdef0123456789abcdef0123456789abcdef"),
+        (20, "pull_request_target"),
+        (
+            21,
+            "https://github.com/acme/shop/actions/runs/77/attempts/1",
+        ),
+        (22, "public"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_string()))
+    .collect()
+}
+
+/// What ship expects of `acme/shop`'s gate (run 77, its first attempt).
+pub(crate) fn expected() -> super::Expected {
+    super::Expected {
+        server_origin: "https://github.com".to_string(),
+        repo: "acme/shop".to_string(),
+        default_branch: "main".to_string(),
+        repository_id: 1001,
+        owner_id: 2002,
+        workflow_path: ".github/workflows/aayudha.yml".to_string(),
+        run_id: 77,
+        latest_attempt: 1,
+        self_hosted_runners: false,
+    }
+}
+
 /// What the test bundle is made of; [`Options::good`] is the gate's own signature.
 #[derive(Clone)]
 pub(crate) struct Options {
@@ -63,29 +106,7 @@ pub(crate) struct Options {
 
 impl Options {
     pub(crate) fn good() -> Options {
-        let claims = [
-            (8, "https://token.actions.githubusercontent.com"),
-            (9, WORKFLOW),
-            (10, "0123456789abcdef0123456789abcdef01234567"),
-            (11, "github-hosted"),
-            (12, "https://github.com/acme/shop"),
-            (13, "0123456789abcdef0123456789abcdef01234567"),
-            (14, "refs/heads/main"),
-            (15, "1001"),
-            (16, "https://github.com/acme"),
-            (17, "2002"),
-            (18, WORKFLOW),
-            (19, "89abcdef0123456789abcdef0123456789abcdef"),
-            (20, "pull_request_target"),
-            (
-                21,
-                "https://github.com/acme/shop/actions/runs/77/attempts/1",
-            ),
-            (22, "public"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect();
+        let claims = gate_claims();
         Options {
             claims,
             san: WORKFLOW.to_string(),
