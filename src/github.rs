@@ -13,7 +13,8 @@ mod repos;
 pub use actions::{Job, RunArtifact, RunFilter, Workflow, WorkflowRun};
 pub use issues::IssueFilter;
 pub use repos::{
-    Branch, Commit, CommitStatus, Issue, IssueComment, NewStatus, Pull, Repository, Review,
+    AttestationItem, Branch, Commit, CommitStatus, Issue, IssueComment, NewStatus, Pull,
+    Repository, Review,
 };
 
 /// A token whose `Debug` never shows it.
@@ -451,7 +452,7 @@ fn rate_limit_wait(answer: &Answer) -> Option<Duration> {
 }
 
 /// The `rel="next"` URL of a `Link` header.
-fn next_link(link: &str) -> Option<String> {
+pub(crate) fn next_link(link: &str) -> Option<String> {
     link.split(',').find_map(|part| {
         let (url, params) = part.split_once(';')?;
         params

@@ -15,6 +15,24 @@ pub struct Repository {
     pub full_name: String,
     pub default_branch: String,
     pub private: bool,
+    /// The repository's numeric id, and its owner's: what a Sigstore certificate of its workflows
+    /// records (a fork running the same file has others).
+    pub id: u64,
+    pub owner_id: u64,
+    /// `https://github.com/<owner>/<name>` (another origin on GitHub Enterprise Server).
+    pub html_url: String,
+}
+
+/// The most pages of attestations read for one subject (anyone with `attestations: write` can add more;
+/// one that verifies is enough).
+const ATTESTATION_PAGES: usize = 3;
+
+/// An attestation of a subject, as `GET /repos/{o}/{r}/attestations/{digest}` lists it: its Sigstore
+/// bundle inline, or the address to fetch it from (without the token).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttestationItem {
+    Bundle(Value),
+    Url(String),
 }
 
 /// A story: an issue's title, body and labels.
@@ -265,7 +283,78 @@ impl Client {
             full_name: text(&v, "/full_name"),
             default_branch: text(&v, "/default_branch"),
             private: v.get("private").and_then(Value::as_bool).unwrap_or(false),
+            id: number(&v, "/id"),
+            owner_id: number(&v, "/owner/id"),
+            html_url: text(&v, "/html_url"),
         })
+    }
+
+    /// `GET /repos/{o}/{r}/compare/{base}...{head}`: its `status` (`ahead`, `identical`, `behind`,
+    /// `diverged`).
+    pub fn compare_status(
+        &self,
+        repo: &RepoSlug,
+        base: &str,
+        head: &str,
+    ) -> Result<String, GitHubError> {
+        let v = self.json(
+            Method::GET,
+            &format!("/repos/{repo}/compare/{base}...{head}"),
+            None,
+            &format!("the comparison of {base} and {head}"),
+        )?;
+        Ok(text(&v, "/status"))
+    }
+
+    /// The attestations of the subject `sha256:<digest>`: at most three pages of 100 (followed by
+    /// `Link: rel="next"`, as the API pages by cursor). No attestation (404, or none listed) is an empty
+    /// list; any other failure is an error, never "none".
+    pub fn attestations(
+        &self,
+        repo: &RepoSlug,
+        digest: &str,
+    ) -> Result<Vec<AttestationItem>, GitHubError> {
+        let what = format!("the attestations of sha256:{digest}");
+        let mut next = Some(format!(
+            "/repos/{repo}/attestations/sha256:{digest}?per_page=100"
+        ));
+        let mut items = Vec::new();
+        for _ in 0..ATTESTATION_PAGES {
+            let Some(page) = next.take() else { break };
+            let answer = match self.send(Method::GET, &page, None, &what) {
+                Ok(answer) => answer,
+                Err(GitHubError::NotFound { .. }) => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            };
+            let v: Value = serde_json::from_str(&answer.body).map_err(|e| GitHubError::Status {
+                what: what.clone(),
+                status: answer.status,
+                message: format!("not JSON: {e}"),
+            })?;
+            for item in v
+                .get("attestations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                match (
+                    item.get("bundle"),
+                    item.get("bundle_url").and_then(Value::as_str),
+                ) {
+                    (Some(bundle), _) if !bundle.is_null() => {
+                        items.push(AttestationItem::Bundle(bundle.clone()))
+                    }
+                    (_, Some(url)) => items.push(AttestationItem::Url(url.to_string())),
+                    _ => {}
+                }
+            }
+            next = answer
+                .headers
+                .get("link")
+                .and_then(|v| v.to_str().ok())
+                .and_then(crate::github::next_link);
+        }
+        Ok(items)
     }
 
     /// `GET /repos/{o}/{r}/issues/{n}`.

@@ -359,3 +359,60 @@ fn refusals_are_typed_with_a_hint() {
     assert!(c.pull(&slug(), 3).expect("pull").merged);
     server.assert_clean();
 }
+
+/// What issue 41's ship reads of the repository and of its attestations: the record's ids and address, a
+/// comparison's status, and every attestation of a digest in either of the API's two shapes, three pages
+/// at most, with "none" only for an empty list or a 404.
+#[test]
+fn the_repository_record_a_comparison_and_the_attestations_of_a_digest_are_read() {
+    use aayudha::github::AttestationItem;
+    use serde_json::json;
+    let server = server();
+    let digest = "ab".repeat(32);
+    {
+        let mut fake = server.state.lock().expect("lock");
+        fake.compares
+            .insert(format!("{}...main", sha('b')), "ahead".into());
+        // 320 items over four pages of 100: the first inline, the others by address; the fourth page
+        // (item 301 on) is never asked for.
+        let items = (0..320)
+            .map(|i| {
+                if i == 0 {
+                    json!({"bundle": {"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json"}, "repository_id": 1})
+                } else {
+                    json!({"bundle": null, "bundle_url": format!("https://example.test/b/{i}")})
+                }
+            })
+            .collect();
+        fake.attestations.insert(format!("sha256:{digest}"), items);
+    }
+    let c = client(&server);
+    let repo = c.repository(&slug()).expect("repository");
+    assert!(repo.id > 0 && repo.owner_id > 0, "{repo:?}");
+    assert_eq!(repo.html_url, format!("https://github.com/{REPO}"));
+    assert_eq!(
+        c.compare_status(&slug(), &sha('b'), "main")
+            .expect("compare"),
+        "ahead"
+    );
+    assert!(matches!(
+        c.compare_status(&slug(), &sha('c'), "main")
+            .expect_err("404"),
+        GitHubError::NotFound { .. }
+    ));
+    let found = c.attestations(&slug(), &digest).expect("attestations");
+    assert_eq!(found.len(), 300, "three pages of 100, no more");
+    assert!(
+        matches!(&found[0], AttestationItem::Bundle(b) if b["mediaType"] == "application/vnd.dev.sigstore.bundle.v0.3+json")
+    );
+    assert_eq!(
+        found[1],
+        AttestationItem::Url("https://example.test/b/1".into())
+    );
+    // None for a digest GitHub has no attestation of (404).
+    assert_eq!(
+        c.attestations(&slug(), &"cd".repeat(32)).expect("none"),
+        Vec::new()
+    );
+    server.assert_clean();
+}

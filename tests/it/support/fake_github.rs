@@ -143,6 +143,11 @@ pub struct Fake {
     /// The repository's `visibility` (`public`, `private` or `internal`); `private` is true but for
     /// `public`, as GitHub answers.
     pub visibility: String,
+    /// Attestations by subject digest (`sha256:<hex>`), each item as the API answers it (a `bundle`, or a
+    /// `bundle_url`), served in pages.
+    pub attestations: BTreeMap<String, Vec<Value>>,
+    /// `compare/<base>...<head>` → its `status` (`ahead`, `identical`, `behind`, `diverged`); absent: 404.
+    pub compares: BTreeMap<String, String>,
     /// token → login; a token absent here is refused (401).
     pub tokens: BTreeMap<String, String>,
     /// Tokens whose `GET /user` is forbidden (workflow tokens).
@@ -210,6 +215,8 @@ impl Default for Fake {
             repo: "octo/shop".into(),
             default_branch: "main".into(),
             visibility: "public".into(),
+            attestations: BTreeMap::new(),
+            compares: BTreeMap::new(),
             tokens: BTreeMap::new(),
             no_user: Vec::new(),
             read_only: Vec::new(),
@@ -299,6 +306,8 @@ impl Server {
                 &format!("{r}/issues/comments/{{id}}"),
                 get(get_comment).patch(edit_comment).delete(delete_comment),
             )
+            .route(&format!("{r}/attestations/{{digest}}"), get(attestations))
+            .route(&format!("{r}/compare/{{spec}}"), get(compare))
             .route(&format!("{r}/pulls"), get(pulls))
             .route(&format!("{r}/pulls/{{number}}"), get(pull))
             .route(&format!("{r}/pulls/{{number}}/reviews"), get(reviews))
@@ -737,10 +746,37 @@ async fn repository(
             ("/default_branch", json!(caller.fake.default_branch)),
             ("/visibility", json!(caller.fake.visibility)),
             ("/private", json!(caller.fake.visibility != "public")),
+            ("/html_url", json!(format!("https://github.com/{full}"))),
             ("/url", json!(api(&full))),
         ],
     );
     ok(v)
+}
+
+async fn attestations(
+    State(state): State<Shared>,
+    Path((owner, repo, digest)): Path<(String, String, String)>,
+    Query(query): Q,
+    headers: HeaderMap,
+) -> Response {
+    let caller = enter!(state, headers, owner, repo, "GET attestations");
+    let Some(items) = caller.fake.attestations.get(&digest).cloned() else {
+        return error(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let path = format!("/repos/{owner}/{repo}/attestations/{digest}");
+    paged(&caller.fake, &path, items, &query, Some("attestations"))
+}
+
+async fn compare(
+    State(state): State<Shared>,
+    Path((owner, repo, spec)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let caller = enter!(state, headers, owner, repo, "GET compare");
+    match caller.fake.compares.get(&spec) {
+        Some(status) => ok(json!({"status": status, "ahead_by": 0, "behind_by": 0})),
+        None => error(StatusCode::NOT_FOUND, "Not Found"),
+    }
 }
 
 // The handlers of each resource, after the `enter!` macro they use (macros are in scope from where they
