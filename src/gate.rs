@@ -252,6 +252,8 @@ struct Stage<'a, 'i> {
     root: PathBuf,
     out: &'a Path,
     progress: &'a mut Log,
+    /// The change's added lines, read once: the suites run over them, the coverage floor counts them.
+    added: Option<std::rc::Rc<crate::git::Added>>,
 }
 
 /// The tests and red-on-base floors of a story.
@@ -284,6 +286,7 @@ impl<'a, 'i> Stage<'a, 'i> {
             root: inputs.repo.root().to_path_buf(),
             out,
             progress,
+            added: None,
         }
     }
 }
@@ -522,16 +525,21 @@ impl Stage<'_, '_> {
         Ok(Some(report))
     }
 
-    /// The change's added lines, as the coverage floor counts them.
-    fn added(&self) -> Result<crate::git::Added, GateError> {
+    /// The change's added lines, as the coverage floor counts them (read from git once per run).
+    fn added(&mut self) -> Result<std::rc::Rc<crate::git::Added>, GateError> {
         use crate::floors::coverage;
+        if let Some(added) = &self.added {
+            return Ok(added.clone());
+        }
         let inputs = self.inputs;
-        Ok(inputs.repo.added_lines(
+        let added = std::rc::Rc::new(inputs.repo.added_lines(
             (&inputs.base, &inputs.head),
             &coverage::SOURCES,
             coverage::MAX_FILE,
             coverage::MAX_LINES,
-        )?)
+        )?);
+        self.added = Some(added.clone());
+        Ok(added)
     }
 
     /// coverage: the touched packages' whole suites, instrumented, for a story.

@@ -322,22 +322,7 @@ fn init_shards_writes_the_sharded_gate_with_that_many_legs() {
 
     // doctor compares the file with the sharded template of its own number of legs: the one line the
     // template asks you to change is yours; any other change is still shown.
-    let doctor = |repo: &TestRepo| -> Vec<serde_json::Value> {
-        let out = run(repo
-            .aayu()
-            .env_remove("GITHUB_TOKEN")
-            .env_remove("GH_TOKEN")
-            .args(["doctor", "--json"]));
-        let report: serde_json::Value = serde_json::from_str(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-        report["problems"]
-            .as_array()
-            .expect("problems")
-            .iter()
-            .filter(|p| p["check"] == "gate-workflow")
-            .cloned()
-            .collect()
-    };
+    let doctor = gate_workflow_problems;
     assert_eq!(doctor(&repo), Vec::<serde_json::Value>::new());
     repo.write(gate_path, gate.replacen("shards: 3 # ", "shards: 12 # ", 1));
     assert_eq!(doctor(&repo), Vec::<serde_json::Value>::new());
@@ -541,26 +526,15 @@ fn init_writes_the_attest_job_for_a_public_repository_on_github_com_only() {
     assert!(!both.path(".github").exists() && !both.path(".aayudha").exists());
 
     // doctor takes the gate with or without the job, single-job or sharded.
+    // The offline init's workflows name the tag: only the template's difference counts here.
     let doctor = |repo: &TestRepo| -> Vec<serde_json::Value> {
-        let out = run(repo
-            .aayu()
-            .env_remove("GITHUB_TOKEN")
-            .env_remove("GH_TOKEN")
-            .args(["doctor", "--json"]));
-        let report: serde_json::Value = serde_json::from_str(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-        report["problems"]
-            .as_array()
-            .expect("problems")
-            .iter()
-            .filter(|p| p["check"] == "gate-workflow")
-            // The offline init's workflows name the tag: only the template's difference counts here.
+        gate_workflow_problems(repo)
+            .into_iter()
             .filter(|p| {
                 p["problem"]
                     .as_str()
                     .is_some_and(|t| t.contains("differs from this release's template"))
             })
-            .cloned()
             .collect()
     };
     for repo in [
@@ -1060,4 +1034,22 @@ fn install_points_claude_code_at_each_root_skill_and_gives_cursor_one_rule() {
     let before = snapshot(repo.root());
     crate::aayu_snapshot!("install_again", run(repo.aayu().arg("install")));
     assert_eq!(snapshot(repo.root()), before, "install is idempotent");
+}
+
+/// `aayu doctor --json`'s problems with the gate workflow, without a token.
+fn gate_workflow_problems(repo: &TestRepo) -> Vec<serde_json::Value> {
+    let out = run(repo
+        .aayu()
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_TOKEN")
+        .args(["doctor", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|p| p["check"] == "gate-workflow")
+        .cloned()
+        .collect()
 }

@@ -516,7 +516,13 @@ pub fn merge(ctx: &mut Context, options: &ActionOptions) -> Result<ExitStatus, F
     // The outputs and the summary of a blocked gate, and the failure the job ends with.
     let blocked = |ctx: &mut Context, why: Blocked| {
         job.output(ctx.err, "result", "blocked");
-        job.output(ctx.err, "reason", &why.reason);
+        // One line whatever it quotes (an evidence map's error is the pull request's text).
+        let line: String = why
+            .reason
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        job.output(ctx.err, "reason", &line);
         let summary = format!(
             "## aayudha merge: blocked\n\n{}\nNo pack was made: the `aayudha/proof` status is `failure`. Next: {}.\n",
             crate::output::markdown::block(&why.reason),
