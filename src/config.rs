@@ -61,6 +61,32 @@ pub struct Verify {
 pub struct Proof {
     pub retention_days: u32,
     pub media: String,
+    pub attestation: Attestation,
+    pub trusted_root: String,
+    pub self_hosted_runners: bool,
+}
+
+/// `[proof] attestation`: what `aayu ship` asks of the gate's signed attestation of the pack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Attestation {
+    /// A run without a bundle that verifies is passed over.
+    Require,
+    /// A run with bundles needs one that verifies; a run without any qualifies, said `provenance: none`.
+    Check,
+    /// Not looked at.
+    Off,
+}
+
+impl Attestation {
+    /// The value as written in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attestation::Require => "require",
+            Attestation::Check => "check",
+            Attestation::Off => "off",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
