@@ -20,4 +20,3 @@ pub(crate) fn expected() -> super::Expected {
         self_hosted_runners: false,
     }
 }
-

@@ -23,12 +23,22 @@ use crate::settings::options::ShipOptions;
 use crate::settings::remote::{self, Remote};
 use crate::story::ready;
 
+mod provenance;
+
+use provenance::{Attestor, Provenance, Unattested};
+
 /// The artifact the gate's merge job uploads beside its pack: how long each unit took, for the sharded
 /// gate's plan job to balance its shards. Not proof: it lands beside the authoritative pack, unlisted.
 const TIMINGS_ARTIFACT: &str = "aayudha-timings";
 
 /// The one entry of the timings zip, and its name on the ledger (`proof/<story>/<head>/authoritative/`).
 const TIMINGS_FILE: &str = "timings.json";
+
+/// Where the gate's own pack.json and its verified attestation land, under the authoritative folder.
+const GATE_DIR: &str = "gate";
+
+/// The attestation's file name in [`GATE_DIR`] (as `gh attestation verify --bundle` reads it).
+const BUNDLE_FILE: &str = "attestation.sigstore.json";
 
 /// The most a timings file may hold.
 const TIMINGS_MAX_BYTES: u64 = 4 << 20;
@@ -38,6 +48,8 @@ struct Qualified {
     run: WorkflowRun,
     artifact_id: u64,
     unpacked: Unpacked,
+    /// The gate's signed attestation of the pack, as far as `[proof] attestation` asks.
+    provenance: Provenance,
 }
 
 /// The workflow file a run's `path` names: `owner/repo/` prefix and `@ref` suffix removed.
@@ -97,8 +109,13 @@ impl Plan<'_> {
     fn text(&self, config: &crate::config::Config, remote: &Remote) -> String {
         let (q, pull, story) = (self.q, self.pull, self.story);
         let (approver, dir, record_path) = (self.approver, self.dir, self.record_path);
+        let provenance = q
+            .provenance
+            .plan_line()
+            .map(|line| format!("  {line}\n"))
+            .unwrap_or_default();
         let plan = format!(
-            "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n  approved by {approver}\n  land {dir}/ ({} files{}) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
+            "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n{provenance}  approved by {approver}\n  land {dir}/ ({} files{}) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
             q.run.id,
             q.run.run_attempt,
             pull.number,
@@ -208,40 +225,40 @@ fn snapshot_on_ledger(
 /// said on stderr with why.
 fn first_qualifying(
     ctx: &mut Context,
-    remote: &Remote,
-    gate_workflow: &str,
-    default_branch: &str,
+    gate: &Gate,
     pull: &Pull,
     (pr, story): (u64, u64),
     snapshot: &Result<ready::Snapshot, String>,
 ) -> Result<Qualified, Failure> {
+    let (remote, gate_workflow) = (gate.remote, gate.workflow);
     let runs = remote
         .client
         .workflow_runs(&remote.repo, gate_workflow, &RunFilter::default())
         .map_err(Failure::from)?;
     let mut passed_over = String::new();
-    let mut found = None;
+    let mut found = Ok(None);
+    let mut unattested = false;
     for run in &runs {
-        match qualify(
-            remote,
-            run,
-            gate_workflow,
-            default_branch,
-            pull,
-            story,
-            snapshot,
-        ) {
-            Ok(q) => {
-                found = Some(q);
+        match gate.qualify(run, pull, story, snapshot) {
+            Ok(Ok(q)) => {
+                found = Ok(Some(q));
                 break;
             }
-            Err(why) => {
-                let _ = writeln!(passed_over, "run {}: {why}", run.id);
+            Ok(Err(why)) => {
+                unattested |= matches!(why, NotQualified::Unattested(_));
+                // A reason of several lines (one a bundle) names the run on each.
+                for line in why.to_string().lines() {
+                    let _ = writeln!(passed_over, "run {}: {line}", run.id);
+                }
+            }
+            Err(stop) => {
+                found = Err(stop);
+                break;
             }
         }
     }
     let _ = ctx.err.write_all(passed_over.as_bytes());
-    found.ok_or_else(|| {
+    found?.ok_or_else(|| {
         Failure::new(
             ExitStatus::ProofFails,
             format!(
@@ -249,7 +266,11 @@ fn first_qualifying(
                 crate::log::count(runs.len(), "run", "runs")
             ),
         )
-        .with_hint("let the merge gate run on the pull request's current head (pull_request_target), then ship again")
+        .with_hint(if unattested {
+            "the gate's attest job signs the pack: if it failed, \"Re-run failed jobs\" on the run; if the workflow has none, add it (`aayu init --attest`) and let the gate run again"
+        } else {
+            "let the merge gate run on the pull request's current head (pull_request_target), then ship again"
+        })
     })
 }
 
@@ -306,6 +327,20 @@ enum NotQualified {
         run: u64,
         sha256: String,
     },
+    #[error(transparent)]
+    Unattested(#[from] Unattested),
+    #[error("its pack names no base commit (`base_sha`): where it was built cannot be told")]
+    NoBase,
+    #[error(
+        "its pack was built on {}, which is not on `{branch}` ({})",
+        short(.base),
+        if .status.is_empty() { "not in the repository".to_string() } else { format!("the comparison says {}", .status) }
+    )]
+    BaseNotOnBranch {
+        base: String,
+        branch: String,
+        status: String,
+    },
     #[error("its pack does not verify: {}{}", .first.said(), and_more(*.more))]
     DoesNotVerify { first: verify::Finding, more: usize },
     #[error("the {floor} floor does not hold ({result}){}", detail_after(.detail))]
@@ -334,26 +369,85 @@ fn and_more(more: usize) -> String {
     }
 }
 
-/// Why a run does not qualify, or what it proves: where it ran, its artifact, the pack's binding to the
-/// pull request and the story, the status naming both, and the pack's own verification.
-fn qualify(
+/// What a run of the gate workflow is checked against: the repository, its attestation rule, the gate
+/// workflow and the default branch.
+struct Gate<'a> {
+    remote: &'a Remote,
+    attestor: &'a Attestor,
+    workflow: &'a str,
+    default_branch: &'a str,
+}
+
+impl Gate<'_> {
+    /// Why a run does not qualify (`Ok(Err(_))`), or what it proves: where it ran, its artifact, the
+    /// pack's binding to the pull request and the story, the status naming both, the gate's signed
+    /// attestation, the pack's base on the branch it lands on, and the pack's own verification. `Err`
+    /// when a check could not be made (GitHub failed): ship stops rather than pass a run over or let one
+    /// through.
+    fn qualify(
+        &self,
+        run: &WorkflowRun,
+        pull: &Pull,
+        story: u64,
+        snapshot: &Result<ready::Snapshot, String>,
+    ) -> Result<Result<Qualified, NotQualified>, Failure> {
+        let remote = self.remote;
+        let checked = || -> Result<(u64, Unpacked), NotQualified> {
+            check_origin(remote, run, self.workflow, self.default_branch)?;
+            let (artifact_id, unpacked) = gate_artifact(remote, run)?;
+            check_binding(&unpacked.pack, pull, story)?;
+            check_status(remote, run, pull, &unpacked)?;
+            Ok((artifact_id, unpacked))
+        };
+        let (artifact_id, unpacked) = match checked() {
+            Ok(found) => found,
+            Err(why) => return Ok(Err(why)),
+        };
+        let provenance = match self.attestor.check(remote, run, &unpacked.pack_sha256)? {
+            Ok(provenance) => provenance,
+            Err(why) => return Ok(Err(why.into())),
+        };
+        if let Err(why) = check_base(remote, &unpacked.pack, pull)? {
+            return Ok(Err(why));
+        }
+        if let Err(why) = check_verifies(&unpacked, pull, snapshot) {
+            return Ok(Err(why));
+        }
+        Ok(Ok(Qualified {
+            run: run.clone(),
+            artifact_id,
+            unpacked,
+            provenance,
+        }))
+    }
+}
+
+/// The pack's base commit is on the branch ship merges into (`compare/{base_sha}...{base_ref}` answers
+/// `ahead` or `identical`): a pack the gate built while the pull request targeted another branch is
+/// refused. A 404 (the commit is not in the repository) refuses the run; any other failure stops ship.
+fn check_base(
     remote: &Remote,
-    run: &WorkflowRun,
-    gate_workflow: &str,
-    default_branch: &str,
+    pack: &Pack,
     pull: &Pull,
-    story: u64,
-    snapshot: &Result<ready::Snapshot, String>,
-) -> Result<Qualified, NotQualified> {
-    check_origin(remote, run, gate_workflow, default_branch)?;
-    let (artifact_id, unpacked) = gate_artifact(remote, run)?;
-    check_binding(&unpacked.pack, pull, story)?;
-    check_status(remote, run, pull, &unpacked)?;
-    check_verifies(&unpacked, pull, snapshot)?;
-    Ok(Qualified {
-        run: run.clone(),
-        artifact_id,
-        unpacked,
+) -> Result<Result<(), NotQualified>, Failure> {
+    if pack.base_sha.is_empty() {
+        return Ok(Err(NotQualified::NoBase));
+    }
+    let status = match remote
+        .client
+        .compare_status(&remote.repo, &pack.base_sha, &pull.base_ref)
+    {
+        Ok(status) => status,
+        Err(GitHubError::NotFound { .. }) => String::new(),
+        Err(e) => return Err(Failure::from(e)),
+    };
+    Ok(match status.as_str() {
+        "ahead" | "identical" => Ok(()),
+        _ => Err(NotQualified::BaseNotOnBranch {
+            base: pack.base_sha.clone(),
+            branch: pull.base_ref.clone(),
+            status,
+        }),
     })
 }
 
@@ -698,16 +792,17 @@ pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failur
         .map_err(Failure::from)?;
     let snapshot = snapshot_on_ledger(&ledger, story, &config.ledger.branch)?;
 
+    // The trusted root and what the gate's own signature must say, read once for every run.
+    let attestor = Attestor::new(&config, &remote, &repository)?;
+
     // Every run of the gate workflow, newest first, with no server-side filter: the first that qualifies.
-    let q = first_qualifying(
-        ctx,
-        &remote,
-        &config.gate.workflow,
-        &repository.default_branch,
-        &pull,
-        (options.pr, story),
-        &snapshot,
-    )?;
+    let gate = Gate {
+        remote: &remote,
+        attestor: &attestor,
+        workflow: &config.gate.workflow,
+        default_branch: &repository.default_branch,
+    };
+    let q = first_qualifying(ctx, &gate, &pull, (options.pr, story), &snapshot)?;
 
     // A person's approval.
     let (login, id, approver) = approval(&remote, &pull, &q, options.solo_bypass)?;
@@ -837,11 +932,20 @@ fn landing(
         "approver": approver,
         "solo_bypass": approver.ends_with(SOLO_BYPASS),
         "writer": writer,
+        "attestation": q.provenance.record(),
     });
     let mut record_bytes = serde_json::to_vec_pretty(&record)
         .map_err(|e| Failure::unexpected("cannot write the ship record").caused_by(e))?;
     record_bytes.push(b'\n');
     files.insert(record_path.to_string(), record_bytes);
+    // The gate's own bytes, unchanged, beside the pack ship rewrites: what the attestation signs.
+    files.insert(
+        format!("{dir}/{GATE_DIR}/pack.json"),
+        q.unpacked.pack_bytes.clone(),
+    );
+    if let Provenance::Verified { bundle, .. } = &q.provenance {
+        files.insert(format!("{dir}/{GATE_DIR}/{BUNDLE_FILE}"), bundle.clone());
+    }
     let message = format!(
         "ship: story #{story}, pull request #{} at {} (run {})",
         pull.number,

@@ -357,6 +357,48 @@ impl Client {
         Ok(items)
     }
 
+    /// The body of an attestation's `bundle_url`, at most `limit + 1` bytes (so that the caller can tell an
+    /// oversized body), fetched **without** the Authorization header: the address is on GitHub's blob store,
+    /// not the API. Only HTTPS (redirects too), or plain HTTP to a loopback address (a local test server).
+    /// Any answer but 2xx is an error.
+    pub fn attestation_bundle(&self, url: &str, limit: u64) -> Result<Vec<u8>, GitHubError> {
+        let what = "an attestation's bundle_url".to_string();
+        let https = url.starts_with("https://");
+        if !https && !is_loopback_http(url) {
+            return Err(GitHubError::Status {
+                what,
+                status: 0,
+                message: format!("`{url}` is not an HTTPS address"),
+            });
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .https_only(https)
+            .max_redirects(if https { 3 } else { 0 })
+            .build()
+            .into();
+        let transport = |e: &dyn std::fmt::Display| GitHubError::Transport {
+            what: what.clone(),
+            message: e.to_string(),
+        };
+        let mut response = agent.get(url).call().map_err(|e| transport(&e))?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(GitHubError::Status {
+                what,
+                status,
+                message: "the bundle's address refused the download".into(),
+            });
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(response.body_mut().as_reader(), limit + 1),
+            &mut bytes,
+        )
+        .map_err(|e| transport(&e))?;
+        Ok(bytes)
+    }
+
     /// `GET /repos/{o}/{r}/issues/{n}`.
     pub fn issue(&self, repo: &RepoSlug, number: u64) -> Result<Issue, GitHubError> {
         let v = self.json(
@@ -726,9 +768,43 @@ impl Client {
     }
 }
 
+/// Whether `url` is plain HTTP to `127.0.0.1`, `localhost` or `[::1]` (any port): nobody on the network
+/// can change what such an address answers.
+fn is_loopback_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_addresses_may_be_plain_http() {
+        for yes in [
+            "http://127.0.0.1:8080/b",
+            "http://localhost/b",
+            "http://[::1]:1/b",
+        ] {
+            assert!(is_loopback_http(yes), "{yes}");
+        }
+        for no in [
+            "http://127.0.0.1@evil.test/b",
+            "http://127.0.0.1.evil.test/b",
+            "http://evil.test/127.0.0.1",
+            "https://127.0.0.1/b",
+            "ftp://localhost/b",
+        ] {
+            assert!(!is_loopback_http(no), "{no}");
+        }
+    }
 
     #[test]
     fn paths_keep_their_slashes_and_encode_the_rest() {

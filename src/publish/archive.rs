@@ -93,6 +93,9 @@ pub struct Unpacked {
     pub pack: Pack,
     /// The SHA-256 of pack.json's bytes as stored: the hash the comment, the status and `aayu ship` name.
     pub pack_sha256: String,
+    /// pack.json's bytes as stored: what the gate's attestation signs, and what ship lands as
+    /// `gate/pack.json`.
+    pub pack_bytes: Vec<u8>,
     pub artifacts: BTreeMap<String, Vec<u8>>,
 }
 
@@ -255,6 +258,7 @@ fn unpacked(manifest: Vec<u8>, files: BTreeMap<String, Vec<u8>>) -> Result<Unpac
     Ok(Unpacked {
         pack,
         pack_sha256,
+        pack_bytes: manifest,
         artifacts,
     })
 }

@@ -15,6 +15,10 @@ const HEAD: &str = "1111111111111111111111111111111111111111";
 const GOAL: &str = "1. Blank lines are skipped.";
 const EVIDENCE: &[u8] = b"{\"Action\":\"pass\",\"Test\":\"TestSumSkipsBlankLines\"}\n";
 const GATE: &str = ".github/workflows/aayudha-merge-gate.yml";
+/// The base commit the gate built on: on `main`, as the fake's comparison says.
+const BASE: &str = "2222222222222222222222222222222222222222";
+
+mod attestation;
 
 fn snapshot() -> String {
     format!(
@@ -25,7 +29,7 @@ fn snapshot() -> String {
 
 fn pack_json(pr: u64, head: &str, floor: &str) -> Value {
     json!({
-        "schema_version": 1, "repo": REPO, "story": 7, "pr": pr, "pr_head_sha": head,
+        "schema_version": 1, "repo": REPO, "story": 7, "pr": pr, "pr_head_sha": head, "base_sha": BASE,
         "seat": "ai-native-engineer", "host": "action", "identity": "ci",
         "authority": {"kind": "advisory", "workflow": GATE, "run_id": 1, "writer": "aayu action (merge gate)"},
         "completion_goal_hash": aayudha::hash::bytes(GOAL.as_bytes()),
@@ -105,6 +109,8 @@ fn world_on(github: fake_github::Server) -> World {
             .insert(3, vec![("bob".into(), "APPROVED".into(), HEAD.into())]);
         fake.permissions.insert("bob".into(), "write".into());
         fake.refs.insert("heads/feature".into(), HEAD.into());
+        fake.compares
+            .insert(format!("{BASE}...main"), "ahead".into());
     }
     World {
         clone,
@@ -130,13 +136,30 @@ fn gate_run(w: &World, run: FakeRun, artifact: (Vec<u8>, String), expired: bool)
     fake.runs.push(run);
 }
 
+/// Runs `aayu ship`; whatever ship record is on origin's ledger afterwards must hold its schema.
 fn ship(w: &World, args: &[&str]) -> common::Run {
-    run(common::aayu_in(w.clone.root())
+    let out = run(common::aayu_in(w.clone.root())
         .env("GITHUB_TOKEN", "t")
         .env("GITHUB_API_URL", &w.github.url)
         .env("GH_REPO", REPO)
         .arg("ship")
-        .args(args))
+        .args(args));
+    if let Some(record) = on_origin(w, "ship/7.json") {
+        valid_record(&serde_json::from_str(&record).expect("the ship record is JSON"));
+    }
+    out
+}
+
+/// The ship record holds `schemas/ship.v1.json`.
+fn valid_record(record: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../../schemas/ship.v1.json"))
+        .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(record)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?} in {record:#}");
 }
 
 fn on_origin(w: &World, path: &str) -> Option<String> {
@@ -883,7 +906,7 @@ fn the_gate_runs_timings_land_beside_the_pack_unlisted_in_the_same_commit_and_ve
     assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
     assert!(
         dry.stdout
-            .contains("(2 files, and the gate's timings.json)"),
+            .contains("(3 files, and the gate's timings.json)"),
         "the dry run says the timings land: {}",
         dry.stdout
     );
@@ -1003,7 +1026,7 @@ fn timings_that_cannot_be_used_are_one_notice_each_and_never_stop_a_ship() {
             .collect();
         assert_eq!(notices.len(), 1, "{case}: {}", out.stderr);
         assert!(
-            out.stdout.contains("(2 files)"),
+            out.stdout.contains("(3 files)"),
             "{case}: no timings in the plan: {}",
             out.stdout
         );

@@ -337,6 +337,13 @@ impl Scenario {
     }
 
     fn on(origin: Origin, server: fake_github::Server) -> Scenario {
+        // The base is `main`'s head: what ship asks of the pack's base.
+        server
+            .state
+            .lock()
+            .expect("lock")
+            .compares
+            .insert(format!("{}...main", origin.base), "identical".into());
         Scenario {
             ws: workspace(&origin),
             github: seeded(server),

@@ -146,6 +146,11 @@ pub struct Fake {
     /// Attestations by subject digest (`sha256:<hex>`), each item as the API answers it (a `bundle`, or a
     /// `bundle_url`), served in pages.
     pub attestations: BTreeMap<String, Vec<Value>>,
+    /// The bodies of attestations' `bundle_url`s (snappy-compressed bundles) by name, served outside the API
+    /// at `/bundles/<name>` as GitHub's blob store serves them.
+    pub bundle_blobs: BTreeMap<String, Vec<u8>>,
+    /// Answer every listing of attestations with this status (a token without Attestations: read: 403).
+    pub attestations_status: Option<u16>,
     /// `compare/<base>...<head>` → its `status` (`ahead`, `identical`, `behind`, `diverged`); absent: 404.
     pub compares: BTreeMap<String, String>,
     /// token → login; a token absent here is refused (401).
@@ -217,6 +222,8 @@ impl Default for Fake {
             visibility: "public".into(),
             attestations: BTreeMap::new(),
             compares: BTreeMap::new(),
+            bundle_blobs: BTreeMap::new(),
+            attestations_status: None,
             tokens: BTreeMap::new(),
             no_user: Vec::new(),
             read_only: Vec::new(),
@@ -355,6 +362,7 @@ impl Server {
             Router::new().nest(prefix, api)
         }
         .route("/signed/{id}", get(signed))
+        .route("/bundles/{name}", get(bundle_blob))
         .fallback(unexpected)
         .with_state(state.clone());
         let listener = runtime
@@ -370,6 +378,13 @@ impl Server {
             url: format!("http://127.0.0.1:{port}{prefix}"),
             _runtime: runtime,
         }
+    }
+
+    /// The `bundle_url` of the blob `name` (see `Fake::bundle_blobs`): on another host name than the API,
+    /// as GitHub's blob store is.
+    pub fn bundle_url(&self, name: &str) -> String {
+        let port = self.state.lock().expect("lock").port;
+        format!("http://localhost:{port}/bundles/{name}")
     }
 
     pub fn seed(&self, login: &str, body: &str) -> u64 {
@@ -760,11 +775,37 @@ async fn attestations(
     headers: HeaderMap,
 ) -> Response {
     let caller = enter!(state, headers, owner, repo, "GET attestations");
+    if let Some(status) = caller.fake.attestations_status {
+        return error(
+            StatusCode::from_u16(status).expect("a status"),
+            "Resource not accessible by personal access token",
+        );
+    }
     let Some(items) = caller.fake.attestations.get(&digest).cloned() else {
         return error(StatusCode::NOT_FOUND, "Not Found");
     };
     let path = format!("/repos/{owner}/{repo}/attestations/{digest}");
     paged(&caller.fake, &path, items, &query, Some("attestations"))
+}
+
+/// A `bundle_url`'s body; an Authorization header is counted in `auth_to_blob` and refused.
+async fn bundle_blob(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let mut fake = state.lock().expect("lock");
+    if headers.contains_key("authorization") {
+        fake.auth_to_blob += 1;
+        return error(
+            StatusCode::BAD_REQUEST,
+            "an Authorization header must not reach a bundle_url",
+        );
+    }
+    match fake.bundle_blobs.get(&name) {
+        Some(body) => (StatusCode::OK, body.clone()).into_response(),
+        None => error(StatusCode::NOT_FOUND, "BlobNotFound"),
+    }
 }
 
 async fn compare(

@@ -39,8 +39,7 @@ const T_LEAF: u64 = 1_748_779_200;
 pub const T_INTEGRATED: i64 = 1_748_779_260;
 
 /// The digest of the gate's `pack.json` the good bundle signs.
-pub const PACK_SHA256: &str =
-    "5f1a8e2c00112233445566778899aabbccddeeff0123456789abcdef5f1a8e2c";
+pub const PACK_SHA256: &str = "5f1a8e2c00112233445566778899aabbccddeeff0123456789abcdef5f1a8e2c";
 
 /// The repository of the good bundle: `https://github.com/acme/shop`, id 1001, owner id 2002, default
 /// branch `main`, gate workflow `.github/workflows/aayudha.yml`, run 77.
@@ -94,7 +93,10 @@ impl Gate<'_> {
     /// The options of this gate's good bundle.
     pub fn options(&self) -> Options {
         let repo_uri = format!("{}/{}", self.server, self.repo);
-        let workflow = format!("{repo_uri}/{}@refs/heads/{}", self.workflow_path, self.branch);
+        let workflow = format!(
+            "{repo_uri}/{}@refs/heads/{}",
+            self.workflow_path, self.branch
+        );
         let owner = self.repo.split('/').next().unwrap_or_default();
         let mut o = Options::good();
         for (arc, value) in [
@@ -105,7 +107,13 @@ impl Gate<'_> {
             (16, format!("{}/{owner}", self.server)),
             (17, self.owner_id.to_string()),
             (18, workflow.clone()),
-            (21, format!("{repo_uri}/actions/runs/{}/attempts/{}", self.run, self.attempt)),
+            (
+                21,
+                format!(
+                    "{repo_uri}/actions/runs/{}/attempts/{}",
+                    self.run, self.attempt
+                ),
+            ),
         ] {
             o.claims.insert(arc, value);
         }
