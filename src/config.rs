@@ -78,17 +78,6 @@ pub enum Attestation {
     Off,
 }
 
-impl Attestation {
-    /// The value as written in the configuration.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Attestation::Require => "require",
-            Attestation::Check => "check",
-            Attestation::Off => "off",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ledger {
@@ -273,6 +262,12 @@ impl Config {
                         ),
                     ));
                 }
+                if let Some(problem) = not_a_choice(section_name, key_name, &value) {
+                    return Err(invalid(
+                        Some(value_span(value_span_of(entries, key_name), span)),
+                        problem,
+                    ));
+                }
                 defaults.insert(key_name.to_string(), value);
             }
         }
@@ -326,6 +321,27 @@ impl Config {
             None => Ok(self),
         }
     }
+}
+
+/// The keys whose string value is one of a few words, with those words.
+const CHOICES: &[(&str, &str, &[&str])] = &[("proof", "attestation", &["require", "check", "off"])];
+
+/// Why `value` is not one of the words `section.key` takes, when it takes a few.
+fn not_a_choice(section: &str, key: &str, value: &toml::Value) -> Option<String> {
+    let (_, _, words) = CHOICES
+        .iter()
+        .find(|(s, k, _)| *s == section && *k == key)?;
+    let given = value.as_str()?;
+    (!words.contains(&given)).then(|| {
+        format!(
+            "`{section}.{key}` must be one of {}, not \"{given}\"",
+            words
+                .iter()
+                .map(|w| format!("\"{w}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
 }
 
 fn known_sections() -> String {
@@ -513,6 +529,16 @@ mod tests {
             err.to_string().contains("must be a list of strings"),
             "{err}"
         );
+        let err = Config::from_text("[proof]\nmedia = \"\"\nattestation = \"maybe\"\n", "c.toml")
+            .expect_err("choice");
+        assert_eq!(
+            err.to_string(),
+            "c.toml:3: `proof.attestation` must be one of \"require\", \"check\", \"off\", not \"maybe\""
+        );
+        let config =
+            Config::from_text("[proof]\nattestation = \"require\"\n", "c.toml").expect("a choice");
+        assert_eq!(config.proof.attestation, Attestation::Require);
+        assert_eq!(Config::defaults().proof.attestation, Attestation::Check);
     }
 
     #[test]
