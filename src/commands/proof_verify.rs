@@ -644,17 +644,18 @@ fn provenance(
     let bundle = ledger
         .read(&format!("{dir}/{GATE_BUNDLE}"))
         .map_err(Failure::from)?;
-    let record = match (bundle.is_some(), record) {
-        (false, Ok(Some(r))) if r.attestation.is_some() => {
+    let (bytes, record) = match (bundle, record) {
+        (None, Ok(Some(r))) if r.attestation.is_some() => {
             return Ok(fails(Part::Bundle, "missing", "present"));
         }
-        (false, _) => return Ok(Provenance::None),
-        (true, Ok(Some(r))) => r,
-        (true, Ok(None)) => return Ok(fails(Part::Record, "missing", "present")),
-        (true, Err(why)) => return Ok(fails(Part::Record, why.clone(), "a record that reads")),
+        (None, _) => return Ok(Provenance::None),
+        (Some(bytes), Ok(Some(r))) => (bytes, r),
+        (Some(_), Ok(None)) => return Ok(fails(Part::Record, "missing", "present")),
+        (Some(_), Err(why)) => {
+            return Ok(fails(Part::Record, why.clone(), "a record that reads"));
+        }
     };
     let roots = trusted_roots(proof, root)?;
-    let bytes = bundle.unwrap_or_default();
     let verified = match attest::verify(&bytes, &roots, &record.pack_sha256) {
         Ok(v) => v,
         Err(e) => {
@@ -706,121 +707,133 @@ fn trusted_roots(
     })
 }
 
-/// The first value of `v` that is not what `record` says of the bundle ship verified, or what the gate's
-/// own signature says: the bundle's SHA-256, the instance, the SAN, `.21` (and that it is an attempt of
-/// the recorded run), `.19`, `.13`, the signing time, then `.20` `pull_request_target`, `.8` the Actions
-/// issuer, `.9` and `.18` the SAN, `.11` `github-hosted` (or `self-hosted` when allowed) and the SLSA
-/// provenance predicate.
+/// The first value of `v` that is not what `record` says of the bundle ship verified ([`recorded`]), or
+/// what the gate's own signature says ([`gate_signature`]).
 fn against_record(v: &Verified, record: &ShipRecord, self_hosted: bool) -> Option<Mismatch> {
-    use attest::Field;
-    let att = record.attestation.as_ref();
-    let recorded = |key: fn(&RecordedAttestation) -> &String| {
-        att.map_or_else(|| ABSENT.to_string(), |a| key(a).clone())
-    };
-    let claim = |arc: u32| v.claim(arc).unwrap_or(ABSENT).to_string();
-    let (run_ok, run_expected) = run_shape(v, record);
-    let runner = claim(11);
-    let runner_ok = runner == "github-hosted" || (self_hosted && runner == "self-hosted");
-    let runner_expected = if self_hosted {
-        "github-hosted or self-hosted"
-    } else {
-        "github-hosted"
-    };
-    let compared = [
-        (
-            Part::Recorded("bundle_sha256"),
-            v.bundle_sha256().to_string(),
-            recorded(|a| &a.bundle_sha256),
-        ),
-        (
-            Part::Recorded("instance"),
-            PUBLIC_GOOD.to_string(),
-            recorded(|a| &a.instance),
-        ),
-        (
-            Part::Recorded("san"),
-            v.san().to_string(),
-            recorded(|a| &a.san),
-        ),
-        (
-            Part::Recorded("run_invocation"),
-            claim(21),
-            recorded(|a| &a.run_invocation),
-        ),
-        (
-            Part::Claim(Field::RunInvocationUri),
-            claim(21),
-            run_expected,
-        ),
-        (
-            Part::Recorded("build_config_digest"),
-            claim(19),
-            recorded(|a| &a.build_config_digest),
-        ),
-        (
-            Part::Recorded("source_digest"),
-            claim(13),
-            recorded(|a| &a.source_digest),
-        ),
-        (
-            Part::Recorded("signed_at"),
-            v.signed_at().to_string(),
-            recorded(|a| &a.signed_at),
-        ),
-        (
-            Part::Claim(Field::Trigger),
-            claim(20),
-            "pull_request_target".to_string(),
-        ),
-        (
-            Part::Claim(Field::Issuer),
-            claim(8),
-            ACTIONS_ISSUER.to_string(),
-        ),
-        (
-            Part::Claim(Field::BuildSignerUri),
-            claim(9),
-            v.san().to_string(),
-        ),
-        (
-            Part::Claim(Field::BuildConfigUri),
-            claim(18),
-            v.san().to_string(),
-        ),
-        (
-            Part::Claim(Field::RunnerEnvironment),
-            runner,
-            runner_expected.to_string(),
-        ),
-        (
-            Part::Claim(Field::PredicateType),
-            v.predicate_type().to_string(),
-            attest::SLSA_PROVENANCE_V1.to_string(),
-        ),
-    ];
-    compared
+    recorded(v, record)
         .into_iter()
-        .find(|(field, actual, expected)| match field {
-            Part::Claim(Field::RunInvocationUri) => !run_ok,
-            Part::Claim(Field::RunnerEnvironment) => !runner_ok,
-            _ => actual != expected,
-        })
-        .map(|(field, actual, expected)| Mismatch {
-            field,
-            actual,
-            expected,
+        .chain(gate_signature(v, self_hosted))
+        .find(|c| !c.holds)
+        .map(|c| Mismatch {
+            field: c.field,
+            actual: c.actual.unwrap_or_else(|| ABSENT.to_string()),
+            expected: c.expected.unwrap_or_else(|| ABSENT.to_string()),
         })
 }
 
-/// Whether `.21` is `<.12>/actions/runs/<gate_run>/attempts/<k>` with `1 ≤ k ≤ gate_run_attempt` (`k`
-/// as GitHub writes it), and the shape said when it is not.
-fn run_shape(v: &Verified, record: &ShipRecord) -> (bool, String) {
+/// One value of the bundle compared: what it is (`None`: absent), what it should be, and whether it is.
+struct Compared {
+    field: Part,
+    actual: Option<String>,
+    expected: Option<String>,
+    holds: bool,
+}
+
+/// `actual` compared with `expected`; an absent value never holds.
+fn equal(field: Part, actual: Option<&str>, expected: Option<&str>) -> Compared {
+    Compared {
+        field,
+        actual: actual.map(str::to_string),
+        expected: expected.map(str::to_string),
+        holds: actual.is_some() && actual == expected,
+    }
+}
+
+/// The bundle against the record's `attestation`, in its order: the bundle's SHA-256, the instance, the
+/// SAN, `.21` (and that it is an attempt of the recorded run), `.19`, `.13` and the signing time.
+fn recorded(v: &Verified, record: &ShipRecord) -> [Compared; 8] {
+    type Key = fn(&RecordedAttestation) -> &str;
+    let at = |key: Key| record.attestation.as_ref().map(key);
+    [
+        equal(
+            Part::Recorded("bundle_sha256"),
+            Some(v.bundle_sha256()),
+            at(|a| &a.bundle_sha256),
+        ),
+        equal(
+            Part::Recorded("instance"),
+            Some(PUBLIC_GOOD),
+            at(|a| &a.instance),
+        ),
+        equal(Part::Recorded("san"), Some(v.san()), at(|a| &a.san)),
+        equal(
+            Part::Recorded("run_invocation"),
+            v.run_invocation(),
+            at(|a| &a.run_invocation),
+        ),
+        run_shape(v, record),
+        equal(
+            Part::Recorded("build_config_digest"),
+            v.build_config_digest(),
+            at(|a| &a.build_config_digest),
+        ),
+        equal(
+            Part::Recorded("source_digest"),
+            v.source_digest(),
+            at(|a| &a.source_digest),
+        ),
+        equal(
+            Part::Recorded("signed_at"),
+            Some(v.signed_at()),
+            at(|a| &a.signed_at),
+        ),
+    ]
+}
+
+/// What the gate's own signature says whatever the record says: `.20` `pull_request_target`, `.8` the
+/// Actions issuer, `.9` and `.18` the SAN, `.11` `github-hosted` (or `self-hosted` when allowed) and the
+/// SLSA provenance predicate.
+fn gate_signature(v: &Verified, self_hosted: bool) -> [Compared; 6] {
+    use attest::Field;
+    let runner = v.claim(11);
+    let runner_holds =
+        runner == Some("github-hosted") || (self_hosted && runner == Some("self-hosted"));
+    [
+        equal(
+            Part::Claim(Field::Trigger),
+            v.claim(20),
+            Some("pull_request_target"),
+        ),
+        equal(Part::Claim(Field::Issuer), v.claim(8), Some(ACTIONS_ISSUER)),
+        equal(
+            Part::Claim(Field::BuildSignerUri),
+            v.claim(9),
+            Some(v.san()),
+        ),
+        equal(
+            Part::Claim(Field::BuildConfigUri),
+            v.claim(18),
+            Some(v.san()),
+        ),
+        Compared {
+            holds: runner_holds,
+            ..equal(
+                Part::Claim(Field::RunnerEnvironment),
+                runner,
+                Some(if self_hosted {
+                    "github-hosted or self-hosted"
+                } else {
+                    "github-hosted"
+                }),
+            )
+        },
+        equal(
+            Part::Claim(Field::PredicateType),
+            Some(v.predicate_type()),
+            Some(attest::SLSA_PROVENANCE_V1),
+        ),
+    ]
+}
+
+/// `.21` is `<.12>/actions/runs/<gate_run>/attempts/<k>` with `1 ≤ k ≤ gate_run_attempt`, `k` as GitHub
+/// writes it (decimal, no sign, no leading zero).
+fn run_shape(v: &Verified, record: &ShipRecord) -> Compared {
     let prefix = format!(
         "{}/actions/runs/{}/attempts/",
         v.claim(12).unwrap_or(ABSENT),
         record.gate_run
     );
-    let ok = v
+    let holds = v
         .run_invocation()
         .and_then(|r| r.strip_prefix(&prefix))
         .and_then(|k| k.parse::<u64>().ok().filter(|n| n.to_string() == k))
@@ -830,5 +843,42 @@ fn run_shape(v: &Verified, record: &ShipRecord) -> (bool, String) {
     } else {
         format!("<1 to {}>", record.gate_run_attempt)
     };
-    (ok, format!("{prefix}{attempts}"))
+    Compared {
+        field: Part::Claim(attest::Field::RunInvocationUri),
+        actual: v.run_invocation().map(str::to_string),
+        expected: Some(format!("{prefix}{attempts}")),
+        holds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn differences_of(landed: &serde_json::Value, gate: &serde_json::Value) -> Vec<String> {
+        let mut found = Vec::new();
+        diff(Some(landed), Some(gate), "", &mut found);
+        found
+            .into_iter()
+            .map(|(at, l, g)| format!("{at}: {l}, not {g}"))
+            .collect()
+    }
+
+    #[test]
+    fn differences_are_named_by_json_pointer_in_order() {
+        let landed = json!({"a/b": 1, "m~n": [1, 2, 3], "same": {"x": true}, "only": "here"});
+        let gate = json!({"a/b": 2, "m~n": [1, 5], "same": {"x": true}, "gate": null});
+        assert_eq!(
+            differences_of(&landed, &gate),
+            [
+                "/a~1b: 1, not 2",
+                "/m~0n/1: 2, not 5",
+                "/m~0n/2: 3, not absent",
+                "/only: \"here\", not absent",
+                "/gate: absent, not null",
+            ]
+        );
+        assert!(differences_of(&landed, &landed).is_empty());
+    }
 }

@@ -744,3 +744,44 @@ fn a_trusted_root_that_does_not_read_is_a_usage_error_naming_it() {
         bad_line.stderr
     );
 }
+
+#[test]
+fn a_self_hosted_runner_passes_only_with_the_setting_and_an_attempt_only_up_to_the_records() {
+    let self_hosted = shipped_with(|sha| {
+        let mut o = gate_options(sha);
+        o.claims.insert(11, "self-hosted".to_string());
+        o
+    });
+    let (code, report) = self_hosted.report();
+    assert_eq!(code, 4, "{report:#}");
+    assert_eq!(
+        provenance_failure(&report),
+        (".11".into(), "self-hosted".into(), "github-hosted".into())
+    );
+    let allowed = self_hosted.run(
+        &format!("{TRUSTED}self_hosted_runners = true\n"),
+        &["--json"],
+    );
+    assert_eq!(allowed.code, 0, "{}", allowed.stdout);
+
+    let second = "https://github.com/octo/shop/actions/runs/77/attempts/2";
+    let mut s = shipped_with(|sha| {
+        let mut o = gate_options(sha);
+        o.claims.insert(21, second.to_string());
+        o
+    });
+    let (code, report) = s.report();
+    assert_eq!(code, 4, "{report:#}");
+    assert_eq!(
+        provenance_failure(&report),
+        (
+            ".21".into(),
+            second.into(),
+            "https://github.com/octo/shop/actions/runs/77/attempts/1".into()
+        )
+    );
+    s.record["gate_run_attempt"] = json!(2);
+    let (code, report) = s.report();
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["provenance"]["state"], "verified");
+}
