@@ -3,6 +3,7 @@
 
 use crate::common;
 use crate::support::fake_github;
+use crate::support::sigstore;
 
 use crate::common::{TestRepo, run};
 use fake_github::FakePull;
@@ -376,4 +377,411 @@ fn a_story_without_a_pack_does_not_verify() {
     let files = [("specs/7/ready.md".to_string(), snapshot(GOAL).into_bytes())];
     let w = world_of(&files, HEAD);
     crate::aayu_snapshot!("proof_verify_no_pack", proof_verify(&w, &[]));
+}
+
+// Provenance (issue 41): what ship lands beside an authoritative pack — the gate's own pack.json and the
+// Sigstore bundle it verified — checked against the ship record.
+
+/// The test trusted root's file in the working tree, and the configuration naming it.
+const TRUST: &str = "trust/root.jsonl";
+const TRUSTED: &str = "[proof]\ntrusted_root = \"trust/root.jsonl\"\n";
+
+/// The SAN of the gate's signature in `octo/shop`.
+const SAN: &str = "https://github.com/octo/shop/.github/workflows/aayudha.yml@refs/heads/main";
+
+fn pretty(v: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(v).expect("json");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The options of the gate's good bundle in `octo/shop`, run 77 attempt 1, signing `pack_sha256`.
+fn gate_options(pack_sha256: &str) -> sigstore::Options {
+    sigstore::Gate {
+        server: "https://github.com",
+        repo: "octo/shop",
+        repository_id: 1001,
+        owner_id: 2002,
+        workflow_path: ".github/workflows/aayudha.yml",
+        branch: "main",
+        run: 77,
+        attempt: 1,
+        pack_sha256,
+    }
+    .options()
+}
+
+/// What ship lands for story 7: the authoritative pack, the gate's pack.json, the bundle and the record.
+struct Shipped {
+    landed: Value,
+    gate: Vec<u8>,
+    bundle: Option<Vec<u8>>,
+    record: Value,
+}
+
+/// The ship record of `gate`'s bytes and of the bundle made with `o` (`None`: ship verified none).
+fn record(gate: &[u8], bundle: Option<(&[u8], &sigstore::Options)>) -> Value {
+    let attestation = bundle.map(|(bytes, o)| {
+        json!({
+            "bundle_sha256": aayudha::hash::bytes(bytes), "instance": "public-good", "san": o.san,
+            "run_invocation": o.claims[&21], "build_config_digest": o.claims[&19],
+            "source_digest": o.claims[&13], "signed_at": "2025-06-01T12:01:00Z"
+        })
+    });
+    json!({
+        "schema_version": 1, "story": 7, "pr": 3, "head": HEAD, "gate_run": 77, "gate_run_attempt": 1,
+        "artifact": 5, "pack_sha256": aayudha::hash::bytes(gate), "approver": "bob", "solo_bypass": false,
+        "writer": "aayudha-bot", "attestation": attestation
+    })
+}
+
+/// Story 7 shipped from the gate's run 77, its bundle made with `o` over the gate pack's digest (`o` is
+/// given that digest): the landed pack differs from the gate's in `authority`, and in a media artifact's
+/// `store`, `object` and `tombstone`, as ship makes it.
+fn shipped_with(options: impl Fn(&str) -> sigstore::Options) -> Shipped {
+    let shot = b"png";
+    let mut gate = good_pack("advisory", "2026-11-29T10:00:00Z");
+    gate["artifacts"].as_array_mut().expect("artifacts").push(
+        json!({"path": "media/shot.png", "kind": "screenshot", "sha256": aayudha::hash::bytes(shot), "size": 3, "store": "none"}),
+    );
+    let mut landed = gate.clone();
+    landed["authority"] = json!({"kind": "authoritative", "workflow": ".github/workflows/aayudha.yml", "run_id": 77, "writer": "aayudha-bot"});
+    landed["artifacts"][2]["store"] = json!("bucket");
+    landed["artifacts"][2]["object"] = json!("s3://media/proof/7/shot.png");
+    landed["artifacts"][2]["tombstone"] =
+        json!({"purged_at": "2027-01-01T00:00:00Z", "reason": "retention"});
+    let gate = pretty(&gate);
+    let o = options(&aayudha::hash::bytes(&gate));
+    let bundle = sigstore::bundle(&o);
+    Shipped {
+        record: record(&gate, Some((&bundle, &o))),
+        landed,
+        gate,
+        bundle: Some(bundle),
+    }
+}
+
+fn shipped() -> Shipped {
+    shipped_with(gate_options)
+}
+
+impl Shipped {
+    fn files(&self) -> Vec<(String, Vec<u8>)> {
+        let mut files = standard(&self.landed);
+        files.push((format!("{AUTH}/gate/pack.json"), self.gate.clone()));
+        if let Some(bundle) = &self.bundle {
+            files.push((
+                format!("{AUTH}/gate/attestation.sigstore.json"),
+                bundle.clone(),
+            ));
+        }
+        files.push(("ship/7.json".into(), pretty(&self.record)));
+        files
+    }
+
+    /// `aayu proof verify 7 …` on this ledger, `config` the working tree's configuration and the test
+    /// trusted root at [`TRUST`].
+    fn run(&self, config: &str, extra: &[&str]) -> common::Run {
+        let w = world_of(&self.files(), HEAD);
+        w.clone.write(TRUST, sigstore::trusted_root_json());
+        w.clone.write(".aayudha/config.toml", config);
+        let out = proof_verify(&w, extra);
+        w.github.assert_clean();
+        out
+    }
+
+    /// [`Shipped::run`] with `--json` and the test root: the exit code and the report.
+    fn report(&self) -> (i32, Value) {
+        let out = self.run(TRUSTED, &["--json"]);
+        let report = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+        (out.code, report)
+    }
+}
+
+/// The report's provenance when it fails: (field, actual, expected).
+fn provenance_failure(report: &Value) -> (String, String, String) {
+    let p = &report["provenance"];
+    assert_eq!(p["state"], "fails", "{report:#}");
+    let s = |k: &str| p[k].as_str().expect(k).to_string();
+    (s("field"), s("actual"), s("expected"))
+}
+
+#[test]
+fn a_shipped_pack_with_its_attestation_verifies() {
+    let s = shipped();
+    // What ship rewrites differs, and passes.
+    assert_ne!(s.landed["authority"], json!({"kind": "advisory"}));
+    let (code, report) = s.report();
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["verifies"], true);
+    assert_eq!(report["failures"], json!([]));
+    assert_eq!(
+        report["provenance"],
+        json!({"state": "verified", "san": SAN, "run": 77, "signed_at": "2025-06-01T12:01:00Z"})
+    );
+    let out = s.run(TRUSTED, &[]);
+    assert!(
+        out.stdout
+            .contains(&format!("  provenance: verified ({SAN}, run 77)\n")),
+        "{}",
+        out.stdout
+    );
+    crate::aayu_snapshot!("proof_verify_provenance_verified", out);
+}
+
+#[test]
+fn packs_without_a_signature_say_provenance_none() {
+    // An old pack: no gate/ folder, no ship record.
+    let (code, report, _) = verify(
+        standard(&good_pack("authoritative", "2026-11-29T10:00:00Z")),
+        HEAD,
+    );
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["provenance"], json!({"state": "none"}));
+    // Shipped without an attestation: gate/pack.json is checked, the record's attestation is null.
+    let mut s = shipped();
+    s.bundle = None;
+    s.record = record(&s.gate, None);
+    let (code, report) = s.report();
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["provenance"], json!({"state": "none"}));
+    // An advisory pack is not looked at for provenance, even beside a record, a gate pack and a bundle.
+    let mut s = shipped();
+    s.landed["authority"] = json!({"kind": "advisory"});
+    let advisory = format!("proof/7/{HEAD}/advisory/20261129T100000Z");
+    let files: Vec<(String, Vec<u8>)> = s
+        .files()
+        .into_iter()
+        .map(|(p, b)| (p.replace(AUTH, &advisory), b))
+        .collect();
+    let (code, report, _) = verify(files, HEAD);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["pack"], format!("{advisory}/pack.json"));
+    assert_eq!(report["provenance"], json!({"state": "none"}));
+}
+
+#[test]
+fn a_gate_pack_that_is_not_the_records_does_not_verify() {
+    let mut s = shipped();
+    // The same pack, other bytes: only its digest differs from the record's.
+    s.gate.extend_from_slice(b"\n");
+    let (code, report) = s.report();
+    assert_eq!(code, 4, "{report:#}");
+    assert_eq!(
+        failures(&report),
+        [("gate-pack".into(), "gate/pack.json".into())]
+    );
+    assert_eq!(
+        report["failures"][0]["detail"],
+        format!(
+            "sha256 {}, not the ship record's pack_sha256 {}",
+            aayudha::hash::bytes(&s.gate),
+            s.record["pack_sha256"].as_str().expect("sha")
+        )
+    );
+}
+
+#[test]
+fn a_landed_pack_that_differs_from_the_gates_names_each_field() {
+    let mut s = shipped();
+    s.landed["checks"][0]["result"] = json!("fail");
+    s.landed["model"] = json!("m");
+    let (code, report) = s.report();
+    assert_eq!(code, 4, "{report:#}");
+    let details: Vec<&str> = report["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| {
+            assert_eq!(
+                (&f["check"], &f["subject"]),
+                (&json!("gate-pack"), &json!("pack.json"))
+            );
+            f["detail"].as_str().expect("detail")
+        })
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "differs from gate/pack.json at /model: \"m\", not absent",
+            "differs from gate/pack.json at /checks/0/result: \"fail\", not \"pass\"",
+        ]
+    );
+    let out = s.run(TRUSTED, &[]);
+    assert!(
+        out.stdout.contains(
+            "gate-pack pack.json: differs from gate/pack.json at /checks/0/result: \"fail\", not \"pass\""
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_recorded_san_that_is_not_the_bundles_fails() {
+    let mut s = shipped();
+    let other = "https://github.com/octo/shop/.github/workflows/release.yml@refs/heads/main";
+    s.record["attestation"]["san"] = json!(other);
+    let (code, report) = s.report();
+    assert_eq!(code, 4, "{report:#}");
+    assert_eq!(report["verifies"], false);
+    assert_eq!(
+        provenance_failure(&report),
+        ("san".into(), SAN.into(), other.into())
+    );
+    let out = s.run(TRUSTED, &[]);
+    assert_eq!(out.code, 4);
+    assert!(
+        out.stdout.contains(&format!(
+            "  does not verify: its provenance fails\n  provenance: fails: san: {SAN}, not {other}\n"
+        )),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_bundle_signed_on_pull_request_fails() {
+    let s = shipped_with(|sha| {
+        let mut o = gate_options(sha);
+        o.claims.insert(20, "pull_request".to_string());
+        o
+    });
+    let (code, report) = s.report();
+    assert_eq!(code, 4, "{report:#}");
+    assert_eq!(
+        provenance_failure(&report),
+        (
+            "trigger".into(),
+            "pull_request".into(),
+            "pull_request_target".into()
+        )
+    );
+}
+
+#[test]
+fn a_bundle_signed_for_another_digest_fails() {
+    let other = "ab".repeat(32);
+    let s = shipped_with(|_| gate_options(&other));
+    let (code, report) = s.report();
+    assert_eq!(code, 4, "{report:#}");
+    let (field, actual, _) = provenance_failure(&report);
+    assert_eq!(field, "signature");
+    assert_eq!(
+        actual,
+        format!(
+            "attestation: no subject of the statement has sha256 {}",
+            aayudha::hash::bytes(&s.gate)
+        )
+    );
+    let out = s.run(TRUSTED, &[]);
+    assert!(
+        out.stdout
+            .contains(&format!("  provenance: fails: signature: {actual}\n")),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_recorded_attestation_without_its_bundle_fails() {
+    let mut s = shipped();
+    s.bundle = None;
+    let out = s.run(TRUSTED, &[]);
+    assert_eq!(out.code, 4, "{}", out.stdout);
+    assert!(
+        out.stdout.contains(
+            "  provenance: fails: gate/attestation.sigstore.json: missing, not present\n"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn the_embedded_root_refuses_the_test_bundle_with_the_stale_root_hint() {
+    let out = shipped().run("", &["--json"]);
+    assert_eq!(out.code, 4, "{}", out.stdout);
+    let report: Value = serde_json::from_str(&out.stdout).expect("json");
+    let (field, actual, _) = provenance_failure(&report);
+    assert_eq!(field, "signature");
+    assert!(
+        actual.starts_with("attestation: does not verify: ")
+            && actual.ends_with(
+                "the trusted root may be out of date: update aayu, or set `[proof] trusted_root`"
+            ),
+        "{actual}"
+    );
+}
+
+#[test]
+fn a_trusted_root_that_does_not_read_is_a_usage_error_naming_it() {
+    let s = shipped();
+    let w = world_of(&s.files(), HEAD);
+    w.clone.write(".aayudha/config.toml", TRUSTED);
+    let missing = proof_verify(&w, &[]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("`trust/root.jsonl`"),
+        "{}",
+        missing.stderr
+    );
+    w.clone.write(
+        TRUST,
+        format!(
+            "{}\n{{\"mediaType\": 3}}\n",
+            sigstore::trusted_root_json().trim_end()
+        ),
+    );
+    let bad_line = proof_verify(&w, &[]);
+    assert_eq!(bad_line.code, 2, "{}", bad_line.stderr);
+    assert!(
+        bad_line
+            .stderr
+            .contains("the trusted root `trust/root.jsonl`: line 2 does not parse: "),
+        "{}",
+        bad_line.stderr
+    );
+}
+
+#[test]
+fn a_self_hosted_runner_passes_only_with_the_setting_and_an_attempt_only_up_to_the_records() {
+    let self_hosted = shipped_with(|sha| {
+        let mut o = gate_options(sha);
+        o.claims.insert(11, "self-hosted".to_string());
+        o
+    });
+    let (code, report) = self_hosted.report();
+    assert_eq!(code, 4, "{report:#}");
+    assert_eq!(
+        provenance_failure(&report),
+        (".11".into(), "self-hosted".into(), "github-hosted".into())
+    );
+    let allowed = self_hosted.run(
+        &format!("{TRUSTED}self_hosted_runners = true\n"),
+        &["--json"],
+    );
+    assert_eq!(allowed.code, 0, "{}", allowed.stdout);
+
+    let second = "https://github.com/octo/shop/actions/runs/77/attempts/2";
+    let mut s = shipped_with(|sha| {
+        let mut o = gate_options(sha);
+        o.claims.insert(21, second.to_string());
+        o
+    });
+    let (code, report) = s.report();
+    assert_eq!(code, 4, "{report:#}");
+    assert_eq!(
+        provenance_failure(&report),
+        (
+            ".21".into(),
+            second.into(),
+            "https://github.com/octo/shop/actions/runs/77/attempts/1".into()
+        )
+    );
+    s.record["gate_run_attempt"] = json!(2);
+    let (code, report) = s.report();
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["provenance"]["state"], "verified");
 }
