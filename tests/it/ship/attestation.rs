@@ -152,6 +152,29 @@ fn a_good_bundle_lands_beside_the_gates_own_pack_and_the_record_names_it() {
         })
     );
     super::valid_record(&record);
+    // `proof verify` re-verifies the landed bundle against the landed gate bytes, with the root the
+    // working tree names.
+    w.clone.write(
+        ".aayudha/config.toml",
+        &format!("[proof]\ntrusted_root = \"{ROOT_PATH}\"\n"),
+    );
+    w.clone
+        .write(ROOT_PATH, &format!("{}\n", sigstore::trusted_root_json()));
+    let verified = crate::common::run(
+        crate::common::aayu_in(w.clone.root())
+            .env("GITHUB_TOKEN", "t")
+            .env("GITHUB_API_URL", &w.github.url)
+            .env("GH_REPO", REPO)
+            .args(["proof", "verify", "7"]),
+    );
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    assert!(
+        verified
+            .stdout
+            .contains(&format!("provenance: verified ({}, run {RUN})", workflow())),
+        "{}",
+        verified.stdout
+    );
     w.github.assert_clean();
 }
 
