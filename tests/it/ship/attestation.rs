@@ -156,10 +156,10 @@ fn a_good_bundle_lands_beside_the_gates_own_pack_and_the_record_names_it() {
     // working tree names.
     w.clone.write(
         ".aayudha/config.toml",
-        &format!("[proof]\ntrusted_root = \"{ROOT_PATH}\"\n"),
+        format!("[proof]\ntrusted_root = \"{ROOT_PATH}\"\n"),
     );
     w.clone
-        .write(ROOT_PATH, &format!("{}\n", sigstore::trusted_root_json()));
+        .write(ROOT_PATH, format!("{}\n", sigstore::trusted_root_json()));
     let verified = crate::common::run(
         crate::common::aayu_in(w.clone.root())
             .env("GITHUB_TOKEN", "t")
