@@ -17,7 +17,12 @@ mod root;
 mod test_domain;
 
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_SNAPPY_IN, decode_snappy};
-pub use policy::{Expected, Field, Mismatch, SLSA_PROVENANCE_V1, policy};
+pub use policy::{ACTIONS_ISSUER, Expected, Field, Mismatch, SLSA_PROVENANCE_V1, policy};
+
+/// The Sigstore instance a verified bundle was signed by, as the ship record names it: public
+/// repositories on github.com sign with Sigstore's public-good instance, the only one this version
+/// verifies.
+pub const PUBLIC_GOOD: &str = "public-good";
 pub use root::TrustedRoots;
 
 use std::collections::BTreeMap;

@@ -9,7 +9,7 @@ use super::Verified;
 pub const SLSA_PROVENANCE_V1: &str = "https://slsa.dev/provenance/v1";
 
 /// The OIDC issuer of GitHub Actions tokens (`.8`).
-const ACTIONS_ISSUER: &str = "https://token.actions.githubusercontent.com";
+pub const ACTIONS_ISSUER: &str = "https://token.actions.githubusercontent.com";
 
 /// What the gate's own signature must say, from the repository record and the run ship chose.
 #[derive(Debug, Clone, PartialEq, Eq)]

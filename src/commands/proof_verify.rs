@@ -364,12 +364,6 @@ const GATE_BUNDLE: &str = "gate/attestation.sigstore.json";
 /// What an artifact of the gate's pack ship may rewrite when it lands it, besides the pack's `authority`.
 const SHIP_REWRITES: [&str; 3] = ["store", "object", "tombstone"];
 
-/// The OIDC issuer of GitHub Actions tokens (`.8`).
-const ACTIONS_ISSUER: &str = "https://token.actions.githubusercontent.com";
-
-/// The one Sigstore instance this version verifies, as the ship record names it.
-const PUBLIC_GOOD: &str = "public-good";
-
 /// How a value the certificate or the record lacks is said.
 const ABSENT: &str = "absent";
 
@@ -752,7 +746,7 @@ fn recorded(v: &Verified, record: &ShipRecord) -> [Compared; 8] {
         ),
         equal(
             Part::Recorded("instance"),
-            Some(PUBLIC_GOOD),
+            Some(attest::PUBLIC_GOOD),
             at(|a| &a.instance),
         ),
         equal(Part::Recorded("san"), Some(v.san()), at(|a| &a.san)),
@@ -794,7 +788,11 @@ fn gate_signature(v: &Verified, self_hosted: bool) -> [Compared; 6] {
             v.claim(20),
             Some("pull_request_target"),
         ),
-        equal(Part::Claim(Field::Issuer), v.claim(8), Some(ACTIONS_ISSUER)),
+        equal(
+            Part::Claim(Field::Issuer),
+            v.claim(8),
+            Some(attest::ACTIONS_ISSUER),
+        ),
         equal(
             Part::Claim(Field::BuildSignerUri),
             v.claim(9),

@@ -11,10 +11,6 @@ use crate::exit::ExitStatus;
 use crate::github::{AttestationItem, GitHubError, Repository, WorkflowRun};
 use crate::settings::remote::Remote;
 
-/// Which Sigstore instance signed: GitHub's public repositories sign with Sigstore's public-good one, the
-/// only one this version verifies.
-pub(super) const PUBLIC_GOOD: &str = "public-good";
-
 /// What ship checks a run's attestations with: the mode, the trusted root, and what the gate's own
 /// signature must say of this repository.
 pub(super) struct Attestor {
@@ -42,7 +38,7 @@ impl Provenance {
         match self {
             Provenance::Verified { verified, .. } => serde_json::json!({
                 "bundle_sha256": verified.bundle_sha256(),
-                "instance": PUBLIC_GOOD,
+                "instance": attest::PUBLIC_GOOD,
                 "san": verified.san(),
                 "run_invocation": verified.run_invocation(),
                 "build_config_digest": verified.build_config_digest(),
