@@ -301,13 +301,44 @@ impl Client {
                 Value::Array(list) => items.extend(list),
                 other => items.push(other),
             }
-            next = answer
-                .headers
-                .get("link")
-                .and_then(|v| v.to_str().ok())
-                .and_then(next_link);
+            next = self.next_page(&answer, what)?;
         }
         Ok(items)
+    }
+
+    /// The answer's `Link: rel="next"`, when there is one. It must be under the API's own address: the
+    /// token goes with every page, and never to another host.
+    pub(crate) fn next_page(
+        &self,
+        answer: &Answer,
+        what: &str,
+    ) -> Result<Option<String>, GitHubError> {
+        let Some(link) = answer
+            .headers
+            .get("link")
+            .and_then(|v| v.to_str().ok())
+            .and_then(next_link)
+        else {
+            return Ok(None);
+        };
+        if link.starts_with(&format!("{}/", self.api)) {
+            Ok(Some(link))
+        } else {
+            Err(GitHubError::Status {
+                what: what.to_string(),
+                status: answer.status,
+                message: format!(
+                    "the next page is at `{}`, outside {}",
+                    crate::log::controls_escaped(&link),
+                    self.api
+                ),
+            })
+        }
+    }
+
+    /// Whether the API itself is plain HTTP on a loopback address (a local test server).
+    pub(crate) fn api_is_loopback_http(&self) -> bool {
+        repos::is_loopback_http(&self.api)
     }
 
     /// Every item of a list endpoint whose pages wrap the items in an object

@@ -13,6 +13,23 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// `text` with every control character (CR, LF and ESC included) and every bidirectional override written
+/// as its escape (`\u{1b}`), so that a text from outside printed on a terminal stays one line and changes
+/// nothing on the screen; everything else (quotes, backslashes, other Unicode) is kept as it is.
+pub fn controls_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
@@ -219,6 +236,16 @@ mod tests {
         assert_eq!(count(0, "map", "maps"), "0 maps");
         assert_eq!(count(1, "map", "maps"), "1 map");
         assert_eq!(count(4, "map", "maps"), "4 maps");
+    }
+
+    #[test]
+    fn controls_and_bidi_overrides_are_escaped_and_nothing_else() {
+        assert_eq!(
+            controls_escaped("a\nb\r\u{1b}[31mc\u{202e}d"),
+            "a\\nb\\r\\u{1b}[31mc\\u{202e}d"
+        );
+        let kept = "\"quoted\" back\\slash café ✓";
+        assert_eq!(controls_escaped(kept), kept);
     }
 
     #[test]

@@ -246,9 +246,15 @@ fn first_qualifying(
             }
             Ok(Err(why)) => {
                 unattested |= matches!(why, NotQualified::Unattested(_));
-                // A reason of several lines (one a bundle) names the run on each.
+                // A reason of several lines (one a bundle) names the run on each; what a line quotes from
+                // outside never moves the cursor or colours the terminal.
                 for line in why.to_string().lines() {
-                    let _ = writeln!(passed_over, "run {}: {line}", run.id);
+                    let _ = writeln!(
+                        passed_over,
+                        "run {}: {}",
+                        run.id,
+                        crate::log::controls_escaped(line)
+                    );
                 }
             }
             Err(stop) => {

@@ -23,6 +23,9 @@ pub struct Repository {
     pub html_url: String,
 }
 
+/// The longest a `bundle_url` download may take, from connecting to the last byte.
+const BUNDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The most pages of attestations read for one subject (anyone with `attestations: write` can add more;
 /// one that verifies is enough).
 const ATTESTATION_PAGES: usize = 3;
@@ -299,7 +302,11 @@ impl Client {
     ) -> Result<String, GitHubError> {
         let v = self.json(
             Method::GET,
-            &format!("/repos/{repo}/compare/{base}...{head}"),
+            &format!(
+                "/repos/{repo}/compare/{}...{}",
+                encode_ref(base),
+                encode_ref(head)
+            ),
             None,
             &format!("the comparison of {base} and {head}"),
         )?;
@@ -319,11 +326,12 @@ impl Client {
             "/repos/{repo}/attestations/sha256:{digest}?per_page=100"
         ));
         let mut items = Vec::new();
-        for _ in 0..ATTESTATION_PAGES {
+        for index in 0..ATTESTATION_PAGES {
             let Some(page) = next.take() else { break };
             let answer = match self.send(Method::GET, &page, None, &what) {
                 Ok(answer) => answer,
-                Err(GitHubError::NotFound { .. }) => return Ok(Vec::new()),
+                // None at all; a later page that is gone is an error, never "none".
+                Err(GitHubError::NotFound { .. }) if index == 0 => return Ok(Vec::new()),
                 Err(e) => return Err(e),
             };
             let v: Value = serde_json::from_str(&answer.body).map_err(|e| GitHubError::Status {
@@ -331,12 +339,16 @@ impl Client {
                 status: answer.status,
                 message: format!("not JSON: {e}"),
             })?;
-            for item in v
+            let unreadable = |message: &str| GitHubError::Status {
+                what: what.clone(),
+                status: answer.status,
+                message: message.to_string(),
+            };
+            let listed = v
                 .get("attestations")
                 .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+                .ok_or_else(|| unreadable("no `attestations` list"))?;
+            for item in listed {
                 match (
                     item.get("bundle"),
                     item.get("bundle_url").and_then(Value::as_str),
@@ -345,36 +357,41 @@ impl Client {
                         items.push(AttestationItem::Bundle(bundle.clone()))
                     }
                     (_, Some(url)) => items.push(AttestationItem::Url(url.to_string())),
-                    _ => {}
+                    _ => {
+                        return Err(unreadable(
+                            "an attestation with neither `bundle` nor `bundle_url`",
+                        ));
+                    }
                 }
             }
-            next = answer
-                .headers
-                .get("link")
-                .and_then(|v| v.to_str().ok())
-                .and_then(crate::github::next_link);
+            next = self.next_page(&answer, &what)?;
         }
         Ok(items)
     }
 
     /// The body of an attestation's `bundle_url`, at most `limit + 1` bytes (so that the caller can tell an
     /// oversized body), fetched **without** the Authorization header: the address is on GitHub's blob store,
-    /// not the API. Only HTTPS (redirects too), or plain HTTP to a loopback address (a local test server).
-    /// Any answer but 2xx is an error.
+    /// not the API. Only HTTPS (redirects too), or plain HTTP to a loopback address when the API is itself
+    /// there (a local test server); a minute at most. Any answer but 2xx is an error.
     pub fn attestation_bundle(&self, url: &str, limit: u64) -> Result<Vec<u8>, GitHubError> {
         let what = "an attestation's bundle_url".to_string();
         let https = url.starts_with("https://");
-        if !https && !is_loopback_http(url) {
+        let local = is_loopback_http(url) && self.api_is_loopback_http();
+        if !(https || local) {
             return Err(GitHubError::Status {
                 what,
                 status: 0,
-                message: format!("`{url}` is not an HTTPS address"),
+                message: format!(
+                    "`{}` is not an HTTPS address",
+                    crate::log::controls_escaped(url)
+                ),
             });
         }
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .https_only(https)
             .max_redirects(if https { 3 } else { 0 })
+            .timeout_global(Some(BUNDLE_TIMEOUT))
             .build()
             .into();
         let transport = |e: &dyn std::fmt::Display| GitHubError::Transport {
@@ -768,9 +785,18 @@ impl Client {
     }
 }
 
+/// A commit or branch name for a URL path: percent-encoded but for `/`, which GitHub reads as part of a
+/// branch name (`release/1.0`).
+fn encode_ref(name: &str) -> String {
+    name.split('/')
+        .map(percent_encode)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Whether `url` is plain HTTP to `127.0.0.1`, `localhost` or `[::1]` (any port): nobody on the network
 /// can change what such an address answers.
-fn is_loopback_http(url: &str) -> bool {
+pub(crate) fn is_loopback_http(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {
         return false;
     };

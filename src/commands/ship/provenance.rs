@@ -131,7 +131,15 @@ impl Attestor {
         let expected = self.expected(run);
         let mut refusals = Vec::new();
         for (index, item) in items.iter().enumerate() {
-            let said = |why: &str| format!("attestation {} of {}: {why}", index + 1, items.len());
+            // Whatever the bundle says is data: one line, no control character reaches the terminal.
+            let said = |why: &str| {
+                format!(
+                    "attestation {} of {}: {}",
+                    index + 1,
+                    items.len(),
+                    crate::log::controls_escaped(why)
+                )
+            };
             let bundle = match bundle_bytes(remote, item) {
                 Ok(Ok(bytes)) => bytes,
                 Ok(Err(why)) => {

@@ -238,6 +238,44 @@ fn every_bundle_that_is_not_the_gates_own_signature_is_refused_with_the_field_an
             format!(".17 is 4004, not {owner_id}"),
         ),
         (
+            ".9 alone names another workflow",
+            Box::new({
+                let release = release.clone();
+                move |sha| with(sha, &[(9, &release)])
+            }),
+            format!(".9 is {release}, not {}", workflow()),
+        ),
+        (
+            "another predicate type",
+            Box::new(|sha| {
+                let mut o = good(sha);
+                o.predicate_type = "https://example.com/custom/v1".to_string();
+                o
+            }),
+            "predicate type is https://example.com/custom/v1, not https://slsa.dev/provenance/v1"
+                .to_string(),
+        ),
+        (
+            "an attempt after the run's latest",
+            Box::new(|sha| {
+                with(
+                    sha,
+                    &[(
+                        21,
+                        "https://github.com/octo/shop/actions/runs/60/attempts/2",
+                    )],
+                )
+            }),
+            format!(
+                ".21 is https://github.com/octo/shop/actions/runs/60/attempts/2, not https://github.com/{REPO}/actions/runs/{RUN}/attempts/1"
+            ),
+        ),
+        (
+            "control characters and a forged line in a claim",
+            Box::new(|sha| with(sha, &[(20, "push\u{1b}[2J\nrun 61: qualifies")])),
+            "trigger: push\\u{1b}[2J\\nrun 61: qualifies, not pull_request_target".to_string(),
+        ),
+        (
             "a SAN that differs from .18 (a reusable workflow)",
             Box::new(move |sha| {
                 let mut o = with(sha, &[(9, called)]);
@@ -555,6 +593,26 @@ fn an_api_failure_stops_ship_and_a_bad_trusted_root_is_a_usage_error() {
 }
 
 #[test]
+fn a_listing_ship_cannot_read_stops_it() {
+    let (w, sha) = attested("", |_| Vec::new());
+    w.github
+        .state
+        .lock()
+        .expect("lock")
+        .attestations
+        .insert(format!("sha256:{sha}"), vec![json!({"repository_id": 1})]);
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("an attestation with neither `bundle` nor `bundle_url`"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(on_origin(&w, "ship/7.json"), None);
+}
+
+#[test]
 fn the_packs_base_must_be_on_the_branch_ship_merges_into() {
     for (status, said) in [
         (Some("diverged"), "the comparison says diverged"),
@@ -578,6 +636,23 @@ fn the_packs_base_must_be_on_the_branch_ship_merges_into() {
             )],
         );
     }
+    // A pack that names no base.
+    let w = world();
+    let mut pack = pack_json(3, HEAD, "pass");
+    pack.as_object_mut().expect("object").remove("base_sha");
+    gate_run(
+        &w,
+        FakeRun::gate(RUN, "aayudha-merge-gate.yml"),
+        zip(&pack, false, false),
+        false,
+    );
+    refused(
+        &w,
+        &[
+            "its pack names no base commit (`base_sha`): where it was built cannot be told"
+                .to_string(),
+        ],
+    );
     // Identical is on the branch.
     let (w, _) = attested("", |sha| vec![inline(&good(sha))]);
     w.github
