@@ -332,7 +332,12 @@ fn render(r: &Report) -> String {
             let _ = writeln!(text, "    {}", f.said());
         }
     }
-    let _ = writeln!(text, "  provenance: {}", r.provenance.said());
+    // What a bundle on the ledger says is data: no control character reaches the terminal.
+    let _ = writeln!(
+        text,
+        "  provenance: {}",
+        crate::log::controls_escaped(&r.provenance.said())
+    );
     for note in &r.notes {
         let _ = writeln!(text, "  note: {note}");
     }
