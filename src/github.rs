@@ -103,6 +103,9 @@ impl GitHubError {
     pub fn hint(&self) -> Option<String> {
         match self {
             GitHubError::Unauthorized { .. } => Some("check that the token is set and has not expired".into()),
+            GitHubError::Forbidden { what, .. } if what.contains("attestations") => {
+                Some("the token cannot read the repository's attestations: a fine-grained token needs the Attestations: read permission (a classic token's `repo` scope has it)".into())
+            }
             GitHubError::Forbidden { what, .. } if what.contains("issue") || what.contains("label") => {
                 Some("the token cannot write issues: give it `issues: write` (a job's `permissions:`, or a fine-grained token's Issues permission)".into())
             }

@@ -693,12 +693,14 @@ fn trusted_roots(
             "`[proof] trusted_root` names `{file}`, which cannot be read"
         ))
         .caused_by(e)
+        .with_hint("give a path from the repository's root to the file `gh attestation trusted-root` prints, or empty the setting to use the root built into aayu")
     })?;
     TrustedRoots::from_json_lines(&text).map_err(|e| {
         let said = match e {
             attest::AttestError::TrustedRootLine { line, detail } => {
                 format!("line {line} does not parse: {detail}")
             }
+            attest::AttestError::TrustedRootEmpty => "it holds no trusted root".to_string(),
             other => other.to_string(),
         };
         Failure::usage(format!("the trusted root `{file}`: {said}"))

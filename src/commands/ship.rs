@@ -237,7 +237,7 @@ fn first_qualifying(
         .map_err(Failure::from)?;
     let mut passed_over = String::new();
     let mut found = Ok(None);
-    let mut unattested = false;
+    let (mut unattested, mut failed) = (false, false);
     for run in &runs {
         match gate.qualify(run, pull, story, snapshot) {
             Ok(Ok(q)) => {
@@ -246,6 +246,7 @@ fn first_qualifying(
             }
             Ok(Err(why)) => {
                 unattested |= matches!(why, NotQualified::Unattested(_));
+                failed |= matches!(why, NotQualified::NotSuccessful { .. });
                 // A reason of several lines (one a bundle) names the run on each; what a line quotes from
                 // outside never moves the cursor or colours the terminal.
                 for line in why.to_string().lines() {
@@ -273,7 +274,9 @@ fn first_qualifying(
             ),
         )
         .with_hint(if unattested {
-            "the gate's attest job signs the pack: if it failed, \"Re-run failed jobs\" on the run; if the workflow has none, add it (`aayu init --attest`) and let the gate run again"
+            "the gate workflow's `attest` job signs the pack: copy it from this release's template (docs/action.md, \"The signing job\") and let the gate run again; where it cannot run (a private repository, GitHub Enterprise Server), set `[proof] attestation = \"off\"`"
+        } else if failed {
+            "a run whose latest attempt failed (its attest job included) qualifies once \"Re-run failed jobs\" succeeds on it; else let the merge gate run on the pull request's current head"
         } else {
             "let the merge gate run on the pull request's current head (pull_request_target), then ship again"
         })

@@ -28,6 +28,9 @@ pub(super) enum Provenance {
     Verified { bundle: Vec<u8>, verified: Verified },
     /// `check` and no bundle for the digest: the plan says `provenance: none`.
     None,
+    /// `check` in a repository whose gate cannot sign with Sigstore's public-good instance (private, or not
+    /// on github.com): not asked; why.
+    NotApplicable(&'static str),
     /// `[proof] attestation = "off"`: not looked at.
     Off,
 }
@@ -45,7 +48,9 @@ impl Provenance {
                 "source_digest": verified.source_digest(),
                 "signed_at": verified.signed_at(),
             }),
-            Provenance::None | Provenance::Off => serde_json::Value::Null,
+            Provenance::None | Provenance::NotApplicable(_) | Provenance::Off => {
+                serde_json::Value::Null
+            }
         }
     }
 
@@ -62,6 +67,9 @@ impl Provenance {
                 "provenance: none (no attestation of the pack; [proof] attestation = \"check\")"
                     .to_string(),
             ),
+            Provenance::NotApplicable(why) => Some(format!(
+                "provenance: not checked ({why}; [proof] attestation = \"check\")"
+            )),
             Provenance::Off => None,
         }
     }
@@ -118,6 +126,9 @@ impl Attestor {
         let Some(roots) = &self.roots else {
             return Ok(Ok(Provenance::Off));
         };
+        if let (Attestation::Check, Some(why)) = (self.mode, self.not_applicable()) {
+            return Ok(Ok(Provenance::NotApplicable(why)));
+        }
         let items = remote
             .client
             .attestations(&remote.repo, pack_sha256)
@@ -162,6 +173,19 @@ impl Attestor {
         Ok(Err(Unattested::Refused(refusals)))
     }
 
+    /// Why the gate of this repository cannot sign with Sigstore's public-good instance, if it cannot:
+    /// signed packs are for public repositories on github.com (a private repository's bundles come from
+    /// GitHub's private instance, which this version does not verify).
+    fn not_applicable(&self) -> Option<&'static str> {
+        if origin(&self.repository.html_url) != GITHUB_COM {
+            Some("not on github.com: signed packs are for public repositories on github.com")
+        } else if self.repository.private {
+            Some("a private repository: signed packs are for public repositories on github.com")
+        } else {
+            None
+        }
+    }
+
     /// What the gate's own signature must say for `run`: this repository (its record's origin, name and
     /// ids), the gate workflow on the default branch, an attempt of this run.
     fn expected(&self, run: &WorkflowRun) -> Expected {
@@ -178,6 +202,10 @@ impl Attestor {
         }
     }
 }
+
+/// The origin of github.com's repositories: the only server whose public repositories sign with Sigstore's
+/// public-good instance.
+const GITHUB_COM: &str = "https://github.com";
 
 /// `https://github.com` of `https://github.com/octo/shop`: scheme and host (and port) alone.
 fn origin(html_url: &str) -> String {

@@ -496,7 +496,11 @@ fn require_check_and_off_without_a_bundle() {
         )
         .as_str()]
     );
-    assert!(out.stderr.contains("Re-run failed jobs"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("copy it from this release's template"),
+        "{}",
+        out.stderr
+    );
     // check (the default): it ships, and says there is none.
     let (w, _) = attested("", |_| Vec::new());
     let out = ship(&w, &["3"]);
@@ -515,6 +519,28 @@ fn require_check_and_off_without_a_bundle() {
     refused(
         &w,
         &["attestation 1 of 1: trigger: push, not pull_request_target".to_string()],
+    );
+    // check in a private repository: not asked (its bundles would be the private instance's).
+    let (w, _) = attested("", |sha| vec![inline(&good(sha))]);
+    w.github.state.lock().expect("lock").visibility = "private".into();
+    let out = ship(&w, &["3"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "provenance: not checked (a private repository: signed packs are for public repositories on github.com; [proof] attestation = \"check\")"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !w.github
+            .state
+            .lock()
+            .expect("lock")
+            .requests
+            .iter()
+            .any(|r| r.contains("attestations")),
+        "a private repository's attestations are not asked for under check"
     );
     // off: not even asked.
     let (w, _) = attested("attestation = \"off\"\n", |sha| {
