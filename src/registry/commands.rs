@@ -272,7 +272,7 @@ static READY: Command = Command {
 static SHIP: Command = Command {
     id: CommandId::Ship,
     name: "ship",
-    summary: "Squash-merge a PR after its merge gate proved the exact head (its signature verified, as [proof] attestation asks) and a human approved, land the gate's pack on the ledger, and write the Complete section.",
+    summary: "Squash-merge a PR once its merge gate proved the exact head (and signed it, per [proof] attestation) and a human approved; land the gate's pack on the ledger; write Complete.",
     reader: "Merges a proven pull request after your yes, and writes down who approved what, on which evidence.",
     stage: Stage::Ship,
     seat: Seat::EngineeringManager,
@@ -548,7 +548,7 @@ static CLEAN: Command = Command {
 static PROOF_VERIFY: Command = Command {
     id: CommandId::ProofVerify,
     name: "proof verify",
-    summary: "Verify a story's best pack on the ledger: every artifact hash and size, evidence for every Ready criterion, the Completion Goal hash, the PR head, and a shipped pack's gate copy and signature (provenance).",
+    summary: "Verify a story's best pack on the ledger: artifact hashes and sizes, evidence for every Ready criterion, the Completion Goal hash, the PR head, a shipped pack's gate copy and signature.",
     reader: "Checks that a story's evidence is intact and really covers what was promised.",
     stage: Stage::Plumbing,
     seat: Seat::QualityArchitect,

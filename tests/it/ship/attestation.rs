@@ -568,6 +568,7 @@ fn an_api_failure_stops_ship_and_a_bad_trusted_root_is_a_usage_error() {
     w.github.state.lock().expect("lock").attestations_status = Some(403);
     let out = ship(&w, &["3"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("Attestations: read"), "{}", out.stderr);
     assert_eq!(on_origin(&w, "ship/7.json"), None);
     // A trusted root line that does not parse names the branch, the file and the line.
     let (w, _) = attested("", |_| Vec::new());
