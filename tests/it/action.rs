@@ -529,11 +529,23 @@ fn ready_gate_comment_ship_and_proof_verify_end_to_end() {
         [(3, s.origin.head.clone())]
     );
 
+    // The record of a ship after a real gate holds its schema too; the template's gate had no attest job
+    // here, so under `check` it records none.
+    let record = common::git_command(s.origin.bare.path())
+        .args(["show", "ledger:ship/902.json"])
+        .output()
+        .expect("git show")
+        .stdout;
+    let record: Value = serde_json::from_slice(&record).expect("the ship record");
+    crate::ship::valid_record(&record);
+    assert_eq!(record["attestation"], Value::Null);
+
     let verified = person(&["proof", "verify", "902", "--json"]);
     assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
     let report: Value = serde_json::from_str(&verified.stdout).expect("json");
     assert_eq!(report["authority"], "authoritative");
     assert_eq!(report["floors_hold"], true);
+    assert_eq!(report["provenance"], serde_json::json!({"state": "none"}));
     s.assert_clean();
 }
 

@@ -151,7 +151,7 @@ fn ship(w: &World, args: &[&str]) -> common::Run {
 }
 
 /// The ship record holds `schemas/ship.v1.json`.
-fn valid_record(record: &Value) {
+pub(crate) fn valid_record(record: &Value) {
     let schema: Value = serde_json::from_str(include_str!("../../schemas/ship.v1.json"))
         .expect("the schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
