@@ -20,7 +20,8 @@ use crate::settings::options::DoctorOptions;
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Problem {
     /// Which check found it: `config`, `gate-workflow`, `nightly-workflow`, `ledger`, `shallow`, `maps`,
-    /// `pointer`, `mcp-registration`, `mcp-elevated`, `toolchain`, `gitignore`, `layers`, `token`.
+    /// `pointer`, `mcp-registration`, `mcp-elevated`, `toolchain`, `gitignore`, `layers`, `token`,
+    /// `attestation`.
     pub check: &'static str,
     /// The file (and line) or thing it is about.
     #[serde(rename = "where")]
@@ -80,6 +81,7 @@ pub fn run(ctx: &mut Context, options: DoctorOptions) -> Result<ExitStatus, Fail
         &mut notes,
     );
 
+    attestation_problems(&root, &config, &mut found);
     history_and_ledger(&repo, &root, &config.ledger.branch, &mut found);
     let loaded = map_problems(&repo, &root, &mut found);
     mcp_problems(&root, &mut found, &mut notes);
@@ -192,6 +194,49 @@ fn config_problems(ctx: &Context, root: &Path, found: &mut Vec<Problem>) -> crat
     }
 
     config
+}
+
+/// The settings of the gate's signature that would make every ship fail: `[proof] attestation = "require"`
+/// with a gate workflow that has no attest job (ship would pass over every run), and a `[proof]
+/// trusted_root` that is not there or does not parse (ship and `proof verify` would stop).
+fn attestation_problems(root: &Path, config: &crate::config::Config, found: &mut Vec<Problem>) {
+    use crate::config::Attestation;
+    let gate = crate::safe_fs::read(root, &config.gate.workflow, 1 << 20)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    if config.proof.attestation == Attestation::Require
+        && let Ok(text) = &gate
+        && !text.contains("uses: actions/attest@")
+    {
+        found.push(problem(
+            "attestation",
+            crate::config::CONFIG_PATH,
+            format!(
+                "`[proof] attestation` is \"require\", but {} has no attest job: `aayu ship` would pass over every run",
+                config.gate.workflow
+            ),
+            "add the `attest` job of this release's template (docs/action.md, \"The signing job\"), or set `attestation = \"check\"`",
+            false,
+        ));
+    }
+    let file = config.proof.trusted_root.trim();
+    if config.proof.attestation == Attestation::Off || file.is_empty() {
+        return;
+    }
+    let why = match crate::safe_fs::read(root, file, 16 << 20) {
+        Ok(bytes) => crate::attest::TrustedRoots::from_json_lines(&String::from_utf8_lossy(&bytes))
+            .err()
+            .map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(why) = why {
+        found.push(problem(
+            "attestation",
+            file,
+            format!("`[proof] trusted_root`: {why}"),
+            "commit the file `gh attestation trusted-root` prints (a path from the repository's root), or empty the setting",
+            false,
+        ));
+    }
 }
 
 /// The history (a shallow clone has no `verified_at` commits and no merge base) and the ledger branch.

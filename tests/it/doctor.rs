@@ -456,3 +456,65 @@ fn a_repository_with_no_file_of_its_own_has_no_layers_problem() {
         .collect();
     assert!(layers.is_empty(), "{report}");
 }
+
+#[test]
+fn signature_settings_every_ship_would_fail_on_are_attestation_problems() {
+    let repo = clean();
+    repo.write(
+        ".aayudha/config.toml",
+        "[proof]\nattestation = \"require\"\ntrusted_root = \".aayudha/root.jsonl\"\n",
+    );
+    repo.commit("require a signature the gate cannot make, from a root that is not there");
+    let attestation = |report: &Value| -> Vec<String> {
+        report["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .filter(|p| p["check"] == "attestation")
+            .map(|p| {
+                format!(
+                    "{}: {}",
+                    p["where"].as_str().unwrap_or_default(),
+                    p["problem"].as_str().unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    let (code, report) = json(&repo);
+    assert_eq!(code, 3, "{report:#}");
+    assert_shape(&report);
+    let found = attestation(&report);
+    assert_eq!(found.len(), 2, "{report:#}");
+    assert_eq!(
+        found[0],
+        ".aayudha/config.toml: `[proof] attestation` is \"require\", but .github/workflows/aayudha-merge-gate.yml has no attest job: `aayu ship` would pass over every run"
+    );
+    assert!(
+        found[1].starts_with(".aayudha/root.jsonl: `[proof] trusted_root`: "),
+        "{}",
+        found[1]
+    );
+    // A root that does not parse is named by its line.
+    repo.write(".aayudha/root.jsonl", "{not json\n");
+    repo.commit("a bad root");
+    let (_, report) = json(&repo);
+    let found = attestation(&report);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.contains("trusted root: line 1 does not parse")),
+        "{found:?}"
+    );
+    // `check` and a root that parses: nothing to say.
+    repo.write(
+        ".aayudha/config.toml",
+        "[proof]\nattestation = \"check\"\ntrusted_root = \".aayudha/root.jsonl\"\n",
+    );
+    repo.write(
+        ".aayudha/root.jsonl",
+        format!("{}\n", crate::support::sigstore::trusted_root_json()),
+    );
+    repo.commit("check, and a root");
+    let (_, report) = json(&repo);
+    assert_eq!(attestation(&report), Vec::<String>::new(), "{report:#}");
+}
