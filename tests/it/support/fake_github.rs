@@ -788,19 +788,27 @@ async fn attestations(
     paged(&caller.fake, &path, items, &query, Some("attestations"))
 }
 
-/// A `bundle_url`'s body; an Authorization header is counted in `auth_to_blob` and refused.
+/// An address outside the API (a signed blob URL, a `bundle_url`) refuses an Authorization header, and
+/// counts it in `auth_to_blob`.
+fn refuse_authorization(fake: &mut Fake, headers: &HeaderMap, address: &str) -> Option<Response> {
+    headers.contains_key("authorization").then(|| {
+        fake.auth_to_blob += 1;
+        error(
+            StatusCode::BAD_REQUEST,
+            &format!("an Authorization header must not reach {address}"),
+        )
+    })
+}
+
+/// A `bundle_url`'s body; an Authorization header is refused.
 async fn bundle_blob(
     State(state): State<Shared>,
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     let mut fake = state.lock().expect("lock");
-    if headers.contains_key("authorization") {
-        fake.auth_to_blob += 1;
-        return error(
-            StatusCode::BAD_REQUEST,
-            "an Authorization header must not reach a bundle_url",
-        );
+    if let Some(refused) = refuse_authorization(&mut fake, &headers, "a bundle_url") {
+        return refused;
     }
     match fake.bundle_blobs.get(&name) {
         Some(body) => (StatusCode::OK, body.clone()).into_response(),

@@ -327,12 +327,8 @@ pub(super) async fn signed(
     headers: HeaderMap,
 ) -> Response {
     let mut fake = state.lock().expect("lock");
-    if headers.contains_key("authorization") {
-        fake.auth_to_blob += 1;
-        return error(
-            StatusCode::BAD_REQUEST,
-            "an Authorization header must not reach the signed URL",
-        );
+    if let Some(refused) = refuse_authorization(&mut fake, &headers, "the signed URL") {
+        return refused;
     }
     match fake.run_artifacts.iter().find(|a| a.1 == id) {
         Some(a) => (StatusCode::OK, a.3.clone()).into_response(),
