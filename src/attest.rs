@@ -23,7 +23,7 @@ pub use policy::{ACTIONS_ISSUER, Expected, Field, Mismatch, SLSA_PROVENANCE_V1, 
 /// repositories on github.com sign with Sigstore's public-good instance, the only one this version
 /// verifies.
 pub const PUBLIC_GOOD: &str = "public-good";
-pub use root::TrustedRoots;
+pub use root::{TRUSTED_ROOT_MAX_BYTES, TrustedRoots};
 
 use std::collections::BTreeMap;
 

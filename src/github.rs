@@ -413,6 +413,32 @@ pub(crate) fn percent_encode(text: &str) -> String {
         .collect()
 }
 
+/// A GET outside the API with `agent` (built without the token): the answer's status and at most
+/// `limit + 1` bytes of its body, so that the caller can tell an oversized one.
+fn download(
+    agent: &ureq::Agent,
+    url: &str,
+    what: &str,
+    limit: u64,
+) -> Result<(u16, Vec<u8>), GitHubError> {
+    let transport = |message: String| GitHubError::Transport {
+        what: what.to_string(),
+        message,
+    };
+    let mut response = agent
+        .get(url)
+        .call()
+        .map_err(|e| transport(e.to_string()))?;
+    let status = response.status().as_u16();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(response.body_mut().as_reader(), limit + 1),
+        &mut bytes,
+    )
+    .map_err(|e| transport(e.to_string()))?;
+    Ok((status, bytes))
+}
+
 /// Maps an answer's status to a typed error.
 fn check(answer: Answer, what: &str) -> Result<Answer, GitHubError> {
     let parsed = serde_json::from_str::<Value>(&answer.body).ok();

@@ -5,6 +5,10 @@
 use super::{AttestError, verification_error};
 use sigstore_verify::trust_root::{SIGSTORE_PRODUCTION_TRUSTED_ROOT, TrustedRoot};
 
+/// The most a trusted root file read from a working tree may hold (the production root is about 10 KiB a
+/// line).
+pub const TRUSTED_ROOT_MAX_BYTES: u64 = 4 << 20;
+
 /// One or more trusted roots, each with its verifier prepared.
 pub struct TrustedRoots {
     verifiers: Vec<sigstore_verify::Verifier>,

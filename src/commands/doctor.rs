@@ -222,7 +222,7 @@ fn attestation_problems(root: &Path, config: &crate::config::Config, found: &mut
     if config.proof.attestation == Attestation::Off || file.is_empty() {
         return;
     }
-    let why = match crate::safe_fs::read(root, file, 16 << 20) {
+    let why = match crate::safe_fs::read(root, file, crate::attest::TRUSTED_ROOT_MAX_BYTES) {
         Ok(bytes) => crate::attest::TrustedRoots::from_json_lines(&String::from_utf8_lossy(&bytes))
             .err()
             .map(|e| e.to_string()),

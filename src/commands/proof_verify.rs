@@ -688,14 +688,15 @@ fn trusted_roots(
         return TrustedRoots::production()
             .map_err(|e| Failure::from_error(ExitStatus::Failure, &e));
     }
-    let text = std::fs::read_to_string(root.join(file)).map_err(|e| {
+    // Through the project's reader: no link followed out of the repository, a bounded size.
+    let bytes = crate::safe_fs::read(root, file, attest::TRUSTED_ROOT_MAX_BYTES).map_err(|e| {
         Failure::usage(format!(
             "`[proof] trusted_root` names `{file}`, which cannot be read"
         ))
         .caused_by(e)
         .with_hint("give a path from the repository's root to the file `gh attestation trusted-root` prints, or empty the setting to use the root built into aayu")
     })?;
-    TrustedRoots::from_json_lines(&text).map_err(|e| {
+    TrustedRoots::from_json_lines(&String::from_utf8_lossy(&bytes)).map_err(|e| {
         let said = match e {
             attest::AttestError::TrustedRootLine { line, detail } => {
                 format!("line {line} does not parse: {detail}")

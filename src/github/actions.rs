@@ -254,14 +254,7 @@ impl Client {
             .max_redirects(0)
             .build()
             .into();
-        let mut response = agent
-            .get(&location)
-            .call()
-            .map_err(|e| GitHubError::Transport {
-                what: what.clone(),
-                message: e.to_string(),
-            })?;
-        let status = response.status().as_u16();
+        let (status, bytes) = super::download(&agent, &location, &what, limit)?;
         if status == 410 {
             return Err(GitHubError::Gone {
                 what,
@@ -275,15 +268,6 @@ impl Client {
                 message: "the signed URL refused the download".into(),
             });
         }
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(response.body_mut().as_reader(), limit + 1),
-            &mut bytes,
-        )
-        .map_err(|e| GitHubError::Transport {
-            what: what.clone(),
-            message: e.to_string(),
-        })?;
         if bytes.len() as u64 > limit {
             return Err(GitHubError::Status {
                 what,

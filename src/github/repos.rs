@@ -304,8 +304,8 @@ impl Client {
             Method::GET,
             &format!(
                 "/repos/{repo}/compare/{}...{}",
-                encode_ref(base),
-                encode_ref(head)
+                encode_path(base),
+                encode_path(head)
             ),
             None,
             &format!("the comparison of {base} and {head}"),
@@ -369,17 +369,21 @@ impl Client {
         Ok(items)
     }
 
+    /// Whether aayu fetches a `bundle_url` at all: HTTPS, or plain HTTP to a loopback address when the API
+    /// is itself there (a local test server).
+    pub fn may_fetch_bundle(&self, url: &str) -> bool {
+        url.starts_with("https://") || (is_loopback_http(url) && self.api_is_loopback_http())
+    }
+
     /// The body of an attestation's `bundle_url`, at most `limit + 1` bytes (so that the caller can tell an
     /// oversized body), fetched **without** the Authorization header: the address is on GitHub's blob store,
-    /// not the API. Only HTTPS (redirects too), or plain HTTP to a loopback address when the API is itself
-    /// there (a local test server); a minute at most. Any answer but 2xx is an error.
+    /// not the API. Only an address [`Client::may_fetch_bundle`] allows, redirects HTTPS too; a minute at
+    /// most. Any answer but 2xx is an error.
     pub fn attestation_bundle(&self, url: &str, limit: u64) -> Result<Vec<u8>, GitHubError> {
-        let what = "an attestation's bundle_url".to_string();
-        let https = url.starts_with("https://");
-        let local = is_loopback_http(url) && self.api_is_loopback_http();
-        if !(https || local) {
+        let what = "an attestation's bundle_url";
+        if !self.may_fetch_bundle(url) {
             return Err(GitHubError::Status {
-                what,
+                what: what.to_string(),
                 status: 0,
                 message: format!(
                     "`{}` is not an HTTPS address",
@@ -387,6 +391,7 @@ impl Client {
                 ),
             });
         }
+        let https = url.starts_with("https://");
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .https_only(https)
@@ -394,25 +399,14 @@ impl Client {
             .timeout_global(Some(BUNDLE_TIMEOUT))
             .build()
             .into();
-        let transport = |e: &dyn std::fmt::Display| GitHubError::Transport {
-            what: what.clone(),
-            message: e.to_string(),
-        };
-        let mut response = agent.get(url).call().map_err(|e| transport(&e))?;
-        let status = response.status().as_u16();
+        let (status, bytes) = super::download(&agent, url, what, limit)?;
         if !(200..300).contains(&status) {
             return Err(GitHubError::Status {
-                what,
+                what: what.to_string(),
                 status,
                 message: "the bundle's address refused the download".into(),
             });
         }
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(response.body_mut().as_reader(), limit + 1),
-            &mut bytes,
-        )
-        .map_err(|e| transport(&e))?;
         Ok(bytes)
     }
 
@@ -783,15 +777,6 @@ impl Client {
         )?;
         Ok(commit_of(&v))
     }
-}
-
-/// A commit or branch name for a URL path: percent-encoded but for `/`, which GitHub reads as part of a
-/// branch name (`release/1.0`).
-fn encode_ref(name: &str) -> String {
-    name.split('/')
-        .map(percent_encode)
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Whether `url` is plain HTTP to `127.0.0.1`, `localhost` or `[::1]` (any port): nobody on the network

@@ -1,8 +1,9 @@
 //! Ship's check of the gate's signed attestation of its pack (issue 41): the bundles GitHub lists for the
 //! pack's SHA-256, verified offline against the trusted root, and the policy over the verified leaf
 //! certificate. One bundle that verifies qualifies the run (anyone with `attestations: write` can add
-//! bundles, so "all must verify" would be a denial of service); only an empty list or a 404 means "no
-//! bundle", and any other failure of the API or the network stops ship (exit 1), never a pass.
+//! bundles, so "all must verify" would be a denial of service); only an empty list or a 404 on the first
+//! page means "no bundle", and any other failure of the API or the network stops ship (exit 1), never a
+//! pass.
 
 use crate::attest::{self, Expected, TrustedRoots, Verified};
 use crate::commands::{Failure, short};
@@ -15,7 +16,7 @@ use crate::settings::remote::Remote;
 /// signature must say of this repository.
 pub(super) struct Attestor {
     mode: Attestation,
-    /// `None` when the mode is `off`: no root is read.
+    /// `None` when nothing is asked (`off`, or `check` where signed packs do not apply): no root is read.
     roots: Option<TrustedRoots>,
     repository: Repository,
     workflow_path: String,
@@ -84,26 +85,29 @@ pub(super) enum Unattested {
     Refused(Vec<String>),
 }
 
-/// Why the attestation check could not be made at all: ship stops with exit 1.
-pub(super) type Stop = Failure;
-
 impl Attestor {
-    /// The attestor of the default branch's configuration: the trusted root read now (the embedded one,
-    /// or `[proof] trusted_root` from the default branch through the contents API; a missing file or a
-    /// line that does not parse is exit 2).
+    /// The attestor of the default branch's configuration: the trusted root read now, when it will be
+    /// used (the embedded one, or `[proof] trusted_root` from the default branch through the contents API;
+    /// a missing file or a line that does not parse is exit 2).
     pub(super) fn new(
         config: &Config,
         remote: &Remote,
         repository: &Repository,
     ) -> Result<Attestor, Failure> {
         let mode = config.proof.attestation;
-        let roots = match mode {
-            Attestation::Off => None,
-            Attestation::Require | Attestation::Check => Some(trusted_roots(
+        let asks = match mode {
+            Attestation::Off => false,
+            Attestation::Check => not_applicable(repository).is_none(),
+            Attestation::Require => true,
+        };
+        let roots = if asks {
+            Some(trusted_roots(
                 &config.proof.trusted_root,
                 remote,
                 &repository.default_branch,
-            )?),
+            )?)
+        } else {
+            None
         };
         Ok(Attestor {
             mode,
@@ -122,13 +126,13 @@ impl Attestor {
         remote: &Remote,
         run: &WorkflowRun,
         pack_sha256: &str,
-    ) -> Result<Result<Provenance, Unattested>, Stop> {
+    ) -> Result<Result<Provenance, Unattested>, Failure> {
+        if let (Attestation::Check, Some(why)) = (self.mode, not_applicable(&self.repository)) {
+            return Ok(Ok(Provenance::NotApplicable(why)));
+        }
         let Some(roots) = &self.roots else {
             return Ok(Ok(Provenance::Off));
         };
-        if let (Attestation::Check, Some(why)) = (self.mode, self.not_applicable()) {
-            return Ok(Ok(Provenance::NotApplicable(why)));
-        }
         let items = remote
             .client
             .attestations(&remote.repo, pack_sha256)
@@ -164,26 +168,10 @@ impl Attestor {
                     Ok(()) => return Ok(Ok(Provenance::Verified { bundle, verified })),
                     Err(mismatch) => refusals.push(said(&mismatch.to_string())),
                 },
-                Err(e) => {
-                    let text = e.to_string();
-                    refusals.push(said(text.strip_prefix("attestation: ").unwrap_or(&text)));
-                }
+                Err(e) => refusals.push(said(&unprefixed(&e))),
             }
         }
         Ok(Err(Unattested::Refused(refusals)))
-    }
-
-    /// Why the gate of this repository cannot sign with Sigstore's public-good instance, if it cannot:
-    /// signed packs are for public repositories on github.com (a private repository's bundles come from
-    /// GitHub's private instance, which this version does not verify).
-    fn not_applicable(&self) -> Option<&'static str> {
-        if origin(&self.repository.html_url) != GITHUB_COM {
-            Some("not on github.com: signed packs are for public repositories on github.com")
-        } else if self.repository.private {
-            Some("a private repository: signed packs are for public repositories on github.com")
-        } else {
-            None
-        }
     }
 
     /// What the gate's own signature must say for `run`: this repository (its record's origin, name and
@@ -200,6 +188,19 @@ impl Attestor {
             latest_attempt: run.run_attempt,
             self_hosted_runners: self.self_hosted_runners,
         }
+    }
+}
+
+/// Why the gate of `repository` cannot sign with Sigstore's public-good instance, if it cannot: signed
+/// packs are for public repositories on github.com (a private repository's bundles come from GitHub's
+/// private instance, which this version does not verify).
+fn not_applicable(repository: &Repository) -> Option<&'static str> {
+    if origin(&repository.html_url) != GITHUB_COM {
+        Some("not on github.com: signed packs are for public repositories on github.com")
+    } else if repository.private {
+        Some("a private repository: signed packs are for public repositories on github.com")
+    } else {
+        None
     }
 }
 
@@ -226,35 +227,29 @@ fn bundle_bytes(
     match item {
         AttestationItem::Bundle(value) => Ok(serde_json::to_vec(value).map_err(|e| e.to_string())),
         AttestationItem::Url(url) => {
-            if !url.starts_with("https://") && !url.starts_with("http://") {
-                return Ok(Err(format!(
-                    "its bundle_url `{url}` is not an HTTPS address"
-                )));
+            if !remote.client.may_fetch_bundle(url) {
+                return Ok(Err(format!("`{url}` is not an HTTPS address")));
             }
-            let body = match remote
+            let body = remote
                 .client
-                .attestation_bundle(url, attest::MAX_SNAPPY_IN as u64)
-            {
-                Ok(body) => body,
-                Err(GitHubError::Status {
-                    status: 0, message, ..
-                }) => return Ok(Err(message)),
-                Err(e) => return Err(e),
-            };
+                .attestation_bundle(url, attest::MAX_SNAPPY_IN as u64)?;
             if body.len() > attest::MAX_SNAPPY_IN {
                 return Ok(Err(format!(
                     "its bundle_url answers more than {} bytes",
                     attest::MAX_SNAPPY_IN
                 )));
             }
-            Ok(attest::decode_snappy(&body).map_err(|e| {
-                let text = e.to_string();
-                text.strip_prefix("attestation: ")
-                    .unwrap_or(&text)
-                    .to_string()
-            }))
+            Ok(attest::decode_snappy(&body).map_err(|e| unprefixed(&e)))
         }
     }
+}
+
+/// A verifier's refusal without its leading `attestation: `: the line already says which attestation.
+fn unprefixed(e: &attest::AttestError) -> String {
+    let text = e.to_string();
+    text.strip_prefix("attestation: ")
+        .unwrap_or(&text)
+        .to_string()
 }
 
 /// The trusted root: the one embedded in this build, or the JSON Lines file `[proof] trusted_root` names
