@@ -43,6 +43,8 @@ pub struct Verify {
     pub drift_blocking_from: BlockingDate,
     pub red_on_base_blocking_from: BlockingDate,
     pub weakening_blocking_from: BlockingDate,
+    pub harness_blocking_from: BlockingDate,
+    pub harness_scan_bytes: u64,
     pub coverage_threshold: u32,
     pub coverage_blocking_from: BlockingDate,
     pub suite_timeout_s: u64,

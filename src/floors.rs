@@ -2,12 +2,13 @@
 //! ([`FloorResult`]): `feature_map` (drift and stale features, over `scan`, which reads each source file
 //! once), `behaviour` (the checks, in the sandbox), `test_evidence` (the mapped tests and the criteria they
 //! evidence), `red_on_base` (a bug fix's tests on the base) and `weakening` (checks and assertions a change
-//! removed or loosened in the maps) and `coverage` (the touched packages' whole suites, and how much of
+//! removed or loosened in the maps), `harness` (what a change does to how its tests run) and `coverage` (the touched packages' whole suites, and how much of
 //! the change's executable lines they ran).
 
 pub(crate) mod behaviour;
 pub(crate) mod coverage;
 pub(crate) mod feature_map;
+pub(crate) mod harness;
 pub(crate) mod red_on_base;
 pub(crate) mod scan;
 pub(crate) mod test_evidence;
@@ -21,6 +22,7 @@ pub enum Floor {
     Coverage,
     FeatureMap,
     Weakening,
+    Harness,
     Behaviour,
     Tests,
     RedOnBase,
@@ -32,6 +34,7 @@ impl Floor {
             Floor::Coverage => "coverage",
             Floor::FeatureMap => "feature-map",
             Floor::Weakening => "weakening",
+            Floor::Harness => "harness",
             Floor::Behaviour => "behaviour",
             Floor::Tests => "tests",
             Floor::RedOnBase => "red-on-base",

@@ -21,6 +21,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::floors::behaviour::{self, BehaviourReport};
 use crate::floors::feature_map::{self, MapReport};
+use crate::floors::harness;
 use crate::floors::red_on_base;
 use crate::floors::test_evidence::{self, TestId};
 use crate::floors::weakening;
@@ -48,6 +49,9 @@ pub struct Inputs<'a> {
     pub binding: Option<Binding>,
     /// `--red-on-base`: run it also for a story that is not a bug.
     pub force_red_on_base: bool,
+    /// Who approved the pull request's head by the one rule of [`crate::story::approval`], read live by
+    /// the action (`None` on the CLI: there are no reviews): it waives the harness floor.
+    pub harness_approval: Option<String>,
     pub sandbox: SandboxSettings,
     /// This very binary, which a leading `aayu` in a control argv stands for.
     pub aayu: PathBuf,
@@ -72,6 +76,8 @@ pub struct GateRun {
     pub floors: Vec<FloorResult>,
     pub map: MapReport,
     pub weakening: weakening::Report,
+    /// What the change does to how its tests run (`reports/harness.json`).
+    pub harness: harness::Report,
     /// Red-on-base's verdict per criterion, when it ran.
     pub red_on_base: Option<red_on_base::Report>,
     /// Each criterion's evidence and why (the evidence map's criteria the snapshot lacks too).
@@ -152,12 +158,12 @@ pub fn run(inputs: &Inputs, progress: &mut Log) -> Result<GateRun, GateError> {
     let _interrupted = crate::sandbox::cleanup::dir(staging.path());
     let mut stage = Stage::new(inputs, staging.path(), progress);
     let mut floors = Vec::new();
-    let (map, weakened) = stage.map_floors(&mut floors)?;
+    let maps = stage.map_floors(&mut floors)?;
     // What will run: the behaviour checks the diff and the story's evidence map select, the mapped tests,
     // the touched packages' suites, and for a bug, the same tests on the base.
     let plan = plan::plan(&inputs.change())?;
-    let executed = stage.execute(&plan)?;
-    stage.judge(&plan, executed, floors, (map, weakened))
+    let executed = stage.execute(&plan, &maps.harness)?;
+    stage.judge(&plan, executed, floors, maps)
 }
 
 /// A sharded gate's leg: runs the product-code floors of `plan` (the leg's units only, see
@@ -169,7 +175,14 @@ pub fn execute(
     out: &Path,
     progress: &mut Log,
 ) -> Result<Executed, GateError> {
-    Stage::new(inputs, out, progress).execute(plan)
+    // The harness files, from git's objects as the merge reads them: red-on-base leaves them off the base.
+    let harness = harness::scan(
+        inputs.repo,
+        &inputs.base,
+        &inputs.head,
+        inputs.config.verify.harness_scan_bytes,
+    )?;
+    Stage::new(inputs, out, progress).execute(plan, &harness)
 }
 
 /// A sharded gate's merge: the map floors, then the verdicts of every leg's results (`executed`, their
@@ -218,6 +231,9 @@ pub struct Executed {
     pub network: Option<Network>,
     /// What the fetch did to lock files the checkout does not commit, as the tests floor says it.
     pub resolved: Vec<String>,
+    /// What the installs put into each package's environment that the harness floor reads.
+    #[serde(default)]
+    pub harness: harness::Facts,
     /// How long each unit took, by unit id ([`units`]): never in the pack, only in a sharded gate's
     /// timings sidecar.
     #[serde(skip)]
@@ -242,6 +258,7 @@ impl Executed {
             (a, b) => a.or(b),
         };
         self.resolved.extend(other.resolved);
+        self.harness.absorb(other.harness);
         self.elapsed.extend(other.elapsed);
     }
 }
@@ -254,6 +271,14 @@ struct Stage<'a, 'i> {
     progress: &'a mut Log,
     /// The change's added lines, read once: the suites run over them, the coverage floor counts them.
     added: Option<std::rc::Rc<crate::git::Added>>,
+}
+
+/// What the floors that read only git's objects found (the harness floor's verdict waits for the
+/// install's facts).
+struct Maps {
+    map: MapReport,
+    weakened: weakening::Report,
+    harness: Vec<crate::runners::harness::Change>,
 }
 
 /// The tests and red-on-base floors of a story.
@@ -294,10 +319,7 @@ impl<'a, 'i> Stage<'a, 'i> {
 impl Stage<'_, '_> {
     /// feature-map and weakening: the maps against the source, and at the base and the head, from git's
     /// objects; no product code runs.
-    fn map_floors(
-        &mut self,
-        floors: &mut Vec<FloorResult>,
-    ) -> Result<(MapReport, weakening::Report), GateError> {
+    fn map_floors(&mut self, floors: &mut Vec<FloorResult>) -> Result<Maps, GateError> {
         let (inputs, out) = (self.inputs, self.out);
         let (repo, config) = (inputs.repo, inputs.config);
         let map = in_group(self.progress, "aayudha feature-map floor", |log| {
@@ -324,16 +346,28 @@ impl Stage<'_, '_> {
             inputs.now,
             story_labels.iter().any(|l| l == weakening::WAIVER),
         ));
-        Ok((map, weakened))
+        let scan_bytes = config.verify.harness_scan_bytes;
+        let harness = in_group(self.progress, "aayudha harness floor", |_| {
+            Ok(harness::scan(repo, &inputs.base, &inputs.head, scan_bytes)?)
+        })?;
+        Ok(Maps {
+            map,
+            weakened,
+            harness,
+        })
     }
 
     /// Everything that runs product code, in order: the fetch, the behaviour checks, the touched
     /// packages' suites, the mapped tests, and for a bug the same tests on the base.
-    fn execute(&mut self, plan: &Plan) -> Result<Executed, GateError> {
+    fn execute(
+        &mut self,
+        plan: &Plan,
+        harness: &[crate::runners::harness::Change],
+    ) -> Result<Executed, GateError> {
         let inputs = self.inputs;
         let on_base = plan
             .red_on_base
-            .then(|| red_on_base::prepare(inputs.repo, &inputs.base, &inputs.head));
+            .then(|| red_on_base::prepare(inputs.repo, &inputs.base, &inputs.head, harness));
         let sandbox = self.sandbox(plan, on_base.as_ref())?;
         let (checks, took) = self.behaviour(plan, sandbox.as_ref())?;
         let mut executed = Executed {
@@ -385,8 +419,25 @@ impl Stage<'_, '_> {
         plan: &Plan,
         executed: Executed,
         mut floors: Vec<FloorResult>,
-        (map, weakened): (MapReport, weakening::Report),
+        maps: Maps,
     ) -> Result<GateRun, GateError> {
+        let mut harness = harness::report(
+            maps.harness,
+            &executed.harness,
+            self.inputs.harness_approval.clone(),
+        );
+        let after_weakening = floors
+            .iter()
+            .position(|f| f.floor == crate::floors::Floor::Weakening)
+            .map_or(floors.len(), |i| i + 1);
+        floors.insert(
+            after_weakening,
+            harness::floor(
+                &harness,
+                self.inputs.config.verify.harness_blocking_from,
+                self.inputs.now,
+            ),
+        );
         let behaviour = self.behaviour_floor(plan, executed.checks, &mut floors)?;
         let covered = self.coverage_floor(plan, executed.suites, executed.network)?;
         let mut story = self.story_floors(
@@ -398,18 +449,51 @@ impl Stage<'_, '_> {
         )?;
         floors.append(&mut story.floors);
         floors.insert(0, covered.floor);
+        self.harness_notes(&mut harness, &mut story.criteria);
+        write_json(self.out, "reports/harness.json", &harness)?;
         let (pack, pack_sha256) = self.pack(&floors, &story.criteria, behaviour.as_ref())?;
         Ok(GateRun {
             pack,
             pack_dir: self.inputs.out.clone(),
             pack_sha256,
             floors,
-            map,
-            weakening: weakened,
+            map: maps.map,
+            weakening: maps.weakened,
+            harness,
             red_on_base: story.red,
             criteria: story.criteria,
             coverage: covered.report,
         })
+    }
+
+    /// Each evidenced criterion whose mapped tests' package has a harness change says so, with where.
+    fn harness_notes(
+        &self,
+        report: &mut harness::Report,
+        criteria: &mut [test_evidence::Criterion],
+    ) {
+        let Some(evidence) = self.inputs.story.as_ref().and_then(|s| s.evidence.as_ref()) else {
+            return;
+        };
+        for criterion in criteria {
+            let test_evidence::Said::Evidenced { notes } = &mut criterion.said else {
+                continue;
+            };
+            let places: BTreeSet<String> = evidence
+                .criterion
+                .iter()
+                .filter(|m| m.id == criterion.id)
+                .flat_map(|m| m.tests.iter())
+                .filter_map(|t| TestId::parse(t).ok())
+                .flat_map(|id| harness::affecting(report, &id.package))
+                .map(|c| c.place())
+                .collect();
+            if !places.is_empty() {
+                let places: Vec<String> = places.into_iter().collect();
+                report.criteria.insert(criterion.id, places.clone());
+                notes.push(harness::Report::note(&places));
+            }
+        }
     }
 
     /// The sandbox, when product code runs: the preflight, then every dependency fetched once, as a
@@ -633,6 +717,8 @@ impl Stage<'_, '_> {
             .collect();
         let suites_ran = executed.suites.mapped();
         let mut took: Vec<(String, Duration)> = Vec::new();
+        let inputs = self.inputs;
+        let mut facts = harness::Facts::default();
         executed.tests = in_group(
             self.progress,
             "aayudha tests floor: the mapped tests",
@@ -643,6 +729,19 @@ impl Stage<'_, '_> {
                 let mut results = BTreeMap::new();
                 for (dir, ids) in &groups {
                     let started = std::time::Instant::now();
+                    // The package's environment, read before its tests run (the harness floor).
+                    if let Some((dir, environment)) = ids
+                        .first()
+                        .and_then(|id| test_evidence::installed(&run, id))
+                    {
+                        facts.absorb(harness::facts(
+                            inputs.repo,
+                            (&inputs.base, &inputs.head),
+                            &dir,
+                            &environment,
+                            inputs.config.verify.harness_scan_bytes,
+                        ));
+                    }
                     results.extend(test_evidence::run_tests(&run, ids, &suites_ran));
                     let kind = if suites.contains(dir.as_str()) {
                         "suite"
@@ -657,6 +756,7 @@ impl Stage<'_, '_> {
         for (unit, t) in took.drain(..) {
             *executed.elapsed.entry(unit).or_default() += t;
         }
+        executed.harness.absorb(facts);
         let Some(prepared) = on_base else {
             return Ok(());
         };

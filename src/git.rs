@@ -52,6 +52,17 @@ pub struct Added {
     pub left_out: Vec<String>,
 }
 
+/// A file of a commit read with a cap ([`Repo::capped_file_at`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capped {
+    Missing,
+    /// A link, a submodule or a folder: not read.
+    NotRegular,
+    /// Larger than the cap: its size, never its bytes.
+    TooLarge(u64),
+    Bytes(Vec<u8>),
+}
+
 /// The files git sees in the working tree: tracked and present, plus untracked and not ignored, as
 /// `/`-separated paths relative to the root, sorted.
 pub struct WorktreeFiles {
@@ -439,6 +450,35 @@ impl Repo {
         }
         files.sort();
         Ok(files)
+    }
+
+    /// `path` at the commit `rev`, read only when it is a regular file of at most `cap` bytes (its size
+    /// is read from the object's header first: a larger one is never loaded).
+    pub fn capped_file_at(&self, rev: &str, path: &str, cap: u64) -> Result<Capped, GitError> {
+        let tree = self.tree_at(rev)?;
+        let Ok(entry) = tree.get_path(Path::new(path)) else {
+            return Ok(Capped::Missing);
+        };
+        if !matches!(entry.filemode(), 0o100644 | 0o100755) {
+            return Ok(Capped::NotRegular);
+        }
+        let odb = self.repo.odb().map_err(|source| GitError::Revision {
+            rev: rev.to_string(),
+            source,
+        })?;
+        if let Ok((size, _)) = odb.read_header(entry.id())
+            && size as u64 > cap
+        {
+            return Ok(Capped::TooLarge(size as u64));
+        }
+        let blob = self
+            .repo
+            .find_blob(entry.id())
+            .map_err(|source| GitError::Revision {
+                rev: format!("{rev}:{path}"),
+                source,
+            })?;
+        Ok(Capped::Bytes(blob.content().to_vec()))
     }
 
     /// Whether the index holds `path` (as `git ls-files` would list it): what the checkout commits.

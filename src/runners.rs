@@ -14,6 +14,7 @@
 
 pub(crate) mod cargo;
 pub(crate) mod go;
+pub mod harness;
 mod id;
 pub(crate) mod js;
 pub(crate) mod python;
@@ -183,9 +184,20 @@ pub trait Runner: Sync {
         tests: &[&TestId],
     ) -> BTreeMap<TestId, TestResult>;
 
-    /// Whether a repository path holds tests only, so that copying it onto the base cannot bring a fix
-    /// along.
+    /// Whether a path of the package (relative to its folder) holds tests only, so that copying it onto
+    /// the base cannot bring a fix along ([`harness::is_test_file_in`] finds the package).
     fn is_test_file(&self, path: &str) -> bool;
+
+    /// What the change does to how this stack's tests run ([`harness`]): read as data, never run.
+    fn harness(&self, _diff: &harness::Diff) -> Vec<harness::Change> {
+        Vec::new()
+    }
+
+    /// What the package's installed environment (its install's variables, `env`) loads into every test
+    /// process, read as data; `None` when this stack installs none.
+    fn installed(&self, _env: &[(String, OsString)]) -> Option<harness::Environment> {
+        None
+    }
 
     /// The package's whole test suite, once, instrumented for the coverage floor; `Err` says why it
     /// cannot be (no coverage runner for this stack yet, a tool it needs is missing).
@@ -484,11 +496,6 @@ pub fn unclaimed(dir: &str) -> String {
     )
 }
 
-/// Whether any runner calls a repository path a test file.
-pub fn is_test_file(path: &str) -> bool {
-    RUNNERS.iter().any(|r| r.is_test_file(path))
-}
-
 /// What happened to one test.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -580,6 +587,9 @@ pub struct Job {
     /// a file in it in this variable (and in place of `@report@` in the argv), and hands back what the
     /// process wrote there (a runner's structured events, never read from its output).
     pub report: Option<&'static str>,
+    /// What the process reads on its standard input, then its end (empty: nothing, at once). A secret
+    /// for the runner's own plugin comes this way, never in the environment a test can read.
+    pub stdin: Vec<u8>,
 }
 
 /// How a launched process ended.
@@ -616,6 +626,35 @@ pub fn read_report(file: &Path) -> Option<Vec<u8>> {
 /// What starts a runner's processes: the sandbox, or a plain child inside a check's sandbox. `Err` is why
 /// the process gave no result that can be trusted (it could not start, it went over a limit, a process
 /// of it survived the kill).
+/// Runs `command` to its end with its output captured, `stdin` written to its standard input and then
+/// closed (nothing: `/dev/null`), as a plain launcher does.
+pub fn output_with_stdin(
+    command: &mut std::process::Command,
+    stdin: &[u8],
+) -> std::io::Result<std::process::Output> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    if stdin.is_empty() {
+        return command.stdin(Stdio::null()).output();
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pipe = child.stdin.take();
+    let bytes = stdin.to_vec();
+    // A thread writes while the output is read: a child that does not read cannot block the wait.
+    let feeder = std::thread::spawn(move || {
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.write_all(&bytes);
+        }
+    });
+    let output = child.wait_with_output();
+    let _ = feeder.join();
+    output
+}
+
 pub trait Launcher {
     fn launch(&self, job: Job) -> Result<Ran, LaunchError>;
 
@@ -751,9 +790,11 @@ pub(crate) mod tests {
             if let Some(var) = job.report {
                 command.env(var, &file);
             }
-            let out = command.output().map_err(|source| LaunchError::Start {
-                command: job.argv.join(" "),
-                source,
+            let out = output_with_stdin(&mut command, &job.stdin).map_err(|source| {
+                LaunchError::Start {
+                    command: job.argv.join(" "),
+                    source,
+                }
             })?;
             use std::os::unix::process::ExitStatusExt;
             Ok(Ran {
@@ -1136,27 +1177,6 @@ pub(crate) mod tests {
             assert!(!text.contains(machine), "{text}");
         }
         insta::assert_snapshot!("failure_details", text);
-    }
-
-    #[test]
-    fn test_files_are_the_runners_own() {
-        for yes in [
-            "pkg/x_test.go",
-            "pkg/testdata/in.txt",
-            "crates/a/tests/cli.rs",
-            "src/store/tests.rs",
-        ] {
-            assert!(is_test_file(yes), "{yes}");
-        }
-        for no in [
-            "src/lib.rs",
-            "main.go",
-            "tests.go",
-            "src/testing.rs",
-            "tests",
-        ] {
-            assert!(!is_test_file(no), "{no}");
-        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! knows of the pull request and the run ([`Binding`]). Every place that names a story's snapshot builds its
 //! path with [`ready_path`].
 
+pub(crate) mod approval;
 pub(crate) mod evidence_map;
 pub(crate) mod ready;
 

@@ -81,6 +81,42 @@ pub(crate) struct PullGate {
     pub binding: Binding,
     pub notes: Annotations,
     pub temp: tempfile::TempDir,
+    /// Who approved the head, read live (the harness floor's waiver).
+    pub approval: Option<String>,
+}
+
+/// Who approved the pull request's head, by the one rule ([`crate::story::approval`]), read now: an
+/// approval given after a run waives the harness floor when the run is re-run. Without a token, or when
+/// GitHub does not answer, nobody has (and a warning says why).
+fn head_approval(
+    github: &crate::settings::github::GitHubEnv,
+    token: Option<&str>,
+    repository: &RepoSlug,
+    pr: &crate::event::PullRequest,
+    notes: &mut Annotations,
+) -> Option<String> {
+    let token = token?;
+    let asked = crate::story::approval::Asked {
+        number: pr.number,
+        head_sha: &pr.head_sha,
+        author: None,
+    };
+    let read = Client::new(&github.api_url, &Token::new(token.to_string()))
+        .and_then(|client| crate::story::approval::approver(&client, repository, &asked));
+    match read {
+        Ok(approver) => approver,
+        Err(e) => {
+            notes.add(
+                Level::Warning,
+                None,
+                "aayudha harness approval",
+                &format!(
+                    "the reviews could not be read ({e}): the harness floor counts no approval"
+                ),
+            );
+            None
+        }
+    }
 }
 
 impl PullGate {
@@ -191,6 +227,7 @@ impl PullGate {
         let snapshot_hash = story
             .as_ref()
             .map(|s| s.snapshot.meta.completion_goal_hash.clone());
+        let approval = head_approval(github, token, &repository, &pr, &mut notes);
         let pull = PullGate {
             repo,
             repository,
@@ -201,6 +238,7 @@ impl PullGate {
             binding,
             notes,
             temp,
+            approval,
         };
         Ok((pull, story))
     }
@@ -217,6 +255,7 @@ impl PullGate {
             temp: self.temp.path().to_path_buf(),
             binding: Some(self.binding.clone()),
             force_red_on_base: false,
+            harness_approval: self.approval.clone(),
             jobs: None,
             actions: true,
         };

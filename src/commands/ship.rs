@@ -91,6 +91,33 @@ fn split_artifacts(
     (files, media)
 }
 
+/// The pack's harness report (`reports/harness.json`, verified with the pack), when it has one.
+fn harness_of(q: &Qualified) -> Option<crate::floors::harness::Report> {
+    q.unpacked
+        .artifacts
+        .get("reports/harness.json")
+        .and_then(|bytes| serde_json::from_slice(bytes).ok())
+}
+
+/// The plan's harness lines: each change the pack shows and who approved them (nothing without any).
+fn harness_lines(q: &Qualified) -> String {
+    let Some(report) = harness_of(q).filter(|h| !h.changes.is_empty()) else {
+        return String::new();
+    };
+    let mut lines = format!(
+        "  harness changed ({}), approved by {}:\n",
+        report.changes.len(),
+        report
+            .waived_by
+            .as_deref()
+            .unwrap_or("nobody (the floor was advisory)")
+    );
+    for c in &report.changes {
+        lines.push_str(&format!("    {}: {}\n", c.place(), c.what));
+    }
+    lines
+}
+
 /// What a ship will do, said before it does it (and all that `--dry-run` says).
 struct Plan<'a> {
     q: &'a Qualified,
@@ -115,12 +142,13 @@ impl Plan<'_> {
             .map(|line| format!("  {line}\n"))
             .unwrap_or_default();
         let plan = format!(
-            "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n{provenance}  approved by {approver}\n  land {dir}/ ({} files{}) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
+            "run {} (attempt {}) proves pull request #{} at {} for story #{story}; pack.json sha256 {}\n{provenance}  approved by {approver}\n{}  land {dir}/ ({} files{}) and {record_path} on `{}`\n  squash-merge #{}, append ## Complete to story #{story}{}\n",
             q.run.id,
             q.run.run_attempt,
             pull.number,
             short(&pull.head_sha),
             q.unpacked.pack_sha256,
+            harness_lines(q),
             self.files,
             if self.timings {
                 format!(", and the gate's {TIMINGS_FILE}")
@@ -718,37 +746,14 @@ fn check_verifies(
     Ok(())
 }
 
-/// The approving reviewer: the latest review of someone with write access, other than the author, on the
-/// head, approving.
+/// The approving reviewer, by the library's one rule ([`crate::story::approval`]).
 fn approver(remote: &Remote, pull: &Pull) -> Result<Option<String>, Failure> {
-    let reviews = remote
-        .client
-        .reviews(&remote.repo, pull.number)
-        .map_err(Failure::from)?;
-    let mut latest: BTreeMap<String, (String, String)> = BTreeMap::new();
-    for r in reviews {
-        if r.state == "COMMENTED" {
-            continue;
-        }
-        latest.insert(r.user.clone(), (r.state, r.commit_id));
-    }
-    for (user, (state, commit)) in latest {
-        if state != "APPROVED" || commit != pull.head_sha || user == pull.author {
-            continue;
-        }
-        let permission = remote
-            .client
-            .permission(&remote.repo, &user)
-            .or_else(|e| match e {
-                GitHubError::NotFound { .. } => Ok("none".into()),
-                e => Err(e),
-            })
-            .map_err(Failure::from)?;
-        if matches!(permission.as_str(), "admin" | "maintain" | "write") {
-            return Ok(Some(user));
-        }
-    }
-    Ok(None)
+    let asked = crate::story::approval::Asked {
+        number: pull.number,
+        head_sha: &pull.head_sha,
+        author: Some(&pull.author),
+    };
+    crate::story::approval::approver(&remote.client, &remote.repo, &asked).map_err(Failure::from)
 }
 
 pub fn run(ctx: &mut Context, options: ShipOptions) -> Result<ExitStatus, Failure> {
@@ -941,6 +946,10 @@ fn landing(
         "approver": approver,
         "solo_bypass": approver.ends_with(SOLO_BYPASS),
         "writer": writer,
+        "harness": harness_of(q).map(|h| json!({
+            "changes": h.changes,
+            "approved_by": h.waived_by,
+        })),
         "attestation": q.provenance.record(),
     });
     let mut record_bytes = serde_json::to_vec_pretty(&record)

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::floors::test_evidence::{self, Outcome, TestId};
 use crate::git::Repo;
+use crate::runners::harness::{Change, Kind};
 use crate::story::evidence_map::EvidenceMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,6 +60,8 @@ impl Report {
 pub struct Prepared {
     base: String,
     tree: Result<tempfile::TempDir, String>,
+    /// The head's harness files the base does not have: a test they can touch is not run on the base.
+    unmet: Vec<Change>,
     _interrupted: Option<crate::sandbox::cleanup::Registered>,
 }
 
@@ -83,13 +86,15 @@ pub fn base_of(repo: &Repo, base: &str, head: &str) -> String {
 }
 
 /// Checks the merge base of `base` and `head` out into a temporary folder and puts the pull request's
-/// changed test-only files on top. Every file is written beneath that folder without following a link the
+/// changed test-only files on top — each a test file of its own package's stack, never one of the
+/// change's harness files (`harness`): the base runs its own conftest and configuration. Every file is written beneath that folder without following a link the
 /// base's tree may hold. Nothing runs yet: the dependencies of this tree are fetched with the others'
 /// before any test or check.
-pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
+pub fn prepare(repo: &Repo, base: &str, head: &str, harness: &[Change]) -> Prepared {
     let failed = |base: String, why: String| Prepared {
         base,
         tree: Err(why),
+        unmet: Vec::new(),
         _interrupted: None,
     };
     let merge_base = match repo.merge_base(base, head) {
@@ -117,7 +122,10 @@ pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
         let changed = repo
             .changed_paths(&base_sha, head)
             .map_err(|e| e.to_string())?;
-        for path in changed.iter().filter(|p| crate::runners::is_test_file(p)) {
+        for path in changed
+            .iter()
+            .filter(|p| crate::floors::harness::overlays(repo, head, p, harness))
+        {
             match repo.file_at(head, path).map_err(|e| e.to_string())? {
                 Some(bytes) => crate::safe_fs::write(folder.path(), path, &bytes),
                 None => crate::safe_fs::remove(folder.path(), path),
@@ -128,6 +136,12 @@ pub fn prepare(repo: &Repo, base: &str, head: &str) -> Prepared {
     });
     match prepared {
         Ok(folder) => Prepared {
+            unmet: harness
+                .iter()
+                .filter(|c| !matches!(c.kind, Kind::InstalledPlugin | Kind::Overwritten))
+                .filter(|c| repo.id_at(&base_sha, &c.file).is_none())
+                .cloned()
+                .collect(),
             base: base_sha,
             _interrupted: Some(crate::sandbox::cleanup::dir(folder.path())),
             tree: Ok(folder),
@@ -199,6 +213,26 @@ pub fn run_on_base(
             .iter()
             .map(|id| (id, pinned_to_head_target(id, head)))
             .collect();
+        // A test that a harness file the base lacks can touch has no result there to trust: the base
+        // runs its own harness, and with the head's the head could decide its own red.
+        let (unmet, pinned): (BTreeMap<&TestId, TestId>, BTreeMap<&TestId, TestId>) = pinned
+            .into_iter()
+            .partition(|(id, _)| prepared.unmet.iter().any(|c| c.applies_to(&id.package)));
+        for id in unmet.keys() {
+            let files: Vec<String> = prepared
+                .unmet
+                .iter()
+                .filter(|c| c.applies_to(&id.package))
+                .map(|c| format!("`{}`", c.file))
+                .collect();
+            found.insert(
+                (*id).clone(),
+                test_evidence::TestResult::of(Outcome::NotRun(format!(
+                    "it needs {}, harness the pull request adds: the base runs its own",
+                    files.join(", ")
+                ))),
+            );
+        }
         let to_run: Vec<TestId> = pinned.values().cloned().collect();
         let results = test_evidence::run_tests(&on_base, &to_run, &BTreeMap::new());
         found.extend(

@@ -150,6 +150,16 @@ pub(crate) fn package_env(
     Ok(env)
 }
 
+/// What the installed environment of the package that runs `id` loads into its test processes, read as
+/// data before any test of it runs; `None` when its stack installs none (or it cannot run).
+pub(crate) fn installed(run: &Run, id: &TestId) -> Option<(String, runners::harness::Environment)> {
+    let found = runners::package_of(run.root, id)?;
+    let package = found.package();
+    let env = package_env(run, &package).ok()?;
+    let environment = package.runner.installed(&env)?;
+    Some((found.dir.clone(), environment))
+}
+
 /// The tests floor's launcher: each process in the sandbox as the first slot's uid, offline; a process
 /// that went over a limit, or one of whose processes survived the kill, gave no result to trust.
 pub(crate) struct InSandbox<'a, 'b> {
@@ -192,7 +202,7 @@ impl Launcher for InSandbox<'_, '_> {
                     cwd: &job.cwd,
                     slot: 0,
                     network: false,
-                    stdin: Vec::new(),
+                    stdin: job.stdin.clone(),
                     timeout: job.timeout,
                     env,
                     heartbeat: Some(&beat),

@@ -100,6 +100,8 @@ pub struct Door {
     pub temp: PathBuf,
     pub binding: Option<Binding>,
     pub force_red_on_base: bool,
+    /// Who approved the head (the action reads the reviews; `None` on the CLI).
+    pub harness_approval: Option<String>,
     /// `--jobs`; else the machine's cores.
     pub jobs: Option<usize>,
     /// The pack's identity is `ci`: the action always, `verify --ci` inside GitHub Actions.
@@ -129,6 +131,7 @@ impl<'a> Inputs<'a> {
             actions: door.actions,
             binding: door.binding,
             force_red_on_base: door.force_red_on_base,
+            harness_approval: door.harness_approval,
             out: door.out,
             temp: door.temp,
             slug: door.slug,

@@ -87,6 +87,8 @@ pub struct Review {
     pub user: String,
     pub state: String,
     pub commit_id: String,
+    /// GitHub says the reviewer is a bot (`user.type`).
+    pub bot: bool,
 }
 
 /// A commit status as GitHub reports it.
@@ -582,6 +584,28 @@ impl Client {
             .collect())
     }
 
+    /// The logins of every commit's author and committer of a pull request (all pages; a commit git
+    /// cannot match to an account has none).
+    pub fn pull_commit_people(
+        &self,
+        repo: &RepoSlug,
+        number: u64,
+    ) -> Result<Vec<String>, GitHubError> {
+        let mut people: Vec<String> = self
+            .list(
+                &format!("/repos/{repo}/pulls/{number}/commits"),
+                &format!("the commits of pull request #{number}"),
+            )?
+            .iter()
+            .flat_map(|c| [maybe(c, "/author/login"), maybe(c, "/committer/login")])
+            .flatten()
+            .filter(|login| !login.is_empty())
+            .collect();
+        people.sort();
+        people.dedup();
+        Ok(people)
+    }
+
     /// Every review of a pull request (all pages).
     pub fn reviews(&self, repo: &RepoSlug, number: u64) -> Result<Vec<Review>, GitHubError> {
         Ok(self
@@ -594,6 +618,7 @@ impl Client {
                 user: text(r, "/user/login"),
                 state: text(r, "/state"),
                 commit_id: text(r, "/commit_id"),
+                bot: text(r, "/user/type") == "Bot",
             })
             .collect())
     }

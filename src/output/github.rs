@@ -138,7 +138,8 @@ pub fn map_annotations(
 /// The annotations of a gate run: first each floor that does not hold (so that the ten errors GitHub shows
 /// always hold them, however many findings follow), then the map's ([`map_annotations`], blocking when
 /// the feature-map floor fails), each weakening (`aayudha weakening: <kind>`, an error once its floor
-/// fails, a warning while advisory or waived), and the changed lines no test ran (warnings, as ranges).
+/// fails, a warning while advisory or waived), each harness change (`aayudha harness: <kind>`, the same
+/// levels), and the changed lines no test ran (warnings, as ranges).
 pub fn annotations(run: &crate::gate::GateRun, notes: &mut Annotations) {
     use crate::floors::Floor;
     for floor in run.floors.iter().filter(|f| !f.verdict.holds()) {
@@ -159,6 +160,20 @@ pub fn annotations(run: &crate::gate::GateRun, notes: &mut Annotations) {
     for w in &run.weakening.weakenings {
         let title = format!("aayudha weakening: {}", w.kind.as_str());
         notes.add(level, Some((w.file.as_str(), w.line)), &title, &w.detail);
+    }
+    let level = if fails(Floor::Harness) {
+        Level::Error
+    } else {
+        Level::Warning
+    };
+    for c in &run.harness.changes {
+        let title = format!("aayudha harness: {}", c.kind.as_str());
+        notes.add(
+            level,
+            Some((c.file.as_str(), c.line as usize)),
+            &title,
+            &c.what,
+        );
     }
     if let Some(report) = &run.coverage {
         for (file, first, last) in report.uncovered_runs() {
@@ -253,6 +268,7 @@ mod tests {
                 warnings: Vec::new(),
                 scan_stopped: None,
             },
+            harness: Default::default(),
             weakening: crate::floors::weakening::Report {
                 schema_version: 1,
                 base: String::new(),

@@ -203,6 +203,9 @@ pub fn gate_table(run: &crate::gate::GateRun, text: &mut impl Write) -> io::Resu
     for w in weakenings {
         writeln!(text, "{}:{}: weakening: {}", w.file, w.line, w.detail)?;
     }
+    for c in &run.harness.changes {
+        writeln!(text, "{}: harness: {}", c.place(), c.what)?;
+    }
     for line in criteria_lines(run) {
         writeln!(text, "{line}")?;
     }

@@ -63,6 +63,7 @@ pub struct Gate<'a> {
     /// The findings past GitHub's ten annotations of a level.
     pub overflow: &'a [String],
     pub coverage: Option<&'a crate::floors::coverage::Report>,
+    pub harness: Option<&'a crate::floors::harness::Report>,
 }
 
 /// The merge gate's summary: the verdict, the floors, the criteria (and their screenshots), and the
@@ -97,6 +98,7 @@ pub fn gate(g: &Gate, text: &mut impl Write) -> io::Result<()> {
         &pack.checks,
     )?;
     most_uncovered(g.coverage, text)?;
+    harness(g.harness, text)?;
     if !pack.criteria.is_empty() {
         text.write_all(b"\n| Criterion | Evidence |\n|---|---|\n")?;
         for c in &pack.criteria {
@@ -202,6 +204,27 @@ pub struct Proof<'a> {
     pub artifact_url: Option<&'a str>,
     /// The coverage floor's report, read from the verified artifact.
     pub coverage: Option<&'a crate::floors::coverage::Report>,
+    /// The harness floor's report, read from the verified artifact.
+    pub harness: Option<&'a crate::floors::harness::Report>,
+}
+
+/// The harness section under the floors: one line per change (`file:line: what`, as data), who
+/// approved them, or what a maintainer does next. Nothing when the change has none.
+pub fn harness(
+    report: Option<&crate::floors::harness::Report>,
+    text: &mut impl Write,
+) -> io::Result<()> {
+    let Some(report) = report.filter(|r| !r.changes.is_empty()) else {
+        return Ok(());
+    };
+    text.write_all(b"\n**Harness changes** - this pull request changes how its tests run. Code in the test process can write its own result, so a maintainer reads these:\n\n")?;
+    for c in &report.changes {
+        writeln!(text, "- {}", code(&format!("{}: {}", c.place(), c.what)))?;
+    }
+    match &report.waived_by {
+        Some(login) => writeln!(text, "\nApproved at the head by {}.", code(login)),
+        None => text.write_all(b"\nTo accept them: a maintainer who is not the author approves the head, then re-runs the `aayudha/merge-gate` run (Re-run jobs).\n"),
+    }
 }
 
 /// The floors table of a pack under `header` (the job summary's and the comment's differ in case only):
@@ -253,6 +276,7 @@ pub fn proof(p: &Proof, text: &mut impl Write) -> io::Result<()> {
             &pack.checks,
         )?;
         most_uncovered(p.coverage, text)?;
+        harness(p.harness, text)?;
         if !p.criteria.is_empty() {
             text.write_all(b"\n| criterion | verdict | text |\n|---|---|---|\n")?;
             for line in p.criteria {

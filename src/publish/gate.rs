@@ -146,6 +146,7 @@ pub fn gate(
         fork: publish.fork,
         overflow: &notes.overflow,
         coverage: run.coverage.as_ref(),
+        harness: Some(&run.harness),
     };
     job.summary(
         log,

@@ -100,6 +100,11 @@ pub fn comment(
         .filter(|_| verifies)
         .and_then(|u| u.artifacts.get("reports/coverage.json"))
         .and_then(|bytes| serde_json::from_slice(bytes).ok());
+    let harness: Option<crate::floors::harness::Report> = unpacked
+        .as_ref()
+        .filter(|_| verifies)
+        .and_then(|u| u.artifacts.get("reports/harness.json"))
+        .and_then(|bytes| serde_json::from_slice(bytes).ok());
     let proof = crate::output::summary::Proof {
         pack,
         head: &head,
@@ -112,6 +117,7 @@ pub fn comment(
         run_url: run_url.as_deref(),
         artifact_url: artifact_url.as_deref(),
         coverage: coverage.as_ref(),
+        harness: harness.as_ref(),
     };
     let text = crate::output::text(|w| crate::output::summary::proof(&proof, w));
     let run_id = github.run_id.unwrap_or(0);
@@ -222,8 +228,15 @@ fn check_pack(
     // The head was compared above, with the pull request's full SHA in the message.
     let outcome = verify::verify(pack, &read, snapshot.as_ref(), &Ok(None));
     problems.extend(outcome.failures.iter().map(verify::Finding::said));
+    // The harness floor's notes, from its report when the pack verifies.
+    let harness: Option<crate::floors::harness::Report> = outcome
+        .failures
+        .is_empty()
+        .then(|| unpacked.artifacts.get("reports/harness.json"))
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice(bytes).ok());
     match &snapshot {
-        Some(Ok(snapshot)) => criteria_rows(pack, snapshot),
+        Some(Ok(snapshot)) => criteria_rows(pack, snapshot, harness.as_ref()),
         _ => Vec::new(),
     }
 }
@@ -291,6 +304,7 @@ fn pack_zip(options: &ProofCommentOptions, github: &GitHubEnv) -> Result<Zip, Fa
 fn criteria_rows(
     pack: &crate::pack::Pack,
     snapshot: &crate::story::ready::Snapshot,
+    harness: Option<&crate::floors::harness::Report>,
 ) -> Vec<String> {
     snapshot
         .criteria
@@ -306,7 +320,13 @@ fn criteria_rows(
                 "no evidence".to_string()
             } else {
                 let cells: Vec<String> = evidence.iter().map(|e| cell(e)).collect();
-                format!("evidenced: {}", cells.join(", "))
+                let noted = harness
+                    .and_then(|h| h.criteria.get(&criterion.id))
+                    .map(|places| {
+                        format!("; {}", cell(&crate::floors::harness::Report::note(places)))
+                    })
+                    .unwrap_or_default();
+                format!("evidenced: {}{noted}", cells.join(", "))
             };
             format!("| {} | {said} | {} |", criterion.id, cell(&criterion.text))
         })
@@ -474,6 +494,7 @@ fn no_pack_status(
         run_url: run_url.as_deref(),
         artifact_url: None,
         coverage: None,
+        harness: None,
     };
     let text = crate::output::text(|w| crate::output::summary::proof(&proof, w));
     let mut degraded = Vec::new();

@@ -202,9 +202,11 @@ impl Runner for Cargo {
 
     /// Files under a `tests/` folder, and `tests.rs` modules.
     fn is_test_file(&self, path: &str) -> bool {
+        // The package's integration tests (`tests/`), and a test module in a file of its own
+        // (`src/store/tests.rs`); a `src/tests/` folder is the crate's own code.
         let parts: Vec<&str> = path.split('/').collect();
         let (name, dirs) = parts.split_last().unwrap_or((&"", &[]));
-        *name == "tests.rs" || dirs.contains(&"tests")
+        *name == "tests.rs" || dirs.first() == Some(&"tests")
     }
 
     fn cover_suite(
@@ -499,6 +501,7 @@ fn build(
             env: run.env.clone(),
             timeout,
             report: None,
+            stdin: Vec::new(),
         })
         .map_err(|why| Outcome::NotRun(why.to_string()))?;
     let mut executables: BTreeMap<Target, PathBuf> = BTreeMap::new();
@@ -637,6 +640,7 @@ fn library_env(run: &Run, built: &Built) -> Result<Vec<(String, std::ffi::OsStri
             env: run.env.clone(),
             timeout: Duration::from_secs(60),
             report: None,
+            stdin: Vec::new(),
         })?;
         if ran.code != Some(0) {
             return Err(Exited::of("`rustc --print target-libdir`", &ran, run.root).into());
@@ -869,6 +873,7 @@ fn launch_executable(
         env,
         timeout: asked.timeout,
         report: None,
+        stdin: Vec::new(),
     })?;
     let record = read_record(
         &String::from_utf8_lossy(&ran.stdout),

@@ -145,6 +145,7 @@ impl Runner for Go {
             env,
             timeout: run.timeout,
             report: Some("AAYU_GO_COVERPROFILE"),
+            stdin: Vec::new(),
         })?;
         let mut suite = suite_of(&ran, &pkg, run.root);
         if suite.nothing || suite.broken.is_some() || suite.blocked.is_some() {
@@ -690,6 +691,7 @@ fn launch_functions(
         env,
         timeout: run.timeout.max(Duration::from_secs(600)),
         report: None,
+        stdin: Vec::new(),
     })
 }
 

@@ -1244,6 +1244,7 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
             env,
             timeout: run.timeout,
             report: Some(REPORT),
+            stdin: Vec::new(),
         }) {
             Ok(ran) => ran,
             Err(why) => {

@@ -2,14 +2,17 @@
 //! tested with pytest. A test id's rest is pytest's node id relative to the package folder, whole
 //! (`tests/test_x.py::TestK::test_m[2]`): it is passed to pytest as one argument, never through a shell
 //! or `-k`, and read from the events aayu's own plugin writes ([`PLUGIN`]), never from pytest's output:
-//! `python -m pytest -p no:cacheprovider --rootdir . -q <node id>…` in the package folder, the plugin
-//! loaded by `PYTEST_PLUGINS`.
+//! `python -m pytest -p no:cacheprovider -p aayu_pytest --rootdir . -q <node id>…` in the package folder,
+//! the plugin loaded first (`-p`) and handed the run's nonce on its standard input.
 //!
 //! The dependencies are installed without running package code on the network: the requirements are read
 //! as data (or, for a package whose requirements only its build backend knows, from that backend run
 //! offline as the sandbox uid), downloaded as wheels only into the run's wheelhouse, then installed
 //! offline into a fresh virtual environment per tree (the base's is its own), from a per-run copy of
 //! the package folder; then sealed read-only. See `docs/proof-packs.md#python`.
+
+mod harness;
+mod venv;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -31,7 +34,7 @@ use crate::sandbox::toolchain::{Toolchains, shown_dir};
 /// The pytest aayu installs when a package's test requirements do not bring one (`docs/proof-packs.md`).
 pub const PYTEST_PIN: &str = "pytest==9.2.0";
 
-/// aayu's pytest plugin (loaded by `PYTEST_PLUGINS=aayu_pytest`).
+/// aayu's pytest plugin (loaded by `-p aayu_pytest`).
 pub const PLUGIN: &str = include_str!("python/aayu_pytest.py");
 
 /// The metadata step for a package whose requirements its build backend computes.
@@ -112,9 +115,13 @@ pub enum PythonError {
     #[error(transparent)]
     Launch(#[from] LaunchError),
     #[error(
-        "the aayu pytest plugin did not load (check `addopts` in the package's pytest configuration: `-p no:aayu_pytest` or a plugin that replaces the run)"
+        "the aayu pytest plugin did not load (check `addopts` in the package's pytest configuration: a plugin that replaces the run, or a module `aayu_pytest` of the package's)"
     )]
     NotLoaded,
+    #[error(
+        "the pytest events are not this run's plugin's record ({why}): no result of this run is trusted"
+    )]
+    NotRecord { why: String },
     #[error("{}; pytest said: {said}", PythonError::NotLoaded)]
     NotLoadedSaid { said: Exited },
 }
@@ -239,6 +246,14 @@ impl Runner for Python {
 
     /// `test_*.py`, `*_test.py`, `conftest.py`, and anything under a `tests/` or `test/` folder (their
     /// data files too).
+    fn harness(&self, diff: &super::harness::Diff) -> Vec<super::harness::Change> {
+        harness::changes(diff)
+    }
+
+    fn installed(&self, env: &[(String, OsString)]) -> Option<super::harness::Environment> {
+        venv::inspect(env, PLUGIN)
+    }
+
     fn is_test_file(&self, path: &str) -> bool {
         let name = path.rsplit('/').next().unwrap_or(path);
         let in_tests = path
@@ -1174,6 +1189,10 @@ fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, Pyth
         "pytest".into(),
         "-p".into(),
         "no:cacheprovider".into(),
+        // Loaded first, before any conftest or entry-point plugin: after the package's `addopts`, so a
+        // `-p no:aayu_pytest` there cannot keep it out (that `addopts` is a harness change anyway).
+        "-p".into(),
+        "aayu_pytest".into(),
         "--rootdir".into(),
         ".".into(),
         "-q".into(),
@@ -1185,16 +1204,17 @@ fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, Pyth
         .filter(|(k, _)| !matches!(k.as_str(), "AAYU_PYTHON" | "AAYU_PYTEST_PLUGIN"))
         .cloned()
         .collect();
-    // The plugin is loaded by `PYTEST_PLUGINS`, not `-p`: a `-p` on the command line would unblock it
-    // where the package's `addopts` says `-p no:aayu_pytest`, and that choice is the package's to make
-    // (its tests then have no result, and the reason says why).
+    // Byte code from the install is not read (no record holds its hash): every module compiles from its
+    // checked source, the cache prefix being a folder under the sealed plugin folder that cannot exist.
+    let no_cache = Path::new(&plugin).join(".no-pycache").into_os_string();
     env.extend([
-        ("PYTEST_PLUGINS".to_string(), "aayu_pytest".into()),
         ("PYTHONPATH".to_string(), plugin),
+        ("PYTHONPYCACHEPREFIX".to_string(), no_cache),
         ("PYTHONDONTWRITEBYTECODE".to_string(), "1".into()),
         ("PYTHONHASHSEED".to_string(), "0".into()),
-        ("AAYU_PYTEST_NONCE".to_string(), OsString::from(&nonce)),
     ]);
+    // The nonce goes on standard input, which the plugin reads and closes on import: never in the
+    // environment the tests (and their conftests) can read.
     let ran = run.launcher.launch(Job {
         what: format!("pytest in `{}`", shown_dir(package.dir)),
         argv,
@@ -1202,6 +1222,7 @@ fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, Pyth
         env,
         timeout: run.timeout,
         report: Some(EVENTS),
+        stdin: format!("{nonce}\n").into_bytes(),
     })?;
     Ok(super::Ran {
         report: ran.report.map(|r| {
@@ -1225,35 +1246,92 @@ struct Events {
     tests: BTreeMap<String, Vec<Value>>,
     /// Collection errors: the collector's node id and its text.
     collect_errors: Vec<(String, String)>,
-    exit: Option<i64>,
+    /// Why no pass of this run is trusted although its events add up so far: pytest did not finish its
+    /// session (a test ended the process), or it exited with another status than its events say.
+    unfinished: Option<String>,
+}
+
+/// Why a run's passes are not trusted when pytest did not finish its session.
+const UNFINISHED: &str = "pytest did not finish its session (a crash, `os._exit` or a killed process): no pass of this run is trusted";
+
+/// The keys of each event the plugin writes, exactly: a line of another shape is not the plugin's.
+const SHAPES: [(&str, &[&str]); 4] = [
+    ("SessionStart", &["$report_type", "nonce", "pytest_version"]),
+    (
+        "TestReport",
+        &[
+            "$report_type",
+            "nodeid",
+            "location",
+            "keywords",
+            "when",
+            "outcome",
+            "longrepr",
+            "wasxfail",
+            "duration",
+            "start",
+            "stop",
+        ],
+    ),
+    (
+        "CollectReport",
+        &["$report_type", "nodeid", "outcome", "longrepr"],
+    ),
+    ("SessionFinish", &["$report_type", "exitstatus", "nonce"]),
+];
+
+/// An event's type when the line has exactly the shape the plugin writes.
+fn shaped(event: &Value) -> Option<&'static str> {
+    let object = event.as_object()?;
+    let kind = object.get("$report_type")?.as_str()?;
+    let (name, keys) = SHAPES.iter().find(|(name, _)| *name == kind)?;
+    (object.len() == keys.len() && keys.iter().all(|k| object.contains_key(*k))).then_some(*name)
 }
 
 impl Events {
-    /// Reads the events file of a run: `Err` when it is not this run's plugin's (no file, no nonce).
-    fn read(ran: &super::Ran) -> Result<Events, PythonError> {
+    /// Reads the events file of a run in the package folder `dir` of `root`: `Err` when it is not this
+    /// run's plugin's (no file, no nonce) or does not add up (a line not in the plugin's shape, a second
+    /// session, a location that names no file of the package).
+    fn read(ran: &super::Ran, root: &Path, dir: &str) -> Result<Events, PythonError> {
         let report = ran.report.as_deref().ok_or(PythonError::NotLoaded)?;
         let text = String::from_utf8_lossy(report);
         let mut lines = text.lines();
         let nonce = lines.next().unwrap_or_default();
         let first: Option<Value> = lines.next().and_then(|l| serde_json::from_str(l).ok());
         let started = first.as_ref().is_some_and(|f| {
-            f.get("$report_type").and_then(Value::as_str) == Some("SessionStart")
+            shaped(f) == Some("SessionStart")
                 && f.get("nonce").and_then(Value::as_str) == Some(nonce)
         });
         if !started {
             return Err(PythonError::NotLoaded);
         }
+        let refused = |why: String| PythonError::NotRecord { why };
         let mut events = Events {
             tests: BTreeMap::new(),
             collect_errors: Vec::new(),
-            exit: None,
+            unfinished: None,
         };
-        for line in lines {
-            let Ok(mut event) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            match event.get("$report_type").and_then(Value::as_str) {
+        let mut finished: Option<i64> = None;
+        for (i, line) in lines.enumerate() {
+            let at = i + 2;
+            let mut event = serde_json::from_str::<Value>(line)
+                .ok()
+                .filter(|e| shaped(e).is_some())
+                .ok_or_else(|| refused(format!("line {at} is not in the plugin's format")))?;
+            if finished.is_some() {
+                return Err(refused(format!("line {at} follows the session's end")));
+            }
+            match shaped(&event) {
                 Some("TestReport") => {
+                    let file = event
+                        .pointer("/location/0")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    if !crate::safe_fs::is_regular(root, &join(dir, file)) {
+                        return Err(refused(format!(
+                            "line {at} names `{file}`, which is not a file of the package"
+                        )));
+                    }
                     if let Some(object) = event.as_object_mut() {
                         for timing in ["duration", "start", "stop", "keywords"] {
                             object.shift_remove(timing);
@@ -1283,11 +1361,29 @@ impl Events {
                         .push((id.to_string(), text.to_string()));
                 }
                 Some("SessionFinish") => {
-                    events.exit = event.get("exitstatus").and_then(Value::as_i64);
+                    if event.get("nonce").and_then(Value::as_str) != Some(nonce) {
+                        return Err(refused(format!("line {at} ends another run's session")));
+                    }
+                    finished = Some(
+                        event
+                            .get("exitstatus")
+                            .and_then(Value::as_i64)
+                            .unwrap_or(-1),
+                    );
                 }
-                _ => {}
+                _ => return Err(refused(format!("line {at} starts a second session"))),
             }
         }
+        events.unfinished = match (finished, ran.code) {
+            (Some(said), Some(code)) if said == i64::from(code) => None,
+            (Some(said), code) => Some(format!(
+                "the events say pytest ended with status {said}, but it {}: they are not this run's record",
+                code.map_or("was killed".to_string(), |c| format!(
+                    "exited with status {c}"
+                ))
+            )),
+            (None, _) => Some(UNFINISHED.to_string()),
+        };
         Ok(events)
     }
 
@@ -1346,7 +1442,10 @@ impl Events {
                 format!("the test was skipped: {why}")
             })
         } else if call.len() == 1 && teardown.len() == 1 {
-            Outcome::Passed
+            match &self.unfinished {
+                Some(why) => Outcome::NotRun(why.clone()),
+                None => Outcome::Passed,
+            }
         } else {
             Outcome::NotRun(
                 "the test started but gave no result (a crash, `os._exit` or a killed process)"
@@ -1453,7 +1552,10 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         Ok((_, results)) => results,
         Err(why) => super::all(&asked, Outcome::NotRun(why.to_string())),
     } {
-        let alone = stopped && asked.len() > 1 && result.events.is_empty();
+        // A pass in a run that did not finish (a sibling ended the process) is not trusted: the test
+        // runs alone, so that its result is its own.
+        let cut_short = matches!(&result.outcome, Outcome::NotRun(why) if why == UNFINISHED);
+        let alone = asked.len() > 1 && (stopped && result.events.is_empty() || cut_short);
         let result = if alone {
             match run_batch(run, package, &[&test]) {
                 Ok((_, mut one)) => one.remove(&test).unwrap_or(result),
@@ -1475,7 +1577,7 @@ fn run_batch(
 ) -> Result<(Option<i32>, BTreeMap<TestId, TestResult>), PythonError> {
     let ids: Vec<&str> = tests.iter().map(|t| t.rest.as_str()).collect();
     let ran = pytest(run, package, &ids)?;
-    let events = Events::read(&ran).map_err(|why| match why {
+    let events = Events::read(&ran, run.root, package.dir).map_err(|why| match why {
         PythonError::NotLoaded if ran.code == Some(4) => PythonError::NotLoadedSaid {
             said: Exited::of("pytest", &ran, run.root),
         },

@@ -533,14 +533,15 @@ impl Child {
             .current_dir(&job.cwd)
             .env("PATH", &self.path)
             .envs(&self.env)
-            .envs(job.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null());
+            .envs(job.env.iter().map(|(k, v)| (k, v)));
         if let (Some(var), Some(file)) = (job.report, &report) {
             command.env(var, file);
         }
-        let output = command.output().map_err(|source| LaunchError::Start {
-            command: job.argv.join(" "),
-            source,
+        let output = runners::output_with_stdin(&mut command, &job.stdin).map_err(|source| {
+            LaunchError::Start {
+                command: job.argv.join(" "),
+                source,
+            }
         })?;
         use std::os::unix::process::ExitStatusExt;
         Ok(Launched {

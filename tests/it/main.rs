@@ -20,6 +20,7 @@ mod doctor;
 mod generated;
 mod github_client;
 mod github_conformance;
+mod harness;
 mod hostile_input;
 mod image;
 mod init;

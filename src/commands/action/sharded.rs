@@ -901,6 +901,31 @@ fn results_within(
             ));
         }
     }
+    // The installed environments it read are its own tests' packages', and so is each change they gave.
+    let packages: BTreeSet<&str> = executed
+        .harness
+        .installed
+        .iter()
+        .map(|i| i.package.as_str())
+        .collect();
+    for dir in &packages {
+        let shown = crate::sandbox::toolchain::shown_dir(dir);
+        if !has("suite", shown) && !has("tests", shown) {
+            return Err(format!(
+                "it gives the installed environment of `{shown}`, which is not its unit"
+            ));
+        }
+    }
+    if let Some(change) = executed.harness.changes.iter().find(|c| {
+        !packages
+            .iter()
+            .any(|dir| dir.is_empty() || c.file.starts_with(&format!("{dir}/")))
+    }) {
+        return Err(format!(
+            "it gives a harness change of `{}`, which is not in its units' packages",
+            change.file
+        ));
+    }
     if let Some(crate::floors::red_on_base::OnBase::Ran(on_base)) = &executed.on_base {
         for id in on_base.keys() {
             let dir = units::test_dir(root, id);

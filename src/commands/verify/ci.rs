@@ -72,6 +72,7 @@ pub fn run(
         temp: inputs::temp_folder(ctx.github),
         binding: None,
         force_red_on_base: options.red_on_base,
+        harness_approval: None,
         jobs: options.jobs,
         actions: ctx.env.github_actions,
     };

@@ -446,6 +446,7 @@ fn list(
             .collect(),
         timeout,
         report: None,
+        stdin: Vec::new(),
     })?;
     if ran.truncated {
         return Err(CoverageError::ListTooLong {
@@ -567,6 +568,7 @@ fn print_cfg(
         env: run.env.clone(),
         timeout,
         report: None,
+        stdin: Vec::new(),
     })?;
     if ran.code != Some(0) {
         return Err(Exited::of("`rustc --print cfg`", &ran, run.root).into());
@@ -608,6 +610,7 @@ fn lines(
                 env: Vec::new(),
                 timeout: left(),
                 report: None,
+                stdin: Vec::new(),
             })?;
             if ran.code != Some(0) {
                 return Err(Exited::of(&format!("`{name}`"), &ran, run.root).into());

@@ -1,12 +1,34 @@
-"""aayu's pytest plugin, loaded by `PYTEST_PLUGINS=aayu_pytest`: one JSON line per test phase (pytest-reportlog's
-shape) into the file `$AAYU_PYTEST_EVENTS` names, never stdout. The first line carries the run's nonce
-(`$AAYU_PYTEST_NONCE`): a file without it was not written by this plugin in this run."""
+"""aayu's pytest plugin, loaded by `-p aayu_pytest` on pytest's command line: one JSON line per test phase
+(pytest-reportlog's shape) into the file `$AAYU_PYTEST_EVENTS` names, never stdout.
+
+The run's nonce comes on standard input, which this module reads to its end and replaces with /dev/null
+when it is imported — before pytest imports any conftest, entry-point plugin or test — so it is never in
+the environment. The first and the last line carry it: a file without it was not written in this run. It
+proves the file is this run's, not who wrote it: code in this process can still read it here."""
 
 import json
 import os
 
 import pytest
 
+
+def _read_nonce():
+    data = b""
+    try:
+        while len(data) <= 256:
+            chunk = os.read(0, 256)
+            if not chunk:
+                break
+            data += chunk
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        pass
+    return data.decode("ascii", "replace").strip()
+
+
+_nonce = _read_nonce()
 _out = None
 
 
@@ -32,7 +54,7 @@ def pytest_configure(config):
     _write(
         {
             "$report_type": "SessionStart",
-            "nonce": os.environ.get("AAYU_PYTEST_NONCE", ""),
+            "nonce": _nonce,
             "pytest_version": pytest.__version__,
         }
     )
@@ -71,7 +93,15 @@ def pytest_collectreport(report):
     )
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     if _out is None:
         return
-    _write({"$report_type": "SessionFinish", "exitstatus": int(exitstatus)})
+    _write(
+        {
+            "$report_type": "SessionFinish",
+            # What pytest exits with: another plugin may have changed it before this last hook.
+            "exitstatus": int(session.exitstatus),
+            "nonce": _nonce,
+        }
+    )

@@ -1,0 +1,400 @@
+//! The harness floor: what a change does to how its tests run. Nothing inside a test process can be
+//! authenticated — the test, a module it imports, a dependency or a conftest can each write or patch
+//! the record aayu reads — so the gate shows every change to the code that runs there before a test's
+//! body or at install, and blocks (from `[verify] harness_blocking_from`) until a maintainer who is not
+//! the change's author has approved the head.
+//!
+//! Two sources, one list: each stack's harness files, compared between the merge base and the head
+//! from git's objects ([`scan`]: no product code runs, so a sharded gate's merge computes it as it
+//! computes weakening), and what the install put into a package's environment ([`Installed`], read as
+//! data after the fetch and before the seal, carried in `gate::Executed`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::BlockingDate;
+use crate::floors::{Floor, FloorResult, Verdict};
+use crate::git::{Capped, GitError, Repo};
+use crate::runners::harness::{self, Change, Kind, Read, Tree};
+
+/// `reports/harness.json` (`schemas/harness.v1.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    pub schema_version: u32,
+    pub changes: Vec<Change>,
+    /// The reviewer whose approval of the head waived the floor.
+    pub waived_by: Option<String>,
+    /// For the record: every test-runner plugin and executing `.pth` line of each installed
+    /// environment, whether the change brought it or not.
+    pub installed: Vec<Installed>,
+    /// Each evidenced criterion whose mapped tests a change can touch, with the changes' `file:line`.
+    pub criteria: std::collections::BTreeMap<u32, Vec<String>>,
+}
+
+impl Report {
+    /// The words after an evidenced criterion whose tests a change can touch.
+    pub fn note(places: &[String]) -> String {
+        format!(
+            "harness changed by this pull request: {}",
+            places.join(", ")
+        )
+    }
+}
+
+/// What one package's installed environment loads into its test process ([`Report::installed`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Installed {
+    /// The package folder (`""`: the root).
+    pub package: String,
+    /// `pytest11` (an entry point pytest loads) or `pth` (a line run at start-up).
+    pub kind: String,
+    /// The distribution that installed it (`None`: no `RECORD` lists the file).
+    pub distribution: Option<String>,
+    /// The entry point (`name = module`) or the `.pth` file and its line.
+    pub what: String,
+}
+
+/// The install's facts of one package (a sharded gate's legs each give theirs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Facts {
+    pub changes: Vec<Change>,
+    pub installed: Vec<Installed>,
+}
+
+impl Facts {
+    pub fn absorb(&mut self, other: Facts) {
+        self.changes.extend(other.changes);
+        self.installed.extend(other.installed);
+        self.changes.sort();
+        self.changes.dedup();
+        self.installed.sort();
+        self.installed.dedup();
+    }
+}
+
+/// A commit's files through git's objects, each read with the scan's cap.
+struct AtCommit<'r> {
+    repo: &'r Repo,
+    rev: String,
+    cap: u64,
+}
+
+impl Tree for AtCommit<'_> {
+    fn read(&self, path: &str) -> Read {
+        match self.repo.capped_file_at(&self.rev, path, self.cap) {
+            Ok(Capped::Missing) | Err(_) => Read::Missing,
+            Ok(Capped::NotRegular) => Read::NotRegular,
+            Ok(Capped::TooLarge(size)) => Read::TooLarge(size),
+            Ok(Capped::Bytes(bytes)) => Read::Bytes(bytes),
+        }
+    }
+}
+
+/// The merge base of `base` and `head`, the commit a change's harness is compared with (`base` itself
+/// when the history has none).
+pub fn merge_base(repo: &Repo, base: &str, head: &str) -> String {
+    match repo.merge_base(base, head) {
+        Ok(Some(oid)) => oid.to_string(),
+        _ => base.to_string(),
+    }
+}
+
+/// Every harness file the change from the merge base of `base` to `head` touches, as each stack's rules
+/// read it, reading at most `cap` bytes of a file.
+pub fn scan(repo: &Repo, base: &str, head: &str, cap: u64) -> Result<Vec<Change>, GitError> {
+    let from = merge_base(repo, base, head);
+    let changed = repo.changed_paths(&from, head)?;
+    let (before, after) = (
+        AtCommit {
+            repo,
+            rev: from,
+            cap,
+        },
+        AtCommit {
+            repo,
+            rev: head.to_string(),
+            cap,
+        },
+    );
+    Ok(harness::changes(&harness::Diff {
+        changed: &changed,
+        base: &before,
+        head: &after,
+        cap,
+    }))
+}
+
+/// Whether red-on-base may put a changed path of `head` on the base: a test file of its own stack, and
+/// not a harness file (the base runs its own harness).
+pub fn overlays(repo: &Repo, head: &str, path: &str, changes: &[Change]) -> bool {
+    // Only whether a marker file is there is asked: a cap of 0 reads no file's bytes.
+    let tree = AtCommit {
+        repo,
+        rev: head.to_string(),
+        cap: 0,
+    };
+    harness::is_test_file_in(&tree, path) && !changes.iter().any(|c| c.file == path)
+}
+
+/// Whether a file of a package declares its requirements (a manifest, a requirements file, a lock).
+fn declares_requirements(name: &str) -> bool {
+    matches!(
+        name,
+        "pyproject.toml" | "setup.cfg" | "setup.py" | "Pipfile" | "package.json"
+    ) || name.ends_with(".lock")
+        || (name.contains("requirements") && (name.ends_with(".txt") || name.ends_with(".in")))
+}
+
+/// The distributions the change adds to, or whose version it changes in, the requirements of the
+/// package folder `dir`: each (normalised) name a line of the head has that the merge base's file has
+/// not, with where.
+fn declared(
+    repo: &Repo,
+    base: &str,
+    head: &str,
+    dir: &str,
+    cap: u64,
+) -> BTreeMap<String, (String, u32)> {
+    static WORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[A-Za-z0-9][A-Za-z0-9._-]*").expect("a valid pattern")
+    });
+    let from = merge_base(repo, base, head);
+    let mut names = BTreeMap::new();
+    let Ok(changed) = repo.changed_paths(&from, head) else {
+        return names;
+    };
+    let text = |rev: &str, path: &str| match repo.capped_file_at(rev, path, cap) {
+        Ok(Capped::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    };
+    for path in changed.iter().filter(|p| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        (dir.is_empty() || p.starts_with(&format!("{dir}/"))) && declares_requirements(name)
+    }) {
+        let before: BTreeSet<String> = text(&from, path)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect();
+        for (i, line) in text(head, path).lines().enumerate() {
+            if before.contains(line.trim()) {
+                continue;
+            }
+            for word in WORD.find_iter(line) {
+                let name = normalised(word.as_str());
+                names
+                    .entry(name)
+                    .or_insert_with(|| (path.clone(), i as u32 + 1));
+            }
+        }
+    }
+    names
+}
+
+/// A distribution name as Python's packaging compares them: lower case, runs of `-`, `_`, `.` one `-`.
+fn normalised(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// The installed environment of the package folder `dir` as the floor reads it: everything it loads
+/// (for the record), a load that a requirement the change adds or changes brought (directly or through
+/// what it requires) as a change `installed-plugin`, and each overwritten file as `overwritten`.
+pub fn facts(
+    repo: &Repo,
+    (base, head): (&str, &str),
+    dir: &str,
+    env: &crate::runners::harness::Environment,
+    cap: u64,
+) -> Facts {
+    let declared = declared(repo, base, head, dir, cap);
+    // Each installed distribution the change brought, with the declaration that brought it.
+    let mut brought: BTreeMap<String, (String, u32, String)> = BTreeMap::new();
+    let mut queue: Vec<(String, (String, u32, String))> = declared
+        .iter()
+        .filter(|(name, _)| env.requires.contains_key(*name))
+        .map(|(name, (file, line))| (name.clone(), (file.clone(), *line, name.clone())))
+        .collect();
+    while let Some((name, origin)) = queue.pop() {
+        if brought.contains_key(&name) {
+            continue;
+        }
+        for next in env.requires.get(&name).into_iter().flatten() {
+            queue.push((next.clone(), origin.clone()));
+        }
+        brought.insert(name, origin);
+    }
+    let mut facts = Facts::default();
+    for load in &env.loads {
+        facts.installed.push(Installed {
+            package: dir.to_string(),
+            kind: load.kind.clone(),
+            distribution: load.distribution.clone(),
+            what: load.what.clone(),
+        });
+        let Some((file, line, root)) = load.distribution.as_ref().and_then(|d| brought.get(d))
+        else {
+            continue;
+        };
+        let distribution = load.distribution.as_deref().unwrap_or_default();
+        let via = if root == distribution {
+            String::new()
+        } else {
+            format!(", required by `{root}`")
+        };
+        facts.changes.push(Change::new(
+            file,
+            *line,
+            "python",
+            Kind::InstalledPlugin,
+            format!(
+                "`{distribution}`{via} loads into every test process: {} `{}`",
+                if load.kind == "pth" {
+                    "start-up line"
+                } else {
+                    "pytest plugin"
+                },
+                load.what
+            ),
+        ));
+    }
+    // Said at the package's own marker file (the install's facts have no line of the change).
+    let marker = [
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "pytest.ini",
+        "tox.ini",
+    ]
+    .iter()
+    .map(|m| crate::runners::join(dir, m))
+    .find(|m| crate::safe_fs::is_regular(repo.root(), m))
+    .unwrap_or_else(|| crate::runners::join(dir, "pyproject.toml"));
+    for what in &env.overwritten {
+        facts.changes.push(Change::new(
+            &marker,
+            1,
+            "python",
+            Kind::Overwritten,
+            format!("installed: {what}: the install changed the test runner"),
+        ));
+    }
+    facts.changes.sort();
+    facts.installed.sort();
+    facts
+}
+
+/// The report of a gate run: the scan's changes and the install's, sorted, each once.
+pub fn report(scanned: Vec<Change>, facts: &Facts, waived_by: Option<String>) -> Report {
+    let mut changes = scanned;
+    changes.extend(facts.changes.iter().cloned());
+    changes.sort();
+    changes.dedup();
+    Report {
+        schema_version: 1,
+        changes,
+        waived_by,
+        installed: facts.installed.clone(),
+        criteria: Default::default(),
+    }
+}
+
+/// The harness changes that can touch the tests of package folder `dir`.
+pub fn affecting<'a>(report: &'a Report, dir: &str) -> Vec<&'a Change> {
+    report
+        .changes
+        .iter()
+        .filter(|c| c.applies_to(dir))
+        .collect()
+}
+
+/// The floor: `pass` with no change; with some, advisory before the date, `fail` from it, `waived` by
+/// an approval of the head ([`Report::waived_by`]).
+pub fn floor(report: &Report, rule: BlockingDate, now: time::OffsetDateTime) -> FloorResult {
+    let tool = "aayu verify --ci (harness)";
+    let n = report.changes.len();
+    let result = |verdict, detail| {
+        FloorResult::new(Floor::Harness, verdict, tool, detail).numbers(n as f64, 0.0)
+    };
+    if n == 0 {
+        return result(
+            Verdict::Pass,
+            "no change to how the tests run (conftest, test configuration, build hooks, start-up files, installed plugins)".into(),
+        );
+    }
+    let count = format!("{n} harness change{}", if n == 1 { "" } else { "s" });
+    if let Some(login) = &report.waived_by {
+        result(
+            Verdict::Waived,
+            format!("{count}, waived by {login}'s approval of the head"),
+        )
+    } else if rule.blocks_at(now) {
+        result(
+            Verdict::Fail,
+            format!(
+                "{count} (blocking since {}): a maintainer who is not the author approves the head, then re-runs the merge gate",
+                rule.0.map(|d| d.to_string()).unwrap_or_default()
+            ),
+        )
+    } else {
+        result(
+            Verdict::Pass,
+            format!("{}: {count}", rule.advisory_detail()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_floor_passes_advises_fails_and_is_waived() {
+        let now = time::macros::datetime!(2026-12-07 12:00 UTC);
+        let none = report(Vec::new(), &Facts::default(), None);
+        assert_eq!(
+            floor(&none, BlockingDate::default(), now).verdict,
+            Verdict::Pass
+        );
+        let one = report(
+            vec![Change::new("conftest.py", 1, "python", Kind::Conftest, "x")],
+            &Facts::default(),
+            None,
+        );
+        let advisory = floor(
+            &one,
+            BlockingDate(Some(time::macros::date!(2027 - 01 - 01))),
+            now,
+        );
+        assert_eq!(advisory.verdict, Verdict::Pass);
+        assert_eq!(
+            advisory.detail,
+            "advisory until 2027-01-01: 1 harness change"
+        );
+        let date = BlockingDate(Some(time::macros::date!(2026 - 12 - 07)));
+        assert_eq!(floor(&one, date, now).verdict, Verdict::Fail);
+        let waived = Report {
+            waived_by: Some("mona".into()),
+            ..one
+        };
+        let w = floor(&waived, date, now);
+        assert_eq!((w.verdict, w.value), (Verdict::Waived, 1.0));
+        assert!(
+            w.detail.contains("waived by mona's approval"),
+            "{}",
+            w.detail
+        );
+    }
+}
