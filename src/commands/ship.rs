@@ -100,8 +100,8 @@ fn harness_of(q: &Qualified) -> Option<crate::floors::harness::Report> {
 }
 
 /// The plan's harness lines: each change the pack shows and who approved them (nothing without any).
-fn harness_lines(q: &Qualified) -> String {
-    let Some(report) = harness_of(q).filter(|h| !h.changes.is_empty()) else {
+fn harness_lines(report: Option<&crate::floors::harness::Report>) -> String {
+    let Some(report) = report.filter(|h| !h.changes.is_empty()) else {
         return String::new();
     };
     let mut lines = format!(
@@ -148,7 +148,7 @@ impl Plan<'_> {
             pull.number,
             short(&pull.head_sha),
             q.unpacked.pack_sha256,
-            harness_lines(q),
+            harness_lines(harness_of(q).as_ref()),
             self.files,
             if self.timings {
                 format!(", and the gate's {TIMINGS_FILE}")
@@ -1105,4 +1105,40 @@ fn finish(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::floors::harness::Report;
+    use crate::runners::harness::{Change, Kind};
+
+    #[test]
+    fn the_plan_names_each_harness_change_and_who_approved_it() {
+        let mut report = Report {
+            schema_version: 1,
+            changes: vec![
+                Change::new(
+                    "tests/conftest.py",
+                    3,
+                    "python",
+                    Kind::Conftest,
+                    "a conftest (changed)",
+                ),
+                Change::new(
+                    "odd\nname.pth",
+                    1,
+                    "python",
+                    Kind::Startup,
+                    "a .pth file (added)",
+                ),
+            ],
+            ..Report::default()
+        };
+        assert_eq!(super::harness_lines(None), "");
+        assert_eq!(super::harness_lines(Some(&Report::default())), "");
+        let advisory = super::harness_lines(Some(&report));
+        report.waived_by = Some("hubot".into());
+        let approved = super::harness_lines(Some(&report));
+        insta::assert_snapshot!("ship_harness_lines", format!("{advisory}{approved}"));
+    }
 }

@@ -302,6 +302,41 @@ pub fn proof(p: &Proof, text: &mut impl Write) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_harness_section_is_data_and_says_what_to_do() {
+        use crate::floors::harness::Report;
+        use crate::runners::harness::{Change, Kind};
+        let mut report = Report {
+            schema_version: 1,
+            changes: vec![
+                Change::new(
+                    "tests/conftest.py",
+                    3,
+                    "python",
+                    Kind::Conftest,
+                    "a conftest (changed)",
+                ),
+                Change::new(
+                    "x|`y`<b>.pth",
+                    1,
+                    "python",
+                    Kind::Startup,
+                    "a .pth file (added)",
+                ),
+            ],
+            ..Report::default()
+        };
+        let text = |r: &Report| crate::output::text(|w| super::harness(Some(r), w));
+        assert_eq!(text(&Report::default()), "");
+        let waiting = text(&report);
+        report.waived_by = Some("hubot".into());
+        let approved = text(&report);
+        insta::assert_snapshot!(
+            "comment_harness_section",
+            format!("{waiting}---\n{approved}")
+        );
+    }
+
     use crate::floors::coverage::{FileReport, Report};
 
     fn file(path: &str, uncovered: &[u32], changed: &[u32]) -> FileReport {

@@ -4,6 +4,7 @@
 //! fork, a body that is `null`, and the nightly sweep. Each test is a scenario (`scenario`: the repository,
 //! the event, the fakes, the job) and what the job said, frozen whole.
 
+mod approval;
 mod scenario;
 mod sharded;
 mod templates;

@@ -60,6 +60,8 @@ fn origin_with(evidence: &str, products: &[&str], own_ids: bool) -> super::Origi
                 ),
             );
     }
+    // A harness change (advisory: no date set): the merge computes the floor as the single job does.
+    source.write("conftest.py", "import os\n");
     let head = source.commit("fix: skip blank lines; three products check the sums");
     with_ledger(&source);
     publish(source, base, head)
@@ -222,6 +224,13 @@ fn a_sharded_gate_makes_the_single_jobs_pack_and_one_status() {
             .expect("behaviour.json"),
     )
     .expect("json");
+    let harness: Value = serde_json::from_slice(
+        &unzip(&single_zip)
+            .remove("artifacts/reports/harness.json")
+            .expect("harness.json"),
+    )
+    .expect("json");
+    assert_eq!(harness["changes"][0]["file"], "conftest.py", "{harness:#}");
     let mut selected: Vec<String> = behaviour["checks"]
         .as_array()
         .expect("checks")

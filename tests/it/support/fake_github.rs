@@ -56,6 +56,8 @@ pub struct FakePull {
     pub merged: bool,
     pub body: Option<String>,
     pub commits: Vec<String>,
+    /// The login of its commits' committer (`None`: the author committed them).
+    pub committer: Option<String>,
 }
 
 impl FakePull {
@@ -72,6 +74,7 @@ impl FakePull {
             merged: false,
             body: None,
             commits: vec![head_sha.to_string()],
+            committer: None,
         }
     }
 }

@@ -179,6 +179,11 @@ pub(super) async fn pull_commits(
                         "/url",
                         json!(format!("{}/commits/{sha}", api(&caller.fake.repo))),
                     ),
+                    ("/author", simple_user(&p.author)),
+                    (
+                        "/committer",
+                        simple_user(p.committer.as_deref().unwrap_or(&p.author)),
+                    ),
                 ],
             );
             v
