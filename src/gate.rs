@@ -50,8 +50,9 @@ pub struct Inputs<'a> {
     /// `--red-on-base`: run it also for a story that is not a bug.
     pub force_red_on_base: bool,
     /// Who approved the pull request's head by the one rule of [`crate::story::approval`], read live by
-    /// the action (`None` on the CLI: there are no reviews): it waives the harness floor.
-    pub harness_approval: Option<String>,
+    /// the action when the change has a harness change (`None` on the CLI: there are no reviews): it
+    /// waives the harness floor. `Err`: why the reviews could not be read.
+    pub harness_approval: Option<Approval<'a>>,
     pub sandbox: SandboxSettings,
     /// This very binary, which a leading `aayu` in a control argv stands for.
     pub aayu: PathBuf,
@@ -65,6 +66,9 @@ pub struct Inputs<'a> {
     /// Inside GitHub Actions (the pack's identity is then `ci`).
     pub actions: bool,
 }
+
+/// Reads who approved the head ([`Inputs::harness_approval`]).
+pub type Approval<'a> = Box<dyn Fn() -> Result<Option<String>, String> + 'a>;
 
 /// What the gate found and wrote.
 pub struct GateRun {
@@ -421,11 +425,17 @@ impl Stage<'_, '_> {
         mut floors: Vec<FloorResult>,
         maps: Maps,
     ) -> Result<GateRun, GateError> {
-        let mut harness = harness::report(
-            maps.harness,
-            &executed.harness,
-            self.inputs.harness_approval.clone(),
-        );
+        let mut harness = harness::report(maps.harness, &executed.harness, None);
+        // The reviews are read only when there is something to waive.
+        let mut unread = None;
+        if let Some(read) = self.inputs.harness_approval.as_ref()
+            && !harness.changes.is_empty()
+        {
+            match read() {
+                Ok(approver) => harness.waived_by = approver,
+                Err(why) => unread = Some(why),
+            }
+        }
         let after_weakening = floors
             .iter()
             .position(|f| f.floor == crate::floors::Floor::Weakening)
@@ -436,6 +446,7 @@ impl Stage<'_, '_> {
                 &harness,
                 self.inputs.config.verify.harness_blocking_from,
                 self.inputs.now,
+                unread.as_deref(),
             ),
         );
         let behaviour = self.behaviour_floor(plan, executed.checks, &mut floors)?;

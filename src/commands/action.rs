@@ -81,42 +81,27 @@ pub(crate) struct PullGate {
     pub binding: Binding,
     pub notes: Annotations,
     pub temp: tempfile::TempDir,
-    /// Who approved the head, read live (the harness floor's waiver).
-    pub approval: Option<String>,
+    /// The API and token the harness floor's waiver is read with, when the gate asks.
+    pub approval: Option<(String, String)>,
 }
 
-/// Who approved the pull request's head, by the one rule ([`crate::story::approval`]), read now: an
-/// approval given after a run waives the harness floor when the run is re-run. Without a token, or when
-/// GitHub does not answer, nobody has (and a warning says why).
+/// Who approved the pull request's head, by the one rule ([`crate::story::approval`]), read when the gate
+/// asks (it has a harness change to waive): an approval given after a run waives the floor when the run
+/// is re-run. `Err` says why GitHub did not answer (then no approval counts).
 fn head_approval(
-    github: &crate::settings::github::GitHubEnv,
-    token: Option<&str>,
+    api_url: &str,
+    token: &str,
     repository: &RepoSlug,
-    pr: &crate::event::PullRequest,
-    notes: &mut Annotations,
-) -> Option<String> {
-    let token = token?;
+    (number, head_sha): (u64, &str),
+) -> Result<Option<String>, String> {
     let asked = crate::story::approval::Asked {
-        number: pr.number,
-        head_sha: &pr.head_sha,
+        number,
+        head_sha,
         author: None,
     };
-    let read = Client::new(&github.api_url, &Token::new(token.to_string()))
-        .and_then(|client| crate::story::approval::approver(&client, repository, &asked));
-    match read {
-        Ok(approver) => approver,
-        Err(e) => {
-            notes.add(
-                Level::Warning,
-                None,
-                "aayudha harness approval",
-                &format!(
-                    "the reviews could not be read ({e}): the harness floor counts no approval"
-                ),
-            );
-            None
-        }
-    }
+    Client::new(api_url, &Token::new(token.to_string()))
+        .and_then(|client| crate::story::approval::approver(&client, repository, &asked))
+        .map_err(|e| e.to_string())
 }
 
 impl PullGate {
@@ -227,7 +212,7 @@ impl PullGate {
         let snapshot_hash = story
             .as_ref()
             .map(|s| s.snapshot.meta.completion_goal_hash.clone());
-        let approval = head_approval(github, token, &repository, &pr, &mut notes);
+        let approval = token.map(|t| (github.api_url.clone(), t.to_string()));
         let pull = PullGate {
             repo,
             repository,
@@ -255,7 +240,17 @@ impl PullGate {
             temp: self.temp.path().to_path_buf(),
             binding: Some(self.binding.clone()),
             force_red_on_base: false,
-            harness_approval: self.approval.clone(),
+            harness_approval: self.approval.as_ref().map(|(api, token)| {
+                let read = move || {
+                    head_approval(
+                        api,
+                        token,
+                        &self.repository,
+                        (self.pr.number, &self.pr.head_sha),
+                    )
+                };
+                Box::new(read) as crate::gate::Approval<'g>
+            }),
             jobs: None,
             actions: true,
         };

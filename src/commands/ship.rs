@@ -1110,7 +1110,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use crate::floors::harness::Report;
-    use crate::runners::harness::{Change, Kind};
+    use crate::floors::harness::{Change, Kind};
 
     #[test]
     fn the_plan_names_each_harness_change_and_who_approved_it() {

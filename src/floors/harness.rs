@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::BlockingDate;
 use crate::floors::{Floor, FloorResult, Verdict};
 use crate::git::{Capped, GitError, Repo};
-use crate::runners::harness::{self, Change, Kind, Read, Tree};
+use crate::runners::harness::{self, Read, Tree};
+pub use crate::runners::harness::{Change, Kind};
 
 /// `reports/harness.json` (`schemas/harness.v1.json`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -322,7 +323,13 @@ pub fn affecting<'a>(report: &'a Report, dir: &str) -> Vec<&'a Change> {
 
 /// The floor: `pass` with no change; with some, advisory before the date, `fail` from it, `waived` by
 /// an approval of the head ([`Report::waived_by`]).
-pub fn floor(report: &Report, rule: BlockingDate, now: time::OffsetDateTime) -> FloorResult {
+/// `unread`: why the reviews could not be read (then no approval counts, and the detail says so).
+pub fn floor(
+    report: &Report,
+    rule: BlockingDate,
+    now: time::OffsetDateTime,
+    unread: Option<&str>,
+) -> FloorResult {
     let tool = "aayu verify --ci (harness)";
     let n = report.changes.len();
     let result = |verdict, detail| {
@@ -334,7 +341,12 @@ pub fn floor(report: &Report, rule: BlockingDate, now: time::OffsetDateTime) -> 
             "no change to how the tests run (conftest, test configuration, build hooks, start-up files, installed plugins)".into(),
         );
     }
-    let count = format!("{n} harness change{}", if n == 1 { "" } else { "s" });
+    let mut count = format!("{n} harness change{}", if n == 1 { "" } else { "s" });
+    if let Some(why) = unread {
+        count.push_str(&format!(
+            " (the reviews could not be read, so no approval counts: {why})"
+        ));
+    }
     if let Some(login) = &report.waived_by {
         result(
             Verdict::Waived,
@@ -365,7 +377,7 @@ mod tests {
         let now = time::macros::datetime!(2026-12-07 12:00 UTC);
         let none = report(Vec::new(), &Facts::default(), None);
         assert_eq!(
-            floor(&none, BlockingDate::default(), now).verdict,
+            floor(&none, BlockingDate::default(), now, None).verdict,
             Verdict::Pass
         );
         let one = report(
@@ -377,6 +389,7 @@ mod tests {
             &one,
             BlockingDate(Some(time::macros::date!(2027 - 01 - 01))),
             now,
+            None,
         );
         assert_eq!(advisory.verdict, Verdict::Pass);
         assert_eq!(
@@ -384,12 +397,12 @@ mod tests {
             "advisory until 2027-01-01: 1 harness change"
         );
         let date = BlockingDate(Some(time::macros::date!(2026 - 12 - 07)));
-        assert_eq!(floor(&one, date, now).verdict, Verdict::Fail);
+        assert_eq!(floor(&one, date, now, None).verdict, Verdict::Fail);
         let waived = Report {
             waived_by: Some("mona".into()),
             ..one
         };
-        let w = floor(&waived, date, now);
+        let w = floor(&waived, date, now, None);
         assert_eq!((w.verdict, w.value), (Verdict::Waived, 1.0));
         assert!(
             w.detail.contains("waived by mona's approval"),

@@ -91,7 +91,7 @@ pub fn story_now(
 }
 
 /// What differs between the doors, beside the change and the story.
-pub struct Door {
+pub struct Door<'a> {
     /// `owner/name`, for the pack and its links.
     pub slug: String,
     /// Where the pack folder is written (replaced whole).
@@ -100,8 +100,8 @@ pub struct Door {
     pub temp: PathBuf,
     pub binding: Option<Binding>,
     pub force_red_on_base: bool,
-    /// Who approved the head (the action reads the reviews; `None` on the CLI).
-    pub harness_approval: Option<String>,
+    /// Who approved the head (the action reads the reviews when asked; `None` on the CLI).
+    pub harness_approval: Option<crate::gate::Approval<'a>>,
     /// `--jobs`; else the machine's cores.
     pub jobs: Option<usize>,
     /// The pack's identity is `ci`: the action always, `verify --ci` inside GitHub Actions.
@@ -117,7 +117,7 @@ impl<'a> Inputs<'a> {
         (base, head): (String, String),
         story: Option<Story>,
         env: &Env,
-        door: Door,
+        door: Door<'a>,
     ) -> Result<Inputs<'a>, Failure> {
         Ok(Inputs {
             repo,

@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn the_harness_section_is_data_and_says_what_to_do() {
         use crate::floors::harness::Report;
-        use crate::runners::harness::{Change, Kind};
+        use crate::floors::harness::{Change, Kind};
         let mut report = Report {
             schema_version: 1,
             changes: vec![

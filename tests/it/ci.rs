@@ -68,6 +68,7 @@ fn a_go_bug_fix_is_evidenced_and_red_on_base_and_runs_are_byte_identical() {
             "coverage",
             "feature-map",
             "weakening",
+            "harness",
             "behaviour",
             "tests",
             "red-on-base"

@@ -364,3 +364,81 @@ fn a_plugin_a_new_requirement_brings_is_found_in_the_installed_environment() {
     );
     valid_harness_report(&written);
 }
+
+/// A layout as pallets' libraries have it (studied, not copied): a `src` package, tests as a package of
+/// their own (`tests/test_<name>/__init__.py`) with no conftest, a `[dependency-groups] tests` group, and
+/// `[tool.pytest.ini_options]` with `testpaths` and `filterwarnings = ["error"]`.
+const SIGNKIT: &str = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"signkit\"\nversion = \"2.3.0\"\nrequires-python = \">=3.10\"\n\n[dependency-groups]\ntests = [\n    \"pytest\",\n]\n\n[tool.setuptools.packages.find]\nwhere = [\"src\"]\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\nfilterwarnings = [\n    \"error\",\n]\n";
+
+#[test]
+fn a_pallets_like_layout_shows_a_changed_filterwarnings_and_nothing_for_an_honest_fix() {
+    crate::needs!(python3);
+    let repo = TestRepo::new();
+    let signer = |fixed: bool| {
+        format!(
+            "def sign(value, key):\n    if not key:\n        {}\n    return f\"{{value}}.{{len(key)}}\"\n",
+            if fixed {
+                "raise ValueError(\"an empty key\")"
+            } else {
+                "pass"
+            }
+        )
+    };
+    repo.write("pyproject.toml", SIGNKIT)
+        .write("src/signkit/__init__.py", "from .signer import sign\n")
+        .write("src/signkit/signer.py", signer(false))
+        .write("tests/test_signkit/__init__.py", "")
+        .write(
+            "tests/test_signkit/test_sign.py",
+            "from signkit import sign\n\n\ndef test_sign():\n    assert sign(\"a\", \"kk\") == \"a.2\"\n",
+        )
+        .write(".gitignore", "*.egg-info/\n__pycache__/\n.aayudha/runs/\n.aayudha/proof/\n")
+        .write(".aayudha/config.toml", config());
+    let base = repo.commit("signkit, with the bug");
+    repo.write("src/signkit/signer.py", signer(true))
+        .write(
+            "tests/test_signkit/test_empty_key.py",
+            "import pytest\n\nfrom signkit import sign\n\n\ndef test_empty_key():\n    with pytest.raises(ValueError):\n        sign(\"a\", \"\")\n",
+        )
+        .write(
+            ".aayudha/evidence/5.toml",
+            "[[criterion]]\nid = 1\ntests = [\".:tests/test_signkit/test_empty_key.py::test_empty_key\"]\n\n[[criterion]]\nid = 2\ntests = [\".:tests/test_signkit/test_sign.py::test_sign\"]\n\n[[criterion]]\nid = 3\ntests = [\".:tests/test_signkit/test_sign.py::test_sign\"]\n",
+        );
+    let honest = repo.commit("fix: an empty key is refused");
+    let (code, pack, stderr) = ci(&repo, &base, &honest);
+    assert_eq!(code, 0, "{pack:#}\n{stderr}");
+    let harness = floor(&pack, "harness");
+    assert_eq!(
+        (harness["result"].as_str(), harness["value"].as_f64()),
+        (Some("pass"), Some(0.0)),
+        "{harness:#}"
+    );
+    assert_eq!(
+        report(&repo, "harness.json")["changes"],
+        serde_json::json!([])
+    );
+    let on_base = report(&repo, "red-on-base.json");
+    assert_eq!(on_base["criteria"][0]["verdict"], "red", "{on_base:#}");
+
+    // The same fix, with a warning let through: a harness change at its line, advisory (no date set).
+    repo.write(
+        "pyproject.toml",
+        SIGNKIT.replace(
+            "    \"error\",\n",
+            "    \"error\",\n    \"ignore::DeprecationWarning\",\n",
+        ),
+    );
+    let loosened = repo.commit("let deprecation warnings through");
+    let (code, said) = ci_text(&repo, &base, &loosened);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(
+            "pyproject.toml:20: harness: pytest's `filterwarnings` in `[tool.pytest.ini_options]`"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("advisory (no blocking date set): 1 harness change"),
+        "{said}"
+    );
+}

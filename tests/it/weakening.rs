@@ -396,6 +396,7 @@ fn each_weakening_is_flagged_at_its_line() {
             "coverage",
             "feature-map",
             "weakening",
+            "harness",
             "behaviour",
             "tests",
             "red-on-base"
