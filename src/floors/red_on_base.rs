@@ -223,7 +223,7 @@ pub fn run_on_base(
                 .unmet
                 .iter()
                 .filter(|c| c.applies_to(&id.package))
-                .map(|c| format!("`{}`", c.file))
+                .map(|c| format!("`{}`", crate::runners::harness::visible(&c.file)))
                 .collect();
             found.insert(
                 (*id).clone(),

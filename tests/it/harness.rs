@@ -140,14 +140,7 @@ fn a_hookless_conftest_that_writes_the_record_is_refused_or_shown_and_blocks() {
 
 /// `reports/harness.json` holds `schemas/harness.v1.json`.
 pub(crate) fn valid_harness_report(report: &Value) {
-    let schema: Value = serde_json::from_str(include_str!("../../schemas/harness.v1.json"))
-        .expect("the schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:?} in {report:#}");
+    crate::ship::valid_against(include_str!("../../schemas/harness.v1.json"), report);
 }
 
 /// A hookwrapper that turns a failure into a pass — only where the head's parser carries its comment,

@@ -152,14 +152,18 @@ fn ship(w: &World, args: &[&str]) -> common::Run {
 
 /// The ship record holds `schemas/ship.v1.json`.
 pub(crate) fn valid_record(record: &Value) {
-    let schema: Value = serde_json::from_str(include_str!("../../schemas/ship.v1.json"))
-        .expect("the schema is JSON");
+    valid_against(include_str!("../../schemas/ship.v1.json"), record);
+}
+
+/// `document` holds the JSON schema `schema` (its text): every error, with where, in the panic.
+pub(crate) fn valid_against(schema: &str, document: &Value) {
+    let schema: Value = serde_json::from_str(schema).expect("the schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let errors: Vec<String> = validator
-        .iter_errors(record)
+        .iter_errors(document)
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect();
-    assert!(errors.is_empty(), "{errors:?} in {record:#}");
+    assert!(errors.is_empty(), "{errors:?} in {document:#}");
 }
 
 fn on_origin(w: &World, path: &str) -> Option<String> {
