@@ -122,3 +122,34 @@ impl FloorResult {
         self
     }
 }
+
+/// The verdict and detail of a dated floor with findings (`count`, in words): `waived` by `waiver`
+/// (its words), `fail` from the rule's date (`fix`: how to clear it, when there is one), `pass` as
+/// advice before it.
+pub fn dated(
+    rule: crate::config::BlockingDate,
+    now: time::OffsetDateTime,
+    count: &str,
+    waiver: Option<String>,
+    fix: &str,
+) -> (Verdict, String) {
+    if let Some(waiver) = waiver {
+        (Verdict::Waived, format!("{count}, {waiver}"))
+    } else if rule.blocks_at(now) {
+        let since = rule.0.map(|d| d.to_string()).unwrap_or_default();
+        let fix = if fix.is_empty() {
+            String::new()
+        } else {
+            format!(": {fix}")
+        };
+        (
+            Verdict::Fail,
+            format!("{count} (blocking since {since}){fix}"),
+        )
+    } else {
+        (
+            Verdict::Pass,
+            format!("{}: {count}", rule.advisory_detail()),
+        )
+    }
+}

@@ -129,37 +129,39 @@ pub fn scan(repo: &Repo, base: &str, head: &str, cap: u64) -> Result<Vec<Change>
     }))
 }
 
-/// Whether red-on-base may put a changed path of `head` on the base: a test file of its own stack, and
-/// not a harness file (the base runs its own harness).
-pub fn overlays(repo: &Repo, head: &str, path: &str, changes: &[Change]) -> bool {
+/// Whether red-on-base may put a changed path of `head` on the base: a test file of its own stack in
+/// both trees (a marker file the change adds or removes cannot make a file a test file), and not a
+/// harness file (the base runs its own harness).
+pub fn overlays(repo: &Repo, (base, head): (&str, &str), path: &str, changes: &[Change]) -> bool {
     // Only whether a marker file is there is asked: a cap of 0 reads no file's bytes.
-    let tree = AtCommit {
+    let tree = |rev: &str| AtCommit {
         repo,
-        rev: head.to_string(),
+        rev: rev.to_string(),
         cap: 0,
     };
-    harness::is_test_file_in(&tree, path) && !changes.iter().any(|c| c.file == path)
+    harness::is_test_file_in(&tree(head), path)
+        && harness::is_test_file_in(&tree(base), path)
+        && !changes.iter().any(|c| c.file == path)
 }
 
-/// Whether a file of a package declares its requirements (a manifest, a requirements file, a lock).
-fn declares_requirements(name: &str) -> bool {
+/// Whether a file of a package declares its requirements: a manifest, a lock, or a requirements or
+/// constraints file (`requirements*.txt`, `requirements/test.txt`, `constraints.in`, each `-r`
+/// include being such a file too).
+fn declares_requirements(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let listed = |p: &str| p.contains("requirements") || p.contains("constraints");
     matches!(
         name,
         "pyproject.toml" | "setup.cfg" | "setup.py" | "Pipfile" | "package.json"
     ) || name.ends_with(".lock")
-        || (name.contains("requirements") && (name.ends_with(".txt") || name.ends_with(".in")))
+        || (name.starts_with("pylock.") && name.ends_with(".toml"))
+        || ((name.ends_with(".txt") || name.ends_with(".in")) && path.split('/').any(listed))
 }
 
 /// The distributions the change adds to, or whose version it changes in, the requirements of the
-/// package folder `dir`: each (normalised) name a line of the head has that the merge base's file has
-/// not, with where.
-fn declared(
-    repo: &Repo,
-    base: &str,
-    head: &str,
-    dir: &str,
-    cap: u64,
-) -> BTreeMap<String, (String, u32)> {
+/// repository's packages: each (normalised) name a line of the head has that the merge base's file
+/// has not, with where.
+fn declared(repo: &Repo, base: &str, head: &str, cap: u64) -> BTreeMap<String, (String, u32)> {
     static WORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"[A-Za-z0-9][A-Za-z0-9._-]*").expect("a valid pattern")
     });
@@ -172,10 +174,9 @@ fn declared(
         Ok(Capped::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
         _ => String::new(),
     };
-    for path in changed.iter().filter(|p| {
-        let name = p.rsplit('/').next().unwrap_or(p);
-        (dir.is_empty() || p.starts_with(&format!("{dir}/"))) && declares_requirements(name)
-    }) {
+    // Anywhere in the repository: a nested package's requirements file may include another folder's
+    // with `-r`, and a name counts only for a distribution this package's environment has installed.
+    for path in changed.iter().filter(|p| declares_requirements(p)) {
         let before: BTreeSet<String> = text(&from, path)
             .lines()
             .map(|l| l.trim().to_string())
@@ -220,7 +221,7 @@ pub fn facts(
     env: &crate::runners::harness::Environment,
     cap: u64,
 ) -> Facts {
-    let declared = declared(repo, base, head, dir, cap);
+    let declared = declared(repo, base, head, cap);
     // Each installed distribution the change brought, with the declaration that brought it.
     let mut brought: BTreeMap<String, (String, u32, String)> = BTreeMap::new();
     let mut queue: Vec<(String, (String, u32, String))> = declared
@@ -237,6 +238,20 @@ pub fn facts(
         }
         brought.insert(name, origin);
     }
+    // The package's own manifests at the merge base: a load of its own install that they name was
+    // there before the change.
+    let from = merge_base(repo, base, head);
+    let base_manifests: String = ["pyproject.toml", "setup.cfg", "setup.py"]
+        .iter()
+        .filter_map(
+            |m| match repo.capped_file_at(&from, &crate::runners::join(dir, m), cap) {
+                Ok(Capped::Bytes(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
+                _ => None,
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("\n");
+    let marker = marker_of(repo, dir);
     let mut facts = Facts::default();
     for load in &env.loads {
         facts.installed.push(Installed {
@@ -245,11 +260,44 @@ pub fn facts(
             distribution: load.distribution.clone(),
             what: load.what.clone(),
         });
-        let Some((file, line, root)) = load.distribution.as_ref().and_then(|d| brought.get(d))
-        else {
+        let how = if load.kind == "pth" {
+            "start-up line"
+        } else {
+            "pytest plugin"
+        };
+        let Some(distribution) = load.distribution.as_deref() else {
+            facts.changes.push(Change::new(
+                &marker,
+                1,
+                "python",
+                Kind::InstalledPlugin,
+                format!(
+                    "a {how} `{}` loads into every test process, and no install's record lists its file: something wrote it at install",
+                    load.what
+                ),
+            ));
             continue;
         };
-        let distribution = load.distribution.as_deref().unwrap_or_default();
+        if env.local.contains(distribution) {
+            let needle = load_needle(load);
+            if is_editable_finder(load) || (!needle.is_empty() && base_manifests.contains(needle)) {
+                continue;
+            }
+            facts.changes.push(Change::new(
+                &marker,
+                1,
+                "python",
+                Kind::InstalledPlugin,
+                format!(
+                    "the package's own install (`{distribution}`, from the pull request's files) loads into every test process a {how} `{}` its manifests at the merge base do not name",
+                    load.what
+                ),
+            ));
+            continue;
+        }
+        let Some((file, line, root)) = brought.get(distribution) else {
+            continue;
+        };
         let via = if root == distribution {
             String::new()
         } else {
@@ -261,28 +309,11 @@ pub fn facts(
             "python",
             Kind::InstalledPlugin,
             format!(
-                "`{distribution}`{via} loads into every test process: {} `{}`",
-                if load.kind == "pth" {
-                    "start-up line"
-                } else {
-                    "pytest plugin"
-                },
+                "`{distribution}`{via} loads into every test process: {how} `{}`",
                 load.what
             ),
         ));
     }
-    // Said at the package's own marker file (the install's facts have no line of the change).
-    let marker = [
-        "pyproject.toml",
-        "setup.cfg",
-        "setup.py",
-        "pytest.ini",
-        "tox.ini",
-    ]
-    .iter()
-    .map(|m| crate::runners::join(dir, m))
-    .find(|m| crate::safe_fs::is_regular(repo.root(), m))
-    .unwrap_or_else(|| crate::runners::join(dir, "pyproject.toml"));
     for what in &env.overwritten {
         facts.changes.push(Change::new(
             &marker,
@@ -295,6 +326,51 @@ pub fn facts(
     facts.changes.sort();
     facts.installed.sort();
     facts
+}
+
+/// The package's own marker file, where a fact of its install is said (it has no line of the change).
+fn marker_of(repo: &Repo, dir: &str) -> String {
+    [
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "pytest.ini",
+        "tox.ini",
+    ]
+    .iter()
+    .map(|m| crate::runners::join(dir, m))
+    .find(|m| crate::safe_fs::is_regular(repo.root(), m))
+    .unwrap_or_else(|| crate::runners::join(dir, "pyproject.toml"))
+}
+
+/// The start-up line an editable install of setuptools or hatchling writes for the package itself
+/// (`import __editable___<name>_finder; …`, `import _editable_impl_<name>`): the backend's, not the
+/// package's.
+fn is_editable_finder(load: &crate::runners::harness::Load) -> bool {
+    let Some((file, line)) = load.what.split_once(": ") else {
+        return false;
+    };
+    load.kind == "pth"
+        && ((file.starts_with("__editable__.") && line.starts_with("import __editable___"))
+            || line.starts_with("import _editable_impl_"))
+}
+
+/// What a manifest names when it declares a load: an entry point's target module (`name = module`),
+/// a start-up file's name.
+fn load_needle(load: &crate::runners::harness::Load) -> &str {
+    if load.kind == "pth" {
+        load.what
+            .split_once(": ")
+            .map_or(load.what.as_str(), |(file, _)| file)
+    } else {
+        load.what
+            .split_once('=')
+            .map_or(load.what.as_str(), |(_, target)| target)
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim()
+    }
 }
 
 /// The report of a gate run: the scan's changes and the install's, sorted, each once.
@@ -347,30 +423,42 @@ pub fn floor(
             " (the reviews could not be read, so no approval counts: {why})"
         ));
     }
-    if let Some(login) = &report.waived_by {
-        result(
-            Verdict::Waived,
-            format!("{count}, waived by {login}'s approval of the head"),
-        )
-    } else if rule.blocks_at(now) {
-        result(
-            Verdict::Fail,
-            format!(
-                "{count} (blocking since {}): a maintainer who is not the author approves the head, then re-runs the merge gate",
-                rule.0.map(|d| d.to_string()).unwrap_or_default()
-            ),
-        )
-    } else {
-        result(
-            Verdict::Pass,
-            format!("{}: {count}", rule.advisory_detail()),
-        )
-    }
+    let waiver = report
+        .waived_by
+        .as_ref()
+        .map(|login| format!("waived by {login}'s approval of the head"));
+    let (verdict, detail) = super::dated(
+        rule,
+        now,
+        &count,
+        waiver,
+        "a maintainer who is not the author approves the head, then re-runs the merge gate",
+    );
+    result(verdict, detail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requirements_are_declared_in_manifests_locks_and_listed_files() {
+        for yes in [
+            "pyproject.toml",
+            "svc/setup.cfg",
+            "uv.lock",
+            "pylock.toml",
+            "requirements.txt",
+            "requirements-dev.in",
+            "requirements/test.txt",
+            "ci/constraints.txt",
+        ] {
+            assert!(declares_requirements(yes), "{yes}");
+        }
+        for no in ["README.md", "docs/notes.txt", "requirements/README.md"] {
+            assert!(!declares_requirements(no), "{no}");
+        }
+    }
 
     #[test]
     fn the_floor_passes_advises_fails_and_is_waived() {

@@ -124,7 +124,7 @@ pub fn prepare(repo: &Repo, base: &str, head: &str, harness: &[Change]) -> Prepa
             .map_err(|e| e.to_string())?;
         for path in changed
             .iter()
-            .filter(|p| crate::floors::harness::overlays(repo, head, p, harness))
+            .filter(|p| crate::floors::harness::overlays(repo, (&base_sha, head), p, harness))
         {
             match repo.file_at(head, path).map_err(|e| e.to_string())? {
                 Some(bytes) => crate::safe_fs::write(folder.path(), path, &bytes),

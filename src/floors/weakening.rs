@@ -526,25 +526,9 @@ pub fn floor(
         );
     }
     let count = format!("{n} weakening{}", if n == 1 { "" } else { "s" });
-    if waived {
-        result(
-            Verdict::Waived,
-            format!("{count}, waived by the story's label `{WAIVER}`"),
-        )
-    } else if rule.blocks_at(now) {
-        result(
-            Verdict::Fail,
-            format!(
-                "{count} (blocking since {})",
-                rule.0.map(|d| d.to_string()).unwrap_or_default()
-            ),
-        )
-    } else {
-        result(
-            Verdict::Pass,
-            format!("{}: {count}", rule.advisory_detail()),
-        )
-    }
+    let waiver = waived.then(|| format!("waived by the story's label `{WAIVER}`"));
+    let (verdict, detail) = super::dated(rule, now, &count, waiver, "");
+    result(verdict, detail)
 }
 
 #[cfg(test)]

@@ -130,6 +130,9 @@ pub struct Environment {
     pub requires: std::collections::BTreeMap<String, Vec<String>>,
     /// Installed files of the test runner or aayu's plugin that are not what their record says.
     pub overwritten: Vec<String>,
+    /// The distributions installed from a folder of the checkout (the pull request's own files): what
+    /// they load, the pull request decides.
+    pub local: BTreeSet<String>,
 }
 
 /// One thing the environment loads: a test-runner plugin (`pytest11`) or a start-up line (`pth`).
@@ -141,11 +144,23 @@ pub struct Load {
     pub what: String,
 }
 
-/// Text with each control character escaped (`\n` as `\u{a}`): one line, whatever it held.
+/// Text with each control character escaped (`\n` as `\u{a}`), and each character that reorders or
+/// hides text (bidirectional overrides and isolates, zero-width characters, line and paragraph
+/// separators): one line, read as it is stored, whatever it held.
 pub fn visible(text: &str) -> String {
+    let hides = |c: char| {
+        matches!(
+            c,
+            '\u{61c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+    };
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if c.is_control() || hides(c) {
                 c.escape_unicode().to_string()
             } else {
                 c.to_string()
@@ -298,6 +313,16 @@ mod tests {
         assert!(c("tests/conftest.py").applies_to("."));
         assert!(!c("other/conftest.py").applies_to("pkg"));
         assert!(!c("pkg2/conftest.py").applies_to("pkg"));
+    }
+
+    #[test]
+    fn controls_and_characters_that_reorder_text_are_escaped() {
+        assert_eq!(visible("a\nb"), "a\\u{a}b");
+        assert_eq!(
+            visible("conftest\u{202e}yp.py \u{2066}x\u{2069}\u{200b}"),
+            "conftest\\u{202e}yp.py \\u{2066}x\\u{2069}\\u{200b}"
+        );
+        assert_eq!(visible("naïve ünïcode"), "naïve ünïcode");
     }
 
     #[test]

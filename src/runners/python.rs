@@ -1291,7 +1291,7 @@ fn shaped(event: &Value) -> Option<&'static str> {
 impl Events {
     /// Reads the events file of a run in the package folder `dir` of `root`: `Err` when it is not this
     /// run's plugin's (no file, no nonce) or does not add up (a line not in the plugin's shape, a second
-    /// session, a location that names no file of the package).
+    /// session, a node id that names no file of the package).
     fn read(ran: &super::Ran, root: &Path, dir: &str) -> Result<Events, PythonError> {
         let report = ran.report.as_deref().ok_or(PythonError::NotLoaded)?;
         let text = String::from_utf8_lossy(report);
@@ -1323,9 +1323,12 @@ impl Events {
             }
             match shaped(&event) {
                 Some("TestReport") => {
+                    // The node id's file (its location may lie elsewhere: a Hypothesis state
+                    // machine's test case is defined in Hypothesis's own module).
                     let file = event
-                        .pointer("/location/0")
+                        .get("nodeid")
                         .and_then(Value::as_str)
+                        .and_then(|id| id.split("::").next())
                         .unwrap_or_default();
                     if !crate::safe_fs::is_regular(root, &join(dir, file)) {
                         return Err(refused(format!(
@@ -1595,6 +1598,58 @@ fn run_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(nonce: &str, nodeid: &str, location: &str) -> super::super::Ran {
+        let test = serde_json::json!({
+            "$report_type": "TestReport", "nodeid": nodeid, "location": [location, 1, "x"],
+            "keywords": {}, "when": "call", "outcome": "passed", "longrepr": null, "wasxfail": null,
+            "duration": 0.1, "start": 0.0, "stop": 0.1,
+        });
+        let lines = [
+            nonce.to_string(),
+            serde_json::json!({"$report_type": "SessionStart", "nonce": nonce, "pytest_version": "9.2.0"})
+                .to_string(),
+            test.to_string(),
+            serde_json::json!({"$report_type": "SessionFinish", "nonce": nonce, "exitstatus": 0})
+                .to_string(),
+        ];
+        super::super::Ran {
+            code: Some(0),
+            signal: None,
+            timed_out: false,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            report: Some(lines.join("\n").into_bytes()),
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn a_record_names_files_of_the_package_by_node_id_wherever_the_location_lies() {
+        let root = tempfile::tempdir().expect("dir");
+        std::fs::create_dir_all(root.path().join("pkg/tests")).expect("dirs");
+        std::fs::write(root.path().join("pkg/tests/test_m.py"), "").expect("write");
+        // A Hypothesis state machine's test case: its location is Hypothesis's own module.
+        let outside = record(
+            "n1",
+            "tests/test_m.py::TestMachine::runTest",
+            "../venv/lib/python3.11/site-packages/hypothesis/stateful.py",
+        );
+        let events = Events::read(&outside, root.path(), "pkg").expect("read");
+        assert!(
+            events
+                .tests
+                .contains_key("tests/test_m.py::TestMachine::runTest")
+        );
+        // A node id of no file of the package is not this run's.
+        let forged = record("n2", "tests/test_gone.py::test", "tests/test_m.py");
+        match Events::read(&forged, root.path(), "pkg") {
+            Err(PythonError::NotRecord { why }) => {
+                assert!(why.contains("`tests/test_gone.py`"), "{why}")
+            }
+            other => panic!("{:?}", other.map(|e| e.tests.len())),
+        }
+    }
 
     #[test]
     fn a_node_id_splits_at_colons_only_before_its_parameters() {

@@ -435,3 +435,46 @@ fn a_pallets_like_layout_shows_a_changed_filterwarnings_and_nothing_for_an_hones
         "{said}"
     );
 }
+
+#[test]
+fn a_plugin_the_packages_own_install_declares_from_a_data_file_is_shown() {
+    crate::needs!(python3);
+    // The base's setup.py reads its pytest11 entry points from a data file: at the head only that
+    // file changes, which no harness rule names; the installed environment shows what it loads.
+    let setup_py = "import pathlib\nfrom setuptools import setup\n\nhere = pathlib.Path(__file__).parent\nnames = [l.strip() for l in (here / \"plugins.txt\").read_text().splitlines() if l.strip()]\nsetup(entry_points={\"pytest11\": names})\n";
+    let pyproject = PYPROJECT.replace(
+        "version = \"0.1.0\"\n",
+        "version = \"0.1.0\"\ndynamic = [\"entry-points\"]\n",
+    );
+    let (repo, base, head) = package_with(
+        true,
+        &[("plugins.txt", "own = parsekit.parser\n")],
+        &[
+            ("pyproject.toml", &pyproject),
+            ("setup.py", setup_py),
+            ("plugins.txt", "\n"),
+        ],
+    );
+    let (code, pack, stderr) = ci(&repo, &base, &head);
+    assert_eq!(code, 3, "{pack:#}\n{stderr}");
+    let written = report(&repo, "harness.json");
+    let changes = written["changes"].as_array().expect("changes");
+    assert_eq!(changes.len(), 1, "{written:#}");
+    assert_eq!(changes[0]["kind"], "installed-plugin", "{written:#}");
+    assert_eq!(changes[0]["file"], "pyproject.toml", "{written:#}");
+    assert!(
+        changes[0]["what"]
+            .as_str()
+            .is_some_and(|w| w.contains("the package's own install (`parsekit`")
+                && w.contains("`own = parsekit.parser`")),
+        "{written:#}"
+    );
+    // The editable install's own start-up line is the backend's: in the record, not a change.
+    assert!(
+        written["installed"].as_array().is_some_and(|all| all
+            .iter()
+            .any(|i| i["kind"] == "pytest11" && i["distribution"] == "parsekit")),
+        "{written:#}"
+    );
+    valid_harness_report(&written);
+}

@@ -43,21 +43,36 @@ const INERT_KEYS: [&str; 26] = [
     "verbosity_test_cases",
 ];
 
-/// The modules a file of the tree would replace on `sys.path` (pytest's own, its hook library, aayu's
-/// plugin): as `<name>.py` or a folder `<name>/`.
-const SHADOWED: [&str; 5] = ["pytest", "_pytest", "pluggy", "py", "aayu_pytest"];
+/// The top-level modules a pytest run imports (the standard library's among them, pytest, its
+/// dependencies and aayu's plugin): a module of one of these names at the top of a package folder is
+/// imported in their place (`python -m pytest` puts the folder first on `sys.path`).
+const IMPORTED: &str = include_str!("imported.txt");
+
+/// The files pytest reads its configuration from, in its order: the first of them in the folder of a
+/// test (or any folder above it) that has a pytest section decides; `pytest.toml`, `.pytest.toml`,
+/// `pytest.ini` and `.pytest.ini` decide even when empty.
+const CONFIG_FILES: [&str; 7] = [
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+];
 
 /// Every Python harness change of the diff.
 pub fn changes(diff: &Diff) -> Vec<Change> {
     let mut found = Vec::new();
-    let backend_paths = backend_paths(diff.head, diff.cap);
+    let backend = backend_paths(diff.head, diff.cap);
     for path in diff.changed {
         let name = path.rsplit('/').next().unwrap_or(path);
+        let shadowed = shadows(diff, path);
         let read = |tree: &dyn Tree| text(tree, path, STACK, diff.cap);
         let (base, head) = match (read(diff.base), read(diff.head)) {
             (Ok(base), Ok(head)) => (base, head),
             (Err(finding), _) | (_, Err(finding)) => {
-                if is_harness_name(path, name) {
+                if is_harness_name(name) || shadowed.is_some() || is_test_module(name) {
                     found.push(finding);
                 }
                 continue;
@@ -82,43 +97,75 @@ pub fn changes(diff: &Diff) -> Vec<Change> {
                 "a .pth file: its `import` lines run at the interpreter's start-up",
             )),
             "pyproject.toml" => found.extend(pyproject(path, base.as_deref(), head.as_deref())),
-            "pytest.ini" | "tox.ini" | "setup.cfg" => {
+            "pytest.toml" | ".pytest.toml" => {
+                found.extend(pytest_toml(path, name, base.as_deref(), head.as_deref()));
+            }
+            "pytest.ini" | ".pytest.ini" | "tox.ini" | "setup.cfg" => {
                 found.extend(ini(path, name, base.as_deref(), head.as_deref()));
+            }
+            _ if is_test_module(name) => {
+                found.extend(test_module_plugins(path, base.as_deref(), head.as_deref()));
             }
             _ => {}
         }
-        if let Some(module) = shadows(path) {
+        if let Some(module) = shadowed {
             found.push(changed(
                 Kind::Shadow,
-                &format!("`{module}`: imported in place of the installed `{module}`"),
+                &format!("`{module}`: imported in place of the `{module}` the test run imports"),
             ));
         }
         if head.is_some()
-            && let Some(dir) = backend_paths.iter().find(|d| within(d, path))
+            && let Some(backend) = backend.iter().find(|b| b.holds(path))
         {
             found.push(changed(
                 Kind::Build,
-                &format!("a file of the build backend's `backend-path` (`{dir}`)"),
+                &format!(
+                    "a file of the build backend's `backend-path` (`{}`)",
+                    if backend.dir.is_empty() {
+                        "."
+                    } else {
+                        &backend.dir
+                    }
+                ),
             ));
         }
     }
     found
 }
 
-fn is_harness_name(path: &str, name: &str) -> bool {
+fn is_harness_name(name: &str) -> bool {
     matches!(
         name,
-        "conftest.py"
-            | "setup.py"
-            | "hatch_build.py"
-            | "sitecustomize.py"
-            | "usercustomize.py"
-            | "pyproject.toml"
-            | "pytest.ini"
-            | "tox.ini"
-            | "setup.cfg"
-    ) || name.ends_with(".pth")
-        || shadows(path).is_some()
+        "conftest.py" | "setup.py" | "hatch_build.py" | "sitecustomize.py" | "usercustomize.py"
+    ) || CONFIG_FILES.contains(&name)
+        || name.ends_with(".pth")
+}
+
+/// A file pytest collects as a test module by its default `python_files` (`test_*.py`, `*_test.py`).
+fn is_test_module(name: &str) -> bool {
+    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+}
+
+/// A test module's `pytest_plugins`: plugins pytest loads when it imports the module, whose hooks run
+/// for every test after it. Only a change of the lines that name it counts.
+fn test_module_plugins(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
+    let lines = |text: Option<&str>| -> Vec<String> {
+        text.unwrap_or("")
+            .lines()
+            .filter(|l| l.starts_with("pytest_plugins"))
+            .map(str::to_string)
+            .collect()
+    };
+    if lines(base) == lines(head) {
+        return Vec::new();
+    }
+    vec![Change::new(
+        path,
+        line_of(head.unwrap_or(""), |l| l.starts_with("pytest_plugins")),
+        STACK,
+        Kind::Config,
+        "a test module's `pytest_plugins`: plugins pytest loads with the module",
+    )]
 }
 
 /// A whole file added, changed or removed: where the head's first changed line is.
@@ -137,47 +184,108 @@ fn file_change(
     Change::new(path, line, STACK, kind, format!("{what} ({how})"))
 }
 
-/// The module a path would be imported as in place of pytest's own (`pytest.py`, `_pytest/…`).
-fn shadows(path: &str) -> Option<&'static str> {
-    let parts: Vec<&str> = path.split('/').collect();
-    let (name, dirs) = parts.split_last()?;
-    SHADOWED
-        .iter()
-        .copied()
-        .find(|m| dirs.contains(m) && name.ends_with(".py") || *name == format!("{m}.py"))
+/// The module a path would be imported as in place of one pytest imports: `<name>.py`, a byte-code or
+/// extension module (`<name>.pyc`, `<name>.<tag>.so`), or a file of a package `<name>/` that has an
+/// `__init__.py`, at the top of a package folder (the repository's root, or a folder with a Python
+/// marker in either tree).
+fn shadows(diff: &Diff, path: &str) -> Option<&'static str> {
+    let (folder, rest) = top_of_package(diff, path);
+    let module = match rest.split_once('/') {
+        Some((first, _)) => {
+            let init = crate::runners::join(&crate::runners::join(folder, first), "__init__.py");
+            diff.head.has(&init).then_some(first)?
+        }
+        None => {
+            let (stem, ext) = rest.split_once('.')?;
+            let module = matches!(ext, "py" | "pyc" | "pyd" | "so")
+                || ext.ends_with(".so")
+                || ext.ends_with(".pyd");
+            module.then_some(stem)?
+        }
+    };
+    IMPORTED
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|m| *m == module)
 }
 
-fn within(dir: &str, path: &str) -> bool {
-    dir.is_empty() || path.starts_with(&format!("{dir}/"))
+/// The package folder a path lies in (its nearest folder with a Python marker in either tree, or the
+/// root) and the path within it.
+fn top_of_package<'p>(diff: &Diff, path: &'p str) -> (&'p str, &'p str) {
+    let mut folder = path.rsplit_once('/').map_or("", |(d, _)| d);
+    loop {
+        let is_package = folder.is_empty()
+            || super::MARKERS.iter().any(|m| {
+                let marker = crate::runners::join(folder, m);
+                diff.head.has(&marker) || diff.base.has(&marker)
+            });
+        if is_package {
+            let rest = if folder.is_empty() {
+                path
+            } else {
+                &path[folder.len() + 1..]
+            };
+            return (folder, rest);
+        }
+        folder = folder.rsplit_once('/').map_or("", |(d, _)| d);
+    }
 }
 
-/// The head's `backend-path` folders of every `pyproject.toml` it changed or not: a file there is the
-/// build backend's own code. Only the root's is read (a nested package's backend path is rare, and its
-/// `pyproject.toml`'s `[build-system]` change is found on its own).
-fn backend_paths(head: &dyn Tree, cap: u64) -> Vec<String> {
+/// A `backend-path` folder of the root's `pyproject.toml`: a file there is the build backend's own
+/// code. At the root (`"."`) only the backend's module is (the rest of the root is the package).
+struct BackendPath {
+    dir: String,
+    module: Option<String>,
+}
+
+impl BackendPath {
+    fn holds(&self, path: &str) -> bool {
+        if !self.dir.is_empty() {
+            return path.starts_with(&format!("{}/", self.dir));
+        }
+        self.module.as_ref().is_some_and(|module| {
+            path == format!("{module}.py") || path.starts_with(&format!("{module}/"))
+        })
+    }
+}
+
+/// The head's `backend-path` folders. Only the root's `pyproject.toml` is read (a nested package's
+/// backend path is rare, and its `pyproject.toml`'s `[build-system]` change is found on its own).
+fn backend_paths(head: &dyn Tree, cap: u64) -> Vec<BackendPath> {
     let Ok(Some(text)) = text(head, "pyproject.toml", STACK, cap) else {
         return Vec::new();
     };
     let Ok(table) = text.parse::<toml::Table>() else {
         return Vec::new();
     };
-    table
-        .get("build-system")
+    let system = table.get("build-system");
+    let module = system
+        .and_then(|b| b.get("build-backend"))
+        .and_then(toml::Value::as_str)
+        .and_then(|b| b.split([':', '.']).next())
+        .map(str::to_string);
+    system
         .and_then(|b| b.get("backend-path"))
         .and_then(toml::Value::as_array)
         .map(|dirs| {
             dirs.iter()
                 .filter_map(toml::Value::as_str)
                 .map(|d| d.trim_start_matches("./").trim_end_matches('/').to_string())
-                .map(|d| if d == "." { String::new() } else { d })
+                .map(|d| BackendPath {
+                    dir: if d == "." { String::new() } else { d },
+                    module: module.clone(),
+                })
                 .collect()
         })
         .unwrap_or_default()
 }
 
-/// A `pyproject.toml`'s harness tables, compared: `[build-system]`, hatch's build hooks, the project's
-/// own `pytest11` entry point, and the counted keys of `[tool.pytest.ini_options]` / `[tool.pytest]`.
-fn pyproject(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
+/// A TOML file's two tables (none for a missing file), or the finding that one does not parse.
+fn toml_pair(
+    path: &str,
+    base: Option<&str>,
+    head: Option<&str>,
+) -> Result<(toml::Table, toml::Table), Change> {
     let parse = |text: Option<&str>| -> Result<toml::Table, String> {
         match text {
             None => Ok(toml::Table::new()),
@@ -186,53 +294,115 @@ fn pyproject(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> 
                 .map_err(|e| e.message().to_string()),
         }
     };
-    let (base_table, head_table) = match (parse(base), parse(head)) {
-        (Ok(b), Ok(h)) => (b, h),
-        (_, Err(why)) | (Err(why), _) => {
-            return vec![Change::new(
-                path,
-                1,
-                STACK,
-                Kind::Unreadable,
-                format!(
-                    "does not parse as TOML ({why}): its test and build settings may be anything"
-                ),
-            )];
-        }
-    };
-    let at = |keys: &[&str], table: &toml::Table| -> Option<toml::Value> {
-        let mut value = table.get(keys[0])?;
-        for key in &keys[1..] {
-            value = value.get(key)?;
-        }
-        Some(value.clone())
+    match (parse(base), parse(head)) {
+        (Ok(b), Ok(h)) => Ok((b, h)),
+        (_, Err(why)) | (Err(why), _) => Err(Change::new(
+            path,
+            1,
+            STACK,
+            Kind::Unreadable,
+            format!("does not parse as TOML ({why}): its test and build settings may be anything"),
+        )),
+    }
+}
+
+/// The value at a path of keys of a TOML table.
+fn toml_at(table: &toml::Table, keys: &[&str]) -> Option<toml::Value> {
+    let mut value = table.get(keys[0])?;
+    for key in &keys[1..] {
+        value = value.get(key)?;
+    }
+    Some(value.clone())
+}
+
+/// The line of a TOML or ini file where `key` is set (`key =` or `key:` at a line's start), or 1.
+fn key_line(text: &str, key: &str) -> u32 {
+    line_of(text, |l| {
+        l.trim_start()
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with(['=', ':']))
+    })
+}
+
+/// The tables of a `pyproject.toml` that change what runs at install or which plugins load, each
+/// compared whole: its header's start, the kind and what it is.
+const PYPROJECT_TABLES: [(&[&str], &str, Kind, &str); 7] = [
+    (
+        &["build-system"],
+        "[build-system]",
+        Kind::Build,
+        "`[build-system]`: the backend that runs at install",
+    ),
+    (
+        &["tool", "hatch", "build"],
+        "[tool.hatch.build",
+        Kind::Build,
+        "`[tool.hatch.build]`: what hatch's install runs and writes (hooks, force-include)",
+    ),
+    (
+        &["tool", "setuptools", "data-files"],
+        "[tool.setuptools",
+        Kind::Build,
+        "`[tool.setuptools] data-files`: files the install writes",
+    ),
+    (
+        &["tool", "poetry", "build"],
+        "[tool.poetry",
+        Kind::Build,
+        "`[tool.poetry] build`: a build script that runs at install",
+    ),
+    (
+        &["tool", "pdm", "build"],
+        "[tool.pdm.build",
+        Kind::Build,
+        "`[tool.pdm.build]`: what pdm's install runs and writes",
+    ),
+    (
+        &["project", "entry-points", "pytest11"],
+        "[project.entry-points",
+        Kind::Config,
+        "`[project.entry-points.pytest11]`: a pytest plugin the package installs",
+    ),
+    (
+        &["tool", "poetry", "plugins", "pytest11"],
+        "[tool.poetry.plugins",
+        Kind::Config,
+        "`[tool.poetry.plugins.pytest11]`: a pytest plugin the package installs",
+    ),
+];
+
+/// A `pyproject.toml`'s harness tables, compared: the install's ([`PYPROJECT_TABLES`]), whether it
+/// has a pytest section at all (it decides which file configures pytest), and the counted keys of
+/// `[tool.pytest.ini_options]` / `[tool.pytest]`.
+fn pyproject(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
+    let (base_table, head_table) = match toml_pair(path, base, head) {
+        Ok(tables) => tables,
+        Err(finding) => return vec![finding],
     };
     let head_text = head.unwrap_or("");
     let header_line = |header: &str| line_of(head_text, |l| l.trim_start().starts_with(header));
     let mut found = Vec::new();
-    for (keys, header, kind, what) in [
-        (
-            &["build-system"][..],
-            "[build-system]",
-            Kind::Build,
-            "`[build-system]`: the backend that runs at install",
-        ),
-        (
-            &["tool", "hatch", "build", "hooks"][..],
-            "[tool.hatch.build",
-            Kind::Build,
-            "`[tool.hatch.build.hooks]`: a build hook that runs at install",
-        ),
-        (
-            &["project", "entry-points", "pytest11"][..],
-            "[project.entry-points",
-            Kind::Config,
-            "`[project.entry-points.pytest11]`: a pytest plugin the package installs",
-        ),
-    ] {
-        if at(keys, &base_table) != at(keys, &head_table) {
+    for (keys, header, kind, what) in PYPROJECT_TABLES {
+        if toml_at(&base_table, keys) != toml_at(&head_table, keys) {
             found.push(Change::new(path, header_line(header), STACK, kind, what));
         }
+    }
+    let has_section = |table: &toml::Table| toml_at(table, &["tool", "pytest"]).is_some();
+    if has_section(&base_table) != has_section(&head_table) {
+        found.push(Change::new(
+            path,
+            header_line("[tool.pytest"),
+            STACK,
+            Kind::Config,
+            format!(
+                "a pytest section {}: it decides which file configures pytest",
+                if has_section(&head_table) {
+                    "added"
+                } else {
+                    "removed"
+                }
+            ),
+        ));
     }
     for (keys, header) in [
         (
@@ -242,7 +412,7 @@ fn pyproject(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> 
         (&["tool", "pytest"][..], "[tool.pytest]"),
     ] {
         let section = |table: &toml::Table| -> BTreeMap<String, String> {
-            at(keys, table)
+            toml_at(table, keys)
                 .and_then(|v| v.as_table().cloned())
                 .unwrap_or_default()
                 .into_iter()
@@ -251,9 +421,7 @@ fn pyproject(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> 
                 .collect()
         };
         for key in counted_changes(&section(&base_table), &section(&head_table)) {
-            let line = line_of(head_text, |l| {
-                l.trim_start().starts_with(&key) && l[l.find(&key).unwrap_or(0)..].contains('=')
-            });
+            let line = key_line(head_text, &key);
             let line = if line == 1 { header_line(header) } else { line };
             found.push(Change::new(
                 path,
@@ -265,6 +433,52 @@ fn pyproject(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> 
         }
     }
     found
+}
+
+/// A `pytest.toml` or `.pytest.toml`: it configures pytest even when empty (added or removed, it
+/// decides which file does), and the counted keys of its `[pytest]` table.
+fn pytest_toml(path: &str, name: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
+    let (base_table, head_table) = match toml_pair(path, base, head) {
+        Ok(tables) => tables,
+        Err(finding) => return vec![finding],
+    };
+    let mut found = Vec::new();
+    if base.is_some() != head.is_some() {
+        found.push(decides(path, name, head.is_some()));
+    }
+    let section = |table: &toml::Table| -> BTreeMap<String, String> {
+        toml_at(table, &["pytest"])
+            .and_then(|v| v.as_table().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect()
+    };
+    let head_text = head.unwrap_or("");
+    for key in counted_changes(&section(&base_table), &section(&head_table)) {
+        found.push(Change::new(
+            path,
+            key_line(head_text, &key),
+            STACK,
+            Kind::Config,
+            format!("pytest's `{key}` in `[pytest]`"),
+        ));
+    }
+    found
+}
+
+/// A file that configures pytest whenever it is there, added or removed.
+fn decides(path: &str, name: &str, added: bool) -> Change {
+    Change::new(
+        path,
+        1,
+        STACK,
+        Kind::Config,
+        format!(
+            "{name} {}: it decides which file configures pytest",
+            if added { "added" } else { "removed" }
+        ),
+    )
 }
 
 /// The keys of a pytest section whose value the change adds, changes or removes, inert ones left out.
@@ -280,9 +494,11 @@ fn counted_changes(
         .collect()
 }
 
-/// An ini file's pytest section (`[pytest]` in `pytest.ini` and `tox.ini`, `[tool:pytest]` in
-/// `setup.cfg`), compared key by key. A `pytest.ini` added or removed changes which file configures
-/// pytest at all (an empty one hides `pyproject.toml`'s settings).
+/// An ini file's pytest section (`[pytest]` in `pytest.ini`, `.pytest.ini` and `tox.ini`,
+/// `[tool:pytest]` in `setup.cfg`), compared key by key. A `pytest.ini` or `.pytest.ini` added or
+/// removed, or a section added to or removed from the others, changes which file configures pytest at
+/// all (an empty one hides `pyproject.toml`'s settings). `setup.cfg`'s `[options.entry_points]`
+/// `pytest11` and `[options.data_files]` count as `pyproject.toml`'s tables do.
 fn ini(path: &str, name: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
     let header = if name == "setup.cfg" {
         "tool:pytest"
@@ -290,41 +506,91 @@ fn ini(path: &str, name: &str, base: Option<&str>, head: Option<&str>) -> Vec<Ch
         "pytest"
     };
     let mut found = Vec::new();
-    if name == "pytest.ini" && base.is_some() != head.is_some() {
+    let dedicated = matches!(name, "pytest.ini" | ".pytest.ini");
+    if dedicated && base.is_some() != head.is_some() {
+        found.push(decides(path, name, head.is_some()));
+    }
+    let (base, head) = (base.unwrap_or(""), head.unwrap_or(""));
+    let (b, h) = (ini_section(base, header), ini_section(head, header));
+    if !dedicated && b.is_some() != h.is_some() {
         found.push(Change::new(
             path,
-            1,
+            h.as_ref().map_or(1, |s| s.line),
             STACK,
             Kind::Config,
             format!(
-                "pytest.ini {}: it decides which file configures pytest",
-                if head.is_some() { "added" } else { "removed" }
+                "a `[{header}]` section {}: it decides which file configures pytest",
+                if h.is_some() { "added" } else { "removed" }
             ),
         ));
     }
-    let (b, h) = (
-        ini_section(base.unwrap_or(""), header),
-        ini_section(head.unwrap_or(""), header),
-    );
-    for key in counted_changes(
-        &b.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect(),
-        &h.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect(),
-    ) {
-        let line = h.get(&key).map_or(1, |(_, line)| *line);
+    let (b, h) = (b.unwrap_or_default(), h.unwrap_or_default());
+    for key in counted_changes(&b.values(), &h.values()) {
         found.push(Change::new(
             path,
-            line,
+            h.keys.get(&key).map_or(1, |(_, line)| *line),
             STACK,
             Kind::Config,
             format!("pytest's `{key}` in `[{header}]`"),
         ));
     }
+    if name == "setup.cfg" {
+        for (section, key, kind, what) in [
+            (
+                "options.entry_points",
+                Some("pytest11"),
+                Kind::Config,
+                "`[options.entry_points] pytest11`: a pytest plugin the package installs",
+            ),
+            (
+                "options.data_files",
+                None,
+                Kind::Build,
+                "`[options.data_files]`: files the install writes",
+            ),
+        ] {
+            let (b, h) = (ini_section(base, section), ini_section(head, section));
+            let pick = |s: &Option<Section>| -> Option<BTreeMap<String, String>> {
+                let values = s.as_ref()?.values();
+                Some(match key {
+                    Some(key) => values.into_iter().filter(|(k, _)| k == key).collect(),
+                    None => values,
+                })
+            };
+            if pick(&b) != pick(&h) {
+                let line = match (key, &h) {
+                    (Some(key), Some(s)) => s.keys.get(key).map_or(s.line, |(_, l)| *l),
+                    (None, Some(s)) => s.line,
+                    _ => 1,
+                };
+                found.push(Change::new(path, line, STACK, kind, what));
+            }
+        }
+    }
     found
 }
 
-/// The keys of one section of an ini file, each with its value (continuation lines joined) and line.
-fn ini_section(text: &str, wanted: &str) -> BTreeMap<String, (String, u32)> {
-    let mut keys: BTreeMap<String, (String, u32)> = BTreeMap::new();
+/// One section of an ini file: the line of its header, and its keys, each with its value
+/// (continuation lines joined) and line.
+#[derive(Default)]
+struct Section {
+    line: u32,
+    keys: BTreeMap<String, (String, u32)>,
+}
+
+impl Section {
+    fn values(&self) -> BTreeMap<String, String> {
+        self.keys
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+/// One section of an ini file as pytest's `iniconfig` reads it (a header's trailing `#` or `;`
+/// comment dropped), or `None` when the file has no such section.
+fn ini_section(text: &str, wanted: &str) -> Option<Section> {
+    let mut found: Option<Section> = None;
     let mut inside = false;
     let mut last: Option<String> = None;
     for (i, raw) in text.lines().enumerate() {
@@ -333,18 +599,27 @@ fn ini_section(text: &str, wanted: &str) -> BTreeMap<String, (String, u32)> {
         if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with(';') {
             continue;
         }
-        if let Some(section) = trimmed.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-            inside = section.trim() == wanted;
-            last = None;
-            continue;
+        if trimmed.starts_with('[') {
+            let header = trimmed.split(['#', ';']).next().unwrap_or("").trim_end();
+            if let Some(section) = header.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+                inside = section.trim() == wanted;
+                if inside && found.is_none() {
+                    found = Some(Section {
+                        line: i as u32 + 1,
+                        keys: BTreeMap::new(),
+                    });
+                }
+                last = None;
+                continue;
+            }
         }
-        if !inside {
+        let Some(section) = found.as_mut().filter(|_| inside) else {
             continue;
-        }
+        };
         if line.starts_with([' ', '\t'])
             && let Some(key) = &last
         {
-            if let Some((value, _)) = keys.get_mut(key) {
+            if let Some((value, _)) = section.keys.get_mut(key) {
                 value.push('\n');
                 value.push_str(trimmed);
             }
@@ -353,10 +628,12 @@ fn ini_section(text: &str, wanted: &str) -> BTreeMap<String, (String, u32)> {
         let (key, value) = trimmed
             .split_once(['=', ':'])
             .map_or((trimmed, ""), |(k, v)| (k.trim(), v.trim()));
-        keys.insert(key.to_string(), (value.to_string(), i as u32 + 1));
+        section
+            .keys
+            .insert(key.to_string(), (value.to_string(), i as u32 + 1));
         last = Some(key.to_string());
     }
-    keys
+    found
 }
 
 #[cfg(test)]
@@ -405,27 +682,147 @@ mod tests {
     #[test]
     fn conftests_startup_files_and_shadows_are_harness_files() {
         let found = scan(
-            &[("tests/conftest.py", b"import os\n")],
+            &[
+                ("tests/conftest.py", b"import os\n"),
+                ("web/pyproject.toml", b""),
+            ],
             &[
                 ("tests/conftest.py", b"import os\nos._exit(0)\n"),
                 ("conftest.py", b""),
                 ("src/sitecustomize.py", b"x = 1\n"),
                 ("a.pth", b"import x\n"),
                 ("pytest.py", b""),
-                ("_pytest/x.py", b""),
+                ("_pytest/__init__.py", b""),
+                ("json.pyc", b""),
+                ("web/pyproject.toml", b""),
+                ("web/inspect.cpython-311-x86_64-linux-gnu.so", b""),
                 ("setup.py", b"setup()\n"),
                 ("tests/test_x.py", b"def test(): pass\n"),
+                ("tests/test_y.py", b"import x\npytest_plugins = ['evil']\n"),
             ],
         );
         insta::assert_snapshot!(found.join("\n"), @r"
-        _pytest/x.py:1 shadow `_pytest`: imported in place of the installed `_pytest` (added)
+        _pytest/__init__.py:1 shadow `_pytest`: imported in place of the `_pytest` the test run imports (added)
         a.pth:1 startup a .pth file: its `import` lines run at the interpreter's start-up (added)
         conftest.py:1 conftest a conftest: code pytest runs before any test of its folder (added)
-        pytest.py:1 shadow `pytest`: imported in place of the installed `pytest` (added)
+        json.pyc:1 shadow `json`: imported in place of the `json` the test run imports (added)
+        pytest.py:1 shadow `pytest`: imported in place of the `pytest` the test run imports (added)
         setup.py:1 build setup.py: code that runs at install (added)
         src/sitecustomize.py:1 startup a start-up file the interpreter runs before pytest (added)
         tests/conftest.py:2 conftest a conftest: code pytest runs before any test of its folder (changed)
+        tests/test_y.py:2 config a test module's `pytest_plugins`: plugins pytest loads with the module
+        web/inspect.cpython-311-x86_64-linux-gnu.so:1 shadow `inspect`: imported in place of the `inspect` the test run imports (added)
         ");
+    }
+
+    #[test]
+    fn a_module_of_a_name_pytest_imports_counts_only_at_the_top_of_a_package() {
+        let found = scan(
+            &[("pkg/setup.cfg", b"")],
+            &[
+                ("pkg/setup.cfg", b""),
+                // A package of its own name, with an __init__.py, at a package's top: shadows.
+                ("pkg/logging/__init__.py", b""),
+                ("pkg/logging/handlers.py", b""),
+                // Deeper, or a namespace folder, or a name pytest never imports: not.
+                ("pkg/src/app/json.py", b""),
+                ("pkg/tests/py/x.py", b""),
+                ("html/page.py", b""),
+                ("app.py", b""),
+            ],
+        );
+        assert_eq!(
+            found,
+            [
+                "pkg/logging/__init__.py:1 shadow `logging`: imported in place of the `logging` the test run imports (added)",
+                "pkg/logging/handlers.py:1 shadow `logging`: imported in place of the `logging` the test run imports (added)",
+            ]
+        );
+    }
+
+    #[test]
+    fn each_file_pytest_may_read_its_configuration_from_counts() {
+        // pytest.toml and .pytest.ini decide even when empty; in any folder (pytest searches from each
+        // test's folder upwards).
+        assert_eq!(
+            scan(&[], &[("tests/pytest.toml", b""), ("pkg/.pytest.ini", b"")]),
+            [
+                "pkg/.pytest.ini:1 config .pytest.ini added: it decides which file configures pytest",
+                "tests/pytest.toml:1 config pytest.toml added: it decides which file configures pytest",
+            ]
+        );
+        assert_eq!(
+            scan(
+                &[("pytest.toml", b"[pytest]\nminversion = '9'\n")],
+                &[(
+                    "pytest.toml",
+                    b"[pytest]\nminversion = '9'\naddopts = ['-p', 'x']\n"
+                )]
+            ),
+            ["pytest.toml:3 config pytest's `addopts` in `[pytest]`"]
+        );
+        // A section with only inert keys, added, hides a later file's settings.
+        assert_eq!(
+            scan(
+                &[("pyproject.toml", b"[project]\nname = 'x'\n")],
+                &[(
+                    "pyproject.toml",
+                    b"[project]\nname = 'x'\n[tool.pytest.ini_options]\nmarkers = ['a']\n"
+                )]
+            ),
+            [
+                "pyproject.toml:3 config a pytest section added: it decides which file configures pytest"
+            ]
+        );
+        // A header's trailing comment does not hide the section (pytest's iniconfig drops it).
+        assert_eq!(
+            scan(
+                &[("tox.ini", b"[pytest] # the tests\naddopts = -q\n")],
+                &[("tox.ini", b"[pytest] # the tests\naddopts = -p evil\n")]
+            ),
+            ["tox.ini:2 config pytest's `addopts` in `[pytest]`"]
+        );
+        // A key is found at its own line, not at a longer key that starts the same.
+        assert_eq!(
+            scan(
+                &[(
+                    "pyproject.toml",
+                    b"[tool.pytest.ini_options]\naddopts_x = 1\naddopts = '-q'\n"
+                )],
+                &[(
+                    "pyproject.toml",
+                    b"[tool.pytest.ini_options]\naddopts_x = 1\naddopts = '-x'\n"
+                )]
+            ),
+            ["pyproject.toml:3 config pytest's `addopts` in `[tool.pytest.ini_options]`"]
+        );
+    }
+
+    #[test]
+    fn what_the_install_writes_and_the_plugins_it_declares_count() {
+        let base =
+            b"[metadata]\nname = x\n[options.entry_points]\nconsole_scripts =\n  x = x:main\n";
+        let head = b"[metadata]\nname = x\n[options.entry_points]\nconsole_scripts =\n  x = x:main\npytest11 =\n  e = e\n";
+        assert_eq!(
+            scan(&[("setup.cfg", base)], &[("setup.cfg", head)]),
+            [
+                "setup.cfg:6 config `[options.entry_points] pytest11`: a pytest plugin the package installs"
+            ]
+        );
+        let hatch = b"[tool.hatch.build.targets.wheel.force-include]\n'x.pth' = 'x.pth'\n";
+        assert_eq!(
+            scan(&[("pyproject.toml", b"")], &[("pyproject.toml", hatch)]),
+            [
+                "pyproject.toml:1 build `[tool.hatch.build]`: what hatch's install runs and writes (hooks, force-include)"
+            ]
+        );
+        let poetry = b"[tool.poetry.plugins.pytest11]\ne = 'e'\n";
+        assert_eq!(
+            scan(&[("pyproject.toml", b"")], &[("pyproject.toml", poetry)]),
+            [
+                "pyproject.toml:1 config `[tool.poetry.plugins.pytest11]`: a pytest plugin the package installs"
+            ]
+        );
     }
 
     #[test]
@@ -449,7 +846,10 @@ mod tests {
                 &[("setup.cfg", b"[metadata]\nname = x\n")],
                 &[("setup.cfg", cfg)]
             ),
-            ["setup.cfg:2 config pytest's `python_files` in `[tool:pytest]`"]
+            [
+                "setup.cfg:1 config a `[tool:pytest]` section added: it decides which file configures pytest",
+                "setup.cfg:2 config pytest's `python_files` in `[tool:pytest]`",
+            ]
         );
         assert_eq!(
             scan(&[], &[("pkg/pytest.ini", b"")]),
@@ -470,6 +870,19 @@ mod tests {
                 "_b/backend.py:1 build a file of the build backend's `backend-path` (`_b`) (added)",
                 "pyproject.toml:1 build `[build-system]`: the backend that runs at install",
             ]
+        );
+        // At the root, only the backend's own module is the backend's code.
+        let root = b"[build-system]\nbuild-backend = 'backend.hooks'\nbackend-path = ['.']\n";
+        assert_eq!(
+            scan(
+                &[("pyproject.toml", root)],
+                &[
+                    ("pyproject.toml", root),
+                    ("backend/hooks.py", b"x"),
+                    ("app.py", b"x")
+                ]
+            ),
+            ["backend/hooks.py:1 build a file of the build backend's `backend-path` (`.`) (added)"]
         );
     }
 

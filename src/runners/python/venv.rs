@@ -21,8 +21,17 @@ use crate::runners::harness::{Environment, Load};
 const META_CAP: u64 = 4 << 20;
 /// The most of one checked file read.
 const FILE_CAP: u64 = 64 << 20;
-/// The distributions whose installed files must match their records.
-const CHECKED: [&str; 2] = ["pytest", "pluggy"];
+/// The distributions whose installed files must match their records: pytest and what it imports.
+const CHECKED: [&str; 8] = [
+    "pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "pygments",
+    "exceptiongroup",
+    "tomli",
+    "colorama",
+];
 
 /// The environment of `env`'s venv (`VIRTUAL_ENV`), or `None` when it has none.
 pub fn inspect(env: &[(String, OsString)], plugin: &str) -> Option<Environment> {
@@ -41,8 +50,9 @@ pub fn inspect(env: &[(String, OsString)], plugin: &str) -> Option<Environment> 
             .unwrap_or_else(|| super::normalised(info.split('-').next().unwrap_or(&info)));
         let requires: Vec<String> = meta
             .lines()
+            // An extra's requirement too: whether it was asked for, the install does not record, and
+            // following one too many only matters for a distribution that is installed.
             .filter_map(|l| l.strip_prefix("Requires-Dist:"))
-            .filter(|r| !r.contains("extra =="))
             .map(|r| super::normalised(super::requirement_name(r.trim())))
             .collect();
         found.requires.insert(name.clone(), requires);
@@ -56,7 +66,25 @@ pub fn inspect(env: &[(String, OsString)], plugin: &str) -> Option<Environment> 
             })
             .collect();
         for (path, _) in &rows {
-            owners.insert(path.clone(), name.clone());
+            // A file of the test runner another distribution also lists: the later install wrote
+            // over it (a namespace package's shared `__init__.py` elsewhere is no concern of ours).
+            if let Some(first) = owners.insert(path.clone(), name.clone())
+                && first != name
+                && (CHECKED.contains(&first.as_str()) || CHECKED.contains(&name.as_str()))
+            {
+                found.overwritten.push(format!(
+                    "`{path}` is listed by both `{first}` and `{name}`: one install wrote over the other's file"
+                ));
+            }
+        }
+        // Installed from a folder (the checkout: the pull request's own files), not from an index.
+        let local = read_text(&site, &format!("{info}/direct_url.json"))
+            .parse::<serde_json::Value>()
+            .ok()
+            .and_then(|v| v.get("url").and_then(|u| u.as_str()).map(str::to_string))
+            .is_some_and(|url| url.starts_with("file:"));
+        if local {
+            found.local.insert(name.clone());
         }
         records.insert(name.clone(), rows);
         for line in section(
@@ -233,7 +261,19 @@ mod tests {
                 &format!("{sp}/pytest_evil-1.0.dist-info/entry_points.txt"),
                 "[console_scripts]\nx = y\n[pytest11]\nevil = evil_plugin\n",
             ),
+            (
+                &format!("{sp}/pytest_evil-1.0.dist-info/direct_url.json"),
+                r#"{"url": "file:///work/checkout", "dir_info": {"editable": true}}"#,
+            ),
             (&format!("{sp}/evil.pth"), "/some/path\nimport evil_start\n"),
+            (
+                &format!("{sp}/other-1.0.dist-info/RECORD"),
+                "_pytest/main.py,,\nshared/__init__.py,,\n",
+            ),
+            (
+                &format!("{sp}/third-1.0.dist-info/RECORD"),
+                "shared/__init__.py,,\n",
+            ),
             ("plugin/aayu_pytest.py", "mine"),
         ]);
         let env = vec![
@@ -256,10 +296,16 @@ mod tests {
                 "Some(\"pytest-evil\") pth evil.pth: import evil_start",
             ]
         );
-        assert_eq!(found.requires["pytest"], ["pluggy"]);
+        assert_eq!(found.requires["pytest"], ["pluggy", "xmlschema"]);
+        assert_eq!(found.local.iter().collect::<Vec<_>>(), ["pytest-evil"]);
+        // A file of pytest's another install also lists, and one whose hash is not its record's; a
+        // namespace package's shared file is no concern.
         assert_eq!(
             found.overwritten,
-            ["pytest's `_pytest/main.py` does not match its RECORD hash"]
+            [
+                "`_pytest/main.py` is listed by both `other` and `pytest`: one install wrote over the other's file",
+                "pytest's `_pytest/main.py` does not match its RECORD hash",
+            ]
         );
         let other = inspect(&env, "another plugin").expect("a venv");
         assert!(
