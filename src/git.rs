@@ -238,6 +238,34 @@ impl Repo {
         Some((commit.id(), tree))
     }
 
+    /// The names of the regular files (blobs, not links) directly in folder `dir` (`""`: the root) of
+    /// the commit `rev`, sorted; none when either is missing.
+    pub fn files_in_at(&self, rev: &str, dir: &str) -> Vec<String> {
+        let Some((_, tree)) = self.commit_tree(rev) else {
+            return Vec::new();
+        };
+        let folder = if dir.is_empty() {
+            tree
+        } else {
+            match tree
+                .get_path(Path::new(dir))
+                .ok()
+                .filter(|e| e.kind() == Some(ObjectType::Tree))
+                .and_then(|e| self.repo.find_tree(e.id()).ok())
+            {
+                Some(folder) => folder,
+                None => return Vec::new(),
+            }
+        };
+        let mut names: Vec<String> = folder
+            .iter()
+            .filter(|e| e.kind() == Some(ObjectType::Blob) && e.filemode() != 0o120000)
+            .filter_map(|e| e.name().ok().map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The blob ids of every file at or under `path` in `tree` (a file gives itself), keyed by path.
     pub fn blobs_under(&self, tree: &Tree<'_>, path: &str) -> Vec<(String, Oid)> {
         let mut found = Vec::new();

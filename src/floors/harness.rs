@@ -85,6 +85,10 @@ struct AtCommit<'r> {
 }
 
 impl Tree for AtCommit<'_> {
+    fn files_in(&self, dir: &str) -> Vec<String> {
+        self.repo.files_in_at(&self.rev, dir)
+    }
+
     fn read(&self, path: &str) -> Read {
         match self.repo.capped_file_at(&self.rev, path, self.cap) {
             Ok(Capped::Missing) | Err(_) => Read::Missing,

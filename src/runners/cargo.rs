@@ -21,6 +21,7 @@ use crate::sandbox::toolchain::{Toolchains, cargo_workspace, is_virtual_manifest
 
 mod cfg;
 pub(crate) mod coverage;
+mod harness;
 mod test_code;
 
 pub struct Cargo;
@@ -198,6 +199,10 @@ impl Runner for Cargo {
         }
         results.extend(classify(package, &wanted, &built, &harnessless, &gathered));
         results
+    }
+
+    fn harness(&self, diff: &super::harness::Diff) -> Vec<super::harness::Change> {
+        harness::changes(diff)
     }
 
     /// Files under a `tests/` folder, and `tests.rs` modules.

@@ -17,6 +17,8 @@ use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, go_requires_modules, shown_dir};
 use crate::sandbox::{FetchPlan, said};
 
+mod harness;
+
 pub struct Go;
 
 /// Why Go's runner cannot read a package's coverage.
@@ -206,6 +208,10 @@ impl Runner for Go {
         rest == name
             || rest.starts_with(&format!("{name}/"))
             || name.starts_with(&format!("{rest}/"))
+    }
+
+    fn harness(&self, diff: &super::harness::Diff) -> Vec<super::harness::Change> {
+        harness::changes(diff)
     }
 
     /// `*_test.go` files and anything under a `testdata/` folder.

@@ -27,6 +27,11 @@ pub enum Read {
 pub trait Tree {
     fn read(&self, path: &str) -> Read;
 
+    /// The names of the regular files directly in folder `dir` (`""`: the root), sorted.
+    fn files_in(&self, _dir: &str) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether the tree has a regular file at `path`.
     fn has(&self, path: &str) -> bool {
         matches!(self.read(path), Read::Bytes(_) | Read::TooLarge(_))
@@ -62,6 +67,9 @@ pub enum Kind {
     Overwritten,
     /// A harness file that could not be read (it may hide anything).
     Unreadable,
+    /// Code the test process runs before or around every test, in a test file: Go's `TestMain` and
+    /// what it calls, an `init()`, a package-level initialiser; a JS setup file.
+    Setup,
 }
 
 impl Kind {
@@ -75,6 +83,7 @@ impl Kind {
             Kind::InstalledPlugin => "installed-plugin",
             Kind::Overwritten => "overwritten",
             Kind::Unreadable => "unreadable",
+            Kind::Setup => "setup",
         }
     }
 }
@@ -236,6 +245,66 @@ pub fn is_test_file_in(tree: &dyn Tree, path: &str) -> bool {
         dir = dir
             .rsplit_once('/')
             .map_or(String::new(), |(d, _)| d.to_string());
+    }
+}
+
+/// A tree of texts for the rules' unit tests, and a scan of a change between two of them.
+#[cfg(test)]
+pub(crate) mod test_tree {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    pub(crate) struct Files(pub BTreeMap<String, String>);
+
+    impl Tree for Files {
+        fn read(&self, path: &str) -> Read {
+            match self.0.get(path) {
+                Some(t) => Read::Bytes(t.clone().into_bytes()),
+                None => Read::Missing,
+            }
+        }
+
+        fn files_in(&self, dir: &str) -> Vec<String> {
+            self.0
+                .keys()
+                .filter_map(|p| {
+                    let (folder, name) = p.rsplit_once('/').unwrap_or(("", p));
+                    (folder == dir).then(|| name.to_string())
+                })
+                .collect()
+        }
+    }
+
+    /// `rules` over the change from `base` to `head`, each change as `file:line kind what`.
+    pub(crate) fn scan(
+        rules: fn(&Diff) -> Vec<Change>,
+        base: &[(&str, &str)],
+        head: &[(&str, &str)],
+    ) -> Vec<String> {
+        let tree = |files: &[(&str, &str)]| {
+            Files(
+                files
+                    .iter()
+                    .map(|(p, t)| (p.to_string(), t.to_string()))
+                    .collect(),
+            )
+        };
+        let (b, h) = (tree(base), tree(head));
+        let mut changed: Vec<String> = b.0.keys().chain(h.0.keys()).cloned().collect();
+        changed.sort();
+        changed.dedup();
+        changed.retain(|p| b.0.get(p) != h.0.get(p));
+        let mut found: Vec<String> = rules(&Diff {
+            changed: &changed,
+            base: &b,
+            head: &h,
+            cap: 1 << 20,
+        })
+        .iter()
+        .map(|c| format!("{}:{} {} {}", c.file, c.line, c.kind.as_str(), c.what))
+        .collect();
+        found.sort();
+        found
     }
 }
 

@@ -26,6 +26,8 @@ use crate::sandbox::install::{Install, InstallStep};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, shown_dir};
 
+mod harness;
+
 /// The extensions a test file of this runner has.
 const EXTENSIONS: [&str; 8] = ["js", "jsx", "ts", "tsx", "mjs", "cjs", "mts", "cts"];
 
@@ -440,6 +442,10 @@ impl Runner for Js {
     }
 
     /// The runners' own default patterns: jest's `__tests__/` and `*.{spec,test}.[jt]s?(x)`, vitest's
+    fn harness(&self, diff: &super::harness::Diff) -> Vec<super::harness::Change> {
+        harness::changes(diff)
+    }
+
     /// `*.{test,spec}.?(c|m)[jt]s?(x)`, node's `*.test.*` and `test/`; and snapshots (`__snapshots__/`,
     /// `*.snap`).
     fn is_test_file(&self, path: &str) -> bool {

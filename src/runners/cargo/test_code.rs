@@ -505,7 +505,7 @@ fn span_lines(span: proc_macro2::Span, attrs: &[syn::Attribute], lines: &mut BTr
     }
 }
 
-fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
+pub(super) fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
     match item {
         syn::Item::Const(i) => &i.attrs,
         syn::Item::Enum(i) => &i.attrs,
