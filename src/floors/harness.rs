@@ -178,9 +178,13 @@ fn declared(repo: &Repo, base: &str, head: &str, cap: u64) -> BTreeMap<String, (
         Ok(Capped::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
         _ => String::new(),
     };
-    // Anywhere in the repository: a nested package's requirements file may include another folder's
-    // with `-r`, and a name counts only for a distribution this package's environment has installed.
-    for path in changed.iter().filter(|p| declares_requirements(p)) {
+    // Anywhere in the repository (a name counts only for a distribution this package's environment
+    // has installed), and each file a requirements file of the head includes with `-r` or `-c`.
+    let included = included_files(repo, head, &changed, cap);
+    for path in changed
+        .iter()
+        .filter(|p| declares_requirements(p) || included.contains(*p))
+    {
         let before: BTreeSet<String> = text(&from, path)
             .lines()
             .map(|l| l.trim().to_string())
@@ -198,6 +202,62 @@ fn declared(repo: &Repo, base: &str, head: &str, cap: u64) -> BTreeMap<String, (
         }
     }
     names
+}
+
+/// The files that the head's requirements files in the folders of the changed paths (and above them)
+/// include (`-r file`, `-c file`, `--requirement=file`), from the repository's root.
+fn included_files(repo: &Repo, head: &str, changed: &[String], cap: u64) -> BTreeSet<String> {
+    let mut folders: BTreeSet<&str> = BTreeSet::new();
+    for path in changed {
+        let mut dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        while folders.insert(dir) && !dir.is_empty() {
+            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        }
+    }
+    let mut found = BTreeSet::new();
+    for folder in folders {
+        for name in repo.files_in_at(head, folder) {
+            let file = crate::runners::join(folder, &name);
+            if !declares_requirements(&file) || !(name.ends_with(".txt") || name.ends_with(".in")) {
+                continue;
+            }
+            let Ok(Capped::Bytes(bytes)) = repo.capped_file_at(head, &file, cap) else {
+                continue;
+            };
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                let line = line.trim();
+                let target = ["-r", "-c", "--requirement", "--constraint"]
+                    .iter()
+                    .find_map(|flag| line.strip_prefix(flag))
+                    .map(|rest| rest.trim_start_matches('=').trim());
+                if let Some(target) = target.filter(|t| !t.is_empty()) {
+                    let joined = crate::runners::join(folder, target);
+                    if let Some(path) = within_tree(&joined) {
+                        found.insert(path);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A relative path with `.` and `..` resolved, or `None` when it is absolute or leaves the tree.
+fn within_tree(path: &str) -> Option<String> {
+    if path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// A distribution name as Python's packaging compares them: lower case, runs of `-`, `_`, `.` one `-`.
@@ -284,7 +344,7 @@ pub fn facts(
         };
         if env.local.contains(distribution) {
             let needle = load_needle(load);
-            if is_editable_finder(load) || (!needle.is_empty() && base_manifests.contains(needle)) {
+            if is_editable_finder(load) || (!needle.is_empty() && names(&base_manifests, needle)) {
                 continue;
             }
             facts.changes.push(Change::new(
@@ -347,16 +407,38 @@ fn marker_of(repo: &Repo, dir: &str) -> String {
     .unwrap_or_else(|| crate::runners::join(dir, "pyproject.toml"))
 }
 
-/// The start-up line an editable install of setuptools or hatchling writes for the package itself
-/// (`import __editable___<name>_finder; …`, `import _editable_impl_<name>`): the backend's, not the
+/// The start-up line an editable install writes for the package itself — setuptools'
+/// `import __editable___<name>_finder`, hatchling's `import _editable_impl_<name>`, scikit-build-core's
+/// `import _<name>_editable`, meson-python's `import _<name>_editable_loader`: the backend's, not the
 /// package's.
 fn is_editable_finder(load: &crate::runners::harness::Load) -> bool {
-    let Some((file, line)) = load.what.split_once(": ") else {
+    static ALONE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^import (_editable_impl_\w+|_\w+_editable(_loader)?)$")
+            .expect("a valid pattern")
+    });
+    static FINDER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^import (__editable___\w+_finder); (__editable___\w+_finder)\.install\([^;()]*\)$",
+        )
+        .expect("a valid pattern")
+    });
+    let Some((_, line)) = load.what.split_once(": ") else {
         return false;
     };
-    load.kind == "pth"
-        && ((file.starts_with("__editable__.") && line.starts_with("import __editable___"))
-            || line.starts_with("import _editable_impl_"))
+    // The whole line: anything after the finder's own call would run too.
+    let setuptools = FINDER.captures(line).is_some_and(|c| c[1] == c[2]);
+    load.kind == "pth" && (setuptools || ALONE.is_match(line))
+}
+
+/// Whether a manifest's text names `needle` as a whole word (a module path or a file name: not inside
+/// a longer name, as the project's own name is inside `myapp.plugin`).
+fn names(text: &str, needle: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-';
+    text.match_indices(needle).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + needle.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
 }
 
 /// What a manifest names when it declares a load: an entry point's target module (`name = module`),
@@ -446,6 +528,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_manifest_names_a_load_by_a_whole_word_and_editable_finders_are_the_backends() {
+        assert!(names("ep = \"myapp.plugin\"\n", "myapp.plugin"));
+        assert!(!names(
+            "name = \"myapp\"\nep = \"myapp.plugin\"",
+            "myapp.plugin.x"
+        ));
+        assert!(!names(
+            "name = \"myapp-cli\"\nx = \"myapp.plugin\"",
+            "myapp"
+        ));
+        let pth = |line: &str| crate::runners::harness::Load {
+            distribution: Some("x".into()),
+            kind: "pth".into(),
+            what: format!("x.pth: {line}"),
+        };
+        for yes in [
+            "import __editable___calc_0_1_0_finder; __editable___calc_0_1_0_finder.install('/x')",
+            "import _editable_impl_calc",
+            "import _calc_editable",
+            "import _calc_editable_loader",
+        ] {
+            assert!(is_editable_finder(&pth(yes)), "{yes}");
+        }
+        for no in [
+            "import evil",
+            "import _calc_editable_x; evil()",
+            "import os",
+        ] {
+            assert!(!is_editable_finder(&pth(no)), "{no}");
+        }
+    }
+
+    #[test]
     fn requirements_are_declared_in_manifests_locks_and_listed_files() {
         for yes in [
             "pyproject.toml",
@@ -462,6 +577,12 @@ mod tests {
         for no in ["README.md", "docs/notes.txt", "requirements/README.md"] {
             assert!(!declares_requirements(no), "{no}");
         }
+        assert_eq!(
+            within_tree("svc/./../deps.lst").as_deref(),
+            Some("deps.lst")
+        );
+        assert_eq!(within_tree("../x"), None);
+        assert_eq!(within_tree("/etc/x"), None);
     }
 
     #[test]

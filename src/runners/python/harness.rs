@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::runners::harness::{Change, Diff, Kind, Tree, first_difference, line_of, text};
+use crate::runners::harness::{Change, Diff, Kind, Read, Tree, first_difference, line_of, text};
 
 const STACK: &str = "python";
 
@@ -64,15 +64,26 @@ const CONFIG_FILES: [&str; 7] = [
 /// Every Python harness change of the diff.
 pub fn changes(diff: &Diff) -> Vec<Change> {
     let mut found = Vec::new();
-    let backend = backend_paths(diff.head, diff.cap);
+    let (backend, hooks) = build_code(diff);
     for path in diff.changed {
         let name = path.rsplit('/').next().unwrap_or(path);
         let shadowed = shadows(diff, path);
+        let startup_package = path
+            .split('/')
+            .rev()
+            .skip(1)
+            .any(|p| p == "sitecustomize" || p == "usercustomize");
         let read = |tree: &dyn Tree| text(tree, path, STACK, diff.cap);
         let (base, head) = match (read(diff.base), read(diff.head)) {
             (Ok(base), Ok(head)) => (base, head),
             (Err(finding), _) | (_, Err(finding)) => {
-                if is_harness_name(name) || shadowed.is_some() || is_test_module(name) {
+                // A `.pth` that is not text is a model's weights, never read by `site`.
+                let pth = name.ends_with(".pth");
+                if (is_harness_name(name) && !pth)
+                    || shadowed.is_some()
+                    || startup_package
+                    || hooks.contains(path)
+                {
                     found.push(finding);
                 }
                 continue;
@@ -92,10 +103,14 @@ pub fn changes(diff: &Diff) -> Vec<Change> {
                 Kind::Startup,
                 "a start-up file the interpreter runs before pytest",
             )),
-            _ if name.ends_with(".pth") => found.push(changed(
-                Kind::Startup,
-                "a .pth file: its `import` lines run at the interpreter's start-up",
-            )),
+            _ if name.ends_with(".pth")
+                && (executes(base.as_deref()) || executes(head.as_deref())) =>
+            {
+                found.push(changed(
+                    Kind::Startup,
+                    "a .pth file: its `import` lines run at the interpreter's start-up",
+                ));
+            }
             "pyproject.toml" => found.extend(pyproject(path, base.as_deref(), head.as_deref())),
             "pytest.toml" | ".pytest.toml" => {
                 found.extend(pytest_toml(path, name, base.as_deref(), head.as_deref()));
@@ -103,10 +118,22 @@ pub fn changes(diff: &Diff) -> Vec<Change> {
             "pytest.ini" | ".pytest.ini" | "tox.ini" | "setup.cfg" => {
                 found.extend(ini(path, name, base.as_deref(), head.as_deref()));
             }
-            _ if is_test_module(name) => {
+            _ if name.ends_with(".py") => {
                 found.extend(test_module_plugins(path, base.as_deref(), head.as_deref()));
             }
             _ => {}
+        }
+        if startup_package {
+            found.push(changed(
+                Kind::Startup,
+                "a file of a `sitecustomize` / `usercustomize` package: the interpreter imports it at start-up",
+            ));
+        }
+        if hooks.contains(path) {
+            found.push(changed(
+                Kind::Build,
+                "a build hook the package's configuration names",
+            ));
         }
         if let Some(module) = shadowed {
             found.push(changed(
@@ -124,7 +151,7 @@ pub fn changes(diff: &Diff) -> Vec<Change> {
                     if backend.dir.is_empty() {
                         "."
                     } else {
-                        &backend.dir
+                        backend.dir.as_str()
                     }
                 ),
             ));
@@ -141,18 +168,25 @@ fn is_harness_name(name: &str) -> bool {
         || name.ends_with(".pth")
 }
 
-/// A file pytest collects as a test module by its default `python_files` (`test_*.py`, `*_test.py`).
-fn is_test_module(name: &str) -> bool {
-    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
+/// Whether a `.pth` file's text has a line `site` executes (`import …`, after a byte-order mark).
+fn executes(text: Option<&str>) -> bool {
+    text.is_some_and(|t| {
+        t.lines().any(|l| {
+            let l = l.trim_start_matches('\u{feff}');
+            l.starts_with("import ") || l.starts_with("import\t")
+        })
+    })
 }
 
-/// A test module's `pytest_plugins`: plugins pytest loads when it imports the module, whose hooks run
-/// for every test after it. Only a change of the lines that name it counts.
+/// A module's `pytest_plugins`: plugins pytest loads when it imports a test module (or one a test
+/// module imports `*` from), whose hooks run for every test after it. Any line that names it, in any
+/// Python file (a `python_files` setting may make any file a test module): only a change of those
+/// lines counts.
 fn test_module_plugins(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
     let lines = |text: Option<&str>| -> Vec<String> {
         text.unwrap_or("")
             .lines()
-            .filter(|l| l.starts_with("pytest_plugins"))
+            .filter(|l| l.contains("pytest_plugins"))
             .map(str::to_string)
             .collect()
     };
@@ -161,10 +195,10 @@ fn test_module_plugins(path: &str, base: Option<&str>, head: Option<&str>) -> Ve
     }
     vec![Change::new(
         path,
-        line_of(head.unwrap_or(""), |l| l.starts_with("pytest_plugins")),
+        line_of(head.unwrap_or(""), |l| l.contains("pytest_plugins")),
         STACK,
         Kind::Config,
-        "a test module's `pytest_plugins`: plugins pytest loads with the module",
+        "`pytest_plugins`: plugins pytest loads with a test module",
     )]
 }
 
@@ -192,8 +226,20 @@ fn shadows(diff: &Diff, path: &str) -> Option<&'static str> {
     let (folder, rest) = top_of_package(diff, path);
     let module = match rest.split_once('/') {
         Some((first, _)) => {
-            let init = crate::runners::join(&crate::runners::join(folder, first), "__init__.py");
-            diff.head.has(&init).then_some(first)?
+            // A regular package: an `__init__` as source, byte code or an extension module.
+            let package = crate::runners::join(folder, first);
+            let init = diff.head.files_in(&package).into_iter().any(|f| {
+                f.strip_prefix("__init__.").is_some_and(|ext| {
+                    matches!(ext, "py" | "pyc" | "so" | "pyd") || ext.ends_with(".so")
+                })
+            }) || diff
+                .head
+                .has(&crate::runners::join(&package, "__init__.py"));
+            init.then_some(first)?
+        }
+        // A link named as a module (`logging -> evil/`): it may be a package.
+        None if !rest.contains('.') => {
+            matches!(diff.head.read(path), Read::NotRegular).then_some(rest)?
         }
         None => {
             let (stem, ext) = rest.split_once('.')?;
@@ -234,50 +280,102 @@ fn top_of_package<'p>(diff: &Diff, path: &'p str) -> (&'p str, &'p str) {
 /// A `backend-path` folder of the root's `pyproject.toml`: a file there is the build backend's own
 /// code. At the root (`"."`) only the backend's module is (the rest of the root is the package).
 struct BackendPath {
+    /// The folder, from the repository's root.
     dir: String,
+    /// Whether it is the package's own folder (`backend-path = ["."]`).
+    root: bool,
     module: Option<String>,
 }
 
 impl BackendPath {
     fn holds(&self, path: &str) -> bool {
-        if !self.dir.is_empty() {
-            return path.starts_with(&format!("{}/", self.dir));
-        }
-        self.module.as_ref().is_some_and(|module| {
-            path == format!("{module}.py") || path.starts_with(&format!("{module}/"))
-        })
+        let rest = if self.dir.is_empty() {
+            path
+        } else {
+            match path.strip_prefix(&format!("{}/", self.dir)) {
+                Some(rest) => rest,
+                None => return false,
+            }
+        };
+        !self.root
+            || self.module.as_ref().is_some_and(|module| {
+                rest == format!("{module}.py") || rest.starts_with(&format!("{module}/"))
+            })
     }
 }
 
-/// The head's `backend-path` folders. Only the root's `pyproject.toml` is read (a nested package's
-/// backend path is rare, and its `pyproject.toml`'s `[build-system]` change is found on its own).
-fn backend_paths(head: &dyn Tree, cap: u64) -> Vec<BackendPath> {
-    let Ok(Some(text)) = text(head, "pyproject.toml", STACK, cap) else {
-        return Vec::new();
-    };
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    let system = table.get("build-system");
-    let module = system
-        .and_then(|b| b.get("build-backend"))
-        .and_then(toml::Value::as_str)
-        .and_then(|b| b.split([':', '.']).next())
-        .map(str::to_string);
-    system
-        .and_then(|b| b.get("backend-path"))
-        .and_then(toml::Value::as_array)
-        .map(|dirs| {
-            dirs.iter()
-                .filter_map(toml::Value::as_str)
-                .map(|d| d.trim_start_matches("./").trim_end_matches('/').to_string())
-                .map(|d| BackendPath {
-                    dir: if d == "." { String::new() } else { d },
-                    module: module.clone(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// The build's own code at the head: each `backend-path` folder (with the backend's module) of the
+/// `pyproject.toml` of every folder at or above a changed file, and each file a hatch hook's `path`
+/// names there (its default, `hatch_build.py`, is found by name).
+fn build_code(diff: &Diff) -> (Vec<BackendPath>, std::collections::BTreeSet<String>) {
+    let mut folders: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for path in diff.changed {
+        let mut dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        while folders.insert(dir) && !dir.is_empty() {
+            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        }
+    }
+    let mut backends = Vec::new();
+    let mut hooks = std::collections::BTreeSet::new();
+    for folder in folders {
+        let manifest = crate::runners::join(folder, "pyproject.toml");
+        let Ok(Some(text)) = text(diff.head, &manifest, STACK, diff.cap) else {
+            continue;
+        };
+        let Ok(table) = text.parse::<toml::Table>() else {
+            continue;
+        };
+        let system = table.get("build-system");
+        let module = system
+            .and_then(|b| b.get("build-backend"))
+            .and_then(toml::Value::as_str)
+            .and_then(|b| b.split([':', '.']).next())
+            .map(str::to_string);
+        for dir in system
+            .and_then(|b| b.get("backend-path"))
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(toml::Value::as_str)
+        {
+            let dir = dir.trim_start_matches("./").trim_end_matches('/');
+            backends.push(BackendPath {
+                dir: if dir == "." || dir.is_empty() {
+                    folder.to_string()
+                } else {
+                    crate::runners::join(folder, dir)
+                },
+                root: dir == "." || dir.is_empty(),
+                module: module.clone(),
+            });
+        }
+        let hatch = toml_at(&table, &["tool", "hatch"]);
+        let mut hook_tables: Vec<toml::Value> = Vec::new();
+        if let Some(hatch) = &hatch {
+            for keys in [&["build", "hooks"][..], &["metadata", "hooks"][..]] {
+                let mut v = Some(hatch);
+                for k in keys {
+                    v = v.and_then(|v| v.get(k));
+                }
+                hook_tables.extend(v.cloned());
+            }
+            if let Some(targets) = hatch
+                .get("build")
+                .and_then(|b| b.get("targets"))
+                .and_then(toml::Value::as_table)
+            {
+                hook_tables.extend(targets.values().filter_map(|t| t.get("hooks").cloned()));
+            }
+        }
+        for table in hook_tables.iter().filter_map(toml::Value::as_table) {
+            for hook in table.values() {
+                if let Some(path) = hook.get("path").and_then(toml::Value::as_str) {
+                    hooks.insert(crate::runners::join(folder, path.trim_start_matches("./")));
+                }
+            }
+        }
+    }
+    (backends, hooks)
 }
 
 /// A TOML file's two tables (none for a missing file), or the finding that one does not parse.
@@ -326,7 +424,31 @@ fn key_line(text: &str, key: &str) -> u32 {
 
 /// The tables of a `pyproject.toml` that change what runs at install or which plugins load, each
 /// compared whole: its header's start, the kind and what it is.
-const PYPROJECT_TABLES: [(&[&str], &str, Kind, &str); 7] = [
+const PYPROJECT_TABLES: [(&[&str], &str, Kind, &str); 11] = [
+    (
+        &["tool", "setuptools", "cmdclass"],
+        "cmdclass",
+        Kind::Build,
+        "`[tool.setuptools] cmdclass`: commands that run at install",
+    ),
+    (
+        &["tool", "setuptools", "dynamic"],
+        "[tool.setuptools.dynamic",
+        Kind::Build,
+        "`[tool.setuptools.dynamic]`: an `attr:` is imported at install",
+    ),
+    (
+        &["tool", "hatch", "metadata", "hooks"],
+        "[tool.hatch.metadata",
+        Kind::Build,
+        "`[tool.hatch.metadata.hooks]`: a metadata hook that runs at install",
+    ),
+    (
+        &["tool", "hatch", "version"],
+        "[tool.hatch.version",
+        Kind::Build,
+        "`[tool.hatch.version]`: a version source that may run code at install",
+    ),
     (
         &["build-system"],
         "[build-system]",
@@ -548,6 +670,12 @@ fn ini(path: &str, name: &str, base: Option<&str>, head: Option<&str>) -> Vec<Ch
                 Kind::Build,
                 "`[options.data_files]`: files the install writes",
             ),
+            (
+                "options",
+                Some("cmdclass"),
+                Kind::Build,
+                "`[options] cmdclass`: commands that run at install",
+            ),
         ] {
             let (b, h) = (ini_section(base, section), ini_section(head, section));
             let pick = |s: &Option<Section>| -> Option<BTreeMap<String, String>> {
@@ -644,6 +772,16 @@ mod tests {
     struct Files(BTreeMap<String, Vec<u8>>);
 
     impl Tree for Files {
+        fn files_in(&self, dir: &str) -> Vec<String> {
+            self.0
+                .keys()
+                .filter_map(|p| {
+                    let (folder, name) = p.rsplit_once('/').unwrap_or(("", p));
+                    (folder == dir).then(|| name.to_string())
+                })
+                .collect()
+        }
+
         fn read(&self, path: &str) -> Read {
             match self.0.get(path) {
                 Some(b) if b.len() > 128 => Read::TooLarge(b.len() as u64),
@@ -710,7 +848,7 @@ mod tests {
         setup.py:1 build setup.py: code that runs at install (added)
         src/sitecustomize.py:1 startup a start-up file the interpreter runs before pytest (added)
         tests/conftest.py:2 conftest a conftest: code pytest runs before any test of its folder (changed)
-        tests/test_y.py:2 config a test module's `pytest_plugins`: plugins pytest loads with the module
+        tests/test_y.py:2 config `pytest_plugins`: plugins pytest loads with a test module
         web/inspect.cpython-311-x86_64-linux-gnu.so:1 shadow `inspect`: imported in place of the `inspect` the test run imports (added)
         ");
     }
@@ -724,6 +862,12 @@ mod tests {
                 // A package of its own name, with an __init__.py, at a package's top: shadows.
                 ("pkg/logging/__init__.py", b""),
                 ("pkg/logging/handlers.py", b""),
+                // A package whose `__init__` is byte code.
+                ("pkg/re/__init__.pyc", b"\x00"),
+                // A start-up package, anywhere; a model's weights and a path-only `.pth`: not run.
+                ("pkg/src/sitecustomize/__init__.py", b""),
+                ("pkg/tests/model.pth", b"\x80\x02"),
+                ("pkg/paths.pth", b"/opt/x\n"),
                 // Deeper, or a namespace folder, or a name pytest never imports: not.
                 ("pkg/src/app/json.py", b""),
                 ("pkg/tests/py/x.py", b""),
@@ -736,6 +880,8 @@ mod tests {
             [
                 "pkg/logging/__init__.py:1 shadow `logging`: imported in place of the `logging` the test run imports (added)",
                 "pkg/logging/handlers.py:1 shadow `logging`: imported in place of the `logging` the test run imports (added)",
+                "pkg/re/__init__.pyc:1 shadow `re`: imported in place of the `re` the test run imports (added)",
+                "pkg/src/sitecustomize/__init__.py:1 startup a file of a `sitecustomize` / `usercustomize` package: the interpreter imports it at start-up (added)",
             ]
         );
     }

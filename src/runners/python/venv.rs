@@ -188,6 +188,8 @@ fn startup_lines(site: &Path) -> Vec<(String, String)> {
     for name in names {
         if name.ends_with(".pth") {
             for line in read_text(site, &name).lines() {
+                // `site` reads a `.pth` as `utf-8-sig` (3.13): a byte-order mark before `import`.
+                let line = line.trim_start_matches('\u{feff}');
                 if line.starts_with("import ") || line.starts_with("import\t") {
                     found.push((name.clone(), line.trim().to_string()));
                 }
