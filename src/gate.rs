@@ -450,7 +450,13 @@ impl Stage<'_, '_> {
             ),
         );
         let behaviour = self.behaviour_floor(plan, executed.checks, &mut floors)?;
-        let covered = self.coverage_floor(plan, executed.suites, executed.network)?;
+        let mut covered = self.coverage_floor(plan, executed.suites, executed.network)?;
+        if harness.waived_by.is_none()
+            && let Some(blocked) =
+                harness::coverage_blocked(&harness, &plan.touched, &covered.floor)
+        {
+            covered.floor = blocked;
+        }
         let mut story = self.story_floors(
             plan,
             &executed.tests,
@@ -496,7 +502,11 @@ impl Stage<'_, '_> {
                 .filter(|m| m.id == criterion.id)
                 .flat_map(|m| m.tests.iter())
                 .filter_map(|t| TestId::parse(t).ok())
-                .flat_map(|id| harness::affecting(report, &id.package))
+                .flat_map(|id| {
+                    let runner =
+                        crate::runners::package_of(&self.root, &id).map(|f| f.runner.name());
+                    harness::affecting(report, &id.package, runner)
+                })
                 .map(|c| c.place())
                 .collect();
             if !places.is_empty() {

@@ -359,16 +359,28 @@ impl std::fmt::Debug for Found {
 /// markers first, in the order of [`RUNNERS`], then a marker above it (a Go module's); looked at without
 /// following a link. `None` when none does.
 pub fn package(root: &Path, dir: &str) -> Option<Found> {
-    claim(root, dir, None)
+    claim(root, dir, None, None)
+}
+
+/// The package of the runner of `tool` that a folder lies in: as [`package`], but only that runner's
+/// markers count (a `.go` file belongs to its Go package whatever `pytest.ini` or `package.json` shares
+/// its folder).
+pub fn package_by(root: &Path, dir: &str, tool: crate::sandbox::preflight::Tool) -> Option<Found> {
+    claim(root, dir, None, Some(tool))
 }
 
 /// The runner that runs a test id: as [`package`], except that in a folder the markers of two runners
 /// claim, an id of one runner's own shape goes to that runner (`tests/test_x.py::t` to pytest).
 pub fn package_of(root: &Path, id: &TestId) -> Option<Found> {
-    claim(root, &id.package, Some(&id.rest))
+    claim(root, &id.package, Some(&id.rest), None)
 }
 
-fn claim(root: &Path, dir: &str, rest: Option<&str>) -> Option<Found> {
+fn claim(
+    root: &Path,
+    dir: &str,
+    rest: Option<&str>,
+    tool: Option<crate::sandbox::preflight::Tool>,
+) -> Option<Found> {
     let dir = package_dir(dir).ok()?;
     let has = |at: &str, runner: &dyn Runner| {
         runner
@@ -382,23 +394,40 @@ fn claim(root: &Path, dir: &str, rest: Option<&str>) -> Option<Found> {
         dir: dir.clone(),
         home,
     };
-    let own: Vec<&'static dyn Runner> = RUNNERS.iter().copied().filter(|r| has(&dir, *r)).collect();
-    if let Some(first) = own.first() {
-        let chosen = rest
-            .and_then(|rest| own.iter().find(|r| r.claims_id(rest)))
-            .unwrap_or(first);
-        return Some(found(*chosen, dir.clone()));
-    }
-    let mut at = dir.clone();
-    while !at.is_empty() {
-        at = at
-            .rsplit_once('/')
-            .map_or(String::new(), |(p, _)| p.to_string());
-        if let Some(runner) = RUNNERS.iter().find(|r| r.marker().above && has(&at, **r)) {
-            return Some(found(*runner, at));
+    let runners: Vec<&'static dyn Runner> = RUNNERS
+        .iter()
+        .copied()
+        .filter(|r| tool.is_none_or(|t| r.tool() == t))
+        .collect();
+    // The nearest marker above, of a runner whose package spans folders (a Go module's).
+    let above = |wanted: &dyn Fn(&dyn Runner) -> bool| -> Option<Found> {
+        let mut at = dir.clone();
+        while !at.is_empty() {
+            at = at
+                .rsplit_once('/')
+                .map_or(String::new(), |(p, _)| p.to_string());
+            if let Some(runner) = runners
+                .iter()
+                .find(|r| r.marker().above && has(&at, **r) && wanted(**r))
+            {
+                return Some(found(*runner, at));
+            }
         }
+        None
+    };
+    let own: Vec<&'static dyn Runner> = runners.iter().copied().filter(|r| has(&dir, *r)).collect();
+    if let Some(first) = own.first() {
+        let Some(rest) = rest else {
+            return Some(found(*first, dir.clone()));
+        };
+        if let Some(chosen) = own.iter().find(|r| r.claims_id(rest)) {
+            return Some(found(*chosen, dir.clone()));
+        }
+        // An id of the module above's own shape (a Go test of a folder an empty `pytest.ini` shares).
+        return above(&|r: &dyn Runner| r.claims_id(rest))
+            .or_else(|| Some(found(*first, dir.clone())));
     }
-    None
+    above(&|_: &dyn Runner| true)
 }
 
 /// The packages of `wanted` that a runner claims — each a folder (any spelling), with the id whose runner
@@ -412,7 +441,7 @@ pub fn fetch_packages(
     let mut seen = std::collections::BTreeSet::new();
     let mut packages = Vec::new();
     for (dir, rest) in wanted {
-        let Some(found) = claim(root, &dir, rest.as_deref()) else {
+        let Some(found) = claim(root, &dir, rest.as_deref(), None) else {
             continue;
         };
         if !seen.insert((found.dir.clone(), found.runner.name())) {

@@ -92,10 +92,12 @@ pub fn touched(root: &Path, paths: &[String]) -> Touched {
             .map(|(d, _)| d)
             .or_else(|| path.strip_prefix("testdata/").map(|_| ""));
         let name = path.rsplit('/').next().unwrap_or(path);
+        // Each file to its own stack's package, whatever other marker shares the folder (an empty
+        // `pytest.ini` beside Go code does not take its coverage away).
         let found = if path.ends_with(".go") {
-            runners::package(root, dir)
+            runners::package_by(root, dir, Tool::Go)
         } else if let Some(dir) = testdata {
-            runners::package(root, dir).filter(|f| f.runner.tool() == Tool::Go)
+            runners::package_by(root, dir, Tool::Go)
         } else if path.ends_with(".rs") || matches!(name, "Cargo.toml" | "Cargo.lock") {
             // Rust's own files belong to a cargo package, whatever other marker sits nearer.
             cargo_of

@@ -474,12 +474,46 @@ pub fn report(scanned: Vec<Change>, facts: &Facts, waived_by: Option<String>) ->
     }
 }
 
-/// The harness changes that can touch the tests of package folder `dir`.
-pub fn affecting<'a>(report: &'a Report, dir: &str) -> Vec<&'a Change> {
+/// The coverage floor, `blocked`, when a touched Go package's harness changed (a `TestMain` can write
+/// the coverage profile itself, after the tests): its coverage is the test binary's own. `None`: no
+/// such change, or the floor did not count (it was skipped, or fails or blocks already).
+pub fn coverage_blocked(
+    report: &Report,
+    touched: &crate::floors::coverage::Touched,
+    floor: &FloorResult,
+) -> Option<FloorResult> {
+    if !matches!(floor.verdict, Verdict::Pass) {
+        return None;
+    }
+    let dirs: Vec<&str> = touched
+        .packages
+        .iter()
+        .filter(|p| p.runner.tool() == crate::sandbox::preflight::Tool::Go)
+        .map(|p| p.dir.as_str())
+        .filter(|dir| {
+            report
+                .changes
+                .iter()
+                .any(|c| c.stack == "go" && c.applies_to(dir))
+        })
+        .collect();
+    let first = dirs.first()?;
+    let mut blocked = floor.clone();
+    blocked.verdict = Verdict::Blocked;
+    blocked.detail = format!(
+        "the harness of `{}` changed: its coverage is the test binary's own (a maintainer's approval of the head waives the harness floor, and this with it)",
+        crate::sandbox::toolchain::shown_dir(first)
+    );
+    Some(blocked)
+}
+
+/// The harness changes that can touch the tests of package folder `dir` of runner `runner` (`None`:
+/// of any stack).
+pub fn affecting<'a>(report: &'a Report, dir: &str, runner: Option<&str>) -> Vec<&'a Change> {
     report
         .changes
         .iter()
-        .filter(|c| c.applies_to(dir))
+        .filter(|c| c.applies_to_tests(dir, runner))
         .collect()
 }
 

@@ -215,16 +215,21 @@ pub fn run_on_base(
             .collect();
         // A test that a harness file the base lacks can touch has no result there to trust: the base
         // runs its own harness, and with the head's the head could decide its own red.
+        let touches = |id: &TestId, c: &crate::runners::harness::Change| {
+            let runner = crate::runners::package_of(folder.path(), id).map(|f| f.runner.name());
+            c.applies_to_tests(&id.package, runner)
+        };
         let (unmet, pinned): (BTreeMap<&TestId, TestId>, BTreeMap<&TestId, TestId>) = pinned
             .into_iter()
-            .partition(|(id, _)| prepared.unmet.iter().any(|c| c.applies_to(&id.package)));
+            .partition(|(id, _)| prepared.unmet.iter().any(|c| touches(id, c)));
         for id in unmet.keys() {
-            let files: Vec<String> = prepared
+            let files: std::collections::BTreeSet<String> = prepared
                 .unmet
                 .iter()
-                .filter(|c| c.applies_to(&id.package))
+                .filter(|c| touches(id, c))
                 .map(|c| format!("`{}`", crate::runners::harness::visible(&c.file)))
                 .collect();
+            let files: Vec<String> = files.into_iter().collect();
             found.insert(
                 (*id).clone(),
                 test_evidence::TestResult::of(Outcome::NotRun(format!(

@@ -74,6 +74,10 @@ impl Runner for Go {
         Ok(())
     }
 
+    fn claims_id(&self, rest: &str) -> bool {
+        GoTest::parse(rest).is_ok()
+    }
+
     fn fetch(
         &self,
         toolchains: &Toolchains,

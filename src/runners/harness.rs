@@ -117,6 +117,14 @@ impl Change {
         format!("{}:{}", visible(&self.file), self.line)
     }
 
+    /// Whether the change can touch the tests of the package folder `dir` of the runner `runner` (its
+    /// name: `cargo`, `go`, `pytest`, `js`): one of that runner's stack, in that folder, beneath it or
+    /// in a folder above it. `None` for the runner: any stack's.
+    pub fn applies_to_tests(&self, dir: &str, runner: Option<&str>) -> bool {
+        let stack = runner.map(|r| if r == "pytest" { "python" } else { r });
+        stack.is_none_or(|s| s == self.stack) && self.applies_to(dir)
+    }
+
     /// Whether the change can touch the tests of the package folder `dir` (`""`: the root): a file in
     /// that folder, beneath it, or in a folder above it (a root `conftest.py` runs for every package).
     pub fn applies_to(&self, dir: &str) -> bool {
@@ -382,6 +390,10 @@ mod tests {
         assert!(c("tests/conftest.py").applies_to("."));
         assert!(!c("other/conftest.py").applies_to("pkg"));
         assert!(!c("pkg2/conftest.py").applies_to("pkg"));
+        // Only to the tests of its own stack.
+        assert!(c("conftest.py").applies_to_tests("", Some("pytest")));
+        assert!(!c("conftest.py").applies_to_tests("", Some("cargo")));
+        assert!(c("conftest.py").applies_to_tests("", None));
     }
 
     #[test]

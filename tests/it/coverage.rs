@@ -1028,3 +1028,57 @@ fn a_path_module_from_another_folder_counts_and_a_huge_file_is_named() {
         "{floor:#}"
     );
 }
+
+/// An honest `TestMain`: it runs the tests, and could as well have rewritten the profile after them.
+const TEST_MAIN: &str = "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Exit(m.Run())\n}\n";
+
+#[test]
+fn a_go_package_whose_harness_changed_has_its_coverage_blocked_and_a_marker_beside_it_changes_nothing()
+ {
+    crate::needs!(go);
+    let (repo, base, head) = module("", &[("calc/main_test.go", TEST_MAIN)]);
+    let (code, pack, said) = gate(&repo, &base, &head);
+    assert_eq!(code, 3, "{said}");
+    let floor = common::floor(&pack, "coverage");
+    assert_eq!(floor["result"], "blocked", "{floor:#}");
+    assert!(
+        floor["detail"].as_str().is_some_and(|d| d
+            .starts_with("the harness of `calc` changed: its coverage is the test binary's own")),
+        "{floor:#}"
+    );
+    let harness: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path(".aayudha/proof/7/artifacts/reports/harness.json"))
+            .expect("reports/harness.json"),
+    )
+    .expect("json");
+    let changes = harness["changes"].as_array().expect("changes");
+    assert_eq!(changes.len(), 1, "{harness:#}");
+    assert_eq!(
+        (
+            &changes[0]["file"],
+            &changes[0]["line"],
+            &changes[0]["stack"],
+            &changes[0]["kind"]
+        ),
+        (
+            &Value::from("calc/main_test.go"),
+            &Value::from(8),
+            &Value::from("go"),
+            &Value::from("setup")
+        ),
+        "{harness:#}"
+    );
+
+    // An empty pytest.ini beside the Go code: the Go package keeps its coverage.
+    let (repo, base, head) = module("", &[("calc/pytest.ini", "")]);
+    let (_, pack, said) = gate(&repo, &base, &head);
+    assert!(pack.is_object(), "{said}");
+    let floor = common::floor(&pack, "coverage");
+    let (changed, ran) = expected(&repo, &base, &head);
+    assert_eq!(floor["result"], "pass", "{floor:#}\n{said}");
+    assert_eq!(
+        floor["value"],
+        (ran.len() * 100 / changed.len()) as f64,
+        "{floor:#}"
+    );
+}
