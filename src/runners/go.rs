@@ -123,7 +123,7 @@ impl Runner for Go {
         &self,
         run: &Run,
         package: &Package,
-        _cover: &super::Cover,
+        cover: &super::Cover,
     ) -> Result<super::Suite, RunnerError> {
         let module = package.home;
         let pkg = go_pkg(package);
@@ -172,6 +172,12 @@ impl Runner for Go {
             return Ok(suite);
         }
         suite.lines = profile_lines(&String::from_utf8_lossy(&profile), &module, package.home);
+        let (blocked, notes) = line_directives(run.root, package.dir, cover.changed);
+        suite.notes.extend(notes);
+        if let Some(why) = blocked.or_else(|| profile_outside(run.root, &suite.lines)) {
+            suite.blocked = Some(why);
+            return Ok(suite);
+        }
         // Go before 1.22 lists no line of a package without tests: its lines cannot be counted.
         suite.uncounted = (suite.lines.is_empty() && suite.tests.is_empty()).then(|| {
             "no tests, and this Go lists no line of a package without tests: add tests, or use Go 1.22 or newer, which counts them as uncovered".to_string()
@@ -272,6 +278,89 @@ pub(crate) fn profile_lines(
         }
     }
     files
+}
+
+/// Why a profile is not its files' coverage: a block names a file the checkout does not have, or a line
+/// past the file's end (a rewritten profile, or a `//line` directive that moved statements off it).
+fn profile_outside(root: &Path, files: &BTreeMap<String, super::Lines>) -> Option<String> {
+    for (path, lines) in files {
+        let Some(last) = lines.executable.iter().next_back() else {
+            continue;
+        };
+        let shown = crate::runners::harness::visible(path);
+        let Ok(bytes) = crate::safe_fs::read(root, path, 64 << 20) else {
+            return Some(format!(
+                "the coverage profile names `{shown}`, which is not a file of the checkout: it is not this package's coverage"
+            ));
+        };
+        let count = (bytes.iter().filter(|b| **b == b'\n').count()
+            + usize::from(!bytes.is_empty() && !bytes.ends_with(b"\n"))) as u32;
+        if *last > count {
+            return Some(format!(
+                "the coverage profile names line {last} of `{shown}`, which has {count} lines: it is not that file's coverage (a `//line` directive, or a profile the test binary rewrote)"
+            ));
+        }
+    }
+    None
+}
+
+/// The `//line` directives of the package's changed `.go` files: one naming a `.go` file (or the file
+/// itself) moves statements onto another Go file's lines — the coverage cannot be read (`blocked`); one
+/// naming another kind of source (goyacc's `parser.y`) marks generated code, whose lines the profile
+/// gives to that source: counted as not measured, with a note.
+fn line_directives(root: &Path, dir: &str, changed: &[String]) -> (Option<String>, Vec<String>) {
+    let mut notes = Vec::new();
+    for path in changed
+        .iter()
+        .filter(|p| p.ends_with(".go") && p.rsplit_once('/').map_or("", |(d, _)| d) == dir)
+    {
+        let Ok(bytes) = crate::safe_fs::read(root, path, 64 << 20) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let shown = crate::runners::harness::visible(path);
+        let mut generated_from: Option<String> = None;
+        for (i, line) in text.lines().enumerate() {
+            let Some(target) = line
+                .strip_prefix("//line ")
+                .or_else(|| line.strip_prefix("/*line "))
+            else {
+                continue;
+            };
+            let target = target.trim_end_matches("*/").trim();
+            // `file:line` or `file:line:col`: the file is what precedes the last one or two numbers.
+            let mut file = target;
+            for _ in 0..2 {
+                if let Some((before, after)) = file.rsplit_once(':')
+                    && after.chars().all(|c| c.is_ascii_digit())
+                    && !after.is_empty()
+                {
+                    file = before;
+                }
+            }
+            if file.is_empty() {
+                continue;
+            }
+            let name = file.rsplit('/').next().unwrap_or(file);
+            if name.ends_with(".go") {
+                return (
+                    Some(format!(
+                        "`{shown}:{}` has a `//line` directive naming `{}`: its statements are counted at another Go file's lines, so its coverage cannot be read",
+                        i + 1,
+                        crate::runners::harness::visible(target)
+                    )),
+                    notes,
+                );
+            }
+            generated_from.get_or_insert_with(|| crate::runners::harness::visible(file));
+        }
+        if let Some(source) = generated_from {
+            notes.push(format!(
+                "`{shown}` is generated from `{source}` (its `//line` directives): its lines are counted there, not measured here"
+            ));
+        }
+    }
+    (None, notes)
 }
 
 /// The `module` line of a `go.mod`.
@@ -900,6 +989,63 @@ impl GoTest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_past_its_file_and_a_line_directive_to_a_go_file_are_refused() {
+        let root = tempfile::tempdir().expect("dir");
+        let write = |path: &str, text: &str| {
+            let at = root.path().join(path);
+            std::fs::create_dir_all(at.parent().expect("parent")).expect("dirs");
+            std::fs::write(at, text).expect("write");
+        };
+        write(
+            "calc/calc.go",
+            "package calc\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
+        );
+        write(
+            "calc/moved.go",
+            "package calc\n\n//line calc.go:9000\nfunc Sub(a, b int) int { return a - b }\n",
+        );
+        write(
+            "calc/parser.go",
+            "// Code generated by goyacc. DO NOT EDIT.\npackage calc\n\n//line parser.y:12\nfunc parse() {}\n",
+        );
+        let mut files = BTreeMap::new();
+        let lines = |n: &[u32]| super::super::Lines {
+            executable: n.iter().copied().collect(),
+            ..Default::default()
+        };
+        files.insert("calc/calc.go".to_string(), lines(&[3, 4]));
+        assert_eq!(profile_outside(root.path(), &files), None);
+        files.insert("calc/calc.go".to_string(), lines(&[4, 9000]));
+        assert!(
+            profile_outside(root.path(), &files)
+                .is_some_and(|w| w.contains("line 9000 of `calc/calc.go`, which has 5 lines")),
+            "{:?}",
+            profile_outside(root.path(), &files)
+        );
+        files.insert("calc/gone.go".to_string(), lines(&[1]));
+        files.remove("calc/calc.go");
+        assert!(profile_outside(root.path(), &files).is_some_and(|w| w.contains("`calc/gone.go`")));
+
+        let changed = ["calc/parser.go".to_string()];
+        let (blocked, notes) = line_directives(root.path(), "calc", &changed);
+        assert_eq!(blocked, None);
+        assert_eq!(
+            notes,
+            [
+                "`calc/parser.go` is generated from `parser.y` (its `//line` directives): its lines are counted there, not measured here"
+            ]
+        );
+        let changed = ["calc/moved.go".to_string(), "calc/parser.go".to_string()];
+        let (blocked, _) = line_directives(root.path(), "calc", &changed);
+        assert_eq!(
+            blocked.as_deref(),
+            Some(
+                "`calc/moved.go:3` has a `//line` directive naming `calc.go:9000`: its statements are counted at another Go file's lines, so its coverage cannot be read"
+            )
+        );
+    }
 
     #[test]
     fn a_go_profile_is_read_by_repository_path_and_a_block_spans_its_lines() {
