@@ -45,6 +45,7 @@ pub struct Verify {
     pub weakening_blocking_from: BlockingDate,
     pub harness_blocking_from: BlockingDate,
     pub harness_scan_bytes: u64,
+    pub canary: bool,
     pub coverage_threshold: u32,
     pub coverage_blocking_from: BlockingDate,
     pub suite_timeout_s: u64,

@@ -6,6 +6,7 @@
 //! the change's executable lines they ran).
 
 pub(crate) mod behaviour;
+pub(crate) mod canary;
 pub(crate) mod coverage;
 pub(crate) mod feature_map;
 pub(crate) mod harness;

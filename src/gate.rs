@@ -514,6 +514,30 @@ impl Stage<'_, '_> {
                 report.criteria.insert(criterion.id, places.clone());
                 notes.push(harness::Report::note(&places));
             }
+            // What runs in the process that reports the test: its package's changed files.
+            let changed: BTreeSet<String> = evidence
+                .criterion
+                .iter()
+                .filter(|m| m.id == criterion.id)
+                .flat_map(|m| m.tests.iter())
+                .filter_map(|t| TestId::parse(t).ok())
+                .flat_map(|id| {
+                    let runner =
+                        crate::runners::package_of(&self.root, &id).map(|f| f.runner.name());
+                    harness::package_changes(
+                        self.inputs.repo,
+                        (&self.inputs.base, &self.inputs.head),
+                        &id.package,
+                        runner,
+                        self.inputs.config.verify.harness_scan_bytes,
+                    )
+                })
+                .collect();
+            if !changed.is_empty() {
+                let changed: Vec<String> = changed.into_iter().collect();
+                notes.push(harness::Report::reported(&changed));
+                report.package_changes.insert(criterion.id, changed);
+            }
         }
     }
 
@@ -770,6 +794,11 @@ impl Stage<'_, '_> {
                         "tests"
                     };
                     took.push((format!("{kind}:{dir}"), started.elapsed()));
+                }
+                if inputs.config.verify.canary {
+                    let started = std::time::Instant::now();
+                    crate::floors::canary::run_go(inputs.repo, &inputs.head, &run, &mut results);
+                    took.push(("canary".to_string(), started.elapsed()));
                 }
                 Ok(results)
             },

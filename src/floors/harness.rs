@@ -32,9 +32,29 @@ pub struct Report {
     pub installed: Vec<Installed>,
     /// Each evidenced criterion whose mapped tests a change can touch, with the changes' `file:line`.
     pub criteria: std::collections::BTreeMap<u32, Vec<String>>,
+    /// Each evidenced criterion, with the files of its tests' packages the pull request changes
+    /// (`file:line`, the first changed line): what runs in the process that reports the test's result.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub package_changes: BTreeMap<u32, Vec<String>>,
 }
 
 impl Report {
+    /// The words after each evidenced criterion: who reported it, and what the pull request changes in
+    /// its process's package.
+    pub fn reported(places: &[String]) -> String {
+        let listed: Vec<String> = places.iter().map(|p| format!("`{p}`")).collect();
+        Report::reported_with(places.len(), &listed)
+    }
+
+    /// [`Report::reported`] with the places already written as the output wants them.
+    pub fn reported_with(count: usize, listed: &[String]) -> String {
+        format!(
+            "reported by the test's own process; this pull request changes {count} file{} of the test's package: {}",
+            if count == 1 { "" } else { "s" },
+            listed.join(", ")
+        )
+    }
+
     /// The words after an evidenced criterion whose tests a change can touch.
     pub fn note(places: &[String]) -> String {
         format!(
@@ -471,6 +491,7 @@ pub fn report(scanned: Vec<Change>, facts: &Facts, waived_by: Option<String>) ->
         waived_by,
         installed: facts.installed.clone(),
         criteria: Default::default(),
+        package_changes: Default::default(),
     }
 }
 
@@ -505,6 +526,69 @@ pub fn coverage_blocked(
         crate::sandbox::toolchain::shown_dir(first)
     );
     Some(blocked)
+}
+
+/// The files of the package folder `dir` (of runner `runner`: a Go package is one folder, another
+/// stack's holds its folders beneath) that the change from the merge base to `head` adds or edits,
+/// each as `file:line` at its first changed line, sorted.
+pub fn package_changes(
+    repo: &Repo,
+    (base, head): (&str, &str),
+    dir: &str,
+    runner: Option<&str>,
+    cap: u64,
+) -> Vec<String> {
+    let from = merge_base(repo, base, head);
+    let Ok(changed) = repo.changed_paths(&from, head) else {
+        return Vec::new();
+    };
+    let text = |rev: &str, path: &str| match repo.capped_file_at(rev, path, cap) {
+        Ok(Capped::Bytes(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
+        _ => None,
+    };
+    let dir = dir.trim_start_matches("./").trim_end_matches('/');
+    let dir = if dir == "." { "" } else { dir };
+    let tree = AtCommit {
+        repo,
+        rev: head.to_string(),
+        cap: 0,
+    };
+    // The folder a file's package is: the nearest at or above it with a runner's marker (a nested
+    // package's files are its own, not the outer one's).
+    let owner = |folder: &str| -> String {
+        let mut at = folder;
+        loop {
+            let marked = crate::runners::RUNNERS.iter().any(|r| {
+                r.marker()
+                    .files
+                    .iter()
+                    .any(|m| tree.has(&crate::runners::join(at, m)))
+            });
+            if marked || at.is_empty() {
+                return at.to_string();
+            }
+            at = at.rsplit_once('/').map_or("", |(d, _)| d);
+        }
+    };
+    changed
+        .iter()
+        .filter(|path| {
+            let folder = path.rsplit_once('/').map_or("", |(d, _)| d);
+            let within = dir.is_empty() || path.starts_with(&format!("{dir}/"));
+            let own = if runner == Some("go") {
+                folder == dir
+            } else {
+                owner(folder) == dir
+            };
+            within && own && !path.split('/').any(|p| p.starts_with('.'))
+        })
+        .filter_map(|path| {
+            let after = text(head, path)?;
+            let line =
+                text(&from, path).map_or(1, |before| harness::first_difference(&before, &after));
+            Some(format!("{}:{line}", harness::visible(path)))
+        })
+        .collect()
 }
 
 /// The harness changes that can touch the tests of package folder `dir` of runner `runner` (`None`:

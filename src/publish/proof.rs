@@ -326,6 +326,18 @@ fn criteria_rows(
                         format!("; {}", cell(&crate::floors::harness::Report::note(places)))
                     })
                     .unwrap_or_default();
+                // Each place a code span of its own (a pull request's path is data).
+                let reported = harness
+                    .and_then(|h| h.package_changes.get(&criterion.id))
+                    .map(|places| {
+                        let spans: Vec<String> = places.iter().map(|p| cell(p)).collect();
+                        format!(
+                            "; {}",
+                            crate::floors::harness::Report::reported_with(places.len(), &spans)
+                        )
+                    })
+                    .unwrap_or_default();
+                let noted = format!("{noted}{reported}");
                 format!("evidenced: {}{noted}", cells.join(", "))
             };
             format!("| {} | {said} | {} |", criterion.id, cell(&criterion.text))

@@ -1129,3 +1129,58 @@ fn a_profile_the_test_binary_rewrites_or_a_line_directive_moves_is_not_counted()
         "{said}"
     );
 }
+
+/// A `TestMain` that frames a pass for `TestAdd` and runs no test (`-test.run` set to match nothing).
+const FORGING_MAIN: &str = "package calc\n\nimport (\n\t\"flag\"\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tflag.Parse()\n\t_ = flag.Set(\"test.run\", \"^$\")\n\tfmt.Println(\"=== RUN   TestAdd\")\n\tfmt.Println(\"--- PASS: TestAdd (0.00s)\")\n\tos.Exit(m.Run())\n}\n";
+
+#[test]
+fn the_canary_refuses_a_framed_pass_and_keeps_an_honest_one() {
+    crate::needs!(go);
+    // The bug stays (Add subtracts): TestAdd fails, and the TestMain frames its pass.
+    let (repo, base, head) = module(
+        "",
+        &[
+            (
+                "calc/calc.go",
+                &CALC_HEAD.replace("return a + b", "return a - b"),
+            ),
+            ("calc/main_test.go", FORGING_MAIN),
+        ],
+    );
+    let (_, pack, said) = gate(&repo, &base, &head);
+    let harness =
+        std::fs::read_to_string(repo.path(".aayudha/proof/7/artifacts/reports/harness.json"))
+            .unwrap_or_default();
+    let tests = common::floor(&pack, "tests");
+    assert_eq!(tests["result"], "fail", "{tests:#}\n{said}\n{harness}");
+    let snapshot = ready(&repo, 7, "1. Two numbers add up.", &["type:bug"]);
+    let table = run(repo.aayu().args([
+        "verify", "--ci", "--base", &base, "--head", &head, "--story", "7", "--ready", &snapshot,
+    ]));
+    assert!(
+        table.stdout.contains("criterion 1: no evidence — `calc:TestAdd` failed: its record says it passed although its first statement fails: the record is not the test's"),
+        "{}\n{harness}",
+        table.stdout
+    );
+
+    // Without the canary the framed pass is evidence: what the canary is for.
+    let (repo, base, head) = module(
+        "[verify]\ncanary = false\n",
+        &[
+            (
+                "calc/calc.go",
+                &CALC_HEAD.replace("return a + b", "return a - b"),
+            ),
+            ("calc/main_test.go", FORGING_MAIN),
+        ],
+    );
+    let (_, pack, said) = gate(&repo, &base, &head);
+    assert_eq!(common::floor(&pack, "tests")["result"], "pass", "{said}");
+
+    // The honest fix: the canary fails the test with its own message, and the pass stands.
+    let (repo, base, head) = module("", &[]);
+    let (code, pack, said) = gate(&repo, &base, &head);
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(common::floor(&pack, "tests")["result"], "pass", "{said}");
+    assert!(!said.contains("canary not applied"), "{said}");
+}

@@ -327,21 +327,23 @@ fn decls(path: &str, source: &str) -> Vec<Decl> {
     let (clean, mask) = strip(source);
     let mut found: Vec<Decl> = Vec::new();
     let mut depth: i32 = 0;
-    let mut current: Option<(u32, String)> = None;
+    let mut current: Option<(u32, String, String)> = None;
     for (i, (line, text_line)) in mask.lines().zip(clean.lines()).enumerate() {
         let starts = depth == 0
             && ["func", "var", "const", "type", "import", "package"]
                 .iter()
                 .any(|k| line.starts_with(k) && line[k.len()..].starts_with([' ', '(', '\t']));
         if starts {
-            if let Some((at, text)) = current.take() {
-                found.push(decl(path, at, &text));
+            if let Some((at, text, code)) = current.take() {
+                found.push(decl(path, at, &text, &code));
             }
-            current = Some((i as u32 + 1, String::new()));
+            current = Some((i as u32 + 1, String::new(), String::new()));
         }
-        if let Some((_, text)) = current.as_mut() {
+        if let Some((_, text, code)) = current.as_mut() {
             text.push_str(text_line);
             text.push('\n');
+            code.push_str(line);
+            code.push('\n');
         }
         for c in line.chars() {
             match c {
@@ -351,13 +353,15 @@ fn decls(path: &str, source: &str) -> Vec<Decl> {
             }
         }
     }
-    if let Some((at, text)) = current.take() {
-        found.push(decl(path, at, &text));
+    if let Some((at, text, code)) = current.take() {
+        found.push(decl(path, at, &text, &code));
     }
     found
 }
 
-fn decl(path: &str, line: u32, text: &str) -> Decl {
+/// A declaration from its text (comments removed) and its code (strings masked too: a name inside a
+/// string is no call).
+fn decl(path: &str, line: u32, text: &str, code: &str) -> Decl {
     static CALL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(").expect("a valid pattern")
     });
@@ -366,10 +370,12 @@ fn decl(path: &str, line: u32, text: &str) -> Decl {
     });
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let func = FUNC.captures(&collapsed).map(|c| c[1].to_string());
-    // What it calls: each `name(` after the declaration's own head (its name and parameters).
+    // What it calls: each `name(` of its code after the declaration's own head (its name and
+    // parameters).
+    let code = code.split_whitespace().collect::<Vec<_>>().join(" ");
     let body = match &func {
-        Some(_) => collapsed.find('{').map_or("", |at| &collapsed[at..]),
-        None => collapsed.find('=').map_or("", |at| &collapsed[at..]),
+        Some(_) => code.find('{').map_or("", |at| &code[at..]),
+        None => code.find('=').map_or("", |at| &code[at..]),
     };
     let calls = CALL
         .captures_iter(body)
