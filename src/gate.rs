@@ -492,21 +492,27 @@ impl Stage<'_, '_> {
         let Some(evidence) = self.inputs.story.as_ref().and_then(|s| s.evidence.as_ref()) else {
             return;
         };
+        // Each package's changed files, read from git once however many criteria map its tests.
+        let mut changed_in: BTreeMap<(String, Option<&str>), Vec<String>> = BTreeMap::new();
         for criterion in criteria {
             let test_evidence::Said::Evidenced { notes } = &mut criterion.said else {
                 continue;
             };
-            let places: BTreeSet<String> = evidence
+            let packages: BTreeSet<(String, Option<&str>)> = evidence
                 .criterion
                 .iter()
                 .filter(|m| m.id == criterion.id)
                 .flat_map(|m| m.tests.iter())
                 .filter_map(|t| TestId::parse(t).ok())
-                .flat_map(|id| {
+                .map(|id| {
                     let runner =
                         crate::runners::package_of(&self.root, &id).map(|f| f.runner.name());
-                    harness::affecting(report, &id.package, runner)
+                    (id.package, runner)
                 })
+                .collect();
+            let places: BTreeSet<String> = packages
+                .iter()
+                .flat_map(|(dir, runner)| harness::affecting(report, dir, *runner))
                 .map(|c| c.place())
                 .collect();
             if !places.is_empty() {
@@ -515,22 +521,21 @@ impl Stage<'_, '_> {
                 notes.push(harness::Report::note(&places));
             }
             // What runs in the process that reports the test: its package's changed files.
-            let changed: BTreeSet<String> = evidence
-                .criterion
-                .iter()
-                .filter(|m| m.id == criterion.id)
-                .flat_map(|m| m.tests.iter())
-                .filter_map(|t| TestId::parse(t).ok())
-                .flat_map(|id| {
-                    let runner =
-                        crate::runners::package_of(&self.root, &id).map(|f| f.runner.name());
-                    harness::package_changes(
-                        self.inputs.repo,
-                        (&self.inputs.base, &self.inputs.head),
-                        &id.package,
-                        runner,
-                        self.inputs.config.verify.harness_scan_bytes,
-                    )
+            let changed: BTreeSet<String> = packages
+                .into_iter()
+                .flat_map(|key| {
+                    changed_in
+                        .entry(key)
+                        .or_insert_with_key(|(dir, runner)| {
+                            harness::package_changes(
+                                self.inputs.repo,
+                                (&self.inputs.base, &self.inputs.head),
+                                dir,
+                                *runner,
+                                self.inputs.config.verify.harness_scan_bytes,
+                            )
+                        })
+                        .clone()
                 })
                 .collect();
             if !changed.is_empty() {

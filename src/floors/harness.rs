@@ -227,15 +227,8 @@ fn declared(repo: &Repo, base: &str, head: &str, cap: u64) -> BTreeMap<String, (
 /// The files that the head's requirements files in the folders of the changed paths (and above them)
 /// include (`-r file`, `-c file`, `--requirement=file`), from the repository's root.
 fn included_files(repo: &Repo, head: &str, changed: &[String], cap: u64) -> BTreeSet<String> {
-    let mut folders: BTreeSet<&str> = BTreeSet::new();
-    for path in changed {
-        let mut dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-        while folders.insert(dir) && !dir.is_empty() {
-            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
-        }
-    }
     let mut found = BTreeSet::new();
-    for folder in folders {
+    for folder in harness::folders_above(changed) {
         for name in repo.files_in_at(head, folder) {
             let file = crate::runners::join(folder, &name);
             if !declares_requirements(&file) || !(name.ends_with(".txt") || name.ends_with(".in")) {

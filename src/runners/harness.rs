@@ -223,6 +223,62 @@ pub fn first_difference(base: &str, head: &str) -> u32 {
     (same.min(h.len().saturating_sub(1)) + 1) as u32
 }
 
+/// A whole file added, changed or removed, as a change: where the head's first changed line is.
+pub fn whole_file(
+    path: &str,
+    (base, head): (Option<&str>, Option<&str>),
+    stack: &str,
+    kind: Kind,
+    what: &str,
+) -> Change {
+    let (line, how) = match (base, head) {
+        (None, _) => (1, "added"),
+        (Some(_), None) => (1, "removed"),
+        (Some(b), Some(h)) => (first_difference(b, h), "changed"),
+    };
+    Change::new(path, line, stack, kind, format!("{what} ({how})"))
+}
+
+/// A file's two parses (`parse`; an empty document for a missing file, `T::default()`), or the
+/// `unreadable` finding that one does not parse as `format` — `hides`: what may then be anything.
+pub fn parsed_pair<T: Default>(
+    path: &str,
+    (base, head): (Option<&str>, Option<&str>),
+    (stack, format, hides): (&str, &str, &str),
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<(T, T), Change> {
+    let read = |text: Option<&str>| text.map_or_else(|| Ok(T::default()), &parse);
+    match (read(base), read(head)) {
+        (Ok(b), Ok(h)) => Ok((b, h)),
+        (_, Err(why)) | (Err(why), _) => Err(Change::new(
+            path,
+            1,
+            stack,
+            Kind::Unreadable,
+            format!("does not parse as {format} ({why}): {hides} may be anything"),
+        )),
+    }
+}
+
+/// A TOML document, or why not (for [`parsed_pair`]).
+pub fn toml_table(text: &str) -> Result<toml::Table, String> {
+    text.parse::<toml::Table>()
+        .map_err(|e| e.message().to_string())
+}
+
+/// Every folder at or above a changed path (`""`, the root, included): where the configuration that
+/// applies to a changed file lies.
+pub fn folders_above(changed: &[String]) -> BTreeSet<&str> {
+    let mut folders: BTreeSet<&str> = BTreeSet::new();
+    for path in changed {
+        let mut dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        while folders.insert(dir) && !dir.is_empty() {
+            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        }
+    }
+    folders
+}
+
 /// The 1-based line of the first line of `text` that `matches`, or 1.
 pub fn line_of(text: &str, matches: impl Fn(&str) -> bool) -> u32 {
     text.lines().position(matches).map_or(1, |i| i as u32 + 1)

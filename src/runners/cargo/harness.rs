@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::runners::harness::{Change, Diff, Kind, Tree, first_difference, line_of, text};
+use crate::runners::harness::{Change, Diff, Kind, Tree, line_of, text};
 use crate::runners::join;
 
 const STACK: &str = "cargo";
@@ -49,12 +49,13 @@ pub fn changes(diff: &Diff) -> Vec<Change> {
             }
         };
         let whole = |kind: Kind, what: &str| {
-            let (line, how) = match (&base, &head) {
-                (None, _) => (1, "added"),
-                (Some(_), None) => (1, "removed"),
-                (Some(b), Some(h)) => (first_difference(b, h), "changed"),
-            };
-            Change::new(path, line, STACK, kind, format!("{what} ({how})"))
+            crate::runners::harness::whole_file(
+                path,
+                (base.as_deref(), head.as_deref()),
+                STACK,
+                kind,
+                what,
+            )
         };
         if is_config {
             if let Some(change) = config(path, base.as_deref(), head.as_deref()) {
@@ -137,25 +138,14 @@ fn is_proc_macro(diff: &Diff, dir: &str) -> bool {
 
 /// cargo's configuration, compared without its inert tables.
 fn config(path: &str, base: Option<&str>, head: Option<&str>) -> Option<Change> {
-    let parse = |t: Option<&str>| -> Result<toml::Table, String> {
-        match t {
-            None => Ok(toml::Table::new()),
-            Some(t) => t
-                .parse::<toml::Table>()
-                .map_err(|e| e.message().to_string()),
-        }
-    };
-    let (mut b, mut h) = match (parse(base), parse(head)) {
-        (Ok(b), Ok(h)) => (b, h),
-        (Err(why), _) | (_, Err(why)) => {
-            return Some(Change::new(
-                path,
-                1,
-                STACK,
-                Kind::Unreadable,
-                format!("does not parse as TOML ({why}): how the tests are built may be anything"),
-            ));
-        }
+    let (mut b, mut h) = match crate::runners::harness::parsed_pair(
+        path,
+        (base, head),
+        (STACK, "TOML", "how the tests are built"),
+        crate::runners::harness::toml_table,
+    ) {
+        Ok(tables) => tables,
+        Err(finding) => return Some(finding),
     };
     for table in INERT_TABLES {
         b.remove(table);

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::runners::harness::{Change, Diff, Kind, Tree, first_difference, text};
+use crate::runners::harness::{Change, Diff, Kind, Tree, text};
 use crate::runners::join;
 
 const STACK: &str = "js";
@@ -81,12 +81,13 @@ pub fn changes(diff: &Diff) -> Vec<Change> {
             }
         };
         let whole = |kind: Kind, what: &str| {
-            let (line, how) = match (&base, &head) {
-                (None, _) => (1, "added"),
-                (Some(_), None) => (1, "removed"),
-                (Some(b), Some(h)) => (first_difference(b, h), "changed"),
-            };
-            Change::new(path, line, STACK, kind, format!("{what} ({how})"))
+            crate::runners::harness::whole_file(
+                path,
+                (base.as_deref(), head.as_deref()),
+                STACK,
+                kind,
+                what,
+            )
         };
         if let Some(runner) = runner_config(name) {
             // vite's configuration is vitest's only where the package runs vitest.
@@ -137,13 +138,7 @@ fn loaded_files(diff: &Diff) -> BTreeMap<String, String> {
         regex::Regex::new(r#"["'`](?:\./|<rootDir>/)([^"'`\s]+)["'`]"#).expect("a valid pattern")
     });
     // The configuration files of every folder at or above a changed file (its package's).
-    let mut folders: BTreeSet<&str> = BTreeSet::new();
-    for path in diff.changed {
-        let mut dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-        while folders.insert(dir) && !dir.is_empty() {
-            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
-        }
-    }
+    let folders = crate::runners::harness::folders_above(diff.changed);
     let mut configs: BTreeSet<String> = BTreeSet::new();
     for dir in folders {
         for tree in [diff.base, diff.head] {
@@ -189,25 +184,14 @@ fn loaded_files(diff: &Diff) -> BTreeMap<String, String> {
 /// A `package.json`'s harness keys, compared: `jest` and `babel` (configuration), and each
 /// install-time script.
 fn package_json(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
-    let parse = |t: Option<&str>| -> Result<Value, String> {
-        match t {
-            None => Ok(Value::Object(Default::default())),
-            Some(t) => serde_json::from_str(t).map_err(|e| e.to_string()),
-        }
-    };
-    let (b, h) = match (parse(base), parse(head)) {
-        (Ok(b), Ok(h)) => (b, h),
-        (Err(why), _) | (_, Err(why)) => {
-            return vec![Change::new(
-                path,
-                1,
-                STACK,
-                Kind::Unreadable,
-                format!(
-                    "does not parse as JSON ({why}): its test and install settings may be anything"
-                ),
-            )];
-        }
+    let (b, h) = match crate::runners::harness::parsed_pair(
+        path,
+        (base, head),
+        (STACK, "JSON", "its test and install settings"),
+        |t| serde_json::from_str::<Value>(t).map_err(|e| e.to_string()),
+    ) {
+        Ok(values) => values,
+        Err(finding) => return vec![finding],
     };
     let head_text = head.unwrap_or("");
     let line = |key: &str| {
@@ -244,10 +228,7 @@ fn package_json(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Chang
 
 /// The lock's entries that run an install script (`hasInstallScript`), each the head adds.
 fn lock(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
-    let scripted = |t: Option<&str>| -> Result<BTreeSet<String>, String> {
-        let Some(t) = t else {
-            return Ok(BTreeSet::new());
-        };
+    let scripted = |t: &str| -> Result<BTreeSet<String>, String> {
         let v: Value = serde_json::from_str(t).map_err(|e| e.to_string())?;
         Ok(v.get("packages")
             .and_then(Value::as_object)
@@ -259,19 +240,14 @@ fn lock(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
             })
             .unwrap_or_default())
     };
-    let (b, h) = match (scripted(base), scripted(head)) {
-        (Ok(b), Ok(h)) => (b, h),
-        (Err(why), _) | (_, Err(why)) => {
-            return vec![Change::new(
-                path,
-                1,
-                STACK,
-                Kind::Unreadable,
-                format!(
-                    "does not parse as JSON ({why}): which dependency runs an install script cannot be told"
-                ),
-            )];
-        }
+    let (b, h) = match crate::runners::harness::parsed_pair(
+        path,
+        (base, head),
+        (STACK, "JSON", "the install scripts it runs"),
+        scripted,
+    ) {
+        Ok(sets) => sets,
+        Err(finding) => return vec![finding],
     };
     let head_text = head.unwrap_or("");
     h.difference(&b)

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::runners::harness::{Change, Diff, Kind, Read, Tree, first_difference, line_of, text};
+use crate::runners::harness::{Change, Diff, Kind, Read, Tree, line_of, text};
 
 const STACK: &str = "python";
 
@@ -202,7 +202,7 @@ fn test_module_plugins(path: &str, base: Option<&str>, head: Option<&str>) -> Ve
     )]
 }
 
-/// A whole file added, changed or removed: where the head's first changed line is.
+/// A whole file added, changed or removed.
 fn file_change(
     path: &str,
     base: Option<&str>,
@@ -210,12 +210,7 @@ fn file_change(
     kind: Kind,
     what: &str,
 ) -> Change {
-    let (line, how) = match (base, head) {
-        (None, _) => (1, "added"),
-        (Some(_), None) => (1, "removed"),
-        (Some(b), Some(h)) => (first_difference(b, h), "changed"),
-    };
-    Change::new(path, line, STACK, kind, format!("{what} ({how})"))
+    crate::runners::harness::whole_file(path, (base, head), STACK, kind, what)
 }
 
 /// The module a path would be imported as in place of one pytest imports: `<name>.py`, a byte-code or
@@ -308,13 +303,7 @@ impl BackendPath {
 /// `pyproject.toml` of every folder at or above a changed file, and each file a hatch hook's `path`
 /// names there (its default, `hatch_build.py`, is found by name).
 fn build_code(diff: &Diff) -> (Vec<BackendPath>, std::collections::BTreeSet<String>) {
-    let mut folders: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
-    for path in diff.changed {
-        let mut dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-        while folders.insert(dir) && !dir.is_empty() {
-            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
-        }
-    }
+    let folders = crate::runners::harness::folders_above(diff.changed);
     let mut backends = Vec::new();
     let mut hooks = std::collections::BTreeSet::new();
     for folder in folders {
@@ -384,24 +373,12 @@ fn toml_pair(
     base: Option<&str>,
     head: Option<&str>,
 ) -> Result<(toml::Table, toml::Table), Change> {
-    let parse = |text: Option<&str>| -> Result<toml::Table, String> {
-        match text {
-            None => Ok(toml::Table::new()),
-            Some(t) => t
-                .parse::<toml::Table>()
-                .map_err(|e| e.message().to_string()),
-        }
-    };
-    match (parse(base), parse(head)) {
-        (Ok(b), Ok(h)) => Ok((b, h)),
-        (_, Err(why)) | (Err(why), _) => Err(Change::new(
-            path,
-            1,
-            STACK,
-            Kind::Unreadable,
-            format!("does not parse as TOML ({why}): its test and build settings may be anything"),
-        )),
-    }
+    crate::runners::harness::parsed_pair(
+        path,
+        (base, head),
+        (STACK, "TOML", "its test and build settings"),
+        crate::runners::harness::toml_table,
+    )
 }
 
 /// The value at a path of keys of a TOML table.
