@@ -802,7 +802,7 @@ impl Stage<'_, '_> {
                 }
                 if inputs.config.verify.canary {
                     let started = std::time::Instant::now();
-                    crate::floors::canary::run_go(inputs.repo, &inputs.head, &run, &mut results);
+                    crate::floors::canary::run(inputs.repo, &inputs.head, &run, &mut results);
                     took.push(("canary".to_string(), started.elapsed()));
                 }
                 Ok(results)

@@ -199,6 +199,25 @@ pub trait Runner: Sync {
         None
     }
 
+    /// Whether [`Runner::canary`] is built for this stack.
+    fn canaries(&self) -> bool {
+        false
+    }
+
+    /// The canary ([`crate::floors::canary`]): in `run.root`, a per-run copy of the head, a failing
+    /// first statement with the run's message is put first in each test's own body (the file is edited
+    /// there, read as data, never run). For each test: the test whose run must then fail with that
+    /// message (a Go subtest's parent), or why the canary cannot apply to it.
+    fn canary(
+        &self,
+        _run: &Run,
+        _package: &Package,
+        _tests: &[&TestId],
+        _canary: &Canary,
+    ) -> BTreeMap<TestId, Result<TestId, String>> {
+        BTreeMap::new()
+    }
+
     /// The package's whole test suite, once, instrumented for the coverage floor; `Err` says why it
     /// cannot be (no coverage runner for this stack yet, a tool it needs is missing).
     fn cover_suite(
@@ -237,6 +256,15 @@ pub trait Runner: Sync {
     fn names_test(&self, rest: &str, name: &str) -> bool {
         rest == name
     }
+}
+
+/// What a runner's canary is handed ([`Runner::canary`]).
+pub struct Canary<'a> {
+    /// The failing first statement's message: this run's own, unknown to the pull request's code.
+    pub message: &'a str,
+    /// The machine's Python interpreter (never a virtual environment's): pytest's canary finds a test's
+    /// body with its `ast`.
+    pub python: Option<&'a Path>,
 }
 
 /// What the coverage floor hands a whole-suite run.

@@ -114,6 +114,40 @@ pub fn run_tests(
     results
 }
 
+/// Each test's canary placed by its package's runner in the tree of `run` (a per-run copy of the head,
+/// [`crate::floors::canary`]): the test whose run must fail with the canary's message, or why it cannot
+/// apply.
+pub fn canaries(
+    run: &Run,
+    tests: &[TestId],
+    canary: &runners::Canary,
+) -> BTreeMap<TestId, Result<TestId, String>> {
+    let mut by_package: BTreeMap<(&str, &str), Vec<&TestId>> = BTreeMap::new();
+    for test in tests {
+        let runner = runners::package_of(run.root, test).map_or("", |f| f.runner.name());
+        by_package
+            .entry((test.package.as_str(), runner))
+            .or_default()
+            .push(test);
+    }
+    let launcher = InSandbox { run };
+    let mut placed = BTreeMap::new();
+    for tests in by_package.into_values() {
+        let Some(found) = runners::package_of(run.root, tests[0]) else {
+            continue;
+        };
+        let package = found.package();
+        let on = runners::Run {
+            root: run.root,
+            launcher: &launcher,
+            timeout: run.timeout,
+            env: Vec::new(),
+        };
+        placed.extend(package.runner.canary(&on, &package, &tests, canary));
+    }
+    placed
+}
+
 /// Why a package's processes cannot run here: a blocked reason.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Unrunnable {

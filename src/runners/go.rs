@@ -17,6 +17,7 @@ use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, go_requires_modules, shown_dir};
 use crate::sandbox::{FetchPlan, said};
 
+mod canary;
 mod harness;
 
 pub struct Go;
@@ -222,6 +223,20 @@ impl Runner for Go {
 
     fn harness(&self, diff: &super::harness::Diff) -> Vec<super::harness::Change> {
         harness::changes(diff)
+    }
+
+    fn canaries(&self) -> bool {
+        true
+    }
+
+    fn canary(
+        &self,
+        run: &Run,
+        _package: &Package,
+        tests: &[&TestId],
+        on: &super::Canary,
+    ) -> BTreeMap<TestId, Result<TestId, String>> {
+        canary::canary(run.root, tests, on)
     }
 
     /// `*_test.go` files and anything under a `testdata/` folder.

@@ -11,6 +11,7 @@
 //! offline into a fresh virtual environment per tree (the base's is its own), from a per-run copy of
 //! the package folder; then sealed read-only. See `docs/proof-packs.md#python`.
 
+mod canary;
 mod harness;
 mod venv;
 
@@ -252,6 +253,20 @@ impl Runner for Python {
 
     fn installed(&self, env: &[(String, OsString)]) -> Option<super::harness::Environment> {
         venv::inspect(env, PLUGIN)
+    }
+
+    fn canaries(&self) -> bool {
+        true
+    }
+
+    fn canary(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+        on: &super::Canary,
+    ) -> BTreeMap<TestId, Result<TestId, String>> {
+        canary::canary(run, package, tests, on)
     }
 
     fn is_test_file(&self, path: &str) -> bool {

@@ -452,6 +452,27 @@ impl Sandbox {
             .filter(|p| p.join("_cacache").is_dir())
     }
 
+    /// The installs of `from` serve the tree at `to` as well (the canary's copy of the head, whose test
+    /// files alone differ): what each install gave, and what blocks each package's work there.
+    pub fn share_installs(&self, from: &Path, to: &Path) {
+        if let Ok(mut all) = self.installed.lock() {
+            let shared: Vec<Installed> = all
+                .iter()
+                .filter(|(root, _, _)| root == from)
+                .map(|(_, package, env)| (to.to_path_buf(), package.clone(), env.clone()))
+                .collect();
+            all.extend(shared);
+        }
+        if let Ok(mut problems) = self.dependency_problems.lock() {
+            let shared: Vec<((PathBuf, String), String)> = problems
+                .iter()
+                .filter(|((root, _), _)| root == from)
+                .map(|((_, package), why)| ((to.to_path_buf(), package.clone()), why.clone()))
+                .collect();
+            problems.extend(shared);
+        }
+    }
+
     /// The variables an install gave the package in `root` (a folder, any spelling): none when it has
     /// no install.
     pub fn installed_env(&self, root: &Path, package: &str) -> Vec<(String, OsString)> {

@@ -110,13 +110,18 @@ fn a_hookless_conftest_that_writes_the_record_is_refused_or_shown_and_blocks() {
     assert_eq!(harness["result"], "fail", "{pack:#}");
     assert_eq!(harness["value"], 1.0, "{pack:#}");
 
-    // A careful forger reads the nonce where the plugin keeps it: the record adds up, the tests floor
-    // cannot tell, and the harness floor is what stops it.
+    // A careful forger reads the nonce where the plugin keeps it: the record adds up, and the harness
+    // floor shows it.
     let careful = forging_conftest("getattr(sys.modules.get('aayu_pytest'), '_nonce', '')");
     repo.write("tests/conftest.py", &careful);
     let head = repo.commit("a conftest that forges carefully");
     let (code, said) = ci_text(&repo, &base, &head);
     assert_eq!(code, 3, "{said}");
+    // ...but the canary can: each test's first statement fails, and the record still says it passed.
+    assert!(
+        said.contains("its record says it passed although its first statement fails: the record is not the test's"),
+        "{said}"
+    );
     assert!(
         said.contains("tests/conftest.py:1: harness: a conftest: code pytest runs before any test of its folder (added)"),
         "{said}"
