@@ -305,6 +305,7 @@ fn tests_run<'r>(
         timeout,
         target: None,
         heartbeat: Some(heartbeat),
+        canaries: false,
     }
 }
 
@@ -777,6 +778,7 @@ impl Stage<'_, '_> {
                 let heartbeat = |what: &str, elapsed: Duration| beat(&log, what, elapsed);
                 let run = tests_run(sandbox, root, timeout, &heartbeat);
                 let mut results = BTreeMap::new();
+                let floor_started = std::time::Instant::now();
                 for (dir, ids) in &groups {
                     let started = std::time::Instant::now();
                     // The package's environment, read before its tests run (the harness floor).
@@ -800,10 +802,19 @@ impl Stage<'_, '_> {
                     };
                     took.push((format!("{kind}:{dir}"), started.elapsed()));
                 }
+                let mut phases = crate::timing::Phases::start();
+                phases.report(
+                    "tests floor (the mapped tests at the head)",
+                    floor_started.elapsed(),
+                );
                 if inputs.config.verify.canary {
                     let started = std::time::Instant::now();
                     crate::floors::canary::run(inputs.repo, &inputs.head, &run, &mut results);
                     took.push(("canary".to_string(), started.elapsed()));
+                    phases.report(
+                        "canary (the mapped tests once more, each with a failing first statement)",
+                        started.elapsed(),
+                    );
                 }
                 Ok(results)
             },

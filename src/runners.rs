@@ -184,6 +184,18 @@ pub trait Runner: Sync {
         tests: &[&TestId],
     ) -> BTreeMap<TestId, TestResult>;
 
+    /// Runs the canaries [`Runner::canary`] placed (ids of this package), each once: as
+    /// [`Runner::run_named`] does, unless the stack can run them more cheaply (Go: in one process, since
+    /// each fails at its first statement).
+    fn run_canaries(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult> {
+        self.run_named(run, package, tests)
+    }
+
     /// Whether a path of the package (relative to its folder) holds tests only, so that copying it onto
     /// the base cannot bring a fix along ([`harness::is_test_file_in`] finds the package).
     fn is_test_file(&self, path: &str) -> bool;
@@ -495,6 +507,16 @@ pub fn fetch_packages(
 /// never holds this machine's folders.
 pub fn run_named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
     scrubbed(package.runner.run_named(run, package, tests), run.root)
+}
+
+/// The canaries of the package's tests, by its runner ([`Runner::run_canaries`]), scrubbed as
+/// [`run_named`]'s.
+pub fn run_canaries(
+    run: &Run,
+    package: &Package,
+    tests: &[&TestId],
+) -> BTreeMap<TestId, TestResult> {
+    scrubbed(package.runner.run_canaries(run, package, tests), run.root)
 }
 
 /// The package's whole suite, instrumented, by its runner ([`Runner::cover_suite`]), with every machine

@@ -16,9 +16,6 @@ use super::test_evidence;
 /// What a test whose canary passed, or failed with another message, gets.
 pub const REFUSED: &str = "its record says it passed although its first statement fails: the record is not the test's (the canary run)";
 
-/// The build cache of the canary's copy: its own, beside the head's and the base's.
-const TARGET: &str = "canary";
-
 /// A message no code of the pull request can know before the run.
 pub fn message() -> String {
     let mut bytes = [0u8; 12];
@@ -50,8 +47,7 @@ pub fn run(
     let note = |results: &mut BTreeMap<TestId, TestResult>, id: &TestId, why: &str| {
         if let Some(r) = results.get_mut(id) {
             // A temporary folder's path is this machine's.
-            let said =
-                crate::machine_paths::scrub(&format!("canary not applied: {why}"), repo.root());
+            let said = runners::scrub(&format!("canary not applied: {why}"), repo.root());
             r.note = Some(match r.note.take() {
                 Some(before) => format!("{before}; {said}"),
                 None => said,
@@ -67,14 +63,17 @@ pub fn run(
             return;
         }
     };
-    // The copy's test files alone differ from the head's: its installs are the head's.
-    run.sandbox.share_installs(run.root, copy.path());
+    // The copy's test files alone differ from the head's: its fetch and installs are the head's.
+    run.sandbox.share_fetch(run.root, copy.path());
     let on_copy = test_evidence::Run {
         sandbox: run.sandbox,
         root: copy.path(),
         timeout: run.timeout,
-        target: Some(TARGET),
+        // The head's build folder: the copy's builds are incremental ones of the head's (its
+        // dependencies already built), one per package.
+        target: None,
         heartbeat: run.heartbeat,
+        canaries: true,
     };
     let message = message();
     let python = run.sandbox.locate(crate::sandbox::preflight::Tool::Python);

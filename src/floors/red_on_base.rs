@@ -204,6 +204,7 @@ pub fn run_on_base(
         timeout: run.timeout,
         target: Some(BASE_TARGET),
         heartbeat: run.heartbeat,
+        canaries: false,
     };
     let mut found = BTreeMap::new();
     for (group, ids) in groups {

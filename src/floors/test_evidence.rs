@@ -30,6 +30,9 @@ pub struct Run<'a> {
     pub target: Option<&'a str>,
     /// Told every ~10 s what is still running (a build, a test executable) and for how long.
     pub heartbeat: Option<&'a Heartbeat<'a>>,
+    /// Whether the tests are canaries ([`crate::floors::canary`]): each runner runs them as
+    /// [`runners::Runner::run_canaries`] says.
+    pub canaries: bool,
 }
 
 /// The tools the tests of these packages need (for the preflight): each package's runner's.
@@ -109,7 +112,11 @@ pub fn run_tests(
             timeout: run.timeout,
             env,
         };
-        results.extend(runners::run_named(&on, &package, &tests));
+        results.extend(if run.canaries {
+            runners::run_canaries(&on, &package, &tests)
+        } else {
+            runners::run_named(&on, &package, &tests)
+        });
     }
     results
 }
@@ -137,11 +144,12 @@ pub fn canaries(
             continue;
         };
         let package = found.package();
+        // The package's variables, its install's among them (where its tests run).
         let on = runners::Run {
             root: run.root,
             launcher: &launcher,
             timeout: run.timeout,
-            env: Vec::new(),
+            env: package_env(run, &package).unwrap_or_default(),
         };
         placed.extend(package.runner.canary(&on, &package, &tests, canary));
     }

@@ -19,6 +19,7 @@ use crate::sandbox::FetchPlan;
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, cargo_workspace, is_virtual_manifest, shown_dir};
 
+mod canary;
 mod cfg;
 pub(crate) mod coverage;
 mod harness;
@@ -203,6 +204,20 @@ impl Runner for Cargo {
 
     fn harness(&self, diff: &super::harness::Diff) -> Vec<super::harness::Change> {
         harness::changes(diff)
+    }
+
+    fn canaries(&self) -> bool {
+        true
+    }
+
+    fn canary(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+        on: &super::Canary,
+    ) -> BTreeMap<TestId, Result<TestId, String>> {
+        canary::canary(run.root, package, tests, on)
     }
 
     /// Files under a `tests/` folder, and `tests.rs` modules.

@@ -115,7 +115,18 @@ impl Runner for Go {
         package: &Package,
         tests: &[&TestId],
     ) -> BTreeMap<TestId, TestResult> {
-        named(run, package, tests)
+        named(run, package, tests, false)
+    }
+
+    /// All of a package's canaries in one `go test`: each fails at its first statement, so no test's
+    /// panic or `os.Exit` can decide another's, and a forgery that frames one frames them all.
+    fn run_canaries(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult> {
+        named(run, package, tests, true)
     }
 
     /// `go test -json -covermode=set -coverprofile=<file> ./<pkg>`, once, in the module's folder: every
@@ -702,7 +713,13 @@ fn code_only(text: &str) -> String {
     out
 }
 
-fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, TestResult> {
+/// The tests, each top-level function in a `go test` of its own, or all of them in one (`together`).
+fn named(
+    run: &Run,
+    package: &Package,
+    tests: &[&TestId],
+    together: bool,
+) -> BTreeMap<TestId, TestResult> {
     let (wanted, mut results) = super::read_ids(tests, GoTest::parse);
     if wanted.is_empty() {
         return results;
@@ -715,14 +732,14 @@ fn named(run: &Run, package: &Package, tests: &[&TestId]) -> BTreeMap<TestId, Te
         .iter()
         .map(|(_, spec)| spec.function.as_str())
         .collect();
-    if asked.len() > 1 {
+    if asked.len() > 1 && !together {
         for function in asked {
             let own: Vec<&TestId> = wanted
                 .iter()
                 .filter(|(_, spec)| spec.function == function)
                 .map(|(t, _)| *t)
                 .collect();
-            results.extend(named(run, package, &own));
+            results.extend(named(run, package, &own, false));
         }
         return results;
     }

@@ -26,6 +26,7 @@ use crate::sandbox::install::{Install, InstallStep};
 use crate::sandbox::preflight::Tool;
 use crate::sandbox::toolchain::{Toolchains, shown_dir};
 
+mod canary;
 mod harness;
 
 /// The extensions a test file of this runner has.
@@ -439,6 +440,21 @@ impl Runner for Js {
         tests: &[&TestId],
     ) -> BTreeMap<TestId, TestResult> {
         named(run, package, tests)
+    }
+
+    fn canaries(&self) -> bool {
+        true
+    }
+
+    fn canary(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+        on: &super::Canary,
+    ) -> BTreeMap<TestId, Result<TestId, String>> {
+        let installed = run.env.iter().any(|(k, _)| k == "AAYU_JS_COPY");
+        canary::canary(run.root, package, tests, on, installed)
     }
 
     /// The runners' own default patterns: jest's `__tests__/` and `*.{spec,test}.[jt]s?(x)`, vitest's

@@ -452,9 +452,15 @@ impl Sandbox {
             .filter(|p| p.join("_cacache").is_dir())
     }
 
-    /// The installs of `from` serve the tree at `to` as well (the canary's copy of the head, whose test
-    /// files alone differ): what each install gave, and what blocks each package's work there.
-    pub fn share_installs(&self, from: &Path, to: &Path) {
+    /// The fetch and installs of `from` serve the tree at `to` as well (the canary's copy of the head,
+    /// whose test files alone differ): the lock files this run resolved for it (copied), what each
+    /// install gave, and what blocks each package's work there.
+    pub fn share_fetch(&self, from: &Path, to: &Path) {
+        for lock in self.resolved_locks(from) {
+            if let Ok(bytes) = crate::safe_fs::read(from, &lock.path, 64 << 20) {
+                let _ = crate::safe_fs::write(to, &lock.path, &bytes);
+            }
+        }
         if let Ok(mut all) = self.installed.lock() {
             let shared: Vec<Installed> = all
                 .iter()

@@ -1,70 +1,175 @@
 #!/usr/bin/env bash
-# Benchmark: what the canary run (docs/proof-packs.md, "The canary") adds to the tests floor for a Go
-# package, beside the peer run of the tests floor alone. The tests floor runs each mapped test in its own
-# `go test` process; the canary, as built, exports the head's tree into a copy (git archive, as the gate
-# exports it from git's objects), inserts `t.Fatal("aayu canary …")` after each test's `func` line, and
-# runs each test again the same way. The third line times the canary as one `go test` of all of a
-# package's canaries (not built), for comparison.
+# Benchmark: what the canary run (docs/proof-packs.md, "The canary") adds to the tests floor, beside the
+# tests floor it follows, in the same gate run — on a Go module and a Rust crate of the coverage
+# benchmark's shape (tests/bench/coverage.sh: MODULES files of 10 functions and 10 tests each), with TESTS
+# of their tests mapped. The times are aayu's own `AAYU_TIMINGS=1` lines: `tests floor (the mapped tests
+# at the head)` and `canary (the mapped tests once more, each with a failing first statement)`.
 #
-#   tests/bench/canary.sh [TESTS]      (default 8)
+#   tests/bench/canary.sh                 # MODULES=10 TESTS=8 ROUNDS=5 by default
+#   AAYU=/path/to/aayu tests/bench/canary.sh
 #
-# Needs go and git (GO=PATH for another Go). Everything is made under a temp dir, the build cache warmed
-# first (the copy shares it, as the gate's does); each of 5 rounds times each way; medians and ratios last.
+# Goal (issue 57): tests floor + canary at most 1.3x the tests floor. Needs cargo, go, git and python3.
+# As root, aayu runs the tests as its sandbox uids: the toolchains must be readable by other users, and
+# the work folder (under /var/tmp) enterable.
 set -euo pipefail
 
-n=${1:-8}
-go=${GO:-go}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/m/calc"
-printf 'module example.com/m\n\ngo 1.19\n' >"$work/m/go.mod"
-printf 'package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n' >"$work/m/calc/calc.go"
-{
-  printf 'package calc\n\nimport "testing"\n'
-  for i in $(seq 1 "$n"); do
-    printf '\nfunc TestAdd%d(t *testing.T) {\n\tif Add(%d, 1) != %d {\n\t\tt.Fatal("no")\n\t}\n}\n' "$i" "$i" $((i + 1))
-  done
-} >"$work/m/calc/calc_test.go"
-git -C "$work/m" init -q
-git -C "$work/m" add -A
-git -C "$work/m" -c user.name=b -c user.email=b@example.com commit -qm bench
-export GOCACHE=$work/cache GOPATH=$work/path GOFLAGS=-mod=mod GOTOOLCHAIN=local
-names=$(seq -f 'TestAdd%g' 1 "$n" | paste -sd'|')
-(cd "$work/m" && "$go" test -json -count=1 -vet=off -run "^($names)\$" ./calc >/dev/null)
+modules=${MODULES:-10}
+tests=${TESTS:-8}
+rounds=${ROUNDS:-5}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+umask 022
 
-each() { # each test in its own process, in folder $1
-  for i in $(seq 1 "$n"); do
-    (cd "$1" && "$go" test -json -count=1 -vet=off -run "^TestAdd$i\$" ./calc >/dev/null || true)
+if [ -n "${AAYU:-}" ]; then
+  aayu=$(realpath "$AAYU")
+else
+  echo "building aayu (release)..." >&2
+  cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin aayu
+  aayu=${CARGO_TARGET_DIR:-$root/target}/release/aayu
+fi
+unset CARGO_TARGET_DIR
+work=$(mktemp -d -p /var/tmp canary-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+
+repo() {
+  git -C "$1" init -q -b main
+  git -C "$1" config user.name "Bench Author"
+  git -C "$1" config user.email "bench@example.com"
+  git -C "$1" config commit.gpgsign false
+}
+
+# `ready FILE`: a Ready snapshot of story 9, one criterion.
+ready() {
+  python3 - "$1" <<'PY'
+import hashlib, sys
+goal = "1. It adds."
+digest = hashlib.sha256(goal.encode()).hexdigest()
+open(sys.argv[1], "w").write(f'# Story 9: t\n\n<!-- aayudha:ready {{"story": 9, '
+                             f'"completion_goal_hash": "{digest}", "labels": []}} -->\n\n'
+                             f'## Completion Goal\n\n{goal}\n')
+PY
+}
+
+rust_module() {
+  local n=$1 bump=$2
+  for f in $(seq 1 10); do
+    printf 'pub fn f%s(x: u64) -> u64 {\n    x + %s + %s\n}\n\n' "$f" "$f" "$bump"
+  done
+  printf '#[cfg(test)]\nmod tests {\n'
+  for f in $(seq 1 10); do
+    printf '    #[test]\n    fn t%s() {\n        assert_ne!(super::f%s(%s), u64::MAX);\n    }\n' "$f" "$f" "$n"
+  done
+  printf '}\n'
+}
+go_file() {
+  local n=$1 bump=$2
+  printf 'package pkg\n\n'
+  for f in $(seq 1 10); do
+    printf 'func F%s_%s(x uint64) uint64 {\n\treturn x + %s + %s\n}\n\n' "$n" "$f" "$f" "$bump"
   done
 }
-copy() { # the head's tree, with every test's canary
-  rm -rf "$work/copy"
-  mkdir "$work/copy"
-  git -C "$work/m" archive HEAD | tar -x -C "$work/copy"
-  sed -i 's/^\(func TestAdd[0-9]*(t \*testing.T) {\)$/\1\n\tt.Fatal("aayu canary bench")/' "$work/copy/calc/calc_test.go"
+go_test() {
+  local n=$1
+  printf 'package pkg\n\nimport "testing"\n\n'
+  for f in $(seq 1 10); do
+    printf 'func TestF%s_%s(t *testing.T) {\n\tif F%s_%s(%s) == ^uint64(0) {\n\t\tt.Fatal("no")\n\t}\n}\n\n' "$n" "$f" "$n" "$f" "$n"
+  done
 }
-now() { date +%s%N; }
-floor=() canary=() joined=()
-for _ in 1 2 3 4 5; do
-  t0=$(now)
-  each "$work/m"
-  t1=$(now)
-  copy
-  each "$work/copy"
-  t2=$(now)
-  copy
-  (cd "$work/copy" && "$go" test -json -count=1 -vet=off -run "^($names)\$" ./calc >/dev/null || true)
-  t3=$(now)
-  floor+=($(((t1 - t0) / 1000000)))
-  canary+=($(((t2 - t1) / 1000000)))
-  joined+=($(((t3 - t2) / 1000000)))
+# `map FILE ID...`: one criterion whose evidence is these tests.
+map() {
+  local file=$1
+  shift
+  printf '[[criterion]]\nid = 1\ntests = [%s]\n' "$(printf '"%s", ' "$@" | sed 's/, $//')" >"$file"
+}
+
+rust=$work/rust
+mkdir -p "$rust/src"
+repo "$rust"
+printf '[package]\nname = "canarybench"\nversion = "0.1.0"\nedition = "2021"\n' >"$rust/Cargo.toml"
+printf '# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 4\n\n[[package]]\nname = "canarybench"\nversion = "0.1.0"\n' >"$rust/Cargo.lock"
+for n in $(seq 1 "$modules"); do printf 'pub mod m%s;\n' "$n"; done >"$rust/src/lib.rs"
+for n in $(seq 1 "$modules"); do rust_module "$n" 0 >"$rust/src/m$n.rs"; done
+printf '/target\n.aayudha/runs/\n.aayudha/proof/\n' >"$rust/.gitignore"
+mkdir -p "$rust/.aayudha"
+gomod=$work/go
+mkdir -p "$gomod/pkg"
+repo "$gomod"
+printf 'module example.com/bench\n\ngo 1.19\n' >"$gomod/go.mod"
+for n in $(seq 1 "$modules"); do
+  go_file "$n" 0 >"$gomod/pkg/f$n.go"
+  go_test "$n" >"$gomod/pkg/f${n}_test.go"
 done
-median() { printf '%s\n' "$@" | sort -n | sed -n 3p; }
-f=$(median "${floor[@]}")
-c=$(median "${canary[@]}")
-j=$(median "${joined[@]}")
-echo "$("$go" version), $n tests, median of 5 (warm cache):"
-echo "  tests floor (a process a test):          ${f} ms"
-echo "  + canary as built (a process a test):    ${c} ms"
-echo "  + canary in one process (not built):     ${j} ms"
-awk -v f="$f" -v c="$c" -v j="$j" 'BEGIN { printf "  ratio with the canary: %.2fx as built, %.2fx in one process\n", (f + c) / f, (f + j) / f }'
+printf '.aayudha/runs/\n.aayudha/proof/\n' >"$gomod/.gitignore"
+mkdir -p "$gomod/.aayudha"
+# The mapped tests: the first TESTS, one per module where there are enough.
+rust_ids=() go_ids=()
+for i in $(seq 0 $((tests - 1))); do
+  n=$((i % modules + 1)) f=$((i / modules + 1))
+  rust_ids+=(".:m$n::tests::t$f") go_ids+=("pkg:TestF${n}_$f")
+done
+for dir in "$rust" "$gomod"; do
+  git -C "$dir" add -A && git -C "$dir" commit -q -m base
+done
+rust_base=$(git -C "$rust" rev-parse HEAD) go_base=$(git -C "$gomod" rev-parse HEAD)
+rust_module 1 1 >"$rust/src/m1.rs"
+go_file 1 1 >"$gomod/pkg/f1.go"
+mkdir -p "$rust/.aayudha/evidence" "$gomod/.aayudha/evidence"
+map "$rust/.aayudha/evidence/9.toml" "${rust_ids[@]}"
+map "$gomod/.aayudha/evidence/9.toml" "${go_ids[@]}"
+for dir in "$rust" "$gomod"; do
+  git -C "$dir" add -A && git -C "$dir" commit -q -m head
+done
+rust_head=$(git -C "$rust" rev-parse HEAD) go_head=$(git -C "$gomod" rev-parse HEAD)
+ready "$work/ready.md"
+
+# `gate DIR BASE HEAD`: prints "<tests floor ms> <canary ms>" from aayu's timing lines; the tests floor
+# must pass (every mapped test evidenced, its canary caught).
+gate() {
+  local dir=$1 base=$2 head=$3 code=0
+  rm -rf "$dir/.aayudha/proof"
+  (cd "$dir" && AAYU_TIMINGS=1 NO_COLOR=1 "$aayu" verify --ci --base "$base" --head "$head" --story 9 \
+    --ready "$work/ready.md" --json) >"$work/last.out" 2>"$work/last.err" || code=$?
+  python3 - "$work/last.out" "$work/last.err" "$code" <<'PY'
+import json, re, sys
+err = open(sys.argv[2]).read()
+try:
+    pack = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit(f"no pack (exit {sys.argv[3]}):\n{err[-3000:]}")
+tests = next(c for c in pack["checks"] if c["floor"] == "tests")
+if tests["result"] != "pass":
+    sys.exit(f"the tests floor: {json.dumps(tests)}\n{err[-3000:]}")
+def took(name):
+    found = re.findall(r"^aayu timing: " + re.escape(name) + r" ([0-9.]+) ms$", err, re.M)
+    if not found:
+        sys.exit(f"no `{name}` timing in aayu's output:\n{err[-2000:]}")
+    return round(float(found[-1]))
+print(took("tests floor (the mapped tests at the head)"), took("canary (the mapped tests once more, each with a failing first statement)"))
+PY
+}
+
+rust_floor=() rust_canary=() go_floor=() go_canary=()
+# A first run of each, untimed: the dependencies' and the toolchain's caches warm, as on a runner
+# that keeps them.
+gate "$rust" "$rust_base" "$rust_head" >/dev/null
+gate "$gomod" "$go_base" "$go_head" >/dev/null
+for r in $(seq 1 "$rounds"); do
+  echo "round $r of $rounds..." >&2
+  read -r f c < <(gate "$rust" "$rust_base" "$rust_head")
+  rust_floor+=("$f") rust_canary+=("$c")
+  read -r f c < <(gate "$gomod" "$go_base" "$go_head")
+  go_floor+=("$f") go_canary+=("$c")
+done
+
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $modules modules of 10 tests, $tests mapped; $(go version | cut -d' ' -f3), $(rustc --version | cut -d' ' -f2)"
+python3 - "${rust_floor[*]}" "${rust_canary[*]}" "${go_floor[*]}" "${go_canary[*]}" <<'PY'
+import statistics, sys
+rows = [[int(x) for x in s.split()] for s in sys.argv[1:]]
+med = [statistics.median(r) for r in rows]
+names = ["Rust: the tests floor", "Rust: the canary", "Go: the tests floor", "Go: the canary"]
+for name, r, m in zip(names, rows, med):
+    print(f"{name:<24} {m:>8.0f} ms   {' '.join(map(str, r))}")
+for label, floor, canary in [("Rust", 0, 1), ("Go", 2, 3)]:
+    ratio = (med[floor] + med[canary]) / med[floor]
+    print(f"{label}: (tests floor + canary) / tests floor = {ratio:.2f}x (goal at most 1.3x: {'met' if ratio <= 1.3 else 'NOT met'})")
+PY

@@ -131,10 +131,6 @@ fn a_hookless_conftest_that_writes_the_record_is_refused_or_shown_and_blocks() {
             .any(|l| l.starts_with("harness ") && l.contains(" fail ")),
         "{said}"
     );
-    assert!(
-        said.contains("harness changed by this pull request: tests/conftest.py:1"),
-        "{said}"
-    );
     let written = report(&repo, "harness.json");
     assert_eq!(written["schema_version"], 1);
     assert_eq!(written["waived_by"], Value::Null);
@@ -197,11 +193,22 @@ fn a_conftest_that_forges_only_at_the_head_is_not_run_on_the_base_and_blocks() {
     drop(head);
     let head = repo.commit("mark the parser");
     let (code, pack, stderr) = ci(&repo, &base, &head);
-    // The head's record says every test passed (the tests floor cannot tell a careful forgery)...
+    // The head's record says every test passed, but the canary's failure is flipped too: the record is
+    // not the tests'...
     assert_eq!(
         floor(&pack, "tests")["result"],
-        "pass",
+        "fail",
         "{pack:#}\n{stderr}"
+    );
+    assert!(
+        floor(&pack, "tests")["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("0 of 3")),
+        "{pack:#}"
+    );
+    assert!(
+        evidence(&repo, 1).is_empty() && evidence(&repo, 3).is_empty(),
+        "{pack:#}"
     );
     // ...red-on-base ran the base's conftest, where the bug's test fails...
     let on_base = report(&repo, "red-on-base.json");
@@ -439,6 +446,12 @@ fn a_pallets_like_layout_shows_a_changed_filterwarnings_and_nothing_for_an_hones
         said.contains("advisory (no blocking date set): 1 harness change"),
         "{said}"
     );
+    // The honest test passes its canary, and its criterion names the harness change it runs under.
+    assert!(
+        said.contains("harness changed by this pull request: pyproject.toml:20"),
+        "{said}"
+    );
+    assert!(!said.contains("canary not applied"), "{said}");
 }
 
 #[test]

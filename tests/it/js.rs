@@ -112,6 +112,85 @@ fn a_node_test_package_is_evidenced_and_red_on_base_by_full_names() {
     assert_eq!(first, second);
 }
 
+/// A node:test file that, when it loads, writes a pass for each mapped test into the report aayu's
+/// reporter keeps, and ends its process before any test runs: with `add` still broken at the head.
+const SELF_REPORTING: &str = r#"import fs from "node:fs";
+import { describe, it } from "node:test";
+import assert from "node:assert";
+import { add } from "../calc.js";
+
+const out = process.env.AAYU_JS_REPORT;
+if (out) {
+  const file = new URL(import.meta.url).pathname;
+  for (const [full, nesting] of [["add > numbers > sums (two of them)", 2], ["add > keeps zero", 1]]) {
+    const name = full.split(" > ").pop();
+    fs.appendFileSync(out, JSON.stringify({ type: "test:pass", name, full, nesting, file, line: 1,
+      skip: null, todo: null, error: null }) + "\n");
+  }
+  process.exit(0);
+}
+
+describe("add", () => {
+  describe("numbers", () => {
+    it("sums (two of them)", () => {
+      assert.equal(add(2, 2), 4);
+    });
+  });
+  it("keeps zero", () => {
+    assert.equal(add(0, 0), 0);
+  });
+});
+"#;
+
+/// The package with the forging test file at the head and `config` as the base's settings (which the
+/// gate reads).
+fn self_reporting(config: &str) -> (TestRepo, String, String) {
+    let map = "[[criterion]]\nid = 1\ntests = [\".:test/calc.test.js::add > numbers > sums (two of them)\"]\n\n[[criterion]]\nid = 2\ntests = [\".:test/calc.test.js::add > keeps zero\"]\n\n[[criterion]]\nid = 3\ntests = [\".:test/count.test.js::count > counts\"]\n";
+    let repo = TestRepo::new();
+    repo.write("package.json", PLAIN)
+        .write("calc.js", "export const add = (a, b) => a - b;\n")
+        .write(
+            ".gitignore",
+            "node_modules/\n.aayudha/runs/\n.aayudha/proof/\n",
+        )
+        .write(".aayudha/config.toml", config);
+    let base = repo.commit("calc, with the bug");
+    // The bug stays: `add` still subtracts, and only the forged record says otherwise.
+    repo.write(
+        "calc.js",
+        "export const add = (a, b) => a - b;\nexport const count = (text) => text.split(\",\").length;\n",
+    )
+    .write("test/calc.test.js", SELF_REPORTING)
+    .write("test/count.test.js", COUNT_TEST)
+    .write(".aayudha/evidence/5.toml", map);
+    let head = repo.commit("a test file that reports its own pass");
+    (repo, base, head)
+}
+
+#[test]
+fn a_node_test_file_that_reports_its_own_pass_is_caught_by_the_canary() {
+    crate::needs!(node);
+    // Without the canary the record is all the gate has: the forgery passes (what this test guards).
+    let (repo, base, head) = self_reporting("[verify]\ncanary = false\n");
+    let (_, stdout, stderr) = ci(&repo, &base, &head, false);
+    assert!(
+        !evidence(&repo, 1).is_empty() && !evidence(&repo, 2).is_empty(),
+        "the forgery no longer passes without the canary: {stdout}\n{stderr}"
+    );
+    let (repo, base, head) = self_reporting("");
+    let (code, said, stderr) = ci(&repo, &base, &head, false);
+    assert_eq!(code, 3, "{said}\n{stderr}");
+    assert_eq!(
+        said.matches("its record says it passed although its first statement fails: the record is not the test's").count(),
+        2,
+        "{said}\n{stderr}"
+    );
+    assert!(evidence(&repo, 1).is_empty(), "{said}");
+    assert!(evidence(&repo, 2).is_empty(), "{said}");
+    // The honest test of the same run passes its canary.
+    assert!(!evidence(&repo, 3).is_empty(), "{said}");
+}
+
 #[test]
 fn a_skipped_or_unknown_js_test_is_no_evidence() {
     crate::needs!(node);
