@@ -453,8 +453,44 @@ impl Runner for Js {
         tests: &[&TestId],
         on: &super::Canary,
     ) -> BTreeMap<TestId, Result<TestId, String>> {
-        let installed = run.env.iter().any(|(k, _)| k == "AAYU_JS_COPY");
-        canary::canary(run.root, package, tests, on, installed)
+        let copy = run
+            .env
+            .iter()
+            .find(|(k, _)| k == "AAYU_JS_COPY")
+            .map(|(_, v)| PathBuf::from(v));
+        let lock = lock_folder(run.root, package.dir).map(|l| l.folder);
+        match (&copy, &lock) {
+            (Some(copy), Ok(lock)) => {
+                canary::canary(run.root, package, tests, on, Some((copy, lock)))
+            }
+            (Some(_), Err(e)) => tests
+                .iter()
+                .map(|id| ((*id).clone(), Err(e.to_string())))
+                .collect(),
+            (None, _) => canary::canary(run.root, package, tests, on, None),
+        }
+    }
+
+    /// In the canary's copy itself (its `node_modules` linked to the install's), not in the install's
+    /// copy of the head.
+    fn run_canaries(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult> {
+        let in_copy = Run {
+            root: run.root,
+            launcher: run.launcher,
+            timeout: run.timeout,
+            env: run
+                .env
+                .iter()
+                .filter(|(k, _)| k != "AAYU_JS_COPY")
+                .cloned()
+                .collect(),
+        };
+        named(&in_copy, package, tests)
     }
 
     /// The runners' own default patterns: jest's `__tests__/` and `*.{spec,test}.[jt]s?(x)`, vitest's

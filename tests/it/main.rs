@@ -12,6 +12,7 @@ mod behaviour;
 mod bounds;
 mod browser;
 mod build_cache;
+mod canary;
 mod ci;
 mod comment;
 mod contract_errors;

@@ -2,8 +2,9 @@
 //! callback, found with `oxc_parser` by its titles — `describe`/`suite`/`context` calls for the outer
 //! ones (their callbacks' statements followed), a `test`/`it` call for the last. A `test.failing`, a
 //! table (`test.each`), a test whose titles are not plain strings or that a loop or a helper makes, and a
-//! subtest (node's `t.test`), is one the canary cannot apply to. Where the package's tests run in its
-//! install's sealed copy, not in the tree, it is not applied either (not built yet).
+//! subtest (node's `t.test`), is one the canary cannot apply to. A package with an install runs its
+//! tests in the install's sealed copy: the canary's copy gets that copy's `node_modules` folders as
+//! links, and its tests run in the canary's copy instead.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,23 +27,27 @@ enum Place {
     Expression(u32, u32),
 }
 
+/// `installed`: the install's sealed copy of the lock's folder (`lock`, from the root) the package's
+/// tests run in at the head — its `node_modules` folders are linked into the canary's copy, whose
+/// tests then run there ([`super::Js::run_canaries`]).
 pub(super) fn canary(
     root: &Path,
     package: &Package,
     tests: &[&TestId],
     canary: &Canary,
-    installed: bool,
+    installed: Option<(&Path, &str)>,
 ) -> BTreeMap<TestId, Result<TestId, String>> {
     let mut out = BTreeMap::new();
+    if let Some((copy, lock)) = installed
+        && let Err(why) = link_modules(copy, root, lock)
+    {
+        for id in tests {
+            out.insert((*id).clone(), Err(why.clone()));
+        }
+        return out;
+    }
     let mut by_file: BTreeMap<String, Vec<(&TestId, JsTest)>> = BTreeMap::new();
     for id in tests {
-        if installed {
-            out.insert(
-                (*id).clone(),
-                Err("its tests run in its install's sealed copy, which the canary does not reach yet".to_string()),
-            );
-            continue;
-        }
         match JsTest::parse(&id.rest) {
             Ok(test) => by_file
                 .entry(test.file.clone())
@@ -65,6 +70,41 @@ pub(super) fn canary(
         }
     }
     out
+}
+
+/// Each `node_modules` folder of the install's copy (`copy`, of the lock's folder `lock`) linked at its
+/// place in the tree at `root` (never into a `node_modules`, nor deeper than a workspace goes).
+fn link_modules(copy: &Path, root: &Path, lock: &str) -> Result<(), String> {
+    let mut stack = vec![(String::new(), 0usize)];
+    let mut linked = 0;
+    while let Some((rel, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(copy.join(&rel)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) || name.starts_with('.') {
+                continue;
+            }
+            let inside = join(&rel, &name);
+            if name == "node_modules" {
+                let target = copy.join(&inside);
+                let at = join(lock, &inside);
+                if crate::safe_fs::is_regular(root, &at) || root.join(&at).exists() {
+                    continue;
+                }
+                crate::safe_fs::symlink(root, &at, target.as_os_str().as_encoded_bytes())
+                    .map_err(|e| format!("its install's `node_modules` cannot be linked: {e}"))?;
+                linked += 1;
+            } else if depth < 4 {
+                stack.push((inside, depth + 1));
+            }
+        }
+    }
+    if linked == 0 {
+        return Err("its install's copy has no `node_modules`".to_string());
+    }
+    Ok(())
 }
 
 /// The canary placed in one file for each test asked (by id rest): `Ok`, or why it cannot apply.
