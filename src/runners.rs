@@ -270,6 +270,40 @@ pub trait Runner: Sync {
     }
 }
 
+/// How deep a text's brackets may nest for aayu to parse it with a recursive parser (`syn`, `oxc`).
+pub(crate) const PARSE_NESTING: usize = 256;
+
+/// A parse of text a pull request controls, as root: refused when its brackets nest deeper than
+/// [`PARSE_NESTING`] (counted without regard to strings or comments: an over-count only refuses), run
+/// on a thread of its own with a large stack (and proc-macro2's record of the text freed with it).
+pub(crate) fn parse_apart<T: Send + 'static>(
+    text: String,
+    parse: impl FnOnce(String) -> T + Send + 'static,
+) -> Result<T, String> {
+    let (mut depth, mut most) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                most = most.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if most > PARSE_NESTING {
+        return Err(format!(
+            "its brackets nest deeper than {PARSE_NESTING}, which aayu does not parse"
+        ));
+    }
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || parse(text))
+        .map_err(|e| format!("no thread to parse it on: {e}"))?
+        .join()
+        .map_err(|_| "its parse crashed".to_string())
+}
+
 /// What a runner's canary is handed ([`Runner::canary`]).
 pub struct Canary<'a> {
     /// The failing first statement's message: this run's own, unknown to the pull request's code.

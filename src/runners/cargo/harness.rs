@@ -258,6 +258,19 @@ fn startup(path: &str, base: Option<&str>, head: Option<&str>) -> Vec<Change> {
 /// A file's start-up items: (line, what, the item's source lines). A file `syn` cannot parse has none
 /// (it does not build).
 fn startup_items(source: &str) -> Vec<(u32, String, String)> {
+    // Parsed apart (as root, the pull request's text); a file aayu will not parse is one item, whole.
+    crate::runners::parse_apart(source.to_string(), |text| parsed_startup_items(&text))
+        .unwrap_or_else(|why| {
+            vec![(
+                1,
+                format!("a file aayu cannot read for start-up items: {why}"),
+                source.to_string(),
+            )]
+        })
+}
+
+/// [`startup_items`], on the parse's own thread.
+fn parsed_startup_items(source: &str) -> Vec<(u32, String, String)> {
     use syn::spanned::Spanned as _;
     let Ok(file) = syn::parse_file(source) else {
         return Vec::new();

@@ -117,16 +117,26 @@ fn place_all(
     let bytes = crate::safe_fs::read(root, rel, CAP).map_err(|e| e.to_string())?;
     let text = String::from_utf8(bytes).map_err(|_| format!("`{rel}` is not UTF-8"))?;
     let kind = source_type(rel);
-    let allocator = Allocator::default();
-    let parsed = oxc_parser::Parser::new(&allocator, &text, kind).parse();
-    if parsed.panicked || !parsed.diagnostics.is_empty() {
-        return Err(format!("`{rel}` does not parse"));
-    }
+    // Parsed on a thread of its own (a large stack), as root, as data.
+    let titles: Vec<String> = asked.iter().map(|(_, test)| test.full.clone()).collect();
+    let found = crate::runners::parse_apart(text.clone(), move |text| {
+        let allocator = Allocator::default();
+        let parsed = oxc_parser::Parser::new(&allocator, &text, kind).parse();
+        if parsed.panicked || !parsed.diagnostics.is_empty() {
+            return None;
+        }
+        Some(
+            titles
+                .iter()
+                .map(|full| locate(&parsed.program.body, &full.split(" > ").collect::<Vec<_>>()))
+                .collect::<Vec<_>>(),
+        )
+    })
+    .map_err(|why| format!("`{rel}`: {why}"))?
+    .ok_or_else(|| format!("`{rel}` does not parse"))?;
     let mut each = BTreeMap::new();
     let mut places = Vec::new();
-    for (id, test) in asked {
-        let titles = test.full.split(" > ").collect::<Vec<_>>();
-        let said = locate(&parsed.program.body, &titles);
+    for ((id, _), said) in asked.iter().zip(found) {
         if let Ok(place) = said {
             places.push(place);
         }
@@ -152,9 +162,12 @@ fn place_all(
             }
         }
     }
-    let again = Allocator::default();
-    let reparsed = oxc_parser::Parser::new(&again, &changed, kind).parse();
-    if reparsed.panicked || !reparsed.diagnostics.is_empty() {
+    let parses = crate::runners::parse_apart(changed.clone(), move |text| {
+        let allocator = Allocator::default();
+        let parsed = oxc_parser::Parser::new(&allocator, &text, kind).parse();
+        !parsed.panicked && parsed.diagnostics.is_empty()
+    });
+    if parses != Ok(true) {
         return Err(format!("the canary does not parse in `{rel}`"));
     }
     crate::safe_fs::write(root, rel, changed.as_bytes()).map_err(|e| e.to_string())?;
@@ -335,6 +348,28 @@ mod tests {
                     "function () { ok(); }",
                     &format!("function () {{ {throw} ok(); }}")
                 )
+        );
+    }
+
+    #[test]
+    fn a_file_nested_deeper_than_aayu_parses_is_not_parsed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let text = format!(
+            "test('deep', () => {{ {}1{} }});\n",
+            "(".repeat(300),
+            ")".repeat(300)
+        );
+        std::fs::write(dir.path().join("a.test.js"), &text).expect("write");
+        let id = TestId {
+            package: String::new(),
+            rest: "a.test.js::deep".to_string(),
+        };
+        let asked = [(&id, JsTest::parse(&id.rest).expect("id"))];
+        let said = place_all(dir.path(), "a.test.js", &asked, "m").expect_err("too deep");
+        assert!(said.contains("nest deeper than 256"), "{said}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.test.js")).expect("read"),
+            text
         );
     }
 
