@@ -271,7 +271,7 @@ pub trait Runner: Sync {
 }
 
 /// How deep a text's brackets may nest for aayu to parse it with a recursive parser (`syn`, `oxc`).
-pub(crate) const PARSE_NESTING: usize = 256;
+pub(crate) const PARSE_NESTING: usize = 1024;
 
 /// A parse of text a pull request controls, as root: refused when its brackets nest deeper than
 /// [`PARSE_NESTING`] (counted without regard to strings or comments: an over-count only refuses), run

@@ -35,6 +35,10 @@ use crate::sandbox::toolchain::{Toolchains, shown_dir};
 /// The pytest aayu installs when a package's test requirements do not bring one (`docs/proof-packs.md`).
 pub const PYTEST_PIN: &str = "pytest==9.2.0";
 
+/// Set in a run's variables by [`Runner::run_canaries`] (never passed on): pytest runs with
+/// `--runxfail`.
+const CANARY_RUN: &str = "AAYU_PYTEST_CANARY_RUN";
+
 /// aayu's pytest plugin (loaded by `-p aayu_pytest`).
 pub const PLUGIN: &str = include_str!("python/aayu_pytest.py");
 
@@ -257,6 +261,25 @@ impl Runner for Python {
 
     fn canaries(&self) -> bool {
         true
+    }
+
+    /// With `--runxfail`: a test marked `xfail` (on any condition, through a parameter, by a
+    /// `pytestmark`) gets its canary too, and must fail with it.
+    fn run_canaries(
+        &self,
+        run: &Run,
+        package: &Package,
+        tests: &[&TestId],
+    ) -> BTreeMap<TestId, TestResult> {
+        let mut env = run.env.clone();
+        env.push((CANARY_RUN.to_string(), "1".into()));
+        let canary = Run {
+            root: run.root,
+            launcher: run.launcher,
+            timeout: run.timeout,
+            env,
+        };
+        named(&canary, package, tests)
     }
 
     fn canary(
@@ -1212,11 +1235,20 @@ fn pytest(run: &Run, package: &Package, ids: &[&str]) -> Result<super::Ran, Pyth
         ".".into(),
         "-q".into(),
     ];
+    // A canary's run: an `xfail` mark is not what decides it (its first statement fails).
+    if var(CANARY_RUN).is_some() {
+        argv.push("--runxfail".into());
+    }
     argv.extend(ids.iter().map(|id| id.to_string()));
     let mut env: Vec<(String, OsString)> = run
         .env
         .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "AAYU_PYTHON" | "AAYU_PYTEST_PLUGIN"))
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "AAYU_PYTHON" | "AAYU_PYTEST_PLUGIN" | CANARY_RUN
+            )
+        })
         .cloned()
         .collect();
     // Byte code from the install is not read (no record holds its hash): every module compiles from its

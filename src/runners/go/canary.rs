@@ -11,7 +11,7 @@ use super::super::{Canary, TestId, join};
 /// `func <name>(<t> *testing.T) {` line, `<t>.Fatal("<message>")`. `Err`: why it cannot apply.
 pub fn place(source: &str, name: &str, message: &str) -> Result<String, String> {
     let pattern = format!(
-        r"^func\s+{}\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+\*[A-Za-z_][A-Za-z0-9_]*\.T\s*\)\s*\{{\s*$",
+        r"^func\s+{}\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+\*[A-Za-z_][A-Za-z0-9_]*\.T\s*\)\s*\{{\s*(//.*)?$",
         regex::escape(name)
     );
     let head = regex::Regex::new(&pattern).map_err(|e| e.to_string())?;
@@ -79,7 +79,9 @@ fn insert(root: &Path, test: &TestId, message: &str) -> Result<(), String> {
             files.insert(name);
         }
     }
-    let mut last = None;
+    // Every file that declares it (`x_unix_test.go` and `x_other_test.go` behind build tags): the one
+    // the build takes fails.
+    let (mut placed, mut last) = (false, None);
     for name in files {
         let rel = join(&test.package, &name);
         let Ok(bytes) = crate::safe_fs::read(root, &rel, 64 << 20) else {
@@ -88,11 +90,14 @@ fn insert(root: &Path, test: &TestId, message: &str) -> Result<(), String> {
         let source = String::from_utf8_lossy(&bytes);
         match place(&source, &test.rest, message) {
             Ok(changed) => {
-                return crate::safe_fs::write(root, &rel, changed.as_bytes())
-                    .map_err(|e| e.to_string());
+                crate::safe_fs::write(root, &rel, changed.as_bytes()).map_err(|e| e.to_string())?;
+                placed = true;
             }
             Err(why) => last = Some(why),
         }
+    }
+    if placed {
+        return Ok(());
     }
     Err(last.unwrap_or_else(|| "the package has no test file".to_string()))
 }
@@ -116,6 +121,12 @@ mod tests {
             place(source, "TestSub", "m")
                 .expect_err("no such test")
                 .contains("its body cannot be found")
+        );
+        let commented = "package calc\n\nfunc TestAdd(t *testing.T) { //nolint:paralleltest\n}\n";
+        assert!(
+            place(commented, "TestAdd", "m")
+                .expect("a comment after the brace")
+                .contains("//nolint:paralleltest\n\tt.Fatal(\"m\")\n")
         );
         let unnamed = "package calc\n\nfunc TestAdd(_ *testing.T) {\n}\n";
         assert!(

@@ -90,7 +90,12 @@ fn link_modules(copy: &Path, root: &Path, lock: &str) -> Result<(), String> {
             if name == "node_modules" {
                 let target = copy.join(&inside);
                 let at = join(lock, &inside);
-                if crate::safe_fs::is_regular(root, &at) || root.join(&at).exists() {
+                // Linked already (another member of the same workspace's lock).
+                if std::fs::read_link(root.join(&at)).is_ok_and(|t| t == target) {
+                    linked += 1;
+                    continue;
+                }
+                if std::fs::symlink_metadata(root.join(&at)).is_ok() {
                     continue;
                 }
                 crate::safe_fs::symlink(root, &at, target.as_os_str().as_encoded_bytes())
@@ -281,9 +286,9 @@ fn locate(statements: &[Statement], titles: &[&str]) -> Result<Place, String> {
         if !suite && !test {
             continue;
         }
-        if words.iter().any(|w| w == "failing") {
+        if words.iter().any(|w| w == "failing" || w == "fails") {
             return Err(
-                "it is `test.failing`: a failing first statement is what it expects".to_string(),
+                "it is `test.failing` (or vitest's `test.fails`): a failing first statement is what it expects".to_string(),
             );
         }
         if words.iter().any(|w| w == "each") {
@@ -356,8 +361,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let text = format!(
             "test('deep', () => {{ {}1{} }});\n",
-            "(".repeat(300),
-            ")".repeat(300)
+            "(".repeat(1100),
+            ")".repeat(1100)
         );
         std::fs::write(dir.path().join("a.test.js"), &text).expect("write");
         let id = TestId {
@@ -366,11 +371,27 @@ mod tests {
         };
         let asked = [(&id, JsTest::parse(&id.rest).expect("id"))];
         let said = place_all(dir.path(), "a.test.js", &asked, "m").expect_err("too deep");
-        assert!(said.contains("nest deeper than 256"), "{said}");
+        assert!(said.contains("nest deeper than 1024"), "{said}");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("a.test.js")).expect("read"),
             text
         );
+    }
+
+    #[test]
+    fn a_file_nested_as_deep_as_aayu_parses_is_parsed_on_its_own_stack() {
+        let deep = "(".repeat(1000) + "1" + &")".repeat(1000);
+        let text = format!("test('deep', () => {{ expect({deep}).toBe(1); }});\n");
+        let (changed, said) = placed("a.test.js", &text, &["deep"]);
+        assert_eq!(said, vec![Ok(())]);
+        assert!(
+            changed.starts_with("test('deep', () => { throw new Error("),
+            "{changed:.80}"
+        );
+        // syn, for cargo's canary, on the same stack.
+        let rust = format!("#[test]\nfn deep() {{ assert_eq!({deep}, 1); }}\n");
+        let parsed = crate::runners::parse_apart(rust, |text| syn::parse_file(&text).is_ok());
+        assert_eq!(parsed, Ok(true));
     }
 
     #[test]

@@ -16,27 +16,6 @@ import sys
 LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def marks_xfail(node):
-    """Whether an expression names pytest's `xfail` mark anywhere (`pytest.mark.xfail(...)`,
-    `pytest.param(..., marks=pytest.mark.xfail)`, a bare `xfail`)."""
-    for part in ast.walk(node):
-        if isinstance(part, ast.Attribute) and part.attr == "xfail":
-            return True
-        if isinstance(part, ast.Name) and part.id == "xfail":
-            return True
-    return False
-
-
-def pytestmark(body):
-    """The `pytestmark = ...` values of a module's or a class's body."""
-    for statement in body:
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets):
-                if statement.value is not None:
-                    yield statement.value
-
-
 def last_named(body, name, kinds):
     """The last definition of `name` in a body (the one Python keeps)."""
     found = None
@@ -49,22 +28,16 @@ def last_named(body, name, kinds):
 def locate(tree, names):
     """The test's function node, or why the canary cannot apply."""
     scope = tree
-    marks = list(pytestmark(tree.body))
     for name in names[:-1]:
         scope = last_named(scope.body, name, (ast.ClassDef,))
         if scope is None:
             return None, "no class `%s` in its file: its body cannot be found" % name
-        marks.extend(scope.decorator_list)
-        marks.extend(pytestmark(scope.body))
     function = last_named(scope.body, names[-1], (ast.FunctionDef, ast.AsyncFunctionDef))
     if function is None:
         return None, (
             "no function `%s` in its file (inherited or generated): its body cannot be found"
             % "::".join(names)
         )
-    marks.extend(function.decorator_list)
-    if any(marks_xfail(mark) for mark in marks):
-        return None, "it is marked `xfail`: a failing first statement is what it expects"
     return function, None
 
 

@@ -1,9 +1,9 @@
 //! pytest's canary ([`crate::floors::canary`]): `raise AssertionError("<message>")` first in each
 //! test function's own body, placed by [`SCRIPT`] — the file read with `ast` by the machine's
 //! `python3 -I` (never the package's virtual environment), as the sandbox uid, offline, within the
-//! sandbox's limits; the file is never imported. A test marked `xfail`, one whose function its file does
-//! not define (inherited, generated), or one in a file that does not parse, is one the canary cannot
-//! apply to.
+//! sandbox's limits; the file is never imported. A test whose function its file does not define
+//! (inherited, generated), or one in a file that does not parse, is one the canary cannot apply to. A
+//! test marked `xfail` gets it too: the canaries run with `--runxfail`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -162,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn where_the_canary_cannot_apply_it_says_why_and_changes_nothing() {
+    fn where_the_canary_cannot_apply_it_says_why_and_an_xfail_mark_is_no_such_place() {
         let source = "import pytest\n\npytestmark = [pytest.mark.slow]\n\n@pytest.mark.xfail(strict=True)\ndef test_x():\n    assert 0\n\nclass TestK:\n    pytestmark = pytest.mark.xfail\n    def test_m(self):\n        pass\n";
         let answer = placed(
             source,
@@ -173,16 +173,23 @@ mod tests {
                 &["TestZ", "test_m"],
             ],
         );
-        assert_eq!(answer.source, None);
-        let said: Vec<String> = answer
-            .tests
-            .into_iter()
-            .map(|t| t.expect("a reason"))
+        // Marked `xfail` or not, a test gets its canary (the canaries run with `--runxfail`).
+        assert_eq!(answer.tests[0], None);
+        assert_eq!(answer.tests[1], None);
+        let changed = answer.source.expect("placed");
+        assert_eq!(
+            changed
+                .matches("raise AssertionError('aayu canary 7f')")
+                .count(),
+            2,
+            "{changed}"
+        );
+        let said: Vec<String> = answer.tests[2..]
+            .iter()
+            .map(|t| t.clone().expect("a reason"))
             .collect();
-        assert!(said[0].contains("marked `xfail`"), "{said:?}");
-        assert!(said[1].contains("marked `xfail`"), "{said:?}");
-        assert!(said[2].contains("no function `test_gone`"), "{said:?}");
-        assert!(said[3].contains("no class `TestZ`"), "{said:?}");
+        assert!(said[0].contains("no function `test_gone`"), "{said:?}");
+        assert!(said[1].contains("no class `TestZ`"), "{said:?}");
         let broken = placed("def test_a(:\n    pass\n", &[&["test_a"]]);
         assert_eq!(broken.source, None);
         assert!(
