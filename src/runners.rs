@@ -273,13 +273,9 @@ pub trait Runner: Sync {
 /// How deep a text's brackets may nest for aayu to parse it with a recursive parser (`syn`, `oxc`).
 pub(crate) const PARSE_NESTING: usize = 1024;
 
-/// A parse of text a pull request controls, as root: refused when its brackets nest deeper than
-/// [`PARSE_NESTING`] (counted without regard to strings or comments: an over-count only refuses), run
-/// on a thread of its own with a large stack (and proc-macro2's record of the text freed with it).
-pub(crate) fn parse_apart<T: Send + 'static>(
-    text: String,
-    parse: impl FnOnce(String) -> T + Send + 'static,
-) -> Result<T, String> {
+/// How deep a text's brackets nest, counted without regard to strings or comments (an over-count only
+/// refuses a parse).
+pub(crate) fn nesting(text: &str) -> usize {
     let (mut depth, mut most) = (0usize, 0usize);
     for b in text.bytes() {
         match b {
@@ -291,7 +287,17 @@ pub(crate) fn parse_apart<T: Send + 'static>(
             _ => {}
         }
     }
-    if most > PARSE_NESTING {
+    most
+}
+
+/// A parse of text a pull request controls, as root: refused when its brackets nest deeper than
+/// [`PARSE_NESTING`] (counted without regard to strings or comments: an over-count only refuses), run
+/// on a thread of its own with a large stack (and proc-macro2's record of the text freed with it).
+pub(crate) fn parse_apart<T: Send + 'static>(
+    text: String,
+    parse: impl FnOnce(String) -> T + Send + 'static,
+) -> Result<T, String> {
+    if nesting(&text) > PARSE_NESTING {
         return Err(format!(
             "its brackets nest deeper than {PARSE_NESTING}, which aayu does not parse"
         ));

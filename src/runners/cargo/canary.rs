@@ -326,6 +326,37 @@ fn modules(source: &str, inside: &str) -> Vec<Vec<String>> {
 mod tests {
     use super::*;
 
+    fn write_file(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    fn id(rest: &str) -> TestId {
+        TestId {
+            package: String::new(),
+            rest: rest.to_string(),
+        }
+    }
+
+    /// The canary of `tests` placed in the root package at `root`.
+    fn placed(
+        root: &Path,
+        tests: &[&TestId],
+        message: &str,
+    ) -> BTreeMap<TestId, Result<TestId, String>> {
+        let package = Package {
+            dir: "",
+            home: "",
+            runner: &crate::runners::cargo::Cargo,
+        };
+        let canary_of = Canary {
+            message,
+            python: None,
+        };
+        canary(root, &package, tests, &canary_of)
+    }
+
     #[test]
     fn a_files_module_path_is_where_its_crate_puts_it() {
         assert_eq!(modules("src", "lib.rs"), vec![Vec::<String>::new()]);
@@ -345,11 +376,7 @@ mod tests {
     #[test]
     fn the_canary_goes_first_in_the_named_tests_body_only() {
         let dir = tempfile::tempdir().expect("dir");
-        let write = |rel: &str, text: &str| {
-            let path = dir.path().join(rel);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
-            std::fs::write(path, text).expect("write");
-        };
+        let write = |rel: &str, text: &str| write_file(dir.path(), rel, text);
         write("Cargo.toml", "[package]\nname = \"calc\"\n");
         write(
             "src/lib.rs",
@@ -363,30 +390,13 @@ mod tests {
             "tests/api.rs",
             "macro_rules! t { ($n:ident) => { #[test] fn $n() {} } }\nt!(made);\n",
         );
-        let id = |rest: &str| TestId {
-            package: String::new(),
-            rest: rest.to_string(),
-        };
         let (lib, store, panics, made) = (
             id("tests::adds"),
             id("store::tests::adds"),
             id("tests::panics"),
             id("api/made"),
         );
-        let package = Package {
-            dir: "",
-            home: "",
-            runner: &crate::runners::cargo::Cargo,
-        };
-        let said = canary(
-            dir.path(),
-            &package,
-            &[&lib, &store, &panics, &made],
-            &Canary {
-                message: "aayu canary 3",
-                python: None,
-            },
-        );
+        let said = placed(dir.path(), &[&lib, &store, &panics, &made], "aayu canary 3");
         assert_eq!(said[&lib], Ok(lib.clone()));
         assert_eq!(said[&store], Ok(store.clone()));
         assert!(
@@ -416,36 +426,15 @@ mod tests {
     #[test]
     fn each_cfg_twin_gets_the_canary_a_bom_is_no_offset_and_cfg_attr_should_panic_is_seen() {
         let dir = tempfile::tempdir().expect("dir");
-        let write = |rel: &str, text: &str| {
-            let path = dir.path().join(rel);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
-            std::fs::write(path, text).expect("write");
-        };
+        let write = |rel: &str, text: &str| write_file(dir.path(), rel, text);
         write("Cargo.toml", "[package]\nname = \"calc\"\n");
         write(
             "src/lib.rs",
             "#[cfg(windows)]\nmod imp {\n    #[test]\n    fn t() {}\n}\n#[cfg(unix)]\nmod imp {\n    #[test]\n    fn t() {}\n}\n\n#[test]\n#[cfg_attr(unix, should_panic)]\nfn p() {}\n",
         );
         write("tests/bom.rs", "\u{feff}#[test] fn first() { }\n");
-        let id = |rest: &str| TestId {
-            package: String::new(),
-            rest: rest.to_string(),
-        };
         let (twin, panics, bom) = (id("imp::t"), id("p"), id("bom/first"));
-        let package = Package {
-            dir: "",
-            home: "",
-            runner: &crate::runners::cargo::Cargo,
-        };
-        let said = canary(
-            dir.path(),
-            &package,
-            &[&twin, &panics, &bom],
-            &Canary {
-                message: "m",
-                python: None,
-            },
-        );
+        let said = placed(dir.path(), &[&twin, &panics, &bom], "m");
         assert_eq!(said[&twin], Ok(twin.clone()));
         assert!(
             said[&panics]

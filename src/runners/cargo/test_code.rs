@@ -218,7 +218,7 @@ impl Reader<'_> {
                 path: path.to_string(),
             }));
         };
-        if nesting(&text) > NESTING {
+        if super::super::nesting(&text) > NESTING {
             return Some(Err(Unparsed::TooDeep {
                 path: path.to_string(),
             }));
@@ -369,23 +369,6 @@ impl Reader<'_> {
             .filter_map(|name| within(self.package, &join(dir, &name)).map(str::to_string))
             .collect()
     }
-}
-
-/// How deep a text's brackets nest, counted without regard to strings or comments (an over-count only
-/// makes a file unparsed).
-fn nesting(text: &str) -> usize {
-    let (mut depth, mut most) = (0usize, 0usize);
-    for b in text.bytes() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                most = most.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    most
 }
 
 /// Parses a file (whose modules live in `children`, the file itself in `own_dir`) into its facts; `Err`
